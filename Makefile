@@ -1,0 +1,29 @@
+# Set-up and entry points. `make demo` and `make test` work on a fresh machine: they create
+# (or reuse) the virtual environment .venv/ with everything installed, no system ROS needed.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.kron_dynamics_installed
+
+.PHONY: venv demo test urdf clean
+
+$(STAMP): requirements.txt setup.py setup.cfg package.xml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+venv: $(STAMP)
+
+demo: venv
+	$(VENV)/bin/kron-dynamics demo stacker
+
+test: venv
+	$(PY) -m pytest -q test
+
+urdf: venv
+	$(PY) -m kron_dynamics.machines urdf
+
+clean:
+	rm -rf $(VENV) build install log .pytest_cache

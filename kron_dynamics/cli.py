@@ -1,0 +1,99 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The ``kron-dynamics`` command: ``info URDF``, ``demo MACHINE``."""
+
+import argparse
+from pathlib import Path
+import sys
+
+import numpy as np
+
+from .errors import ModelError
+from .model import RobotModel
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def data_dir(kind: str) -> Path:
+    """Directory of the package's ``urdf``/``config``/``launch`` files (source or installed)."""
+    source = PACKAGE_DIR.parent / kind
+    if source.is_dir():
+        return source
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return Path(get_package_share_directory('kron_dynamics')) / kind
+    except Exception:  # not installed with ament: fall back to the source tree path
+        return source
+
+
+def _matrix(name: str, A: np.ndarray) -> str:
+    rows = np.atleast_2d(A)
+    body = '\n'.join('  [' + ' '.join(f'{v: .6g}' for v in row) + ']' for row in rows)
+    return f'{name} =\n{body}'
+
+
+def info(path: str) -> int:
+    """Print joints, limits, masses, M(0) and G(0) of a URDF."""
+    model = RobotModel.from_urdf_file(path)
+    print(f"robot '{model.name}': {model.n} joint(s), root link '{model.root_link}', "
+          f'total mass {model.total_mass:.6g} kg, gravity {model.gravity.tolist()}')
+    print(f"{'joint':<24}{'type':<12}{'lower':>12}{'upper':>12}{'effort':>12}{'velocity':>12}"
+          f"{'moved mass':>14}")
+    for i, name in enumerate(model.joint_names):
+        j = model.joints[name]
+        internal = model._perm[i]
+        moved = model.tree.mass[model.tree.subtree(internal)].sum()
+        print(f'{name:<24}{j.type:<12}{j.lower:>12.6g}{j.upper:>12.6g}{j.effort:>12.6g}'
+              f'{j.velocity:>12.6g}{moved:>14.6g}')
+    q0 = np.zeros(model.n)
+    print(_matrix('M(0)', model.mass_matrix(q0)))
+    print(_matrix('G(0)', model.gravity_torque(q0)))
+    return 0
+
+
+def demo_static(machine: str) -> int:
+    """Print M, C* and G of a bundled machine at a sample state."""
+    model = RobotModel.from_urdf_file(data_dir('urdf') / f'{machine}.urdf')
+    q = np.linspace(0.3, 0.6, model.n)
+    qd = np.linspace(0.05, 0.1, model.n)
+    print(f'{machine}: joints {model.joint_names}')
+    print(f'q = {q.tolist()}, qd = {qd.tolist()}')
+    print(_matrix('M(q)', model.mass_matrix(q)))
+    print(_matrix('C*(q)', model.coriolis_star(q)))
+    print(_matrix('G(q)', model.gravity_torque(q)))
+    print(_matrix('C*(q)(qd kron qd)', model.coriolis_star(q) @ np.kron(qd, qd)))
+    return 0
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``kron-dynamics`` command."""
+    parser = argparse.ArgumentParser(prog='kron-dynamics', description=__doc__)
+    sub = parser.add_subparsers(dest='command', required=True)
+    p_info = sub.add_parser('info', help='print a URDF model: joints, limits, masses, M(0), G(0)')
+    p_info.add_argument('urdf')
+    p_demo = sub.add_parser('demo', help='run a bundled machine demo')
+    p_demo.add_argument('machine', choices=['stacker', 'rover_arm'])
+    args = parser.parse_args(argv)
+    try:
+        if args.command == 'info':
+            return info(args.urdf)
+        return demo_static(args.machine)
+    except ModelError as exc:
+        print(f'kron-dynamics: {exc}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,124 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Standard Denavit-Hartenberg tables to URDF text and RobotModel.
+
+Body i moves with DH frame i, A_i = Rz(theta) Tz(d) Tx(a) Rx(alpha), and the joint
+variable q_i is theta_i (revolute) or d_i (prismatic) exactly, including its zero: the
+table's theta (revolute) or d (prismatic) is an offset added to q_i, 0 in the papers.
+
+URDF puts the constant part of a joint transform before the motion and DH after it, so
+each row becomes a movable joint into ``link{i}_base`` (DH frame i-1 moved by q_i) and a
+fixed joint to ``link{i}`` (DH frame i), which carries body i's inertia.
+"""
+
+from dataclasses import dataclass, field
+import math
+
+import numpy as np
+
+from .errors import ModelError
+from .urdf_loader import check_inertia
+
+
+@dataclass
+class DHRow:
+    """One row of a standard DH table, with the body it moves."""
+
+    joint: str
+    type: str = 'revolute'          # 'revolute' or 'prismatic'
+    a: float = 0.0
+    alpha: float = 0.0
+    d: float = 0.0
+    theta: float = 0.0
+    mass: float = 0.0
+    com: tuple = (0.0, 0.0, 0.0)    # in DH frame i
+    inertia: object = field(default_factory=lambda: np.zeros((3, 3)))  # central, DH frame i
+    lower: float = -math.pi
+    upper: float = math.pi
+    effort: float = 1e3
+    velocity: float = 10.0
+
+
+def _fmt(values) -> str:
+    return ' '.join(repr(float(v)) for v in values)
+
+
+def _inertia_matrix(inertia) -> np.ndarray:
+    I = np.asarray(inertia, dtype=float)
+    if I.shape == (3,):
+        I = np.diag(I)
+    return I
+
+
+def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.0),
+               base_rpy=(0.0, 0.0, 0.0)) -> str:
+    """URDF text for a DH table; ``base_*`` place DH frame 0 (``link0``) in ``base_link``."""
+    if not rows:
+        raise ModelError('DH table is empty')
+    out = ['<?xml version="1.0"?>', f'<robot name="{name}">', '  <link name="base_link"/>',
+           '  <link name="link0"/>',
+           '  <joint name="base_link_to_link0" type="fixed">',
+           '    <parent link="base_link"/>', '    <child link="link0"/>',
+           f'    <origin xyz="{_fmt(base_xyz)}" rpy="{_fmt(base_rpy)}"/>', '  </joint>']
+    for i, row in enumerate(rows, start=1):
+        where = f"DH row {i} (joint '{row.joint}')"
+        if row.type not in ('revolute', 'prismatic'):
+            raise ModelError(f"{where}: type must be 'revolute' or 'prismatic', got {row.type!r}")
+        values = [row.a, row.alpha, row.d, row.theta, row.mass, *row.com]
+        if not all(math.isfinite(float(v)) for v in values):
+            raise ModelError(f'{where}: parameters must be finite numbers')
+        if row.mass < 0:
+            raise ModelError(f'{where}: mass must be >= 0')
+        I = _inertia_matrix(row.inertia)
+        check_inertia(I, where)
+        if row.type == 'revolute':
+            j_xyz, j_rpy = (0.0, 0.0, 0.0), (0.0, 0.0, row.theta)
+            c_xyz = (row.a, 0.0, row.d)
+        else:
+            j_xyz, j_rpy = (0.0, 0.0, row.d), (0.0, 0.0, row.theta)
+            c_xyz = (row.a, 0.0, 0.0)
+        out += [
+            f'  <link name="link{i}_base"/>',
+            f'  <joint name="{row.joint}" type="{row.type}">',
+            f'    <parent link="link{i - 1}"/>', f'    <child link="link{i}_base"/>',
+            f'    <origin xyz="{_fmt(j_xyz)}" rpy="{_fmt(j_rpy)}"/>',
+            '    <axis xyz="0 0 1"/>',
+            f'    <limit lower="{float(row.lower)!r}" upper="{float(row.upper)!r}" effort="{float(row.effort)!r}" '
+            f'velocity="{float(row.velocity)!r}"/>',
+            '  </joint>',
+            f'  <link name="link{i}">',
+            '    <inertial>',
+            f'      <origin xyz="{_fmt(row.com)}" rpy="0 0 0"/>',
+            f'      <mass value="{float(row.mass)!r}"/>',
+            f'      <inertia ixx="{float(I[0, 0])!r}" ixy="{float(I[0, 1])!r}" ixz="{float(I[0, 2])!r}" '
+            f'iyy="{float(I[1, 1])!r}" iyz="{float(I[1, 2])!r}" izz="{float(I[2, 2])!r}"/>',
+            '    </inertial>',
+            '  </link>',
+            f'  <joint name="link{i}_base_to_link{i}" type="fixed">',
+            f'    <parent link="link{i}_base"/>', f'    <child link="link{i}"/>',
+            f'    <origin xyz="{_fmt(c_xyz)}" rpy="{_fmt((row.alpha, 0.0, 0.0))}"/>',
+            '  </joint>',
+        ]
+    out.append('</robot>')
+    return '\n'.join(out) + '\n'
+
+
+def model_from_dh(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.0),
+                  base_rpy=(0.0, 0.0, 0.0), gravity=(0.0, 0.0, -9.81)):
+    """A RobotModel for a DH table (see :func:`dh_to_urdf`); q_i is the i-th DH variable."""
+    from .model import RobotModel
+    xml = dh_to_urdf(rows, name, base_xyz, base_rpy)
+    return RobotModel.from_urdf_string(xml, joint_names=[r.joint for r in rows],
+                                       gravity=gravity, source=f'DH table {name}')

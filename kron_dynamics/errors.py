@@ -1,0 +1,27 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Exceptions raised by kron_dynamics."""
+
+
+class ModelError(ValueError):
+    """A robot model (URDF, DH table or argument) is invalid; the message names the culprit."""
+
+
+class SingularMassMatrixError(ModelError):
+    """The joint-space inertia matrix is singular, so forward dynamics is undefined."""
+
+    def __init__(self, message: str, joints: list[str] | None = None):
+        super().__init__(message)
+        self.joints = list(joints or [])

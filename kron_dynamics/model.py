@@ -1,0 +1,284 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""RobotModel: the facade users call; arrays in and out are in ``model.joint_names`` order."""
+
+from pathlib import Path
+
+import numpy as np
+
+from .algorithms.coriolis_star import christoffel, coriolis_matrix, coriolis_star
+from .algorithms.crba import crba
+from .algorithms.forward_dynamics import solve_mass_matrix
+from .algorithms.jacobians import hessian_r, hessian_t, jacobian_r, jacobian_t
+from .algorithms.jsim_explicit import jsim_explicit
+from .algorithms.kinematics import forward_kinematics, world_axes
+from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
+from .algorithms.rnea import rnea
+from .errors import ModelError
+from .urdf_loader import JointInfo, parse_urdf
+
+MASS_MATRIX_METHODS = {
+    'jacobian': mass_matrix_jacobian,   # 000 eq. (95)
+    'explicit': jsim_explicit,          # 003 eqs. (30)-(37)
+    'crba': crba,                       # composite rigid bodies
+}
+
+
+class RobotModel:
+    """A fixed-base rigid-body tree with the dynamics of the Kronecker-product papers.
+
+    Build it with :meth:`from_urdf_file`, :meth:`from_urdf_string` or
+    :func:`kron_dynamics.dh.model_from_dh`. q, qd, qdd and tau are 1-D arrays of length
+    ``n`` in ``joint_names`` order, SI units (rad, m, N m, N).
+    """
+
+    def __init__(self, parsed, joint_names=None, armature=None):
+        self._parsed = parsed
+        self.tree = parsed.tree
+        self.name: str = parsed.name
+        self.root_link: str = parsed.root_link
+        self.total_mass: float = parsed.total_mass
+        internal = {name: i for i, name in enumerate(parsed.joint_names)}
+        if joint_names is None:
+            joint_names = list(parsed.joint_names)
+        else:
+            joint_names = [str(j) for j in joint_names]
+            unknown = [j for j in joint_names if j not in internal]
+            if unknown:
+                raise ModelError(f"joint_names: unknown or non-movable joint(s) {unknown}; "
+                                 f'movable joints are {parsed.joint_names}')
+            dup = sorted({j for j in joint_names if joint_names.count(j) > 1})
+            if dup:
+                raise ModelError(f'joint_names: duplicate joint(s) {dup}')
+            missing = [j for j in parsed.joint_names if j not in joint_names]
+            if missing:
+                raise ModelError(f'joint_names: missing movable joint(s) {missing}')
+        self.joint_names: list[str] = joint_names
+        self._perm = np.array([internal[j] for j in joint_names], dtype=int)
+        self.joints: dict[str, JointInfo] = {j: parsed.joints[j] for j in joint_names}
+        self.armature = np.zeros(self.n) if armature is None else self._vector(armature,
+                                                                                 'armature')
+        if np.any(self.armature < 0):
+            raise ModelError('armature must be >= 0')
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_urdf_string(cls, xml: str, joint_names=None, gravity=(0.0, 0.0, -9.81),
+                         armature=None, source: str = '<string>') -> 'RobotModel':
+        """Build a model from URDF text; gravity is a 3-vector in the root link frame."""
+        return cls(parse_urdf(xml, source, gravity), joint_names, armature)
+
+    @classmethod
+    def from_urdf_file(cls, path, joint_names=None, gravity=(0.0, 0.0, -9.81),
+                       armature=None) -> 'RobotModel':
+        """Build a model from a URDF file."""
+        try:
+            xml = Path(path).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ModelError(f'cannot read URDF file {path}: {exc}') from None
+        return cls.from_urdf_string(xml, joint_names, gravity, armature, source=str(path))
+
+    # ----------------------------------------------------------------- properties
+    @property
+    def n(self) -> int:
+        """Number of joint coordinates."""
+        return self.tree.n
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """Gravity acceleration in the root link frame."""
+        return self.tree.gravity.copy()
+
+    @property
+    def link_names(self) -> list[str]:
+        """All links, including those attached by fixed joints."""
+        return list(self._parsed.frames)
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """URDF effort limits per joint (inf where none)."""
+        return np.array([self.joints[j].effort for j in self.joint_names])
+
+    def with_gravity(self, gravity) -> 'RobotModel':
+        """Return a copy of the model with another gravity vector."""
+        g = np.asarray(gravity, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f'gravity must be 3 finite numbers, got {gravity!r}')
+        parsed = self._parsed.__class__(**{**self._parsed.__dict__,
+                                           'tree': self.tree.with_gravity(g)})
+        return RobotModel(parsed, self.joint_names, self.armature)
+
+    def with_armature(self, armature) -> 'RobotModel':
+        """Return a copy with per-joint armature (rotor inertia added to M's diagonal)."""
+        if isinstance(armature, dict):
+            unknown = [j for j in armature if j not in self.joints]
+            if unknown:
+                raise ModelError(f'armature: unknown joint(s) {unknown}')
+            armature = [float(armature.get(j, 0.0)) for j in self.joint_names]
+        return RobotModel(self._parsed, self.joint_names, armature)
+
+    # ----------------------------------------------------------------- conversions
+    def _vector(self, x, name: str) -> np.ndarray:
+        try:
+            v = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f'{name} must be an array of {self.n} numbers') from None
+        if v.shape != (self.n,):
+            raise ValueError(f'{name} must have shape ({self.n},), got {v.shape}')
+        bad = ~np.isfinite(v)
+        if bad.any():
+            names = [self.joint_names[i] for i in np.nonzero(bad)[0]]
+            raise ValueError(f'{name} is not finite at joint(s) {names}')
+        return v
+
+    def _internal(self, x, name: str) -> np.ndarray:
+        v = np.empty(self.n)
+        v[self._perm] = self._vector(x, name)
+        return v
+
+    def _cols(self, A: np.ndarray) -> np.ndarray:
+        return A[..., self._perm]
+
+    def _square(self, A: np.ndarray) -> np.ndarray:
+        return A[np.ix_(self._perm, self._perm)]
+
+    def _cube(self, A: np.ndarray) -> np.ndarray:
+        n = self.n
+        p = self._perm
+        return A.reshape(-1, n, n, n)[:, p][:, :, p][:, :, :, p].reshape(A.shape)
+
+    def _frame(self, link: str):
+        try:
+            return self._parsed.frames[link]
+        except KeyError:
+            raise ModelError(f"unknown link '{link}'") from None
+
+    # ----------------------------------------------------------------- kinematics
+    def link_pose(self, q, link: str):
+        """Return (R, p): orientation and origin of a link frame in the root frame."""
+        body, Rb, pb = self._frame(link)
+        if body < 0:
+            return Rb.copy(), pb.copy()
+        R, p = forward_kinematics(self.tree, self._internal(q, 'q'))
+        return R[body] @ Rb, p[body] + R[body] @ pb
+
+    def _point(self, q, link, point):
+        body, Rb, pb = self._frame(link)
+        qi = self._internal(q, 'q')
+        R, p = forward_kinematics(self.tree, qi)
+        axes = world_axes(self.tree, R)
+        offset = pb if point is None else pb + Rb @ np.asarray(point, dtype=float).reshape(3)
+        x = (R[body] @ offset + p[body]) if body >= 0 else offset
+        return body, x, axes, p
+
+    def jacobians(self, q, link: str, point=None):
+        """(J_T, J_R), each 3 x n in the root frame, of a link's origin or a point on it.
+
+        ``point`` is expressed in the link frame. 000 eqs. (29), (37), (45).
+        """
+        body, x, axes, p = self._point(q, link, point)
+        return (self._cols(jacobian_t(self.tree, body, x, axes, p)),
+                self._cols(jacobian_r(self.tree, body, axes)))
+
+    def hessians(self, q, link: str, point=None):
+        """(H_T, H_R), each 3 x n^2: H[:, s*n + k] = dJ[:, s]/dq_k (000 eqs. 5, 51, 60, 67)."""
+        body, x, axes, p = self._point(q, link, point)
+        JT = jacobian_t(self.tree, body, x, axes, p)
+        n = self.n
+        perm = self._perm
+        HT = hessian_t(self.tree, body, JT, axes).reshape(3, n, n)[:, perm][:, :, perm]
+        HR = hessian_r(self.tree, body, axes).reshape(3, n, n)[:, perm][:, :, perm]
+        return HT.reshape(3, n * n), HR.reshape(3, n * n)
+
+    # ----------------------------------------------------------------- dynamics
+    def mass_matrix(self, q, method: str = 'crba') -> np.ndarray:
+        """M(q), n x n: ``method`` 'jacobian' (000 eq. 95), 'explicit' (003) or 'crba'."""
+        try:
+            algorithm = MASS_MATRIX_METHODS[method]
+        except KeyError:
+            raise ValueError(f"unknown mass-matrix method '{method}'; "
+                             f'choose one of {sorted(MASS_MATRIX_METHODS)}') from None
+        M = self._square(algorithm(self.tree, self._internal(q, 'q')))
+        return M + np.diag(self.armature)
+
+    def coriolis_star(self, q) -> np.ndarray:
+        """C*(q), n x n^2 (000 eq. 101): C*[i, j*n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i."""
+        return self._cube(coriolis_star(self.tree, self._internal(q, 'q')))
+
+    def christoffel(self, q) -> np.ndarray:
+        """Christoffel symbols of the first kind, n x n^2 (reshape(n, n, n) gives [i, j, k])."""
+        return self._cube(christoffel(self.tree, self._internal(q, 'q')))
+
+    def coriolis_matrix(self, q, qd) -> np.ndarray:
+        """n x n Coriolis matrix with M' - 2C skew-symmetric; C(q, q') q' = C*(q)(q' kron q')."""
+        C = coriolis_matrix(self.tree, self._internal(q, 'q'), self._internal(qd, 'qd'))
+        return self._square(C)
+
+    def coriolis_vector(self, q, qd) -> np.ndarray:
+        """C*(q)(q' kron q'), by Newton-Euler with no gravity and no acceleration."""
+        qi, qdi = self._internal(q, 'q'), self._internal(qd, 'qd')
+        return self._cols(rnea(self.tree, qi, qdi, np.zeros(self.n), gravity=np.zeros(3)))
+
+    def gravity_torque(self, q) -> np.ndarray:
+        """G(q) = dV/dq, by Newton-Euler at rest."""
+        z = np.zeros(self.n)
+        return self._cols(rnea(self.tree, self._internal(q, 'q'), z, z))
+
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None) -> np.ndarray:
+        """tau = M q'' + C*(q' kron q') + G - sum J^T F_ext, by recursive Newton-Euler (002).
+
+        ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that the environment
+        applies to the link: force at the link frame origin and moment, in root-frame
+        coordinates (004 eq. 33).
+        """
+        qi = self._internal(q, 'q')
+        tau = rnea(self.tree, qi, self._internal(qd, 'qd'), self._internal(qdd, 'qdd'),
+                   f_ext=self._external_wrenches(qi, f_ext))
+        return self._cols(tau) + self.armature * np.asarray(qdd, dtype=float)
+
+    def _external_wrenches(self, qi, f_ext):
+        if not f_ext:
+            return None
+        R, p = forward_kinematics(self.tree, qi)
+        W = np.zeros((self.n, 6))
+        for link, wrench in f_ext.items():
+            body, Rb, pb = self._frame(link)
+            w = np.asarray(wrench, dtype=float)
+            if w.shape != (6,) or not np.all(np.isfinite(w)):
+                raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
+            if body < 0:
+                continue  # acts on the fixed base
+            force, moment = w[:3], w[3:]
+            lever = R[body] @ pb     # body origin -> link origin, root-frame axes
+            W[body, :3] += R[body].T @ force
+            W[body, 3:] += R[body].T @ (moment + np.cross(lever, force))
+        return W
+
+    def forward_dynamics(self, q, qd, tau) -> np.ndarray:
+        """q'' = M^-1 (tau - C*(q' kron q') - G); SingularMassMatrixError if M is singular."""
+        qi, qdi = self._internal(q, 'q'), self._internal(qd, 'qd')
+        bias = self._cols(rnea(self.tree, qi, qdi, np.zeros(self.n)))
+        M = self.mass_matrix(q)
+        return solve_mass_matrix(M, self._vector(tau, 'tau') - bias, self.joint_names)
+
+    def friction_torque(self, qd) -> np.ndarray:
+        """Joint friction from URDF <dynamics>: damping * q' + friction * sign(q')."""
+        v = self._vector(qd, 'qd')
+        damping = np.array([self.joints[j].damping for j in self.joint_names])
+        friction = np.array([self.joints[j].friction for j in self.joint_names])
+        return damping * v + friction * np.sign(v)
+
+    def __repr__(self):
+        return f'RobotModel({self.name!r}, n={self.n}, joints={self.joint_names})'

@@ -1,0 +1,85 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Random URDF trees for tests and benchmarks.
+
+Revolute, continuous, prismatic and fixed joints, branches, tilted axes, joint origins with
+xyz/rpy, full inertia tensors with inertial rpy, and some massless links.
+"""
+
+import numpy as np
+
+
+def random_inertia(rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
+    """A random physical central inertia: principal moments obeying the triangle inequality."""
+    a, b = rng.uniform(0.1, 1.0, 2) * scale
+    c = rng.uniform(abs(a - b), a + b)
+    Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    return Q @ np.diag([a, b, c]) @ Q.T
+
+
+def _v(x) -> str:
+    return ' '.join(repr(float(v)) for v in x)
+
+
+def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
+                prismatic_fraction: float = 0.3, massless_fraction: float = 0.1,
+                branching: float = 0.5, name: str = 'random_tree') -> str:
+    """Return URDF text of a random tree with n_movable movable and n_fixed fixed joints."""
+    kinds = ['movable'] * n_movable + ['fixed'] * n_fixed
+    rng.shuffle(kinds)
+    links = ['base_link']
+    lines = ['<?xml version="1.0"?>', f'<robot name="{name}">',
+             '  <link name="base_link">', '    <inertial><mass value="5.0"/>',
+             '      <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>',
+             '  </link>']
+    for k, kind in enumerate(kinds):
+        # prefer the newest link (chains) but branch off an older one with some probability
+        parent = links[-1] if rng.random() > branching else links[rng.integers(len(links))]
+        child = f'link{k + 1}'
+        if kind == 'fixed':
+            jtype = 'fixed'
+        elif rng.random() < prismatic_fraction:
+            jtype = 'prismatic'
+        else:
+            jtype = 'continuous' if rng.random() < 0.2 else 'revolute'
+        axis = rng.normal(size=3)
+        if rng.random() < 0.3:
+            axis = np.eye(3)[rng.integers(3)] * rng.choice([-1.0, 1.0])
+        lines += [f'  <joint name="joint{k + 1}" type="{jtype}">',
+                  f'    <parent link="{parent}"/>', f'    <child link="{child}"/>',
+                  f'    <origin xyz="{_v(rng.uniform(-0.5, 0.5, 3))}" '
+                  f'rpy="{_v(rng.uniform(-np.pi, np.pi, 3))}"/>']
+        if jtype != 'fixed':
+            lines.append(f'    <axis xyz="{_v(axis)}"/>')
+        if jtype in ('revolute', 'prismatic'):
+            lines.append('    <limit lower="-3.0" upper="3.0" effort="100.0" velocity="5.0"/>')
+        if jtype != 'fixed' and rng.random() < 0.5:
+            lines.append(f'    <dynamics damping="{float(rng.uniform(0, 1))!r}" '
+                         f'friction="{float(rng.uniform(0, 0.5))!r}"/>')
+        lines.append('  </joint>')
+        lines.append(f'  <link name="{child}">')
+        if rng.random() >= massless_fraction:
+            I_ = random_inertia(rng, rng.uniform(0.05, 1.0))
+            lines += ['    <inertial>',
+                      f'      <origin xyz="{_v(rng.uniform(-0.3, 0.3, 3))}" '
+                      f'rpy="{_v(rng.uniform(-np.pi, np.pi, 3))}"/>',
+                      f'      <mass value="{float(rng.uniform(0.2, 5.0))!r}"/>',
+                      f'      <inertia ixx="{float(I_[0, 0])!r}" ixy="{float(I_[0, 1])!r}" ixz="{float(I_[0, 2])!r}" '
+                      f'iyy="{float(I_[1, 1])!r}" iyz="{float(I_[1, 2])!r}" izz="{float(I_[2, 2])!r}"/>',
+                      '    </inertial>']
+        lines.append('  </link>')
+        links.append(child)
+    lines.append('</robot>')
+    return '\n'.join(lines) + '\n'

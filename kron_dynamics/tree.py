@@ -1,0 +1,73 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The kinematic tree: the data every algorithm works on (one body per movable joint)."""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class KinematicTree:
+    """Arrays describing a fixed-base tree of n bodies, parents before children.
+
+    Body i is moved by joint i relative to body ``parent[i]`` (-1 is the fixed root).
+    Its frame is ``T_parent * (R0[i], p0[i]) * joint(q_i)``: a rotation by q_i about
+    ``axis[i]`` (revolute) or a translation by q_i along it (prismatic). ``com[i]`` and
+    ``inertia[i]`` (about the CoM) are expressed in body i's frame. ``gravity`` is the
+    gravity acceleration in the root frame.
+    """
+
+    parent: np.ndarray
+    revolute: np.ndarray
+    axis: np.ndarray
+    R0: np.ndarray
+    p0: np.ndarray
+    mass: np.ndarray
+    com: np.ndarray
+    inertia: np.ndarray
+    gravity: np.ndarray
+    support: np.ndarray = field(init=False, repr=False)
+    children: tuple = field(init=False, repr=False)
+
+    def __post_init__(self):
+        n = len(self.parent)
+        support = np.zeros((n, n), dtype=bool)
+        children = [[] for _ in range(n)]
+        for i in range(n):
+            p = int(self.parent[i])
+            if p >= i:
+                raise ValueError('KinematicTree: parents must come before children')
+            if p >= 0:
+                support[i] = support[p]
+                children[p].append(i)
+            support[i, i] = True
+        object.__setattr__(self, 'support', support)
+        object.__setattr__(self, 'children', tuple(tuple(c) for c in children))
+
+    @property
+    def n(self) -> int:
+        """Number of joint coordinates."""
+        return len(self.parent)
+
+    def subtree(self, i: int) -> np.ndarray:
+        """Boolean mask of body i and its descendants."""
+        return self.support[:, i]
+
+    def with_gravity(self, gravity) -> 'KinematicTree':
+        """Return a copy of this tree with another gravity vector."""
+        return KinematicTree(self.parent, self.revolute, self.axis, self.R0, self.p0,
+                             self.mass, self.com, self.inertia,
+                             np.asarray(gravity, dtype=float))

@@ -1,0 +1,358 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""URDF text to a validated kinematic tree, using urdf_parser_py for the object model.
+
+Every problem is reported as :class:`~kron_dynamics.errors.ModelError` naming the file and the
+link or joint concerned; nothing else escapes from here.
+"""
+
+from dataclasses import dataclass
+import logging
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+from urdf_parser_py import xml_reflection
+from urdf_parser_py.urdf import URDF
+
+from .errors import ModelError
+from .rotations import rpy_to_matrix
+from .tree import KinematicTree
+
+logger = logging.getLogger('kron_dynamics')
+
+SUPPORTED_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
+# element -> attributes that must be numbers (with their count)
+NUMERIC_ATTRIBUTES = {
+    'origin': {'xyz': 3, 'rpy': 3},
+    'axis': {'xyz': 3},
+    'mass': {'value': 1},
+    'inertia': {k: 1 for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')},
+    'limit': {'lower': 1, 'upper': 1, 'effort': 1, 'velocity': 1},
+    'dynamics': {'damping': 1, 'friction': 1},
+    'mimic': {'multiplier': 1, 'offset': 1},
+    'safety_controller': {k: 1 for k in ('soft_lower_limit', 'soft_upper_limit',
+                                         'k_position', 'k_velocity')},
+    'calibration': {'rising': 1, 'falling': 1},
+    'box': {'size': 3},
+    'cylinder': {'radius': 1, 'length': 1},
+    'sphere': {'radius': 1},
+    'mesh': {'scale': 3},
+    'color': {'rgba': 4},
+}
+# Relative tolerance for the inertia checks (positive semidefinite, triangle inequality).
+INERTIA_TOL = 1e-9
+
+
+def _route_parser_messages(message):
+    logger.warning('urdf_parser_py: %s', message)
+
+
+xml_reflection.core.on_error = _route_parser_messages
+
+
+@dataclass(frozen=True)
+class JointInfo:
+    """What the URDF says about one movable joint (limits in SI units, +-inf if none)."""
+
+    name: str
+    type: str
+    parent_link: str
+    child_link: str
+    axis: tuple
+    lower: float
+    upper: float
+    effort: float
+    velocity: float
+    damping: float
+    friction: float
+
+
+@dataclass(frozen=True)
+class ParsedTree:
+    """A URDF turned into a kinematic tree, in depth-first joint order."""
+
+    name: str
+    tree: KinematicTree
+    joint_names: list
+    joints: dict
+    frames: dict          # link name -> (body index or -1 for the root, R, p) in body frame
+    root_link: str
+    total_mass: float
+
+
+def _where(elem_path):
+    return ' '.join(elem_path)
+
+
+def _check_xml(xml: str, source: str) -> ET.Element:
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise ModelError(f'{source}: malformed XML: {exc}') from None
+    if root.tag != 'robot':
+        raise ModelError(f"{source}: the root element is <{root.tag}>, expected <robot>")
+    for kind in ('link', 'joint'):
+        seen = set()
+        for elem in root.findall(kind):
+            name = elem.get('name')
+            if not name:
+                raise ModelError(f'{source}: a <{kind}> element has no name attribute')
+            if name in seen:
+                raise ModelError(f"{source}: duplicate {kind} name '{name}'")
+            seen.add(name)
+    for top in root:
+        owner = f"{top.tag} '{top.get('name')}'"
+        for elem in top.iter():
+            spec = NUMERIC_ATTRIBUTES.get(elem.tag)
+            if not spec:
+                continue
+            for attr, count in spec.items():
+                text = elem.get(attr)
+                if text is None:
+                    continue
+                parts = text.split()
+                try:
+                    values = [float(v) for v in parts]
+                except ValueError:
+                    raise ModelError(
+                        f"{source}: {owner}: <{elem.tag} {attr}=\"{text}\"> is not numeric"
+                    ) from None
+                if len(values) != count:
+                    raise ModelError(
+                        f"{source}: {owner}: <{elem.tag} {attr}=\"{text}\"> needs {count} "
+                        f"number(s), got {len(values)}")
+                if elem.tag not in ('limit',) and not all(math.isfinite(v) for v in values):
+                    raise ModelError(
+                        f"{source}: {owner}: <{elem.tag} {attr}=\"{text}\"> is not finite")
+                if elem.tag == 'limit' and any(math.isnan(v) for v in values):
+                    raise ModelError(f"{source}: {owner}: <limit {attr}=\"{text}\"> is NaN")
+    return root
+
+
+def _pose(origin):
+    if origin is None:
+        return np.eye(3), np.zeros(3)
+    xyz = origin.xyz if origin.xyz is not None else [0.0, 0.0, 0.0]
+    rpy = origin.rpy if origin.rpy is not None else [0.0, 0.0, 0.0]
+    return rpy_to_matrix(rpy), np.array(xyz, dtype=float)
+
+
+def _link_inertia(link, source):
+    """Return (mass, com, central inertia) of a link in its own frame, validated."""
+    inertial = link.inertial
+    if inertial is None:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    where = f"{source}: link '{link.name}'"
+    mass = 0.0 if inertial.mass is None else float(inertial.mass)
+    if not math.isfinite(mass) or mass < 0.0:
+        raise ModelError(f'{where}: mass {mass} must be finite and >= 0')
+    I = np.zeros((3, 3))
+    if inertial.inertia is not None:
+        i = inertial.inertia
+        I = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]],
+                     dtype=float)
+    check_inertia(I, where)
+    R, c = _pose(inertial.origin)
+    return mass, c, R @ I @ R.T
+
+
+def check_inertia(I: np.ndarray, where: str) -> None:
+    """Raise ModelError unless I is a physical inertia tensor (symmetric, PSD, triangle)."""
+    I = np.asarray(I, dtype=float)
+    if I.shape != (3, 3) or not np.all(np.isfinite(I)):
+        raise ModelError(f'{where}: inertia must be a finite 3 x 3 matrix')
+    scale = max(float(np.max(np.abs(I))), 1e-300)
+    if np.max(np.abs(I - I.T)) > INERTIA_TOL * scale:
+        raise ModelError(f'{where}: inertia tensor is not symmetric')
+    ev = np.linalg.eigvalsh(I)
+    if ev[0] < -INERTIA_TOL * scale:
+        raise ModelError(
+            f'{where}: inertia tensor is not positive semidefinite (principal moments '
+            f'{ev[0]:.6g}, {ev[1]:.6g}, {ev[2]:.6g})')
+    if ev[2] > ev[0] + ev[1] + INERTIA_TOL * scale:
+        raise ModelError(
+            f'{where}: principal moments {ev[0]:.6g}, {ev[1]:.6g}, {ev[2]:.6g} violate the '
+            'triangle inequality (largest > sum of the other two)')
+
+
+def _structure(robot, source):
+    """Check parents, children, roots and cycles; return (root, children_of, joint_by_child)."""
+    links = {link.name: link for link in robot.links}
+    children_of = {name: [] for name in links}
+    joint_by_child = {}
+    for joint in robot.joints:
+        where = f"{source}: joint '{joint.name}'"
+        if joint.type not in SUPPORTED_TYPES:
+            if joint.type in ('floating', 'planar'):
+                raise ModelError(f"{where}: joint type '{joint.type}' is not supported "
+                                 '(fixed-base trees with revolute, continuous, prismatic '
+                                 'and fixed joints only)')
+            raise ModelError(f"{where}: unknown joint type '{joint.type}'")
+        if joint.mimic is not None:
+            raise ModelError(f'{where}: mimic joints are not supported')
+        for role in ('parent', 'child'):
+            name = getattr(joint, role)
+            if not name:
+                raise ModelError(f'{where}: has no {role} link')
+            if name not in links:
+                raise ModelError(f"{where}: {role} link '{name}' does not exist")
+        if joint.parent == joint.child:
+            raise ModelError(f"{where}: parent and child are the same link '{joint.child}'")
+        if joint.child in joint_by_child:
+            raise ModelError(
+                f"{where}: link '{joint.child}' is already the child of joint "
+                f"'{joint_by_child[joint.child].name}' (a link has at most one parent)")
+        joint_by_child[joint.child] = joint
+        children_of[joint.parent].append(joint)
+    roots = [name for name in links if name not in joint_by_child]
+    if not roots:
+        raise ModelError(f'{source}: no root link: the joints form a cycle')
+    if len(roots) > 1:
+        raise ModelError(f"{source}: several root links ({', '.join(roots)}); "
+                         'a URDF must be one connected tree')
+    reached = set()
+    stack = [roots[0]]
+    while stack:
+        name = stack.pop()
+        reached.add(name)
+        stack.extend(j.child for j in children_of[name])
+    missing = [name for name in links if name not in reached]
+    if missing:
+        raise ModelError(f"{source}: links {', '.join(missing)} form a cycle not connected "
+                         f"to the root link '{roots[0]}'")
+    return roots[0], children_of, links
+
+
+def _joint_info(joint, axis, source):
+    where = f"{source}: joint '{joint.name}'"
+    lower, upper, effort, velocity = -math.inf, math.inf, math.inf, math.inf
+    limit = joint.limit
+    if joint.type in ('revolute', 'prismatic'):
+        if limit is None:
+            raise ModelError(f'{where}: a {joint.type} joint needs a <limit> element')
+        if limit.lower is not None:
+            lower = float(limit.lower)
+        if limit.upper is not None:
+            upper = float(limit.upper)
+        if lower > upper:
+            raise ModelError(f'{where}: <limit> lower {lower} > upper {upper}')
+    if limit is not None:
+        if limit.effort is not None:
+            effort = float(limit.effort)
+        if limit.velocity is not None:
+            velocity = float(limit.velocity)
+        if effort < 0 or velocity < 0:
+            raise ModelError(f'{where}: <limit> effort and velocity must be >= 0')
+    damping = friction = 0.0
+    if joint.dynamics is not None:
+        damping = float(joint.dynamics.damping or 0.0)
+        friction = float(joint.dynamics.friction or 0.0)
+        if damping < 0 or friction < 0:
+            raise ModelError(f'{where}: <dynamics> damping and friction must be >= 0')
+    return JointInfo(joint.name, joint.type, joint.parent, joint.child, tuple(axis),
+                     lower, upper, effort, velocity, damping, friction)
+
+
+def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81)) -> ParsedTree:
+    """Parse and validate URDF text; return the tree in depth-first joint order."""
+    if not isinstance(xml, str):
+        raise ModelError(f'{source}: URDF must be text, got {type(xml).__name__}')
+    _check_xml(xml, source)
+    try:
+        robot = URDF.from_xml_string(xml)
+    except Exception as exc:  # urdf_parser_py raises many kinds; report them all as ours
+        raise ModelError(f'{source}: invalid URDF: {exc}') from None
+    root, children_of, links = _structure(robot, source)
+    gravity = np.asarray(gravity, dtype=float)
+    if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+        raise ModelError(f'gravity must be 3 finite numbers, got {gravity!r}')
+
+    frames = {root: (-1, np.eye(3), np.zeros(3))}
+    parent, revolute, axes, R0s, p0s = [], [], [], [], []
+    bodies = []      # per body: list of (mass, com, inertia) in body frame
+    joint_names, joints = [], {}
+    root_parts = []
+
+    def add_inertia(link_name):
+        body, R, p = frames[link_name]
+        m, c, I = _link_inertia(links[link_name], source)
+        part = (m, R @ c + p, R @ I @ R.T)
+        (root_parts if body < 0 else bodies[body]).append(part)
+
+    add_inertia(root)
+    stack = list(reversed(children_of[root]))
+    while stack:  # depth first, children in document order
+        joint = stack.pop()
+        body, Rb, pb = frames[joint.parent]
+        Ro, po = _pose(joint.origin)
+        R_rel, p_rel = Rb @ Ro, Rb @ po + pb
+        if joint.type == 'fixed':
+            frames[joint.child] = (body, R_rel, p_rel)
+        else:
+            axis = np.array(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0],
+                            dtype=float)
+            norm = float(np.linalg.norm(axis))
+            if not norm > 1e-12:
+                raise ModelError(f"{source}: joint '{joint.name}': <axis> is zero")
+            axis = axis / norm
+            parent.append(body)
+            revolute.append(joint.type != 'prismatic')
+            axes.append(axis)
+            R0s.append(R_rel)
+            p0s.append(p_rel)
+            bodies.append([])
+            frames[joint.child] = (len(bodies) - 1, np.eye(3), np.zeros(3))
+            joint_names.append(joint.name)
+            joints[joint.name] = _joint_info(joint, axis, source)
+        add_inertia(joint.child)
+        stack.extend(reversed(children_of[joint.child]))
+    mass, com, inertia = [], [], []
+    for parts in bodies:
+        m, c, I = merge_inertias(parts)
+        mass.append(m)
+        com.append(c)
+        inertia.append(I)
+    n = len(bodies)
+    tree = KinematicTree(
+        parent=np.array(parent, dtype=int).reshape(n), revolute=np.array(revolute, dtype=bool),
+        axis=np.array(axes, dtype=float).reshape(n, 3), R0=np.array(R0s).reshape(n, 3, 3),
+        p0=np.array(p0s).reshape(n, 3), mass=np.array(mass, dtype=float),
+        com=np.array(com, dtype=float).reshape(n, 3),
+        inertia=np.array(inertia, dtype=float).reshape(n, 3, 3), gravity=gravity)
+    _warn_unusual(tree, joint_names, source)
+    total = float(sum(mass)) + sum(part[0] for part in root_parts)
+    return ParsedTree(robot.name or '', tree, joint_names, joints, frames, root, total)
+
+
+def merge_inertias(parts):
+    """Combine (mass, com, central inertia) parts in one frame into a single rigid body."""
+    if not parts:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    m = sum(p[0] for p in parts)
+    c = sum(p[0] * p[1] for p in parts) / m if m > 0 else np.zeros(3)
+    I = np.zeros((3, 3))
+    for mi, ci, Ii in parts:
+        d = ci - c
+        I += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
+    return float(m), c, I
+
+
+def _warn_unusual(tree: KinematicTree, joint_names, source):
+    for i in range(tree.n):
+        sub = tree.subtree(i)
+        if tree.mass[sub].sum() == 0.0 and not np.any(tree.inertia[sub]):
+            logger.warning("%s: joint '%s' moves no mass or inertia: M is singular",
+                           source, joint_names[i])

@@ -1,0 +1,43 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'kron_dynamics'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.launch.py')),
+        ('share/' + package_name + '/config', glob('config/*.yaml')),
+        ('share/' + package_name + '/urdf', glob('urdf/*.urdf')),
+    ],
+    install_requires=['setuptools', 'numpy', 'scipy', 'urdfdom-py', 'pyyaml'],
+    zip_safe=True,
+    maintainer='kron_dynamics developers',
+    maintainer_email='kron_dynamics@example.com',
+    description='Kronecker-product rigid-body dynamics of URDF trees, with ROS 2 nodes.',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'kron-dynamics = kron_dynamics.cli:main',
+        ],
+    },
+)
