@@ -23,7 +23,7 @@ from .algorithms.crba import crba
 from .algorithms.forward_dynamics import solve_mass_matrix
 from .algorithms.jacobians import hessian_r, hessian_t, jacobian_r, jacobian_t
 from .algorithms.jsim_explicit import jsim_explicit
-from .algorithms.kinematics import forward_kinematics, world_axes
+from .algorithms.kinematics import com_positions, forward_kinematics, world_axes
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.rnea import rnea
 from .errors import ModelError
@@ -272,6 +272,17 @@ class RobotModel:
         bias = self._cols(rnea(self.tree, qi, qdi, np.zeros(self.n)))
         M = self.mass_matrix(q)
         return solve_mass_matrix(M, self._vector(tau, 'tau') - bias, self.joint_names)
+
+    def kinetic_energy(self, q, qd) -> float:
+        """T = 1/2 q'^T M(q) q' (000 eq. 93), armature included."""
+        v = self._vector(qd, 'qd')
+        return 0.5 * float(v @ self.mass_matrix(q) @ v)
+
+    def potential_energy(self, q) -> float:
+        """V = -sum m_i g . r_Gi, zero at the root origin; G(q) = dV/dq."""
+        R, p = forward_kinematics(self.tree, self._internal(q, 'q'))
+        coms = com_positions(self.tree, R, p)
+        return -float(self.tree.mass @ (coms @ self.tree.gravity))
 
     def friction_torque(self, qd) -> np.ndarray:
         """Joint friction from URDF <dynamics>: damping * q' + friction * sign(q')."""
