@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Standard Denavit-Hartenberg tables to URDF text and RobotModel.
+"""
+Standard Denavit-Hartenberg tables to URDF text and RobotModel.
 
 Body i moves with DH frame i, A_i = Rz(theta) Tz(d) Tx(a) Rx(alpha), and the joint
 variable q_i is theta_i (revolute) or d_i (prismatic) exactly, including its zero: the
@@ -56,10 +57,8 @@ def _fmt(values) -> str:
 
 
 def _inertia_matrix(inertia) -> np.ndarray:
-    I = np.asarray(inertia, dtype=float)
-    if I.shape == (3,):
-        I = np.diag(I)
-    return I
+    inertia = np.asarray(inertia, dtype=float)
+    return np.diag(inertia) if inertia.shape == (3,) else inertia
 
 
 def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.0),
@@ -81,8 +80,8 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
             raise ModelError(f'{where}: parameters must be finite numbers')
         if row.mass < 0:
             raise ModelError(f'{where}: mass must be >= 0')
-        I = _inertia_matrix(row.inertia)
-        check_inertia(I, where)
+        inertia = _inertia_matrix(row.inertia)
+        check_inertia(inertia, where)
         if row.type == 'revolute':
             j_xyz, j_rpy = (0.0, 0.0, 0.0), (0.0, 0.0, row.theta)
             c_xyz = (row.a, 0.0, row.d)
@@ -95,15 +94,16 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
             f'    <parent link="link{i - 1}"/>', f'    <child link="link{i}_base"/>',
             f'    <origin xyz="{_fmt(j_xyz)}" rpy="{_fmt(j_rpy)}"/>',
             '    <axis xyz="0 0 1"/>',
-            f'    <limit lower="{float(row.lower)!r}" upper="{float(row.upper)!r}" effort="{float(row.effort)!r}" '
-            f'velocity="{float(row.velocity)!r}"/>',
+            f'    <limit lower="{_fmt([row.lower])}" upper="{_fmt([row.upper])}" '
+            f'effort="{_fmt([row.effort])}" velocity="{_fmt([row.velocity])}"/>',
             '  </joint>',
             f'  <link name="link{i}">',
             '    <inertial>',
             f'      <origin xyz="{_fmt(row.com)}" rpy="0 0 0"/>',
             f'      <mass value="{float(row.mass)!r}"/>',
-            f'      <inertia ixx="{float(I[0, 0])!r}" ixy="{float(I[0, 1])!r}" ixz="{float(I[0, 2])!r}" '
-            f'iyy="{float(I[1, 1])!r}" iyz="{float(I[1, 2])!r}" izz="{float(I[2, 2])!r}"/>',
+            f'      <inertia ixx="{_fmt([inertia[0, 0]])}" ixy="{_fmt([inertia[0, 1]])}" '
+            f'ixz="{_fmt([inertia[0, 2]])}" iyy="{_fmt([inertia[1, 1]])}" '
+            f'iyz="{_fmt([inertia[1, 2]])}" izz="{_fmt([inertia[2, 2]])}"/>',
             '    </inertial>',
             '  </link>',
             f'  <joint name="link{i}_base_to_link{i}" type="fixed">',
@@ -117,7 +117,7 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
 
 def model_from_dh(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.0),
                   base_rpy=(0.0, 0.0, 0.0), gravity=(0.0, 0.0, -9.81)):
-    """A RobotModel for a DH table (see :func:`dh_to_urdf`); q_i is the i-th DH variable."""
+    """Build a RobotModel for a DH table (see :func:`dh_to_urdf`); q_i is the i-th DH variable."""
     from .model import RobotModel
     xml = dh_to_urdf(rows, name, base_xyz, base_rpy)
     return RobotModel.from_urdf_string(xml, joint_names=[r.joint for r in rows],

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The example machines of the papers, as URDF text generated from their parameter tables.
+"""
+The example machines of the papers, as URDF text generated from their parameter tables.
 
 ``python -m kron_dynamics.machines DIR`` writes the URDFs shipped in ``urdf/``.
 """
@@ -31,7 +32,7 @@ STACKER = dict(m1=200000.0, m2=150000.0, m3=60000.0, d2=9.0, yG2=-3.5, a3=40.0, 
 
 
 def stacker_dh_rows() -> list[DHRow]:
-    """The stacker's DH table (000 Table 1): q1 rail travel [m], q2 slew, q3 luff [rad]."""
+    """Return the stacker's DH table (000 Table 1): q1 rail travel [m], q2 slew, q3 luff [rad]."""
     p = STACKER
     return [
         DHRow('q1_travel', 'prismatic', alpha=math.pi / 2, mass=p['m1'],
@@ -80,7 +81,8 @@ def _joint(name, jtype, parent, child, xyz, axis, limit):
 
 
 def rover_arm_urdf(regularized: bool = False) -> str:
-    """URDF of the lunar-rover rocker arm (003 Table 3), natural coordinates, z up.
+    """
+    URDF of the lunar-rover rocker arm (003 Table 3), natural coordinates, z up.
 
     With ``regularized`` every zero principal moment becomes 1e-4 kg m^2 so that M is
     positive definite (the JSON oracle's ``rover_arm_regularized``).
@@ -99,14 +101,16 @@ def rover_arm_urdf(regularized: bool = False) -> str:
 
 
 def rp_arm_urdf() -> str:
-    """The R-P arm of seed 002: q1 about z0, q2 = d2 along x1 to the link-2 CoM; plane x0-y0.
+    """
+    Return the R-P arm of seed 002: q1 about z0, q2 = d2 along x1 to the link-2 CoM; plane x0-y0.
 
     base_link is z up; frame 0 of the slides (y0 up) is ``link0``.
     """
     out = ['<?xml version="1.0"?>', '<robot name="rp_arm">', '  <link name="base_link"/>',
            '  <link name="link0"/>',
            '  <joint name="base_link_to_link0" type="fixed">', '    <parent link="base_link"/>',
-           '    <child link="link0"/>', f'    <origin xyz="0 0 0" rpy="{_v((math.pi / 2, 0, 0))}"/>',
+           '    <child link="link0"/>',
+           f'    <origin xyz="0 0 0" rpy="{_v((math.pi / 2, 0, 0))}"/>',
            '  </joint>']
     out += _joint('theta1', 'revolute', 'link0', 'link1', (0, 0, 0), (0, 0, 1),
                   'lower="-3.14159" upper="3.14159" effort="50.0" velocity="3.0"')
@@ -119,13 +123,14 @@ def rp_arm_urdf() -> str:
 
 
 def planar3r_urdf() -> str:
-    """The planar 3R arm of seed 003 section 7.1 in the x-y plane of ``link0`` (y0 up)."""
+    """Return the planar 3R arm of seed 003 section 7.1 in the x-y plane of ``link0`` (y0 up)."""
     lengths, coms = (1.0, 0.8, 0.6), (0.45, 0.35, 0.25)
     masses, izz, ixx = (4.0, 3.0, 1.5), (0.35, 0.17, 0.05), (0.01, 0.008, 0.004)
     out = ['<?xml version="1.0"?>', '<robot name="planar3r">', '  <link name="base_link"/>',
            '  <link name="link0"/>',
            '  <joint name="base_link_to_link0" type="fixed">', '    <parent link="base_link"/>',
-           '    <child link="link0"/>', f'    <origin xyz="0 0 0" rpy="{_v((math.pi / 2, 0, 0))}"/>',
+           '    <child link="link0"/>',
+           f'    <origin xyz="0 0 0" rpy="{_v((math.pi / 2, 0, 0))}"/>',
            '  </joint>']
     for i in range(3):
         xyz = (0.0, 0.0, 0.0) if i == 0 else (lengths[i - 1], 0.0, 0.0)

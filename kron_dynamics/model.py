@@ -37,7 +37,8 @@ MASS_MATRIX_METHODS = {
 
 
 class RobotModel:
-    """A fixed-base rigid-body tree with the dynamics of the Kronecker-product papers.
+    """
+    A fixed-base rigid-body tree with the dynamics of the Kronecker-product papers.
 
     Build it with :meth:`from_urdf_file`, :meth:`from_urdf_string` or
     :func:`kron_dynamics.dh.model_from_dh`. q, qd, qdd and tau are 1-D arrays of length
@@ -68,8 +69,9 @@ class RobotModel:
         self.joint_names: list[str] = joint_names
         self._perm = np.array([internal[j] for j in joint_names], dtype=int)
         self.joints: dict[str, JointInfo] = {j: parsed.joints[j] for j in joint_names}
-        self.armature = np.zeros(self.n) if armature is None else self._vector(armature,
-                                                                                 'armature')
+        if armature is None:
+            armature = np.zeros(self.n)
+        self.armature = self._vector(armature, 'armature')
         if np.any(self.armature < 0):
             raise ModelError('armature must be >= 0')
 
@@ -93,7 +95,7 @@ class RobotModel:
     # ----------------------------------------------------------------- properties
     @property
     def n(self) -> int:
-        """Number of joint coordinates."""
+        """Return the number of joint coordinates."""
         return self.tree.n
 
     @property
@@ -184,7 +186,8 @@ class RobotModel:
         return body, x, axes, p
 
     def jacobians(self, q, link: str, point=None):
-        """(J_T, J_R), each 3 x n in the root frame, of a link's origin or a point on it.
+        """
+        (J_T, J_R), each 3 x n in the root frame, of a link's origin or a point on it.
 
         ``point`` is expressed in the link frame. 000 eqs. (29), (37), (45).
         """
@@ -222,7 +225,7 @@ class RobotModel:
         return self._cube(christoffel(self.tree, self._internal(q, 'q')))
 
     def coriolis_matrix(self, q, qd) -> np.ndarray:
-        """n x n Coriolis matrix with M' - 2C skew-symmetric; C(q, q') q' = C*(q)(q' kron q')."""
+        """Return the n x n Coriolis matrix C: M' - 2C is skew, C q' = C*(q' kron q')."""
         C = coriolis_matrix(self.tree, self._internal(q, 'q'), self._internal(qd, 'qd'))
         return self._square(C)
 
@@ -237,7 +240,8 @@ class RobotModel:
         return self._cols(rnea(self.tree, self._internal(q, 'q'), z, z))
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None) -> np.ndarray:
-        """tau = M q'' + C*(q' kron q') + G - sum J^T F_ext, by recursive Newton-Euler (002).
+        """
+        Return tau = M q'' + C*(q' kron q') + G - sum J^T F_ext by Newton-Euler (002).
 
         ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that the environment
         applies to the link: force at the link frame origin and moment, in root-frame
@@ -267,7 +271,7 @@ class RobotModel:
         return W
 
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
-        """q'' = M^-1 (tau - C*(q' kron q') - G); SingularMassMatrixError if M is singular."""
+        """Return q'' = M^-1 (tau - C*(q' kron q') - G); SingularMassMatrixError if M singular."""
         qi, qdi = self._internal(q, 'q'), self._internal(qd, 'qd')
         bias = self._cols(rnea(self.tree, qi, qdi, np.zeros(self.n)))
         M = self.mass_matrix(q)

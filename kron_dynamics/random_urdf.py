@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Random URDF trees for tests and benchmarks.
+"""
+Random URDF trees for tests and benchmarks.
 
 Revolute, continuous, prismatic and fixed joints, branches, tilted axes, joint origins with
 xyz/rpy, full inertia tensors with inertial rpy, and some massless links.
@@ -22,7 +23,7 @@ import numpy as np
 
 
 def random_inertia(rng: np.random.Generator, scale: float = 1.0) -> np.ndarray:
-    """A random physical central inertia: principal moments obeying the triangle inequality."""
+    """Return a random central inertia whose principal moments obey the triangle inequality."""
     a, b = rng.uniform(0.1, 1.0, 2) * scale
     c = rng.uniform(abs(a - b), a + b)
     Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
@@ -76,8 +77,10 @@ def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
                       f'      <origin xyz="{_v(rng.uniform(-0.3, 0.3, 3))}" '
                       f'rpy="{_v(rng.uniform(-np.pi, np.pi, 3))}"/>',
                       f'      <mass value="{float(rng.uniform(0.2, 5.0))!r}"/>',
-                      f'      <inertia ixx="{float(I_[0, 0])!r}" ixy="{float(I_[0, 1])!r}" ixz="{float(I_[0, 2])!r}" '
-                      f'iyy="{float(I_[1, 1])!r}" iyz="{float(I_[1, 2])!r}" izz="{float(I_[2, 2])!r}"/>',
+                      '      <inertia ' + ' '.join(
+                          f'{k}="{float(I_[i, j])!r}"' for k, i, j in (
+                              ('ixx', 0, 0), ('ixy', 0, 1), ('ixz', 0, 2), ('iyy', 1, 1),
+                              ('iyz', 1, 2), ('izz', 2, 2))) + '/>',
                       '    </inertial>']
         lines.append('  </link>')
         links.append(child)

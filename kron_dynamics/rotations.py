@@ -18,7 +18,7 @@ import numpy as np
 
 
 def skew(v: np.ndarray) -> np.ndarray:
-    """Return the 3 x 3 cross-product matrix of v, so that skew(v) @ w == cross(v, w)."""
+    """Return the 3 x 3 cross-product matrix of v (so that its product with w is v x w)."""
     x, y, z = v
     return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
 

@@ -21,7 +21,8 @@ import numpy as np
 
 @dataclass(frozen=True)
 class KinematicTree:
-    """Arrays describing a fixed-base tree of n bodies, parents before children.
+    """
+    Arrays describing a fixed-base tree of n bodies, parents before children.
 
     Body i is moved by joint i relative to body ``parent[i]`` (-1 is the fixed root).
     Its frame is ``T_parent * (R0[i], p0[i]) * joint(q_i)``: a rotation by q_i about
@@ -59,7 +60,7 @@ class KinematicTree:
 
     @property
     def n(self) -> int:
-        """Number of joint coordinates."""
+        """Return the number of joint coordinates."""
         return len(self.parent)
 
     def subtree(self, i: int) -> np.ndarray:

@@ -44,17 +44,17 @@ def load_oracle_model(name: str) -> RobotModel:
 
 @pytest.fixture(scope='session')
 def oracle():
-    """The parsed seed_models.json."""
+    """Return the parsed seed_models.json."""
     return ORACLE
 
 
 @pytest.fixture(scope='session')
 def stacker() -> RobotModel:
-    """The stacker of seed 000 from urdf/stacker.urdf."""
+    """Load the stacker of seed 000 from urdf/stacker.urdf."""
     return load_oracle_model('stacker')
 
 
 @pytest.fixture(scope='session')
 def rover_arm() -> RobotModel:
-    """The rover rocker arm of seed 003 from urdf/rover_arm.urdf."""
+    """Load the rover rocker arm of seed 003 from urdf/rover_arm.urdf."""
     return load_oracle_model('rover_arm')

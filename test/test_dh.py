@@ -27,7 +27,7 @@ from kron_dynamics.random_urdf import random_inertia
 
 
 def dh_matrix(theta, d, a, alpha):
-    """A = Rz(theta) Tz(d) Tx(a) Rx(alpha), 4 x 4."""
+    """Return A = Rz(theta) Tz(d) Tx(a) Rx(alpha), 4 x 4."""
     ct, st, ca, sa = math.cos(theta), math.sin(theta), math.cos(alpha), math.sin(alpha)
     return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st],
                      [0, sa, ca, d], [0, 0, 0, 1]])

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Random URDF trees: independent algorithms, finite differences, energy and consistency checks.
+"""
+Random URDF trees: independent algorithms, finite differences, energy and consistency checks.
 
 Trees mix revolute, continuous, prismatic and fixed joints, with branches, tilted axes, joint
 origins with rpy, full inertia tensors with inertial rpy and massless links.

@@ -23,7 +23,8 @@ from .mass_matrix_jacobian import body_jacobians
 
 
 def mass_matrix_derivative(tree: KinematicTree, q: np.ndarray) -> np.ndarray:
-    """dM/dq as an (n, n, n) array dM[i, j, k] = dM_ij/dq_k, analytically from 000 eq. (95).
+    """
+    dM/dq as an (n, n, n) array dM[i, j, k] = dM_ij/dq_k, analytically from 000 eq. (95).
 
     Differentiating M = sum m J_TG^T J_TG + J_R^T I_G J_R with dJ/dq_k from the Hessians
     (000 eqs. 51, 60) and dI_G/dq_k = [w_k]x I_G - I_G [w_k]x, w_k = J_R[:, k].
@@ -57,6 +58,6 @@ def christoffel(tree: KinematicTree, q: np.ndarray) -> np.ndarray:
 
 
 def coriolis_matrix(tree: KinematicTree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """The n x n Coriolis matrix C(q, q') = sum_k Gamma[:, :, k] q'_k; M' - 2C is skew-symmetric."""
+    """Return the n x n Coriolis matrix sum_k Gamma[:, :, k] q'_k; M' - 2C is skew."""
     n = tree.n
     return christoffel(tree, q).reshape(n, n, n) @ qd

@@ -21,7 +21,8 @@ from ..errors import SingularMassMatrixError
 
 def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray, joint_names: list[str],
                       rcond: float = 1e-12) -> np.ndarray:
-    """Solve M x = rhs by Cholesky; raise SingularMassMatrixError naming the joints if M is singular.
+    """
+    Solve M x = rhs by Cholesky; raise SingularMassMatrixError naming joints if M is singular.
 
     M counts as singular when its smallest eigenvalue is below ``rcond`` times the largest
     (or not positive); the joints named are those that carry the null space.

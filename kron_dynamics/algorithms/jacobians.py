@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Translational and rotational Jacobians and Hessians (seed 000, section 3).
+"""
+Translational and rotational Jacobians and Hessians (seed 000, section 3).
 
 ``jacobian_t`` / ``jacobian_r`` give J_T = d r / d q (000 eq. 29) and J_R with
 omega = J_R q' (000 eq. 37) in the root frame. ``hessian_t`` / ``hessian_r`` are
@@ -59,7 +60,8 @@ def _ancestor_masks(tree: KinematicTree, body: int):
 
 
 def hessian_t(tree: KinematicTree, body: int, JT: np.ndarray, axes: np.ndarray) -> np.ndarray:
-    """H_T (000 eq. 51): 3 x n^2 Hessian of the point whose Jacobian is JT.
+    """
+    H_T (000 eq. 51): 3 x n^2 Hessian of the point whose Jacobian is JT.
 
     For s, k on the path to the body: if joint k is a proper ancestor of s (and revolute),
     dJ_s/dq_k = a_k x J_s (the whole sub-chain rotates); otherwise, for revolute s,

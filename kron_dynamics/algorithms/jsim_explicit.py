@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Explicit joint-space inertia matrix of a tree chain (seed 003, eqs. 30-37).
+"""
+Explicit joint-space inertia matrix of a tree chain (seed 003, eqs. 30-37).
 
 Element M[u][k] is a sum over the links l of the subtree of the lower of the two joints
 (``uL`` when k is an ancestor of u, ``kL`` when k is a descendant of u), with r_ul the

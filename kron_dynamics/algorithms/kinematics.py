@@ -21,7 +21,7 @@ from ..tree import KinematicTree
 
 
 def forward_kinematics(tree: KinematicTree, q: np.ndarray):
-    """Return (R, p): rotation (n, 3, 3) and origin (n, 3) of every body frame in the root frame."""
+    """Return rotations (n, 3, 3) and origins (n, 3) of all body frames in the root frame."""
     n = tree.n
     R = np.empty((n, 3, 3))
     p = np.empty((n, 3))

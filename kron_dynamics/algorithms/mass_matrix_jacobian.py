@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Joint-space inertia matrix in the Jacobian form, M = sum m J_TG^T J_TG + J_R^T I_G J_R (000 eq. 95)."""
+"""Jacobian form of the JSIM: M = sum m J_TG^T J_TG + J_R^T I_G J_R (000 eq. 95)."""
 
 import numpy as np
 
@@ -28,7 +28,8 @@ def body_jacobians(tree: KinematicTree, q: np.ndarray):
     coms = com_positions(tree, R, p)
     inertias = world_inertias(tree, R)
     for i in range(tree.n):
-        yield i, jacobian_t(tree, i, coms[i], axes, p), jacobian_r(tree, i, axes), inertias[i], axes
+        JT = jacobian_t(tree, i, coms[i], axes, p)
+        yield i, JT, jacobian_r(tree, i, axes), inertias[i], axes
 
 
 def mass_matrix_jacobian(tree: KinematicTree, q: np.ndarray) -> np.ndarray:

@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Recursive Newton-Euler inverse dynamics in body frames (seed 002).
+"""
+Recursive Newton-Euler inverse dynamics in body frames (seed 002).
 
 Outward pass: angular velocity and acceleration and linear acceleration of every body
 frame, gravity entering as an upward acceleration of the base. Inward pass: the force and
@@ -27,7 +28,8 @@ from .kinematics import joint_transform
 
 def rnea(tree: KinematicTree, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray,
          gravity: np.ndarray | None = None, f_ext: np.ndarray | None = None) -> np.ndarray:
-    """Return tau = M(q) q'' + C*(q)(q' kron q') + G(q) - sum J^T F_ext.
+    """
+    Return tau = M(q) q'' + C*(q)(q' kron q') + G(q) - sum J^T F_ext.
 
     ``gravity`` overrides the tree's gravity (use zeros for the velocity terms alone).
     ``f_ext`` is (n, 6): per body, a force and a moment about the body frame origin, both in
