@@ -25,8 +25,8 @@ from .algorithms.jacobians import hessian_r, hessian_t, jacobian_r, jacobian_t
 from .algorithms.jsim_explicit import jsim_explicit
 from .algorithms.kinematics import com_positions, forward_kinematics, world_axes
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
-from .algorithms.rnea import rnea
 from .errors import ModelError
+from .kernels import crba_kernel, rnea_kernel, tree_args
 from .urdf_loader import JointInfo, parse_urdf
 
 MASS_MATRIX_METHODS = {
@@ -48,6 +48,8 @@ class RobotModel:
     def __init__(self, parsed, joint_names=None, armature=None):
         self._parsed = parsed
         self.tree = parsed.tree
+        self._args = tree_args(parsed.tree)
+        self._no_wrench = np.zeros((0, 6))
         self.name: str = parsed.name
         self.root_link: str = parsed.root_link
         self.total_mass: float = parsed.total_mass
@@ -206,15 +208,23 @@ class RobotModel:
         return HT.reshape(3, n * n), HR.reshape(3, n * n)
 
     # ----------------------------------------------------------------- dynamics
-    def mass_matrix(self, q, method: str = 'crba') -> np.ndarray:
-        """M(q), n x n: ``method`` 'jacobian' (000 eq. 95), 'explicit' (003) or 'crba'."""
-        try:
-            algorithm = MASS_MATRIX_METHODS[method]
-        except KeyError:
-            raise ValueError(f"unknown mass-matrix method '{method}'; "
-                             f'choose one of {sorted(MASS_MATRIX_METHODS)}') from None
-        M = self._square(algorithm(self.tree, self._internal(q, 'q')))
-        return M + np.diag(self.armature)
+    def mass_matrix(self, q, method: str | None = None) -> np.ndarray:
+        """
+        Return M(q), n x n, armature included.
+
+        ``method``: None (compiled CRBA, the fast default), 'jacobian' (000 eq. 95),
+        'explicit' (003 eqs. 30-37) or 'crba' (readable reference implementations).
+        """
+        if method is None:
+            M = crba_kernel(*self._args, self._internal(q, 'q'))
+        else:
+            try:
+                algorithm = MASS_MATRIX_METHODS[method]
+            except KeyError:
+                raise ValueError(f"unknown mass-matrix method '{method}'; "
+                                 f'choose one of {sorted(MASS_MATRIX_METHODS)}') from None
+            M = algorithm(self.tree, self._internal(q, 'q'))
+        return self._square(M) + np.diag(self.armature)
 
     def coriolis_star(self, q) -> np.ndarray:
         """C*(q), n x n^2 (000 eq. 101): C*[i, j*n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i."""
@@ -231,13 +241,11 @@ class RobotModel:
 
     def coriolis_vector(self, q, qd) -> np.ndarray:
         """C*(q)(q' kron q'), by Newton-Euler with no gravity and no acceleration."""
-        qi, qdi = self._internal(q, 'q'), self._internal(qd, 'qd')
-        return self._cols(rnea(self.tree, qi, qdi, np.zeros(self.n), gravity=np.zeros(3)))
+        return self._rnea(q, qd, None, gravity=np.zeros(3))
 
     def gravity_torque(self, q) -> np.ndarray:
         """G(q) = dV/dq, by Newton-Euler at rest."""
-        z = np.zeros(self.n)
-        return self._cols(rnea(self.tree, self._internal(q, 'q'), z, z))
+        return self._rnea(q, None, None)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None) -> np.ndarray:
         """
@@ -247,10 +255,18 @@ class RobotModel:
         applies to the link: force at the link frame origin and moment, in root-frame
         coordinates (004 eq. 33).
         """
+        tau = self._rnea(q, qd, qdd, f_ext=f_ext)
+        return tau + self.armature * self._vector(qdd, 'qdd')
+
+    def _rnea(self, q, qd, qdd, gravity=None, f_ext=None) -> np.ndarray:
+        """Compiled Newton-Euler; None for qd or qdd means zeros."""
         qi = self._internal(q, 'q')
-        tau = rnea(self.tree, qi, self._internal(qd, 'qd'), self._internal(qdd, 'qdd'),
-                   f_ext=self._external_wrenches(qi, f_ext))
-        return self._cols(tau) + self.armature * np.asarray(qdd, dtype=float)
+        z = np.zeros(self.n)
+        qdi = z if qd is None else self._internal(qd, 'qd')
+        qddi = z if qdd is None else self._internal(qdd, 'qdd')
+        g = self.tree.gravity if gravity is None else gravity
+        W = self._external_wrenches(qi, f_ext) if f_ext else self._no_wrench
+        return self._cols(rnea_kernel(*self._args, g, qi, qdi, qddi, W))
 
     def _external_wrenches(self, qi, f_ext):
         if not f_ext:
@@ -272,8 +288,7 @@ class RobotModel:
 
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
         """Return q'' = M^-1 (tau - C*(q' kron q') - G); SingularMassMatrixError if M singular."""
-        qi, qdi = self._internal(q, 'q'), self._internal(qd, 'qd')
-        bias = self._cols(rnea(self.tree, qi, qdi, np.zeros(self.n)))
+        bias = self._rnea(q, qd, None)
         M = self.mass_matrix(q)
         return solve_mass_matrix(M, self._vector(tau, 'tau') - bias, self.joint_names)
 

@@ -48,7 +48,7 @@ def test_joint_names_and_gravity(models):
 
 
 @pytest.mark.parametrize('name,case', CASES)
-@pytest.mark.parametrize('method', ['jacobian', 'explicit', 'crba'])
+@pytest.mark.parametrize('method', [None, 'jacobian', 'explicit', 'crba'])
 def test_mass_matrix(models, name, case, method):
     c = ORACLE['models'][name]['cases'][case]
     assert_close(models[name].mass_matrix(c['q'], method=method), c['M'],
