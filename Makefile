@@ -7,11 +7,13 @@ STAMP := $(VENV)/.kron_dynamics_installed
 
 .PHONY: venv demo test urdf clean
 
-$(STAMP): requirements.txt setup.py setup.cfg package.xml
+$(STAMP): requirements.txt setup.py setup.cfg package.xml kron_dynamics_interfaces/srv/*.srv \
+		kron_dynamics_interfaces/CMakeLists.txt scripts/build_interfaces.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -m pip install -q -r requirements.txt
 	$(PY) -m pip install -q --no-deps -e .
+	VENV=$(abspath $(VENV)) scripts/build_interfaces.sh
 	touch $@
 
 venv: $(STAMP)

@@ -77,6 +77,29 @@ def demo_static(machine: str) -> int:
     return 0
 
 
+def demo(machine: str, duration: float, plot_file: str) -> int:
+    """Run the computed-torque demo graph and print the tracking statistics."""
+    from .demo import plot, report, run_demo
+    share = data_dir('urdf').parent
+    print(f'running the {machine} demo for {duration:g} s (plant simulator, reference '
+          'generator, computed-torque controller, dynamics node)...', flush=True)
+    recording = run_demo(machine, duration, str(share))
+    failed = {name: code for name, code in recording.exit_codes.items() if code not in (0, None)}
+    for name in failed:
+        print(f'--- {name} exited with {failed[name]}:\n{recording.logs[name]}', file=sys.stderr)
+    model = RobotModel.from_urdf_file(data_dir('urdf') / f"{recording_urdf(machine)}")
+    print(report(recording, model))
+    plot(recording, plot_file, f'kron_dynamics {machine} computed-torque demo')
+    print(f'plot: {plot_file}')
+    return 1 if failed else 0
+
+
+def recording_urdf(machine: str) -> str:
+    """Return the bundled URDF file name of a demo machine."""
+    from .graph import DEMO_URDFS
+    return DEMO_URDFS[machine]
+
+
 def main(argv=None) -> int:
     """Entry point of the ``kron-dynamics`` command."""
     parser = argparse.ArgumentParser(prog='kron-dynamics', description=__doc__)
@@ -85,11 +108,19 @@ def main(argv=None) -> int:
     p_info.add_argument('urdf')
     p_demo = sub.add_parser('demo', help='run a bundled machine demo')
     p_demo.add_argument('machine', choices=['stacker', 'rover_arm'])
+    p_demo.add_argument('--duration', type=float, default=10.0,
+                        help='seconds of real time to run (default 10)')
+    p_demo.add_argument('--plot', default=None,
+                        help='PNG file for q, q_d and tau (default <machine>_demo.png)')
+    p_demo.add_argument('--static', action='store_true',
+                        help='only print M, C* and G at a sample state, run no nodes')
     args = parser.parse_args(argv)
     try:
         if args.command == 'info':
             return info(args.urdf)
-        return demo_static(args.machine)
+        if args.static:
+            return demo_static(args.machine)
+        return demo(args.machine, args.duration, args.plot or f'{args.machine}_demo.png')
     except ModelError as exc:
         print(f'kron-dynamics: {exc}', file=sys.stderr)
         return 2

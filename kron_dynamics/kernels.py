@@ -153,6 +153,73 @@ def crba_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, q):
 
 
 @_jit
+def _cholesky_solve(M, b, rcond):
+    """Solve M x = b for symmetric M by Cholesky; ok is False if M is not positive definite."""
+    n = M.shape[0]
+    L = np.zeros((n, n))
+    scale = 0.0
+    for j in range(n):
+        scale = max(scale, abs(M[j, j]))
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > rcond * scale:
+            return False, np.full(n, np.nan)
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            t = M[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    y = np.empty(n)
+    for i in range(n):
+        t = b[i]
+        for k in range(i):
+            t -= L[i, k] * y[k]
+        y[i] = t / L[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        t = y[i]
+        for k in range(i + 1, n):
+            t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+    return True, x
+
+
+@_jit
+def forward_dynamics_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity,
+                            armature, damping, q, qd, tau):
+    """Return (ok, q'') of (M + diag(armature)) q'' = tau - damping q' - C*(q' kron q') - G."""
+    M = crba_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, q)
+    for i in range(M.shape[0]):
+        M[i, i] += armature[i]
+    bias = rnea_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity, q, qd,
+                       np.zeros_like(q), np.zeros((0, 6)))
+    return _cholesky_solve(M, tau - damping * qd - bias, 1e-12)
+
+
+@_jit
+def rk4_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity, armature,
+               damping, q, qd, tau, dt, steps):
+    """Integrate ``steps`` RK4 steps of length dt with tau held; ok False if M is singular."""
+    args = (parent, revolute, axis, R0, p0, mass, com, inertia, gravity, armature, damping)
+    for _ in range(steps):
+        ok1, a1 = forward_dynamics_kernel(*args, q, qd, tau)
+        ok2, a2 = forward_dynamics_kernel(*args, q + dt / 2 * qd, qd + dt / 2 * a1, tau)
+        v2 = qd + dt / 2 * a1
+        ok3, a3 = forward_dynamics_kernel(*args, q + dt / 2 * v2, qd + dt / 2 * a2, tau)
+        v3 = qd + dt / 2 * a2
+        ok4, a4 = forward_dynamics_kernel(*args, q + dt * v3, qd + dt * a3, tau)
+        v4 = qd + dt * a3
+        if not (ok1 and ok2 and ok3 and ok4):
+            return False, q, qd
+        q = q + dt / 6 * (qd + 2 * v2 + 2 * v3 + v4)
+        qd = qd + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+    return True, q, qd
+
+
+@_jit
 def rnea_batch_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity, Q, Qd,
                       Qdd):
     """rnea_kernel over the rows of (N, n) arrays."""

@@ -25,8 +25,8 @@ from .algorithms.jacobians import hessian_r, hessian_t, jacobian_r, jacobian_t
 from .algorithms.jsim_explicit import jsim_explicit
 from .algorithms.kinematics import com_positions, forward_kinematics, world_axes
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
-from .errors import ModelError
-from .kernels import crba_kernel, rnea_kernel, tree_args
+from .errors import ModelError, SingularMassMatrixError
+from .kernels import crba_kernel, rk4_kernel, rnea_kernel, tree_args
 from .urdf_loader import JointInfo, parse_urdf
 
 MASS_MATRIX_METHODS = {
@@ -247,6 +247,10 @@ class RobotModel:
         """G(q) = dV/dq, by Newton-Euler at rest."""
         return self._rnea(q, None, None)
 
+    def bias_torque(self, q, qd) -> np.ndarray:
+        """Return C*(q)(q' kron q') + G(q), the torque that holds q'' = 0, by Newton-Euler."""
+        return self._rnea(q, qd, None)
+
     def inverse_dynamics(self, q, qd, qdd, f_ext=None) -> np.ndarray:
         """
         Return tau = M q'' + C*(q' kron q') + G - sum J^T F_ext by Newton-Euler (002).
@@ -302,6 +306,26 @@ class RobotModel:
         R, p = forward_kinematics(self.tree, self._internal(q, 'q'))
         coms = com_positions(self.tree, R, p)
         return -float(self.tree.mass @ (coms @ self.tree.gravity))
+
+    def integrate(self, q, qd, tau, dt: float, steps: int = 1, damping=None):
+        """
+        Integrate the forward dynamics with fixed-step RK4 (compiled), tau held constant.
+
+        ``damping`` adds viscous joint damping (per joint). Returns (q, qd) after
+        ``steps`` steps of ``dt`` s; SingularMassMatrixError if M becomes singular.
+        """
+        damping = np.zeros(self.n) if damping is None else self._vector(damping, 'damping')
+        arm = self.armature[np.argsort(self._perm)]
+        damp = damping[np.argsort(self._perm)]
+        tau_i = self._internal(tau, 'tau')
+        ok, qn, qdn = rk4_kernel(*self._args, self.tree.gravity, arm, damp,
+                                 self._internal(q, 'q'), self._internal(qd, 'qd'), tau_i,
+                                 float(dt), int(steps))
+        if not ok:
+            self.forward_dynamics(q, qd, tau)   # raises the descriptive error
+            raise SingularMassMatrixError('mass matrix became singular during integration',
+                                          list(self.joint_names))
+        return self._cols(qn), self._cols(qdn)
 
     def friction_torque(self, qd) -> np.ndarray:
         """Joint friction from URDF <dynamics>: damping * q' + friction * sign(q')."""

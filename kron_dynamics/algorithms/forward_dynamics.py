@@ -29,6 +29,13 @@ def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray, joint_names: list[str],
     """
     if not np.all(np.isfinite(M)):
         raise SingularMassMatrixError('mass matrix has non-finite entries', [])
+    try:
+        L = np.linalg.cholesky(M)
+        d = np.diag(L)
+        if d.min() ** 2 > rcond * d.max() ** 2 * len(d):   # cheap, conservative test
+            return np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+    except np.linalg.LinAlgError:
+        pass
     evals, evecs = np.linalg.eigh(M)
     scale = max(float(np.max(np.abs(evals))), np.finfo(float).tiny)
     if evals[0] <= rcond * scale:
@@ -38,5 +45,4 @@ def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray, joint_names: list[str],
             'mass matrix is singular (smallest eigenvalue %.3g, largest %.3g); '
             'no inertia moves joint(s) %s: add armature or fix the inertias'
             % (evals[0], evals[-1], ', '.join(culprits)), culprits)
-    L = np.linalg.cholesky(M)
-    return np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+    return np.linalg.solve(M, rhs)

@@ -1,0 +1,67 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The node graphs of the demos, shared by the launch files and ``kron-dynamics demo``.
+
+Each demo runs the plant simulator, the reference generator, the computed-torque controller
+and the dynamics node, with parameters from ``config/<machine>_demo.yaml`` and the bundled
+URDF. The reference generator publishes ``/reference``; controller and dynamics node take it
+on their private ``~/reference``.
+"""
+
+from dataclasses import dataclass
+import os
+
+PACKAGE = 'kron_dynamics'
+REFERENCE_TOPIC = '/reference'
+COMMAND_TOPIC = '/effort_controller/commands'
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of a graph: executable (console script), node name and remappings."""
+
+    executable: str
+    name: str
+    remappings: tuple = ()
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A demo graph: its nodes, params file and URDF (absolute paths)."""
+
+    machine: str
+    nodes: tuple
+    params_file: str
+    urdf_file: str
+
+
+DEMO_NODES = (
+    NodeSpec('plant_simulator', 'plant_simulator'),
+    NodeSpec('reference_generator', 'reference_generator'),
+    NodeSpec('computed_torque_controller', 'computed_torque_controller',
+             (('~/reference', REFERENCE_TOPIC),)),
+    NodeSpec('dynamics_node', 'dynamics_node', (('~/reference', REFERENCE_TOPIC),)),
+)
+DEMO_URDFS = {'stacker': 'stacker.urdf', 'rover_arm': 'rover_arm.urdf'}
+
+
+def demo_graph(machine: str, share_dir: str) -> Graph:
+    """Return the demo graph of 'stacker' or 'rover_arm' with files under share_dir."""
+    if machine not in DEMO_URDFS:
+        raise ValueError(f'unknown demo {machine!r}; choose one of {sorted(DEMO_URDFS)}')
+    return Graph(machine, DEMO_NODES,
+                 os.path.join(share_dir, 'config', f'{machine}_demo.yaml'),
+                 os.path.join(share_dir, 'urdf', DEMO_URDFS[machine]))

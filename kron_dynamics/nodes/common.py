@@ -1,0 +1,228 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Helpers shared by the nodes: model parameters, JointState parsing, array messages."""
+
+from dataclasses import dataclass
+import math
+import sys
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+import rclpy
+from rclpy.executors import ExternalShutdownException
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
+
+from ..errors import ModelError
+from ..model import RobotModel
+
+MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity')
+THROTTLE_S = 1.0
+
+
+class InputError(ValueError):
+    """A message or request that cannot be used; the text says why."""
+
+
+def declare_model_parameters(node: Node) -> None:
+    """Declare robot_description, urdf_file, joints and gravity on a node."""
+    node.declare_parameter('robot_description', '', ParameterDescriptor(
+        description='URDF text; if it and urdf_file are empty, /robot_description is used'))
+    node.declare_parameter('urdf_file', '', ParameterDescriptor(description='URDF file path'))
+    node.declare_parameter('joints', Parameter.Type.STRING_ARRAY, ParameterDescriptor(
+        description='joint order of every output (default: the model order)'))
+    node.declare_parameter('gravity', [0.0, 0.0, -9.81], ParameterDescriptor(
+        description='gravity acceleration in the URDF root frame [m/s^2]'))
+
+
+def parameter_value(node: Node, name: str, overrides: dict | None = None):
+    """Return a parameter's value (None if uninitialised), or its pending override."""
+    if overrides and name in overrides:
+        return overrides[name]
+    try:
+        return node.get_parameter(name).value
+    except ParameterUninitializedException:
+        return None
+
+
+def model_from_parameters(node: Node, overrides: dict | None = None,
+                          urdf_text: str | None = None) -> RobotModel | None:
+    """
+    Build the model the node's parameters describe; None if it must wait for a topic.
+
+    ``overrides`` are parameter values about to be set (to validate them before they are
+    accepted); ``urdf_text`` is a description received on /robot_description.
+    Raises ModelError with the reason.
+    """
+    description = parameter_value(node, 'robot_description', overrides) or ''
+    path = parameter_value(node, 'urdf_file', overrides) or ''
+    joints = parameter_value(node, 'joints', overrides)
+    gravity = parameter_value(node, 'gravity', overrides)
+    gravity = list(gravity) if gravity is not None else [0.0, 0.0, -9.81]
+    if len(gravity) != 3 or not all(math.isfinite(g) for g in gravity):
+        raise ModelError(f'parameter gravity must be 3 finite numbers, got {gravity}')
+    joints = list(joints) if joints else None
+    if description:
+        return RobotModel.from_urdf_string(description, joints, gravity,
+                                           source='parameter robot_description')
+    if path:
+        return RobotModel.from_urdf_file(path, joints, gravity)
+    if urdf_text is not None:
+        return RobotModel.from_urdf_string(urdf_text, joints, gravity,
+                                           source='topic /robot_description')
+    return None
+
+
+@dataclass
+class JointStateIndex:
+    """Map JointState messages to arrays in a fixed joint order, by name."""
+
+    joint_names: list
+
+    def __post_init__(self):
+        self.n = len(self.joint_names)
+
+    def extract(self, names, position, velocity, what: str = 'joint_states'):
+        """
+        Return (q, qd) in our order; raise InputError naming the problem.
+
+        Extra joints are ignored. An empty velocity array means zero velocity; otherwise
+        it must be as long as the names. Values must be finite.
+        """
+        names = list(names)
+        if len(position) != len(names):
+            raise InputError(f'{what}: {len(names)} names but {len(position)} positions')
+        if len(velocity) not in (0, len(names)):
+            raise InputError(f'{what}: {len(names)} names but {len(velocity)} velocities')
+        index = {}
+        for i, name in enumerate(names):
+            if name in index:
+                raise InputError(f"{what}: duplicate joint name '{name}'")
+            index[name] = i
+        missing = [j for j in self.joint_names if j not in index]
+        if missing:
+            raise InputError(f'{what}: missing joint(s) {missing}')
+        rows = [index[j] for j in self.joint_names]
+        q = np.asarray(position, dtype=float)[rows]
+        qd = np.asarray(velocity, dtype=float)[rows] if len(velocity) else np.zeros(self.n)
+        for label, values in (('position', q), ('velocity', qd)):
+            bad = [self.joint_names[i] for i in np.nonzero(~np.isfinite(values))[0]]
+            if bad:
+                raise InputError(f'{what}: non-finite {label} of joint(s) {bad}')
+        return q, qd
+
+    def from_joint_state(self, msg, what: str = 'joint_states'):
+        """Return (q, qd) of a sensor_msgs/JointState."""
+        return self.extract(msg.name, msg.position, msg.velocity, what)
+
+
+def point_arrays(point, n: int, what: str = 'reference'):
+    """
+    Return (q, qd, qdd) of a JointTrajectoryPoint in our joint order.
+
+    Positions are required; empty velocities or accelerations mean zeros.
+    """
+    arrays = []
+    for label, values, required in (('positions', point.positions, True),
+                                    ('velocities', point.velocities, False),
+                                    ('accelerations', point.accelerations, False)):
+        if len(values) == 0 and not required:
+            arrays.append(np.zeros(n))
+            continue
+        if len(values) != n:
+            raise InputError(f'{what}: {len(values)} {label}, expected {n}')
+        v = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(v)):
+            raise InputError(f'{what}: non-finite {label}')
+        arrays.append(v)
+    return tuple(arrays)
+
+
+def trajectory_points(msg, joint_names: list, what: str = 'reference_trajectory'):
+    """Yield (q, qd, qdd) in our joint order for every point of a JointTrajectory."""
+    index = JointStateIndex(joint_names)
+    names = list(msg.joint_names)
+    if not msg.points:
+        raise InputError(f'{what}: no points')
+    result = []
+    for k, point in enumerate(msg.points):
+        where = f'{what} point {k}'
+        q, _ = index.extract(names, point.positions, [], where)
+        qd = (index.extract(names, point.velocities, [], where)[0] if len(point.velocities)
+              else np.zeros(index.n))
+        qdd = (index.extract(names, point.accelerations, [], where)[0]
+               if len(point.accelerations) else np.zeros(index.n))
+        result.append((q, qd, qdd))
+    return result
+
+
+def array_msg(values: np.ndarray) -> Float64MultiArray:
+    """Return a Float64MultiArray with a 1-D ('rows') or 2-D ('rows', 'cols') layout."""
+    values = np.asarray(values, dtype=float)
+    msg = Float64MultiArray()
+    if values.ndim == 1:
+        msg.layout.dim = [MultiArrayDimension(label='rows', size=values.shape[0],
+                                              stride=values.shape[0])]
+    else:
+        rows, cols = values.shape
+        msg.layout.dim = [MultiArrayDimension(label='rows', size=rows, stride=rows * cols),
+                          MultiArrayDimension(label='cols', size=cols, stride=cols)]
+    msg.data = values.ravel().tolist()
+    return msg
+
+
+def warm_up(model: RobotModel) -> None:
+    """Evaluate the model once so that compiled kernels are loaded before the first message."""
+    z = np.zeros(model.n)
+    model.inverse_dynamics(z, z, z)
+    model.mass_matrix(z)
+    model.coriolis_star(z)
+
+
+def all_finite(*arrays) -> bool:
+    """Return True if every value of every array is finite."""
+    return all(np.all(np.isfinite(a)) for a in arrays)
+
+
+def per_joint(values, n: int, name: str) -> np.ndarray:
+    """Return a per-joint parameter as an n-vector (a single value is broadcast)."""
+    v = np.asarray(list(values), dtype=float)
+    if v.size == 1:
+        v = np.full(n, float(v[0]))
+    if v.shape != (n,) or not np.all(np.isfinite(v)):
+        raise ModelError(f'parameter {name} must be 1 or {n} finite numbers, got {list(values)}')
+    return v
+
+
+def run_node(node_class, args=None) -> int:
+    """Create, spin and clean up a node; exit code 1 on a model or parameter error."""
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = node_class()
+        rclpy.spin(node)
+    except ModelError as exc:
+        name = node_class.__name__
+        print(f'{name}: {exc}', file=sys.stderr)
+        return 1
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0

@@ -1,0 +1,190 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+computed_torque_controller: tau = M(q)(qdd_d + Kd (qd_d - qd) + Kp (q_d - q)) + C*(qd kron qd) + G.
+
+Computed on every accepted joint state and published as std_msgs/Float64MultiArray (what
+ros2_control's forward command controller with ``interface_name: effort`` consumes).
+The latest reference is advanced to the time of each state by its velocity and acceleration
+(for at most ``max_reference_age``). Safety behaviour (README, "Failure behaviour"): bad
+references are refused and the last valid one is held (before any reference: hold the first measured position); torques are clamped
+to the URDF effort limits; when joint states are older than ``state_timeout`` one zero-effort
+command is published and commanding stops until fresh states arrive.
+"""
+
+import sys
+import time
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ..errors import ModelError
+from .common import (all_finite, array_msg, declare_model_parameters, InputError,
+                     JointStateIndex, model_from_parameters, per_joint, point_arrays,
+                     run_node, THROTTLE_S, trajectory_points, warm_up)
+
+
+class ComputedTorqueController(Node):
+    """Computed-torque (inverse-dynamics) control of a URDF robot."""
+
+    def __init__(self, **kwargs):
+        super().__init__('computed_torque_controller', **kwargs)
+        declare_model_parameters(self)
+        self.declare_parameter('kp', [100.0], ParameterDescriptor(
+            description='position gains [1/s^2], one value or one per joint'))
+        self.declare_parameter('kd', [20.0], ParameterDescriptor(
+            description='velocity gains [1/s], one value or one per joint'))
+        self.declare_parameter('armature', [0.0], ParameterDescriptor(
+            description='rotor inertia added to the diagonal of M, per joint or one value'))
+        self.declare_parameter('command_topic', '/effort_controller/commands')
+        self.declare_parameter('state_timeout', 0.1, ParameterDescriptor(
+            description='joint states older than this [s] stop the controller'))
+        self.declare_parameter('max_reference_age', 0.02, ParameterDescriptor(
+            description='a reference is extrapolated by its velocity and acceleration for at '
+                        'most this long [s]; then it is held'))
+        model = model_from_parameters(self)
+        if model is None:
+            raise ModelError('computed_torque_controller needs robot_description or urdf_file')
+        n = model.n
+        self.model = model.with_armature(per_joint(self.get_parameter('armature').value, n,
+                                                   'armature'))
+        self.kp = per_joint(self.get_parameter('kp').value, n, 'kp')
+        self.kd = per_joint(self.get_parameter('kd').value, n, 'kd')
+        self.timeout = float(self.get_parameter('state_timeout').value)
+        self.max_reference_age = float(self.get_parameter('max_reference_age').value)
+        if not self.timeout > 0:
+            raise ModelError('parameter state_timeout must be > 0')
+        self.limits = self.model.effort_limits
+        self.index = JointStateIndex(self.model.joint_names)
+        warm_up(self.model)
+        self.reference = None          # (q_d, qd_d, qdd_d)
+        self.reference_time = None     # monotonic time it arrived
+        self.last_state_time = None    # monotonic time of the last accepted state
+        self.stale = False
+        self.counts = {'commands': 0, 'rejected_states': 0, 'rejected_references': 0,
+                       'clamped': 0, 'stale_stops': 0}
+
+        topic = self.get_parameter('command_topic').value
+        self.pub = self.create_publisher(Float64MultiArray, topic, 10)
+        self.create_subscription(JointState, 'joint_states', self._on_joint_state, 10)
+        self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
+        self.create_subscription(JointTrajectory, '~/reference_trajectory',
+                                 self._on_reference_trajectory, 10)
+        self.create_timer(min(self.timeout / 4, 0.05), self._watchdog)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.get_logger().info(f'commanding {self.model.joint_names} on {topic}')
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        n = self.model.n
+        try:
+            for p in params:
+                if p.name in ('kp', 'kd'):
+                    setattr(self, p.name, per_joint(p.value, n, p.name))
+                elif p.name == 'state_timeout':
+                    if not float(p.value) > 0:
+                        raise ModelError('state_timeout must be > 0')
+                    self.timeout = float(p.value)
+                elif p.name in ('robot_description', 'urdf_file', 'joints', 'gravity',
+                                'armature', 'command_topic'):
+                    raise ModelError(f'{p.name} cannot change while running; restart the node')
+        except ModelError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    # ---------------------------------------------------------------- references
+    def _set_reference(self, q, qd, qdd) -> None:
+        self.reference = (q, qd, qdd)
+        self.reference_time = time.monotonic()
+
+    def _refuse_reference(self, reason: str) -> None:
+        self.counts['rejected_references'] += 1
+        self.get_logger().warning(f'refused reference, holding the last valid one: {reason}',
+                                  throttle_duration_sec=THROTTLE_S)
+
+    def _on_reference(self, msg: JointTrajectoryPoint) -> None:
+        try:
+            self._set_reference(*point_arrays(msg, self.model.n))
+        except InputError as exc:
+            self._refuse_reference(str(exc))
+
+    def _on_reference_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            self._set_reference(*trajectory_points(msg, self.model.joint_names)[0])
+        except InputError as exc:
+            self._refuse_reference(str(exc))
+
+    # ---------------------------------------------------------------- control
+    def control(self, q, qd) -> np.ndarray:
+        """Return the (clamped) computed torque for a measured state."""
+        if self.reference is None:  # hold where we are until a reference arrives
+            self._set_reference(q.copy(), np.zeros_like(q), np.zeros_like(q))
+        q_d, qd_d, qdd_d = self.reference
+        # second-order hold: advance the reference to now (at most one reference period old)
+        age = min(time.monotonic() - self.reference_time, self.max_reference_age)
+        q_d = q_d + qd_d * age + 0.5 * qdd_d * age * age
+        qd_d = qd_d + qdd_d * age
+        a = qdd_d + self.kd * (qd_d - qd) + self.kp * (q_d - q)
+        tau = self.model.inverse_dynamics(q, qd, a)
+        over = np.abs(tau) > self.limits
+        if over.any():
+            self.counts['clamped'] += 1
+            names = [self.model.joint_names[i] for i in np.nonzero(over)[0]]
+            self.get_logger().warning(f'effort limit reached on {names}: clamped',
+                                      throttle_duration_sec=THROTTLE_S)
+            tau = np.clip(tau, -self.limits, self.limits)
+        return tau
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            q, qd = self.index.from_joint_state(msg)
+            tau = self.control(q, qd)
+            if not all_finite(tau):
+                raise InputError('computed torque is not finite')
+        except (InputError, ValueError) as exc:
+            self.counts['rejected_states'] += 1
+            self.get_logger().warning(f'rejected joint state: {exc}',
+                                      throttle_duration_sec=THROTTLE_S)
+            return
+        self.last_state_time = time.monotonic()
+        if self.stale:
+            self.stale = False
+            self.get_logger().info('joint states are fresh again: commanding resumed')
+        self.pub.publish(array_msg(tau))
+        self.counts['commands'] += 1
+
+    def _watchdog(self) -> None:
+        if self.stale or self.last_state_time is None:
+            return
+        age = time.monotonic() - self.last_state_time
+        if age > self.timeout:
+            self.stale = True
+            self.counts['stale_stops'] += 1
+            self.pub.publish(array_msg(np.zeros(self.model.n)))
+            self.get_logger().error(
+                f'joint states are {age:.3f} s old (timeout {self.timeout} s): published zero '
+                'effort and stopped commanding until fresh states arrive')
+
+
+def main(args=None) -> int:
+    """Run the computed-torque controller."""
+    return run_node(ComputedTorqueController, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,221 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+dynamics_node: joint states in; gravity, bias torque, mass matrix (and C*) out.
+
+Also publishes the feedforward torque of references and serves M and the full dynamics.
+"""
+
+import sys
+
+from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
+import numpy as np
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from rcl_interfaces.msg import SetParametersResult
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray, String
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from ..errors import ModelError
+from .common import (all_finite, array_msg, declare_model_parameters, InputError,
+                     JointStateIndex, MODEL_PARAMETERS, model_from_parameters, point_arrays,
+                     run_node, THROTTLE_S, trajectory_points, warm_up)
+
+
+class DynamicsNode(Node):
+    """Publish the dynamics of every accepted joint state; serve M and the full dynamics."""
+
+    def __init__(self, **kwargs):
+        super().__init__('dynamics_node', **kwargs)
+        declare_model_parameters(self)
+        self.declare_parameter('publish_mass_matrix', True)
+        self.declare_parameter('publish_coriolis_star', False)
+        self._publish_mass_matrix = bool(self.get_parameter('publish_mass_matrix').value)
+        self._publish_coriolis_star = bool(self.get_parameter('publish_coriolis_star').value)
+        self._active = None            # (model, index), replaced as a whole
+        self._last_stamp = None
+        self.counts = {'accepted': 0, 'rejected': 0}
+        model = model_from_parameters(self)  # ModelError at start-up: the caller exits
+        if model is not None:
+            self._activate(model)
+        else:
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.create_subscription(String, '/robot_description', self._on_description,
+                                     latched)
+            self.get_logger().info('waiting for the URDF on /robot_description')
+
+        self._pub_gravity = self.create_publisher(Float64MultiArray, '~/gravity_torque', 10)
+        self._pub_bias = self.create_publisher(Float64MultiArray, '~/bias_torque', 10)
+        self._pub_mass = self.create_publisher(Float64MultiArray, '~/mass_matrix', 10)
+        self._pub_cstar = self.create_publisher(Float64MultiArray, '~/coriolis_star', 10)
+        self._pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10)
+        self.create_subscription(JointState, 'joint_states', self._on_joint_state, 10)
+        self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
+        self.create_subscription(JointTrajectory, '~/reference_trajectory',
+                                 self._on_reference_trajectory, 10)
+        self.create_service(GetMassMatrix, '~/get_mass_matrix', self._get_mass_matrix)
+        self.create_service(GetDynamics, '~/get_dynamics', self._get_dynamics)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    # --------------------------------------------------------------- model
+    def _activate(self, model) -> None:
+        warm_up(model)
+        self._active = (model, JointStateIndex(model.joint_names))
+        self._last_stamp = None
+        self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
+
+    def _on_description(self, msg: String) -> None:
+        try:
+            model = model_from_parameters(self, urdf_text=msg.data)
+        except ModelError as exc:
+            self.get_logger().error(f'rejected /robot_description, keeping the old model: {exc}')
+            return
+        self._activate(model)
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        changes = {p.name: p.value for p in params}
+        if any(name in changes for name in MODEL_PARAMETERS):
+            try:
+                model = model_from_parameters(self, overrides=changes)
+            except ModelError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+            if model is not None:
+                self._activate(model)
+        if 'publish_mass_matrix' in changes:
+            self._publish_mass_matrix = bool(changes['publish_mass_matrix'])
+        if 'publish_coriolis_star' in changes:
+            self._publish_coriolis_star = bool(changes['publish_coriolis_star'])
+        return SetParametersResult(successful=True)
+
+    # --------------------------------------------------------------- topics
+    def _reject(self, reason: str) -> None:
+        self.counts['rejected'] += 1
+        self.get_logger().warning(f'rejected: {reason}', throttle_duration_sec=THROTTLE_S)
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        active = self._active
+        if active is None:
+            self._reject('no robot model yet')
+            return
+        model, index = active
+        try:
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            if stamp and self._last_stamp and stamp < self._last_stamp:
+                raise InputError('joint_states: stamp older than the previous message')
+            q, qd = index.from_joint_state(msg)
+            gravity = model.gravity_torque(q)
+            bias = model.bias_torque(q, qd)
+            outputs = [(self._pub_gravity, gravity), (self._pub_bias, bias)]
+            if self._publish_mass_matrix:
+                outputs.append((self._pub_mass, model.mass_matrix(q)))
+            if self._publish_coriolis_star:
+                outputs.append((self._pub_cstar, model.coriolis_star(q)))
+            if not all_finite(*(values for _, values in outputs)):
+                raise InputError('joint_states: dynamics not finite at this state')
+        except (InputError, ValueError) as exc:
+            self._reject(str(exc))
+            return
+        if stamp:
+            self._last_stamp = stamp
+        self.counts['accepted'] += 1
+        for publisher, values in outputs:
+            publisher.publish(array_msg(values))
+
+    def _publish_feedforward(self, model, q, qd, qdd) -> None:
+        tau = model.inverse_dynamics(q, qd, qdd)
+        if not all_finite(tau):
+            raise InputError('reference: feedforward torque not finite')
+        self._pub_ff.publish(array_msg(tau))
+
+    def _on_reference(self, msg: JointTrajectoryPoint) -> None:
+        if self._active is None:
+            self._reject('no robot model yet')
+            return
+        model, _ = self._active
+        try:
+            self._publish_feedforward(model, *point_arrays(msg, model.n))
+        except (InputError, ValueError) as exc:
+            self._reject(str(exc))
+
+    def _on_reference_trajectory(self, msg: JointTrajectory) -> None:
+        if self._active is None:
+            self._reject('no robot model yet')
+            return
+        model, _ = self._active
+        try:
+            for point in trajectory_points(msg, model.joint_names):
+                self._publish_feedforward(model, *point)
+        except (InputError, ValueError) as exc:
+            self._reject(str(exc))
+
+    # --------------------------------------------------------------- services
+    def _get_mass_matrix(self, request, response):
+        try:
+            model, index = self._require_model()
+            q, _ = index.from_joint_state(request.state, 'request.state')
+            M = model.mass_matrix(q)
+            if not all_finite(M):
+                raise InputError('mass matrix not finite at this state')
+        except (InputError, ValueError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success, response.message = True, ''
+        response.joint_names = list(model.joint_names)
+        response.mass_matrix = array_msg(M)
+        return response
+
+    def _get_dynamics(self, request, response):
+        try:
+            model, index = self._require_model()
+            state = request.state
+            q, qd = index.from_joint_state(state, 'request.state')
+            if len(request.acceleration):
+                qdd, _ = index.extract(state.name, request.acceleration, [],
+                                       'request.acceleration')
+            else:
+                qdd = np.zeros(model.n)
+            M = model.mass_matrix(q)
+            Cs = model.coriolis_star(q)
+            G = model.gravity_torque(q)
+            cv = model.coriolis_vector(q, qd)
+            tau = model.inverse_dynamics(q, qd, qdd)
+            if not all_finite(M, Cs, G, cv, tau):
+                raise InputError('dynamics not finite at this state')
+        except (InputError, ValueError) as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success, response.message = True, ''
+        response.joint_names = list(model.joint_names)
+        response.mass_matrix = array_msg(M)
+        response.coriolis_star = array_msg(Cs)
+        response.gravity_torque = array_msg(G)
+        response.coriolis_vector = array_msg(cv)
+        response.torque = array_msg(tau)
+        return response
+
+    def _require_model(self):
+        if self._active is None:
+            raise InputError('no robot model yet')
+        return self._active
+
+
+def main(args=None) -> int:
+    """Run the dynamics node."""
+    return run_node(DynamicsNode, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

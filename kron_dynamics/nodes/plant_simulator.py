@@ -1,0 +1,145 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+plant_simulator: integrates a URDF's forward dynamics from effort commands.
+
+Fixed-step RK4 (default 1 kHz) kept in step with the wall clock; the latest command is held
+(zero-order hold) and dropped to zero after ``command_timeout``. The plant is held at its
+initial state (brakes on) until the first command arrives. Publishes joint_states at
+``publish_rate``. Optional per-joint armature and viscous damping.
+"""
+
+import sys
+import time
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from ..algorithms.forward_dynamics import solve_mass_matrix
+from ..errors import ModelError, SingularMassMatrixError
+from .common import (declare_model_parameters, model_from_parameters, per_joint, run_node,
+                     THROTTLE_S, warm_up)
+
+MAX_STEPS_PER_TICK = 100
+
+
+class PlantSimulator(Node):
+    """Simulate a robot from its URDF under effort commands."""
+
+    def __init__(self, **kwargs):
+        super().__init__('plant_simulator', **kwargs)
+        declare_model_parameters(self)
+        for name, default, text in (
+                ('armature', [0.0], 'rotor inertia per joint [kg m^2 or kg]'),
+                ('damping', [0.0], 'viscous damping per joint [N m s/rad or N s/m]'),
+                ('initial_positions', [0.0], 'q at start, one value or one per joint'),
+                ('initial_velocities', [0.0], 'qd at start, one value or one per joint')):
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        self.declare_parameter('integration_rate', 1000.0)
+        self.declare_parameter('publish_rate', 250.0)
+        self.declare_parameter('command_topic', '/effort_controller/commands')
+        self.declare_parameter('command_timeout', 0.5)
+        model = model_from_parameters(self)
+        if model is None:
+            raise ModelError('plant_simulator needs robot_description or urdf_file')
+        n = model.n
+        p = {name: self.get_parameter(name).value for name in (
+            'armature', 'damping', 'initial_positions', 'initial_velocities',
+            'integration_rate', 'publish_rate', 'command_topic', 'command_timeout')}
+        self.model = model.with_armature(per_joint(p['armature'], n, 'armature'))
+        self.damping = per_joint(p['damping'], n, 'damping')
+        self.q = per_joint(p['initial_positions'], n, 'initial_positions')
+        self.qd = per_joint(p['initial_velocities'], n, 'initial_velocities')
+        if not p['integration_rate'] > 0 or not p['publish_rate'] > 0:
+            raise ModelError('integration_rate and publish_rate must be > 0')
+        self.dt = 1.0 / float(p['integration_rate'])
+        self.command_timeout = float(p['command_timeout'])
+        # refuse a plant whose M is singular: forward dynamics would be garbage
+        M = self.model.mass_matrix(self.q)
+        try:
+            solve_mass_matrix(M, np.zeros(n), self.model.joint_names)
+        except SingularMassMatrixError as exc:
+            raise ModelError(f'{exc} (set the armature parameter)') from None
+        warm_up(self.model)
+        self.tau = np.zeros(n)
+        self.last_command = None
+        self.sim_time = 0.0
+        self.start = None              # wall time of the first command: integration starts
+        self.failed = False
+        self.counts = {'steps': 0, 'commands': 0, 'rejected_commands': 0}
+        self.pub = self.create_publisher(JointState, 'joint_states', 10)
+        self.create_subscription(Float64MultiArray, p['command_topic'], self._on_command, 10)
+        self.create_timer(1.0 / float(p['publish_rate']), self._tick)
+
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        tau = np.asarray(msg.data, dtype=float)
+        if tau.shape != (self.model.n,) or not np.all(np.isfinite(tau)):
+            self.counts['rejected_commands'] += 1
+            self.get_logger().warning(
+                f'rejected command: need {self.model.n} finite values, got {list(msg.data)}',
+                throttle_duration_sec=THROTTLE_S)
+            return
+        self.tau = tau
+        self.last_command = time.monotonic()
+        if self.start is None:
+            self.start = self.last_command
+        self.counts['commands'] += 1
+
+    def step(self, tau, steps: int = 1) -> None:
+        """Advance ``steps`` RK4 steps of length dt with tau held (compiled)."""
+        self.q, self.qd = self.model.integrate(self.q, self.qd, tau, self.dt, steps,
+                                               damping=self.damping)
+        self.sim_time += steps * self.dt
+        self.counts['steps'] += steps
+
+    def _tick(self) -> None:
+        if self.failed:
+            return
+        now = time.monotonic()
+        fresh = self.last_command is not None and now - self.last_command <= self.command_timeout
+        tau = self.tau if fresh else np.zeros(self.model.n)
+        start = now if self.start is None else self.start
+        behind = int((now - start - self.sim_time) / self.dt)
+        if behind > MAX_STEPS_PER_TICK:   # cannot keep up: drop real time, not accuracy
+            self.get_logger().warning(f'simulation {behind} steps behind real time',
+                                      throttle_duration_sec=THROTTLE_S)
+            self.start = start + (behind - MAX_STEPS_PER_TICK) * self.dt
+            behind = MAX_STEPS_PER_TICK
+        try:
+            if behind > 0:
+                self.step(tau, behind)
+        except (ModelError, ValueError) as exc:
+            self.failed = True
+            self.get_logger().error(f'simulation stopped: {exc}')
+            return
+        msg = JointState()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.name = list(self.model.joint_names)
+        msg.position = self.q.tolist()
+        msg.velocity = self.qd.tolist()
+        msg.effort = tau.tolist()
+        self.pub.publish(msg)
+
+
+def main(args=None) -> int:
+    """Run the plant simulator."""
+    return run_node(PlantSimulator, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,170 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+reference_generator: a desired trajectory with consistent q, qd, qdd.
+
+``mode: sine``: q_i = offset_i + r(t) amplitude_i sin(2 pi frequency_i t + phase_i), with
+r(t) a quintic ramp from 0 to 1 over ``ramp_time`` s so that the motion starts at rest.
+``mode: quintic``: quintic moves (zero velocity and acceleration at both ends) through
+``waypoints`` (row-major, one row of n positions per waypoint) with ``segment_durations``,
+holding the last waypoint (or looping back to the first with ``loop: true``).
+Publishes trajectory_msgs/JointTrajectoryPoint on ``reference`` at ``rate``. With
+``wait_for_joint_states`` the clock starts at the first ``joint_states`` message (the plant
+is up); until then the t = 0 point is published.
+"""
+
+import sys
+import time
+
+from builtin_interfaces.msg import Duration
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from ..errors import ModelError
+from .common import per_joint, run_node
+
+
+def sine(t, offset, amplitude, frequency, phase, ramp_time=0.0):
+    """Return (q, qd, qdd) of per-joint sinusoids at time t, faded in over ramp_time."""
+    w = 2.0 * np.pi * frequency
+    s, c = np.sin(w * t + phase), np.cos(w * t + phase)
+    S, dS, ddS = amplitude * s, amplitude * w * c, -amplitude * w * w * s
+    if ramp_time > 0 and t < ramp_time:
+        r, dr, ddr = quintic(t, 0.0, 1.0, ramp_time)
+    else:
+        r, dr, ddr = 1.0, 0.0, 0.0
+    return offset + r * S, dr * S + r * dS, ddr * S + 2 * dr * dS + r * ddS
+
+
+def quintic(t, q0, q1, duration):
+    """Return (q, qd, qdd) of a rest-to-rest quintic from q0 to q1 at time t in [0, T]."""
+    tau = min(max(t / duration, 0.0), 1.0)
+    s = 10 * tau ** 3 - 15 * tau ** 4 + 6 * tau ** 5
+    ds = (30 * tau ** 2 - 60 * tau ** 3 + 30 * tau ** 4) / duration
+    dds = (60 * tau - 180 * tau ** 2 + 120 * tau ** 3) / duration ** 2
+    d = q1 - q0
+    return q0 + s * d, ds * d, dds * d
+
+
+class QuinticPath:
+    """Piecewise quintic through waypoints."""
+
+    def __init__(self, waypoints: np.ndarray, durations: np.ndarray, loop: bool):
+        if loop:
+            waypoints = np.vstack([waypoints, waypoints[:1]])
+            durations = np.append(durations, durations[-1])
+        self.waypoints, self.durations, self.loop = waypoints, durations, loop
+        self.total = float(durations.sum())
+
+    def __call__(self, t):
+        """Return (q, qd, qdd) at time t."""
+        if self.loop:
+            t = t % self.total
+        elif t >= self.total:
+            return quintic(1.0, self.waypoints[-2], self.waypoints[-1], 1.0)
+        for k, T in enumerate(self.durations):
+            if t <= T:
+                return quintic(t, self.waypoints[k], self.waypoints[k + 1], T)
+            t -= T
+        return quintic(1.0, self.waypoints[-2], self.waypoints[-1], 1.0)
+
+
+class ReferenceGenerator(Node):
+    """Publish a reference trajectory point at a fixed rate."""
+
+    def __init__(self, **kwargs):
+        super().__init__('reference_generator', **kwargs)
+        self.declare_parameter('joints', Parameter.Type.STRING_ARRAY, ParameterDescriptor(
+            description='joint order of the published points (sets n)'))
+        self.declare_parameter('mode', 'sine')
+        for name, default in (('offset', [0.0]), ('amplitude', [0.0]), ('frequency', [0.1]),
+                              ('phase', [0.0]), ('waypoints', [0.0]),
+                              ('segment_durations', [1.0])):
+            self.declare_parameter(name, default)
+        self.declare_parameter('loop', False)
+        self.declare_parameter('ramp_time', 2.0)
+        self.declare_parameter('rate', 250.0)
+        self.declare_parameter('wait_for_joint_states', True)
+        try:
+            joints = list(self.get_parameter('joints').value)
+        except Exception:
+            joints = []
+        if not joints:
+            raise ModelError('reference_generator needs the joints parameter')
+        n = len(joints)
+        mode = self.get_parameter('mode').value
+        if mode == 'sine':
+            args = [per_joint(self.get_parameter(p).value, n, p)
+                    for p in ('offset', 'amplitude', 'frequency', 'phase')]
+            ramp = float(self.get_parameter('ramp_time').value)
+            if not ramp >= 0:
+                raise ModelError('parameter ramp_time must be >= 0')
+            self.trajectory = lambda t: sine(t, *args, ramp_time=ramp)
+        elif mode == 'quintic':
+            flat = np.asarray(self.get_parameter('waypoints').value, dtype=float)
+            if flat.size < 2 * n or flat.size % n or not np.all(np.isfinite(flat)):
+                raise ModelError(f'waypoints must hold at least 2 rows of {n} finite numbers')
+            waypoints = flat.reshape(-1, n)
+            durations = per_joint(self.get_parameter('segment_durations').value,
+                                  len(waypoints) - 1, 'segment_durations')
+            if np.any(durations <= 0):
+                raise ModelError('segment_durations must be > 0')
+            self.trajectory = QuinticPath(waypoints, durations,
+                                          bool(self.get_parameter('loop').value))
+        else:
+            raise ModelError(f"parameter mode must be 'sine' or 'quintic', got {mode!r}")
+        rate = float(self.get_parameter('rate').value)
+        if not rate > 0:
+            raise ModelError('parameter rate must be > 0')
+        self.joints = joints
+        self.pub = self.create_publisher(JointTrajectoryPoint, 'reference', 10)
+        self.start = None
+        if self.get_parameter('wait_for_joint_states').value:
+            self._wait = self.create_subscription(JointState, 'joint_states', self._on_state, 1)
+        else:
+            self.start = time.monotonic()
+        self.create_timer(1.0 / rate, self._tick)
+
+    def _on_state(self, msg) -> None:
+        if self.start is None:
+            self.start = time.monotonic()
+            self.get_logger().info('joint states received: reference clock started')
+        self.destroy_subscription(self._wait)
+
+    def point(self, t: float) -> JointTrajectoryPoint:
+        """Return the reference point at time t since start."""
+        q, qd, qdd = self.trajectory(t)
+        sec = int(t)
+        return JointTrajectoryPoint(
+            positions=list(map(float, q)), velocities=list(map(float, qd)),
+            accelerations=list(map(float, qdd)),
+            time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9)))
+
+    def _tick(self) -> None:
+        t = 0.0 if self.start is None else time.monotonic() - self.start
+        self.pub.publish(self.point(t))
+
+
+def main(args=None) -> int:
+    """Run the reference generator."""
+    return run_node(ReferenceGenerator, args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
