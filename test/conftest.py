@@ -20,6 +20,9 @@ from pathlib import Path
 import pytest
 
 from kron_dynamics import RobotModel
+from ros_harness import pick_domain
+
+pick_domain()   # every rclpy test of this session uses one random, local-only ROS domain
 
 TEST_DIR = Path(__file__).resolve().parent
 REPO = TEST_DIR.parent

@@ -96,12 +96,13 @@ class JointStateIndex:
     def __post_init__(self):
         self.n = len(self.joint_names)
 
-    def extract(self, names, position, velocity, what: str = 'joint_states'):
+    def extract(self, names, position, velocity, what: str = 'joint_states',
+                strict: bool = False):
         """
         Return (q, qd) in our order; raise InputError naming the problem.
 
-        Extra joints are ignored. An empty velocity array means zero velocity; otherwise
-        it must be as long as the names. Values must be finite.
+        Extra joints are ignored (an error if ``strict``). An empty velocity array means zero
+        velocity; otherwise it must be as long as the names. Values must be finite.
         """
         names = list(names)
         if len(position) != len(names):
@@ -116,6 +117,11 @@ class JointStateIndex:
         missing = [j for j in self.joint_names if j not in index]
         if missing:
             raise InputError(f'{what}: missing joint(s) {missing}')
+        if strict:
+            known = set(self.joint_names)
+            unknown = [name for name in names if name not in known]
+            if unknown:
+                raise InputError(f'{what}: unknown joint(s) {unknown}')
         rows = [index[j] for j in self.joint_names]
         q = np.asarray(position, dtype=float)[rows]
         qd = np.asarray(velocity, dtype=float)[rows] if len(velocity) else np.zeros(self.n)
@@ -125,9 +131,9 @@ class JointStateIndex:
                 raise InputError(f'{what}: non-finite {label} of joint(s) {bad}')
         return q, qd
 
-    def from_joint_state(self, msg, what: str = 'joint_states'):
+    def from_joint_state(self, msg, what: str = 'joint_states', strict: bool = False):
         """Return (q, qd) of a sensor_msgs/JointState."""
-        return self.extract(msg.name, msg.position, msg.velocity, what)
+        return self.extract(msg.name, msg.position, msg.velocity, what, strict)
 
 
 def point_arrays(point, n: int, what: str = 'reference'):

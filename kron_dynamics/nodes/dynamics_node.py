@@ -165,7 +165,7 @@ class DynamicsNode(Node):
     def _get_mass_matrix(self, request, response):
         try:
             model, index = self._require_model()
-            q, _ = index.from_joint_state(request.state, 'request.state')
+            q, _ = index.from_joint_state(request.state, 'request.state', strict=True)
             M = model.mass_matrix(q)
             if not all_finite(M):
                 raise InputError('mass matrix not finite at this state')
@@ -181,7 +181,7 @@ class DynamicsNode(Node):
         try:
             model, index = self._require_model()
             state = request.state
-            q, qd = index.from_joint_state(state, 'request.state')
+            q, qd = index.from_joint_state(state, 'request.state', strict=True)
             if len(request.acceleration):
                 qdd, _ = index.extract(state.name, request.acceleration, [],
                                        'request.acceleration')

@@ -1,0 +1,124 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Real rclpy test harness: nodes under test run as processes; a probe node talks to them."""
+
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def isolated_env() -> dict:
+    """Return the environment with a random ROS domain restricted to this machine."""
+    env = dict(os.environ)
+    env['ROS_DOMAIN_ID'] = os.environ['ROS_DOMAIN_ID']
+    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    env['PYTHONUNBUFFERED'] = '1'
+    return env
+
+
+def pick_domain() -> None:
+    """Choose a random ROS_DOMAIN_ID for this test session (before rclpy.init)."""
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+
+
+class NodeProcess:
+    """A node module of kron_dynamics run as a process with ROS arguments."""
+
+    def __init__(self, module: str, ros_args: list):
+        cmd = [sys.executable, '-m', f'kron_dynamics.nodes.{module}', '--ros-args', *ros_args]
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=isolated_env(), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+
+    def alive(self) -> bool:
+        """Return True while the process runs."""
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 10.0) -> str:
+        """Interrupt the process; return its output."""
+        if self.alive():
+            self.proc.send_signal(2)
+        try:
+            out, _ = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate()
+        return out
+
+    def wait(self, timeout: float = 30.0):
+        """Wait for the process to exit; return (returncode, output)."""
+        out, _ = self.proc.communicate(timeout=timeout)
+        return self.proc.returncode, out
+
+
+class Probe:
+    """An rclpy node spinning in a background thread, with helpers to wait for messages."""
+
+    def __init__(self, name: str = 'probe'):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self):
+        while not self._stop.is_set():
+            self.executor.spin_once(timeout_sec=0.02)
+
+    def collect(self, msg_type, topic: str, depth: int = 100) -> list:
+        """Subscribe to a topic; return the list its messages are appended to."""
+        received = []
+        self.node.create_subscription(msg_type, topic, received.append, depth)
+        return received
+
+    def call(self, srv_type, name: str, request, timeout: float = 10.0):
+        """Call a service and return the response."""
+        client = self.node.create_client(srv_type, name)
+        assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available'
+        future = client.call_async(request)
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            assert time.monotonic() < deadline, f'service {name} did not answer'
+            time.sleep(0.005)
+        return future.result()
+
+    def close(self):
+        """Stop spinning and shut the context down."""
+        self._stop.set()
+        self._thread.join(5.0)
+        self.executor.shutdown()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+def wait_for(condition, timeout: float = 20.0, period: float = 0.01) -> bool:
+    """Poll condition() until it is true or the timeout passes; return its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(period)
+    return bool(condition())
