@@ -75,12 +75,18 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
         where = f"DH row {i} (joint '{row.joint}')"
         if row.type not in ('revolute', 'prismatic'):
             raise ModelError(f"{where}: type must be 'revolute' or 'prismatic', got {row.type!r}")
-        values = [row.a, row.alpha, row.d, row.theta, row.mass, *row.com]
-        if not all(math.isfinite(float(v)) for v in values):
+        try:
+            values = [float(v) for v in (row.a, row.alpha, row.d, row.theta, row.mass, *row.com)]
+            limits = [float(v) for v in (row.lower, row.upper, row.effort, row.velocity)]
+            inertia = _inertia_matrix(row.inertia)
+        except (TypeError, ValueError):
+            raise ModelError(f'{where}: parameters must be finite numbers') from None
+        if len(values) != 8:
+            raise ModelError(f'{where}: com must be 3 numbers, got {row.com!r}')
+        if not all(math.isfinite(v) for v in values) or any(math.isnan(v) for v in limits):
             raise ModelError(f'{where}: parameters must be finite numbers')
         if row.mass < 0:
             raise ModelError(f'{where}: mass must be >= 0')
-        inertia = _inertia_matrix(row.inertia)
         check_inertia(inertia, where)
         if row.type == 'revolute':
             j_xyz, j_rpy = (0.0, 0.0, 0.0), (0.0, 0.0, row.theta)

@@ -21,6 +21,7 @@ link or joint concerned; nothing else escapes from here.
 from dataclasses import dataclass
 import logging
 import math
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -51,6 +52,11 @@ NUMERIC_ATTRIBUTES = {
     'sphere': {'radius': 1},
     'mesh': {'scale': 3},
     'color': {'rgba': 4},
+}
+# element -> sub-elements whose attribute urdf_parser_py needs but does not check
+REQUIRED_ATTRIBUTES = {
+    'joint': {'parent': 'link', 'child': 'link', 'axis': 'xyz'},
+    'link': {'inertial/mass': 'value'},
 }
 # Relative tolerance for the inertia checks (positive semidefinite, triangle inequality).
 INERTIA_TOL = 1e-9
@@ -93,8 +99,16 @@ class ParsedTree:
     total_mass: float
 
 
-def _where(elem_path):
-    return ' '.join(elem_path)
+def _parse_error_message(exc, source):
+    """Say which link or joint a urdf_parser_py error is about, with its XPath for the field."""
+    if not isinstance(exc, xml_reflection.core.ParseError):
+        return f'{source}: invalid URDF: {exc}'
+    path = str(exc.path)
+    owners = re.findall(r"/(link|joint)\[@name='(.*?)'\]", path)
+    if not owners:
+        return f'{source}: invalid URDF at {path}: {exc.e}'
+    kind, name = owners[-1]
+    return f"{source}: {kind} '{name}': {exc.e} (at {path})"
 
 
 def _check_xml(xml: str, source: str) -> ET.Element:
@@ -115,6 +129,10 @@ def _check_xml(xml: str, source: str) -> ET.Element:
             seen.add(name)
     for top in root:
         owner = f"{top.tag} '{top.get('name')}'"
+        for path, attr in REQUIRED_ATTRIBUTES.get(top.tag, {}).items():
+            for elem in top.findall(path):
+                if elem.get(attr) is None:
+                    raise ModelError(f'{source}: {owner}: <{elem.tag}> has no {attr} attribute')
         for elem in top.iter():
             spec = NUMERIC_ATTRIBUTES.get(elem.tag)
             if not spec:
@@ -218,8 +236,11 @@ def _structure(robot, source):
         joint_by_child[joint.child] = joint
         children_of[joint.parent].append(joint)
     roots = [name for name in links if name not in joint_by_child]
+    if not links:
+        raise ModelError(f'{source}: the robot has no links')
     if not roots:
-        raise ModelError(f'{source}: no root link: the joints form a cycle')
+        raise ModelError(f'{source}: no root link: joints '
+                         f'{_cycle(robot.links[0].name, joint_by_child)} form a cycle')
     if len(roots) > 1:
         raise ModelError(f"{source}: several root links ({', '.join(roots)}); "
                          'a URDF must be one connected tree')
@@ -231,9 +252,20 @@ def _structure(robot, source):
         stack.extend(j.child for j in children_of[name])
     missing = [name for name in links if name not in reached]
     if missing:
-        raise ModelError(f"{source}: links {', '.join(missing)} form a cycle not connected "
-                         f"to the root link '{roots[0]}'")
+        raise ModelError(f"{source}: links {', '.join(missing)} are not connected to the root "
+                         f"link '{roots[0]}': joints {_cycle(missing[0], joint_by_child)} "
+                         'form a cycle')
     return roots[0], children_of, links
+
+
+def _cycle(link, joint_by_child):
+    """Name the joints of the cycle met by walking up from a link whose ancestors never end."""
+    seen = []
+    while link not in seen:
+        seen.append(link)
+        link = joint_by_child[link].parent
+    loop = reversed(seen[seen.index(link):])    # parent -> child order
+    return ', '.join(joint_by_child[name].name for name in loop)
 
 
 def _joint_info(joint, axis, source):
@@ -254,14 +286,16 @@ def _joint_info(joint, axis, source):
             effort = float(limit.effort)
         if limit.velocity is not None:
             velocity = float(limit.velocity)
-        if effort < 0 or velocity < 0:
-            raise ModelError(f'{where}: <limit> effort and velocity must be >= 0')
+        for field, value in (('effort', effort), ('velocity', velocity)):
+            if value < 0:
+                raise ModelError(f'{where}: <limit> {field} {value} must be >= 0')
     damping = friction = 0.0
     if joint.dynamics is not None:
         damping = float(joint.dynamics.damping or 0.0)
         friction = float(joint.dynamics.friction or 0.0)
-        if damping < 0 or friction < 0:
-            raise ModelError(f'{where}: <dynamics> damping and friction must be >= 0')
+        for field, value in (('damping', damping), ('friction', friction)):
+            if value < 0:
+                raise ModelError(f'{where}: <dynamics> {field} {value} must be >= 0')
     return JointInfo(joint.name, joint.type, joint.parent, joint.child, tuple(axis),
                      lower, upper, effort, velocity, damping, friction)
 
@@ -274,11 +308,15 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81)) ->
     try:
         robot = URDF.from_xml_string(xml)
     except Exception as exc:  # urdf_parser_py raises many kinds; report them all as ours
-        raise ModelError(f'{source}: invalid URDF: {exc}') from None
+        raise ModelError(_parse_error_message(exc, source)) from None
     root, children_of, links = _structure(robot, source)
-    gravity = np.asarray(gravity, dtype=float)
-    if gravity.shape != (3,) or not np.all(np.isfinite(gravity)):
+    try:
+        g = np.asarray(gravity, dtype=float)
+    except (TypeError, ValueError):
+        g = None
+    if g is None or g.shape != (3,) or not np.all(np.isfinite(g)):
         raise ModelError(f'gravity must be 3 finite numbers, got {gravity!r}')
+    gravity = g
 
     frames = {root: (-1, np.eye(3), np.zeros(3))}
     parent, revolute, axes, R0s, p0s = [], [], [], [], []

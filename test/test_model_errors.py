@@ -1,0 +1,337 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Bad models raise ModelError naming the culprit; valid but unusual URDFs load.
+
+Each bad URDF is one small edit of ``BASE``, a two-joint arm base -> a (revolute j1) -> b
+(prismatic j2), so that the edit is the only thing wrong with it.
+"""
+
+import logging
+
+import numpy as np
+import pytest
+
+from kron_dynamics import ModelError, RobotModel
+from kron_dynamics.dh import DHRow, model_from_dh
+
+SOURCE = 'case.urdf'
+
+BASE = """<?xml version="1.0"?>
+<robot name="arm">
+  <link name="base"/>
+  <link name="a">
+    <inertial>
+      <origin xyz="0 0 0.25" rpy="0 0 0"/>
+      <mass value="2.0"/>
+      <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.02"/>
+    </inertial>
+  </link>
+  <link name="b">
+    <inertial>
+      <origin xyz="0.1 0 0" rpy="0 0 0"/>
+      <mass value="1.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/>
+    </inertial>
+  </link>
+  <joint name="j1" type="revolute">
+    <parent link="base"/>
+    <child link="a"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0"/>
+    <axis xyz="0 0 1"/>
+    <limit lower="-2" upper="2" effort="50" velocity="3"/>
+  </joint>
+  <joint name="j2" type="prismatic">
+    <parent link="a"/>
+    <child link="b"/>
+    <origin xyz="0 0 0.5" rpy="0 1.5707963 0"/>
+    <axis xyz="1 0 0"/>
+    <limit lower="0" upper="0.4" effort="200" velocity="0.5"/>
+  </joint>
+</robot>
+"""
+
+J1 = BASE[BASE.index('  <joint name="j1"'):BASE.index('  <joint name="j2"')]
+J2 = BASE[BASE.index('  <joint name="j2"'):BASE.index('</robot>')]
+A_INERTIA = '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.02"/>'
+J1_LIMIT = '<limit lower="-2" upper="2" effort="50" velocity="3"/>'
+J2_LIMIT = '<limit lower="0" upper="0.4" effort="200" velocity="0.5"/>'
+
+
+def edit(old, new, text=BASE):
+    """Return ``text`` with the single occurrence of ``old`` replaced by ``new``."""
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+def add(xml_fragment):
+    """Return BASE with extra elements before </robot>."""
+    return edit('</robot>', xml_fragment + '</robot>')
+
+
+def joint(name, parent, child, kind='fixed'):
+    """Return a <joint> element from parent to child."""
+    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/>'
+            f'<child link="{child}"/></joint>\n')
+
+
+def in_joint(j, old, new):
+    """Edit ``old`` -> ``new`` inside joint j1 or j2 only."""
+    block = {'j1': J1, 'j2': J2}[j]
+    return edit(block, edit(old, new, block))
+
+
+BAD_URDFS = {
+    # id: (URDF text, regex the message must match)
+    'malformed_xml': (BASE.replace('</robot>', ''), r'malformed XML'),
+    'root_not_robot': ('<model name="arm"><link name="a"/></model>',
+                       r'root element is <model>, expected <robot>'),
+    'link_without_name': (edit('<link name="b">', '<link>'),
+                          r'a <link> element has no name'),
+    'joint_without_name': (edit('<joint name="j2" type', '<joint type'),
+                           r'a <joint> element has no name'),
+    'duplicate_link': (edit('<link name="b">', '<link name="a">'),
+                       r"duplicate link name 'a'"),
+    'duplicate_joint': (edit('<joint name="j2"', '<joint name="j1"'),
+                        r"duplicate joint name 'j1'"),
+    'missing_parent_element': (in_joint('j2', '<parent link="a"/>', ''),
+                               r"joint 'j2': Required element not set in XML: parent"),
+    'missing_child_element': (in_joint('j2', '<child link="b"/>', ''),
+                              r"joint 'j2': Required element not set in XML: child"),
+    'parent_without_link_attribute': (in_joint('j2', '<parent link="a"/>', '<parent/>'),
+                                      r"joint 'j2': <parent> has no link attribute"),
+    'parent_link_missing': (in_joint('j2', '<parent link="a"/>', '<parent link="ghost"/>'),
+                            r"joint 'j2': parent link 'ghost' does not exist"),
+    'child_link_missing': (in_joint('j2', '<child link="b"/>', '<child link="ghost"/>'),
+                           r"joint 'j2': child link 'ghost' does not exist"),
+    'parent_is_child': (in_joint('j2', '<parent link="a"/>', '<parent link="b"/>'),
+                        r"joint 'j2': parent and child are the same link 'b'"),
+    'cycle_every_link_has_parent': (add(joint('j3', 'b', 'base')),
+                                    r'no root link: joints j1, j2, j3 form a cycle'),
+    'cycle_detached_from_root': (add('<link name="c"/><link name="d"/>'
+                                     + joint('jc', 'c', 'd') + joint('jd', 'd', 'c')),
+                                 r"links c, d are not connected to the root link 'base': "
+                                 r'joints jc, jd form a cycle'),
+    'no_links': ('<robot name="empty"/>', r'the robot has no links'),
+    'two_roots': (add('<link name="orphan"/>'), r'several root links \(base, orphan\)'),
+    'link_with_two_parents': (add(joint('j3', 'base', 'b')),
+                              r"joint 'j3': link 'b' is already the child of joint 'j2'"),
+    'unknown_joint_type': (edit('type="prismatic"', 'type="hinge"'),
+                           r"joint 'j2': Invalid joint type: hinge"),
+    'joint_without_type': (edit('<joint name="j2" type="prismatic">', '<joint name="j2">'),
+                           r"joint 'j2': Required attribute not set in XML: type"),
+    'floating': (edit('type="prismatic"', 'type="floating"'),
+                 r"joint 'j2': joint type 'floating' is not supported"),
+    'planar': (edit('type="prismatic"', 'type="planar"'),
+               r"joint 'j2': joint type 'planar' is not supported"),
+    'mimic': (in_joint('j2', '<axis', '<mimic joint="j1" multiplier="2"/><axis'),
+              r"joint 'j2': mimic joints are not supported"),
+    'axis_without_xyz': (edit('<axis xyz="0 0 1"/>', '<axis/>'),
+                         r"joint 'j1': <axis> has no xyz attribute"),
+    'zero_axis': (edit('<axis xyz="0 0 1"/>', '<axis xyz="0 0 0"/>'),
+                  r"joint 'j1': <axis> is zero"),
+    'negative_mass': (edit('<mass value="2.0"/>', '<mass value="-2.0"/>'),
+                      r"link 'a': mass -2\.0 must be finite and >= 0"),
+    'nan_mass': (edit('<mass value="2.0"/>', '<mass value="nan"/>'),
+                 r"link 'a': <mass value=\"nan\"> is not finite"),
+    'inf_in_origin': (in_joint('j1', 'xyz="0 0 0.1"', 'xyz="0 inf 0.1"'),
+                      r"joint 'j1': <origin xyz=\"0 inf 0.1\"> is not finite"),
+    'non_numeric_xyz': (in_joint('j1', 'xyz="0 0 0.1"', 'xyz="1 a 0"'),
+                        r"joint 'j1': <origin xyz=\"1 a 0\"> is not numeric"),
+    'non_numeric_mass': (edit('<mass value="2.0"/>', '<mass value="heavy"/>'),
+                         r"link 'a': <mass value=\"heavy\"> is not numeric"),
+    'non_numeric_limit': (edit('effort="50"', 'effort="lots"'),
+                          r"joint 'j1': <limit effort=\"lots\"> is not numeric"),
+    'wrong_count_xyz': (in_joint('j1', 'xyz="0 0 0.1"', 'xyz="1 2"'),
+                        r"joint 'j1': <origin xyz=\"1 2\"> needs 3 number\(s\), got 2"),
+    'wrong_count_rgba': (edit('<link name="base"/>',
+                              '<link name="base"><visual><geometry><box size="1 1 1"/>'
+                              '</geometry><material name="m"><color rgba="1 0 0"/>'
+                              '</material></visual></link>'),
+                         r"link 'base': <color rgba=\"1 0 0\"> needs 4 number\(s\), got 3"),
+    'inertia_not_psd': (edit(A_INERTIA, A_INERTIA.replace('ixx="0.1"', 'ixx="-1"')),
+                        r"link 'a': inertia tensor is not positive semidefinite"),
+    'inertia_triangle': (edit(A_INERTIA, '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" '
+                                         'izz="3"/>'),
+                         r"link 'a': principal moments .* violate the triangle inequality"),
+    'revolute_without_limit': (edit(J1_LIMIT, ''),
+                               r"joint 'j1': a revolute joint needs a <limit> element"),
+    'prismatic_without_limit': (edit(J2_LIMIT, ''),
+                                r"joint 'j2': a prismatic joint needs a <limit> element"),
+    'limit_lower_above_upper': (edit(J1_LIMIT, J1_LIMIT.replace('lower="-2"', 'lower="3"')),
+                                r"joint 'j1': <limit> lower 3\.0 > upper 2\.0"),
+    'limit_without_effort': (edit(J1_LIMIT, J1_LIMIT.replace(' effort="50"', '')),
+                             r"joint 'j1': Required attribute not set in XML: effort "
+                             r"\(at .*joint\[@name='j1'\]/limit\)"),
+    'mass_without_value': (edit('<mass value="2.0"/>', '<mass/>'),
+                           r"link 'a': <mass> has no value attribute"),
+    'negative_effort': (edit('effort="50"', 'effort="-5"'),
+                        r"joint 'j1': <limit> effort -5\.0 must be >= 0"),
+    'negative_velocity': (edit('velocity="0.5"', 'velocity="-1"'),
+                          r"joint 'j2': <limit> velocity -1\.0 must be >= 0"),
+    'negative_damping': (in_joint('j1', '<axis', '<dynamics damping="-1"/><axis'),
+                         r"joint 'j1': <dynamics> damping -1\.0 must be >= 0"),
+}
+
+
+@pytest.mark.parametrize('xml, pattern', list(BAD_URDFS.values()), ids=list(BAD_URDFS))
+def test_bad_urdf_raises_model_error_naming_culprit(xml, pattern):
+    with pytest.raises(ModelError, match=pattern) as info:
+        RobotModel.from_urdf_string(xml, source=SOURCE)
+    assert str(info.value).startswith(f'{SOURCE}: '), 'message must name the source'
+
+
+def test_base_urdf_is_valid():
+    model = RobotModel.from_urdf_string(BASE)
+    assert model.joint_names == ['j1', 'j2']
+    assert model.total_mass == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize('xml', [b'<robot name="arm"/>', None, 42, ['<robot/>']],
+                         ids=['bytes', 'none', 'int', 'list'])
+def test_non_text_input(xml):
+    with pytest.raises(ModelError, match=rf'{SOURCE}: URDF must be text, got '
+                                         rf'{type(xml).__name__}'):
+        RobotModel.from_urdf_string(xml, source=SOURCE)
+
+
+@pytest.mark.parametrize('gravity', [(0.0, -9.81), (0, 0, 0, -9.81), (0, 0, float('nan')),
+                                     ('a', 'b', 'c'), None, {}],
+                         ids=['two', 'four', 'nan', 'text', 'none', 'dict'])
+def test_bad_gravity(gravity):
+    with pytest.raises(ModelError, match=r'gravity must be 3 finite numbers'):
+        RobotModel.from_urdf_string(BASE, gravity=gravity)
+
+
+@pytest.mark.parametrize('joint_names, pattern', [
+    (['j1', 'nope'], r"joint_names: unknown or non-movable joint\(s\) \['nope'\]"),
+    (['j1'], r"joint_names: missing movable joint\(s\) \['j2'\]"),
+    (['j1', 'j2', 'j1'], r"joint_names: duplicate joint\(s\) \['j1'\]"),
+], ids=['unknown', 'missing', 'duplicate'])
+def test_bad_joint_names(joint_names, pattern):
+    with pytest.raises(ModelError, match=pattern):
+        RobotModel.from_urdf_string(BASE, joint_names=joint_names)
+
+
+def test_fixed_joint_in_joint_names():
+    xml = add('<link name="tool"/>' + joint('tool_mount', 'b', 'tool'))
+    with pytest.raises(ModelError, match=r"non-movable joint\(s\) \['tool_mount'\]"):
+        RobotModel.from_urdf_string(xml, joint_names=['j1', 'j2', 'tool_mount'])
+
+
+def test_unknown_link_in_jacobians():
+    model = RobotModel.from_urdf_string(BASE)
+    with pytest.raises(ModelError, match=r"unknown link 'nope'"):
+        model.jacobians(np.zeros(2), 'nope')
+
+
+def test_unreadable_file(tmp_path):
+    path = tmp_path / 'no_such.urdf'
+    with pytest.raises(ModelError, match=r'cannot read URDF file .*no_such\.urdf'):
+        RobotModel.from_urdf_file(path)
+    with pytest.raises(ModelError, match=rf'cannot read URDF file {tmp_path}'):
+        RobotModel.from_urdf_file(tmp_path)     # a directory
+    binary = tmp_path / 'binary.urdf'
+    binary.write_bytes(b'\xff\xfe\x00<robot')
+    with pytest.raises(ModelError, match=r'binary\.urdf'):
+        RobotModel.from_urdf_file(binary)
+
+
+def test_bad_file_content_names_the_file(tmp_path):
+    path = tmp_path / 'arm.urdf'
+    path.write_text(edit('<mass value="2.0"/>', '<mass value="-2.0"/>'))
+    with pytest.raises(ModelError, match=rf"^{path}: link 'a': mass"):
+        RobotModel.from_urdf_file(path)
+
+
+# ----------------------------------------------------------------- DH tables
+def dh_row(**kw):
+    values = dict(joint='j1', a=0.5, mass=1.0, com=(-0.25, 0.0, 0.0),
+                  inertia=np.diag([0.01, 0.02, 0.02]))
+    values.update(kw)
+    return DHRow(**values)
+
+
+BAD_DH = {
+    'inertia_not_symmetric': ([dh_row(inertia=[[0.1, 0.01, 0], [0, 0.1, 0], [0, 0, 0.1]])],
+                              r"DH row 1 \(joint 'j1'\): inertia tensor is not symmetric"),
+    'inertia_wrong_shape': ([dh_row(inertia=np.eye(2))],
+                            r"DH row 1 \(joint 'j1'\): inertia must be a finite 3 x 3"),
+    'negative_mass': ([dh_row(), dh_row(joint='j2', mass=-1.0)],
+                      r"DH row 2 \(joint 'j2'\): mass must be >= 0"),
+    'bad_type': ([dh_row(type='spherical')],
+                 r"DH row 1 \(joint 'j1'\): type must be 'revolute' or 'prismatic', "
+                 r"got 'spherical'"),
+    'non_numeric_parameter': ([dh_row(a='long')],
+                              r"DH row 1 \(joint 'j1'\): parameters must be finite numbers"),
+    'non_numeric_limit': ([dh_row(lower='low')],
+                          r"DH row 1 \(joint 'j1'\): parameters must be finite numbers"),
+    'com_wrong_length': ([dh_row(com=(0.0, 0.0))],
+                         r"DH row 1 \(joint 'j1'\): com must be 3 numbers"),
+    'nan_parameter': ([dh_row(alpha=float('nan'))],
+                      r"DH row 1 \(joint 'j1'\): parameters must be finite numbers"),
+    'empty_table': ([], r'DH table is empty'),
+}
+
+
+@pytest.mark.parametrize('rows, pattern', list(BAD_DH.values()), ids=list(BAD_DH))
+def test_bad_dh_table(rows, pattern):
+    with pytest.raises(ModelError, match=pattern):
+        model_from_dh(rows)
+
+
+# ----------------------------------------------------------------- valid but unusual
+def test_massless_leaf_link_loads_with_warning(caplog):
+    xml = edit('<mass value="1.0"/>', '<mass value="0"/>')
+    xml = edit('<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/>',
+               '<inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/>', xml)
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        model = RobotModel.from_urdf_string(xml, source=SOURCE)
+    assert model.joint_names == ['j1', 'j2']
+    warnings = [r for r in caplog.records
+                if r.name == 'kron_dynamics' and r.levelno == logging.WARNING]
+    assert any("joint 'j2'" in r.getMessage() and SOURCE in r.getMessage()
+               for r in warnings), [r.getMessage() for r in warnings]
+
+
+def test_root_link_inertia_loads_and_does_not_affect_mass_matrix():
+    heavy_root = edit('<link name="base"/>',
+                      '<link name="base"><inertial><origin xyz="1 2 3" rpy="0 0 0"/>'
+                      '<mass value="100"/><inertia ixx="5" ixy="0" ixz="0" iyy="5" iyz="0" '
+                      'izz="5"/></inertial></link>')
+    plain = RobotModel.from_urdf_string(BASE)
+    model = RobotModel.from_urdf_string(heavy_root)
+    assert model.root_link == 'base'
+    q = np.array([0.3, 0.1])
+    np.testing.assert_allclose(model.mass_matrix(q), plain.mass_matrix(q), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(model.gravity_torque(q), plain.gravity_torque(q), atol=1e-12)
+
+
+def test_continuous_joint_without_limit_loads():
+    xml = edit(J1_LIMIT, '').replace('type="revolute"', 'type="continuous"')
+    model = RobotModel.from_urdf_string(xml)
+    info = model.joints['j1']
+    assert info.type == 'continuous'
+    assert (info.lower, info.upper, info.effort) == (-np.inf, np.inf, np.inf)
+
+
+def test_link_without_inertial_loads():
+    xml = edit(BASE[BASE.index('    <inertial>'):BASE.index('  <link name="b">')],
+               '  </link>\n')
+    model = RobotModel.from_urdf_string(xml)
+    assert model.n == 2
+    assert model.total_mass == pytest.approx(1.0)
+    M = model.mass_matrix(np.zeros(2))
+    assert np.all(np.linalg.eigvalsh(M) > 0)
