@@ -16,15 +16,18 @@
 
 from dataclasses import dataclass
 import math
+import signal
 import sys
+import threading
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 import rclpy
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from ..errors import ModelError
@@ -215,19 +218,30 @@ def per_joint(values, n: int, name: str) -> np.ndarray:
 
 
 def run_node(node_class, args=None) -> int:
-    """Create, spin and clean up a node; exit code 1 on a model or parameter error."""
-    rclpy.init(args=args)
+    """
+    Create and spin a node until SIGINT or SIGTERM; exit code 1 on a model/parameter error.
+
+    The signals only set a flag that the spin loop checks, so they never interrupt a
+    callback (or compiled code) half way.
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     node = None
+    executor = SingleThreadedExecutor()
     try:
         node = node_class()
-        rclpy.spin(node)
+        executor.add_node(node)
+        while not stop.is_set() and rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
     except ModelError as exc:
-        name = node_class.__name__
-        print(f'{name}: {exc}', file=sys.stderr)
+        print(f'{node_class.__name__}: {exc}', file=sys.stderr)
         return 1
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except ExternalShutdownException:
         pass
     finally:
+        executor.shutdown()
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()

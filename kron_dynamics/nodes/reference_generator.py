@@ -21,8 +21,8 @@ r(t) a quintic ramp from 0 to 1 over ``ramp_time`` s so that the motion starts a
 ``waypoints`` (row-major, one row of n positions per waypoint) with ``segment_durations``,
 holding the last waypoint (or looping back to the first with ``loop: true``).
 Publishes trajectory_msgs/JointTrajectoryPoint on ``reference`` at ``rate``. With
-``wait_for_joint_states`` the clock starts at the first ``joint_states`` message (the plant
-is up); until then the t = 0 point is published.
+``wait_for_commands`` the clock starts at the first effort command on ``command_topic`` (the
+loop is closed); until then the t = 0 point is published.
 """
 
 import sys
@@ -33,7 +33,7 @@ import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..errors import ModelError
@@ -100,7 +100,8 @@ class ReferenceGenerator(Node):
         self.declare_parameter('loop', False)
         self.declare_parameter('ramp_time', 2.0)
         self.declare_parameter('rate', 250.0)
-        self.declare_parameter('wait_for_joint_states', True)
+        self.declare_parameter('wait_for_commands', True)
+        self.declare_parameter('command_topic', '/effort_controller/commands')
         try:
             joints = list(self.get_parameter('joints').value)
         except Exception:
@@ -135,16 +136,18 @@ class ReferenceGenerator(Node):
         self.joints = joints
         self.pub = self.create_publisher(JointTrajectoryPoint, 'reference', 10)
         self.start = None
-        if self.get_parameter('wait_for_joint_states').value:
-            self._wait = self.create_subscription(JointState, 'joint_states', self._on_state, 1)
+        if self.get_parameter('wait_for_commands').value:
+            self._wait = self.create_subscription(
+                Float64MultiArray, self.get_parameter('command_topic').value, self._on_command,
+                1)
         else:
             self.start = time.monotonic()
         self.create_timer(1.0 / rate, self._tick)
 
-    def _on_state(self, msg) -> None:
+    def _on_command(self, msg) -> None:
         if self.start is None:
             self.start = time.monotonic()
-            self.get_logger().info('joint states received: reference clock started')
+            self.get_logger().info('first effort command seen: reference clock started')
         self.destroy_subscription(self._wait)
 
     def point(self, t: float) -> JointTrajectoryPoint:
