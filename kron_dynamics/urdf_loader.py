@@ -12,7 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""URDF text to a validated kinematic tree, using urdf_parser_py for the object model.
+"""
+URDF text to a validated kinematic tree, using urdf_parser_py for the object model.
 
 Every problem is reported as :class:`~kron_dynamics.errors.ModelError` naming the file and the
 link or joint concerned; nothing else escapes from here.
@@ -177,25 +178,26 @@ def _link_inertia(link, source):
     mass = 0.0 if inertial.mass is None else float(inertial.mass)
     if not math.isfinite(mass) or mass < 0.0:
         raise ModelError(f'{where}: mass {mass} must be finite and >= 0')
-    I = np.zeros((3, 3))
+    inertia_ = np.zeros((3, 3))
     if inertial.inertia is not None:
         i = inertial.inertia
-        I = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]],
-                     dtype=float)
-    check_inertia(I, where)
+        inertia_ = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz],
+                             [i.ixz, i.iyz, i.izz]],
+                            dtype=float)
+    check_inertia(inertia_, where)
     R, c = _pose(inertial.origin)
-    return mass, c, R @ I @ R.T
+    return mass, c, R @ inertia_ @ R.T
 
 
-def check_inertia(I: np.ndarray, where: str) -> None:
-    """Raise ModelError unless I is a physical inertia tensor (symmetric, PSD, triangle)."""
-    I = np.asarray(I, dtype=float)
-    if I.shape != (3, 3) or not np.all(np.isfinite(I)):
+def check_inertia(tensor: np.ndarray, where: str) -> None:
+    """Raise ModelError unless tensor is a physical inertia tensor (symmetric, PSD, triangle)."""
+    tensor = np.asarray(tensor, dtype=float)
+    if tensor.shape != (3, 3) or not np.all(np.isfinite(tensor)):
         raise ModelError(f'{where}: inertia must be a finite 3 x 3 matrix')
-    scale = max(float(np.max(np.abs(I))), 1e-300)
-    if np.max(np.abs(I - I.T)) > INERTIA_TOL * scale:
+    scale = max(float(np.max(np.abs(tensor))), 1e-300)
+    if np.max(np.abs(tensor - tensor.T)) > INERTIA_TOL * scale:
         raise ModelError(f'{where}: inertia tensor is not symmetric')
-    ev = np.linalg.eigvalsh(I)
+    ev = np.linalg.eigvalsh(tensor)
     if ev[0] < -INERTIA_TOL * scale:
         raise ModelError(
             f'{where}: inertia tensor is not positive semidefinite (principal moments '
@@ -326,8 +328,8 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81)) ->
 
     def add_inertia(link_name):
         body, R, p = frames[link_name]
-        m, c, I = _link_inertia(links[link_name], source)
-        part = (m, R @ c + p, R @ I @ R.T)
+        m, c, inertia_ = _link_inertia(links[link_name], source)
+        part = (m, R @ c + p, R @ inertia_ @ R.T)
         (root_parts if body < 0 else bodies[body]).append(part)
 
     add_inertia(root)
@@ -359,10 +361,10 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81)) ->
         stack.extend(reversed(children_of[joint.child]))
     mass, com, inertia = [], [], []
     for parts in bodies:
-        m, c, I = merge_inertias(parts)
+        m, c, inertia_ = merge_inertias(parts)
         mass.append(m)
         com.append(c)
-        inertia.append(I)
+        inertia.append(inertia_)
     n = len(bodies)
     tree = KinematicTree(
         parent=np.array(parent, dtype=int).reshape(n), revolute=np.array(revolute, dtype=bool),
@@ -381,11 +383,11 @@ def merge_inertias(parts):
         return 0.0, np.zeros(3), np.zeros((3, 3))
     m = sum(p[0] for p in parts)
     c = sum(p[0] * p[1] for p in parts) / m if m > 0 else np.zeros(3)
-    I = np.zeros((3, 3))
+    inertia_ = np.zeros((3, 3))
     for mi, ci, Ii in parts:
         d = ci - c
-        I += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
-    return float(m), c, I
+        inertia_ += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
+    return float(m), c, inertia_
 
 
 def _warn_unusual(tree: KinematicTree, joint_names, source):

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The papers' closed forms: stacker eqs. (102)-(107) of 000 (typos corrected), rover arm of 003."""
+"""The papers' closed forms: stacker eqs. (102)-(107) of 000 (typos fixed), rover arm of 003."""
 
 import numpy as np
 import pytest
@@ -38,7 +38,8 @@ def test_stacker_jacobians_and_hessians_eqs_102_105(stacker, q):
     s2, c2, s3, c3 = np.sin(q[1]), np.cos(q[1]), np.sin(q[2]), np.cos(q[2])
     JT, JR = stacker.jacobians(q, 'link3')      # frame 3: the boom tip
     HT, HR = stacker.hessians(q, 'link3')
-    JT_102 = [[0, -a3 * s2 * c3, -a3 * c2 * s3], [0, 0, -a3 * c3], [1, a3 * c2 * c3, -a3 * s2 * s3]]
+    JT_102 = [[0, -a3 * s2 * c3, -a3 * c2 * s3], [0, 0, -a3 * c3],
+              [1, a3 * c2 * c3, -a3 * s2 * s3]]
     HT_103 = [[0, 0, 0, 0, -a3 * c2 * c3, a3 * s2 * s3, 0, a3 * s2 * s3, -a3 * c2 * c3],
               [0, 0, 0, 0, 0, 0, 0, 0, a3 * s3],            # printed 'a3 sin q'
               [0, 0, 0, 0, -a3 * s2 * c3, -a3 * c2 * s3, 0, -a3 * c2 * s3, -a3 * s2 * c3]]

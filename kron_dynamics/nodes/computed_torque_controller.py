@@ -13,14 +13,16 @@
 # limitations under the License.
 
 """
-computed_torque_controller: tau = M(q)(qdd_d + Kd (qd_d - qd) + Kp (q_d - q)) + C*(qd kron qd) + G.
+computed_torque_controller: tau = M(q)(qdd_d + Kd e' + Kp e) + C*(q)(qd kron qd) + G(q).
 
-Computed on every accepted joint state and published as std_msgs/Float64MultiArray (what
-ros2_control's forward command controller with ``interface_name: effort`` consumes).
-The latest reference is advanced to the time of each state by its velocity and acceleration
-(for at most ``max_reference_age``). Safety behaviour (README, "Failure behaviour"): bad
-references are refused and the last valid one is held (before any reference: hold the first measured position); torques are clamped
-to the URDF effort limits; when joint states are older than ``state_timeout`` one zero-effort
+Here e = q_d - q. Computed on every accepted joint state and published as
+std_msgs/Float64MultiArray (what ros2_control's forward command controller with
+``interface_name: effort`` consumes). The latest reference is advanced to the time of each
+state by its velocity and acceleration (for at most ``max_reference_age``).
+
+Safety behaviour (README, "Failure behaviour"): bad references are refused and the last valid
+one is held (before any reference: hold the first measured position); torques are clamped to
+the URDF effort limits; when joint states are older than ``state_timeout`` one zero-effort
 command is published and commanding stops until fresh states arrive.
 """
 

@@ -1,0 +1,118 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Launch files and params files, checked without `launch` (not installable here).
+
+Every executable they start is a console script, every package path and params file they
+name exists and is installed by setup.py, and every parameter in the params files is one the
+node really declares (rclpy would silently ignore a misspelt one).
+"""
+
+import ast
+import importlib
+import re
+
+import pytest
+import rclpy
+import yaml
+
+from conftest import REPO
+from kron_dynamics.graph import DEMO_NODES, DEMO_URDFS, demo_graph
+
+LAUNCH_FILES = sorted(REPO.glob('launch/*.launch.py'))
+SETUP = (REPO / 'setup.py').read_text()
+CONSOLE_SCRIPTS = dict(re.findall(r"'([\w-]+) = (kron_dynamics[\w.]+:main)'", SETUP))
+NODE_CLASSES = {
+    'dynamics_node': 'kron_dynamics.nodes.dynamics_node:DynamicsNode',
+    'computed_torque_controller':
+        'kron_dynamics.nodes.computed_torque_controller:ComputedTorqueController',
+    'plant_simulator': 'kron_dynamics.nodes.plant_simulator:PlantSimulator',
+    'reference_generator': 'kron_dynamics.nodes.reference_generator:ReferenceGenerator',
+}
+
+
+def literal_keywords(path, name):
+    """Return the string literals passed as keyword ``name`` anywhere in a file."""
+    tree = ast.parse(path.read_text())
+    return [kw.value.value for node in ast.walk(tree) if isinstance(node, ast.Call)
+            for kw in node.keywords if kw.arg == name and isinstance(kw.value, ast.Constant)]
+
+
+def test_launch_files_exist_and_define_generate_launch_description():
+    names = {p.name for p in LAUNCH_FILES}
+    assert {'stacker_demo.launch.py', 'rover_arm_demo.launch.py', 'dynamics.launch.py'} <= names
+    for path in LAUNCH_FILES:
+        tree = ast.parse(path.read_text())
+        assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description'
+                   for n in tree.body), path
+
+
+@pytest.mark.parametrize('machine', sorted(DEMO_URDFS))
+def test_demo_graph_names_existing_executables_and_files(machine):
+    source = (REPO / 'launch' / f'{machine}_demo.launch.py').read_text()
+    assert f"demo_graph('{machine}'" in source
+    graph = demo_graph(machine, str(REPO))
+    for spec in graph.nodes:
+        assert spec.executable in CONSOLE_SCRIPTS, spec
+        module, _, func = CONSOLE_SCRIPTS[spec.executable].partition(':')
+        assert callable(getattr(importlib.import_module(module), func))
+    with open(graph.params_file) as f:
+        params = yaml.safe_load(f)
+    assert {s.name for s in graph.nodes} <= set(params), 'a node has no params section'
+    assert (REPO / 'urdf' / DEMO_URDFS[machine]).is_file()
+
+
+def test_dynamics_launch_file():
+    path = REPO / 'launch' / 'dynamics.launch.py'
+    assert literal_keywords(path, 'executable') == ['dynamics_node']
+    assert literal_keywords(path, 'package') == ['kron_dynamics']
+    assert "'dynamics.yaml'" in path.read_text() and (REPO / 'config' / 'dynamics.yaml').is_file()
+
+
+def test_setup_installs_launch_config_and_urdf():
+    for folder in ('launch', 'config', 'urdf'):
+        assert f"('share/' + package_name + '/{folder}', glob('{folder}/*" in SETUP
+
+
+@pytest.mark.parametrize('params_file', sorted(REPO.glob('config/*.yaml')),
+                         ids=lambda p: p.name)
+def test_params_files_only_set_declared_parameters(params_file):
+    with open(params_file) as f:
+        sections = yaml.safe_load(f)
+    shared = sections.pop('/**', {}).get('ros__parameters', {})
+    machine = params_file.stem.replace('_demo', '')
+    urdf = REPO / 'urdf' / DEMO_URDFS.get(machine, 'stacker.urdf')
+    declared_somewhere = set()
+    for node_name, section in sections.items():
+        module, _, cls = NODE_CLASSES[node_name].partition(':')
+        node_class = getattr(importlib.import_module(module), cls)
+        context = rclpy.Context()
+        rclpy.init(context=context, args=['--ros-args', '--params-file', str(params_file),
+                                          '-p', f'urdf_file:={urdf}'])
+        try:
+            node = node_class(context=context)
+            own = section.get('ros__parameters', {})
+            undeclared = [p for p in own if not node.has_parameter(p)]
+            assert not undeclared, f'{params_file.name}: {node_name} ignores {undeclared}'
+            declared_somewhere |= {p for p in shared if node.has_parameter(p)}
+            node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=context)
+    assert set(shared) <= declared_somewhere, f'no node declares {set(shared) - declared_somewhere}'
+
+
+def test_demo_nodes_are_the_four_of_the_design():
+    assert [s.executable for s in DEMO_NODES] == [
+        'plant_simulator', 'reference_generator', 'computed_torque_controller', 'dynamics_node']
