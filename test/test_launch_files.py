@@ -110,7 +110,8 @@ def test_params_files_only_set_declared_parameters(params_file):
             node.destroy_node()
         finally:
             rclpy.try_shutdown(context=context)
-    assert set(shared) <= declared_somewhere, f'no node declares {set(shared) - declared_somewhere}'
+    missing = set(shared) - declared_somewhere
+    assert not missing, f'no node declares {missing}'
 
 
 def test_demo_nodes_are_the_four_of_the_design():
