@@ -57,6 +57,8 @@ class RobotModel:
         if joint_names is None:
             joint_names = list(parsed.joint_names)
         else:
+            if isinstance(joint_names, str) or not hasattr(joint_names, '__iter__'):
+                raise ModelError(f'joint_names must be a list of joint names, got {joint_names!r}')
             joint_names = [str(j) for j in joint_names]
             unknown = [j for j in joint_names if j not in internal]
             if unknown:
@@ -73,7 +75,10 @@ class RobotModel:
         self.joints: dict[str, JointInfo] = {j: parsed.joints[j] for j in joint_names}
         if armature is None:
             armature = np.zeros(self.n)
-        self.armature = self._vector(armature, 'armature')
+        try:
+            self.armature = self._vector(armature, 'armature')
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
         if np.any(self.armature < 0):
             raise ModelError('armature must be >= 0')
 

@@ -59,6 +59,13 @@ REQUIRED_ATTRIBUTES = {
     'joint': {'parent': 'link', 'child': 'link', 'axis': 'xyz'},
     'link': {'inertial/mass': 'value'},
 }
+# child elements that may appear at most once (a second one would be silently ignored)
+AT_MOST_ONCE = {
+    'joint': ('origin', 'parent', 'child', 'axis', 'limit', 'dynamics', 'mimic',
+              'calibration', 'safety_controller'),
+    'link': ('inertial',),
+    'inertial': ('origin', 'mass', 'inertia'),
+}
 # Relative tolerance for the inertia checks (positive semidefinite, triangle inequality).
 INERTIA_TOL = 1e-9
 
@@ -128,6 +135,14 @@ def _check_xml(xml: str, source: str) -> ET.Element:
             if name in seen:
                 raise ModelError(f"{source}: duplicate {kind} name '{name}'")
             seen.add(name)
+            for parent_tag, tags in AT_MOST_ONCE.items():
+                holders = [elem] if parent_tag == kind else elem.findall(parent_tag)
+                for holder in holders:
+                    for tag in tags:
+                        if len(holder.findall(tag)) > 1:
+                            where = kind if parent_tag == kind else f'{kind} <{parent_tag}>'
+                            raise ModelError(f"{source}: {where} '{name}' has more than one "
+                                             f'<{tag}> element')
     for top in root:
         owner = f"{top.tag} '{top.get('name')}'"
         for path, attr in REQUIRED_ATTRIBUTES.get(top.tag, {}).items():

@@ -27,6 +27,10 @@ import pytest
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.dh import DHRow, model_from_dh
 
+from conftest import URDF_DIR
+
+RP_ARM = (URDF_DIR / 'rp_arm.urdf').read_text()
+
 SOURCE = 'case.urdf'
 
 BASE = """<?xml version="1.0"?>
@@ -335,3 +339,25 @@ def test_link_without_inertial_loads():
     assert model.total_mass == pytest.approx(1.0)
     M = model.mass_matrix(np.zeros(2))
     assert np.all(np.linalg.eigvalsh(M) > 0)
+
+
+@pytest.mark.parametrize('xml_edit,message', [
+    (('<limit ', '<limit lower="0" upper="1" effort="1" velocity="1"/><limit '), '<limit>'),
+    (('<mass ', '<mass value="2"/><mass '), '<mass>'),
+])
+def test_repeated_single_elements_are_refused(xml_edit, message):
+    xml = RP_ARM.replace(*xml_edit, 1)
+    with pytest.raises(ModelError, match=f'more than one {message}'):
+        RobotModel.from_urdf_string(xml)
+
+
+@pytest.mark.parametrize('kwargs,message', [
+    ({'joint_names': 5}, 'joint_names must be a list'),
+    ({'joint_names': 'theta1'}, 'joint_names must be a list'),
+    ({'armature': [1.0]}, 'armature must have shape'),
+    ({'armature': ['a', 'b']}, 'armature'),
+    ({'armature': [-1.0, 0.0]}, 'armature must be >= 0'),
+])
+def test_bad_model_arguments(kwargs, message):
+    with pytest.raises(ModelError, match=message):
+        RobotModel.from_urdf_string(RP_ARM, **kwargs)
