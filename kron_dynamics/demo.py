@@ -123,7 +123,7 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
 
 
 def run_demo(machine: str, duration: float, share_dir: str, env=None,
-             startup_timeout: float = 60.0) -> Recording:
+             startup_timeout: float = 180.0) -> Recording:
     """
     Start the demo graph's nodes as processes, record for ``duration`` s, stop them.
 

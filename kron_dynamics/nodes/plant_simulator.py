@@ -76,6 +76,8 @@ class PlantSimulator(Node):
         except SingularMassMatrixError as exc:
             raise ModelError(f'{exc} (set the armature parameter)') from None
         warm_up(self.model)
+        # compile the integrator before subscribing
+        self.model.integrate(self.q, self.qd, np.zeros(n), self.dt, 1)
         self.tau = np.zeros(n)
         self.last_command = None
         self.sim_time = 0.0
