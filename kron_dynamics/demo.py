@@ -46,6 +46,7 @@ class Recording:
     bias: list = field(default_factory=list)         # (t, bias)
     exit_codes: dict = field(default_factory=dict)
     logs: dict = field(default_factory=dict)
+    start: float = field(default_factory=time.monotonic)   # the zero of the times above
 
     def tracking(self):
         """Return (t, q, q_d): each state paired with the latest reference before it."""
@@ -74,6 +75,29 @@ class Recording:
                 'max_torque': np.abs(tau).max(axis=0), 'samples': int(keep.sum())}
 
 
+def node_command(spec, graph) -> list:
+    """Return the command line that runs one node of a graph (as its launch file would)."""
+    cmd = [sys.executable, '-m', f'kron_dynamics.nodes.{spec.executable}', '--ros-args',
+           '-r', f'__node:={spec.name}', '--params-file', graph.params_file,
+           '-p', f'urdf_file:={graph.urdf_file}']
+    for src, dst in spec.remappings:
+        cmd += ['-r', f'{src}:={dst}']
+    return cmd
+
+
+def start_recorder(recording: Recording):
+    """Start recording in a background thread; return a function that stops it."""
+    stop, ready = threading.Event(), threading.Event()
+    thread = threading.Thread(target=_recorder, args=(recording, stop, ready), daemon=True)
+    thread.start()
+    ready.wait(10.0)
+
+    def finish():
+        stop.set()
+        thread.join(5.0)
+    return finish
+
+
 def _recorder(recording: Recording, stop: threading.Event, ready: threading.Event):
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
@@ -87,10 +111,9 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
     rclpy.init(context=context)
     node = rclpy.create_node('kron_dynamics_demo_recorder', context=context)
     index = JointStateIndex(recording.joint_names)
-    start = time.monotonic()
 
     def now():
-        return time.monotonic() - start
+        return time.monotonic() - recording.start
 
     def on_state(msg):
         q, qd = index.from_joint_state(msg)
@@ -133,19 +156,12 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
     graph = demo_graph(machine, share_dir)
     model = RobotModel.from_urdf_file(graph.urdf_file)
     recording = Recording(list(model.joint_names))
-    stop, ready = threading.Event(), threading.Event()
-    recorder = threading.Thread(target=_recorder, args=(recording, stop, ready), daemon=True)
-    recorder.start()
-    ready.wait(10.0)
+    stop_recorder = start_recorder(recording)
     processes = {}
     env = dict(os.environ if env is None else env)
     for spec in graph.nodes:
-        cmd = [sys.executable, '-m', f'kron_dynamics.nodes.{spec.executable}', '--ros-args',
-               '-r', f'__node:={spec.name}', '--params-file', graph.params_file,
-               '-p', f'urdf_file:={graph.urdf_file}']
-        for src, dst in spec.remappings:
-            cmd += ['-r', f'{src}:={dst}']
-        processes[spec.name] = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
+        processes[spec.name] = subprocess.Popen(node_command(spec, graph), env=env,
+                                                stdout=subprocess.PIPE,
                                                 stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + startup_timeout
@@ -172,8 +188,7 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
                 out, _ = p.communicate()
             recording.exit_codes[name] = p.returncode
             recording.logs[name] = out
-        stop.set()
-        recorder.join(5.0)
+        stop_recorder()
     return recording
 
 

@@ -21,7 +21,9 @@ what remains after the first second (> 10 time constants) is the loop's dead tim
 measured state is one sample (4 ms at 250 Hz) plus transport (~1 ms) old when the torque acts,
 and the recorder pairs states with references of the same staleness. The error is then what
 the reference moves in that time: |e| <~ |qd_d|max * T_dead. We allow T_dead = 10 ms for the
-RMS and 50 ms for the worst sample (scheduling jitter of four Python processes on 2 cores).
+RMS and 50 ms for the worst sample (scheduling jitter of four Python processes on 2 cores),
+or 2.5 times the mean and the longest measured interval between joint states when the
+machine is so loaded that the loop itself ran slower than that.
 """
 
 import numpy as np
@@ -53,9 +55,13 @@ def test_tracking_error_within_the_dead_time_bound(run):
     machine, recording = run
     stats = recording.statistics(settle=1.0)
     qd_max = np.abs(np.array([r[2] for r in recording.references])).max(axis=0)
+    t_states = np.array([s[0] for s in recording.states])
+    intervals = np.diff(t_states[t_states > recording.commands[0][0] + 1.0])
+    rms_dead = max(RMS_DEAD_TIME, 2.5 * intervals.mean())
+    max_dead = max(MAX_DEAD_TIME, 2.5 * intervals.max())
     assert stats['samples'] > 500
-    assert np.all(stats['rms_error'] <= qd_max * RMS_DEAD_TIME), (stats, qd_max)
-    assert np.all(stats['max_error'] <= qd_max * MAX_DEAD_TIME), (stats, qd_max)
+    assert np.all(stats['rms_error'] <= qd_max * rms_dead), (stats, qd_max, rms_dead)
+    assert np.all(stats['max_error'] <= qd_max * max_dead), (stats, qd_max, max_dead)
 
 
 def test_no_command_is_nan_and_limits_hold(run):

@@ -19,6 +19,7 @@ import math
 import signal
 import sys
 import threading
+import time
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
@@ -35,6 +36,7 @@ from ..model import RobotModel
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity')
 THROTTLE_S = 1.0
+STATE_QUEUE = 100   # joint_states queue depth: 0.1 s at 1 kHz
 
 
 class InputError(ValueError):
@@ -137,6 +139,38 @@ class JointStateIndex:
     def from_joint_state(self, msg, what: str = 'joint_states', strict: bool = False):
         """Return (q, qd) of a sensor_msgs/JointState."""
         return self.extract(msg.name, msg.position, msg.velocity, what, strict)
+
+
+class StampGuard:
+    """
+    Refuse messages whose header stamp is older than the last accepted one (0 = unset).
+
+    After ``restart_s`` without an accepted message the stream counts as restarted and any
+    stamp is accepted again (a publisher restarted with a rewound clock recovers by itself).
+    """
+
+    def __init__(self, restart_s: float = 1.0):
+        self.last = 0
+        self.last_accept = -math.inf
+        self.restart_s = restart_s
+
+    def check(self, header, what: str = 'joint_states') -> int:
+        """Return the stamp in ns; raise InputError if it goes backwards."""
+        stamp = header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+        if stamp and stamp < self.last and time.monotonic() - self.last_accept < self.restart_s:
+            raise InputError(f'{what}: stamp {stamp * 1e-9:.6f} s is older than the previous '
+                             f'{self.last * 1e-9:.6f} s')
+        return stamp
+
+    def accept(self, stamp: int) -> None:
+        """Remember the stamp of an accepted message."""
+        self.last_accept = time.monotonic()
+        if stamp:
+            self.last = stamp
+
+    def reset(self) -> None:
+        """Forget the last stamp (new model)."""
+        self.last = 0
 
 
 def point_arrays(point, n: int, what: str = 'reference'):

@@ -39,7 +39,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, array_msg, declare_model_parameters, InputError,
                      JointStateIndex, model_from_parameters, per_joint, point_arrays,
-                     run_node, THROTTLE_S, trajectory_points, warm_up)
+                     run_node, StampGuard, STATE_QUEUE, THROTTLE_S,
+                     trajectory_points, warm_up)
 
 
 class ComputedTorqueController(Node):
@@ -79,12 +80,14 @@ class ComputedTorqueController(Node):
         self.reference_time = None     # monotonic time it arrived
         self.last_state_time = None    # monotonic time of the last accepted state
         self.stale = False
+        self.stamps = StampGuard()
         self.counts = {'commands': 0, 'rejected_states': 0, 'rejected_references': 0,
                        'clamped': 0, 'stale_stops': 0}
 
         topic = self.get_parameter('command_topic').value
         self.pub = self.create_publisher(Float64MultiArray, topic, 10)
-        self.create_subscription(JointState, 'joint_states', self._on_joint_state, 10)
+        self.create_subscription(JointState, 'joint_states', self._on_joint_state,
+                                 STATE_QUEUE)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
         self.create_subscription(JointTrajectory, '~/reference_trajectory',
                                  self._on_reference_trajectory, 10)
@@ -154,6 +157,7 @@ class ComputedTorqueController(Node):
 
     def _on_joint_state(self, msg: JointState) -> None:
         try:
+            stamp = self.stamps.check(msg.header)
             q, qd = self.index.from_joint_state(msg)
             tau = self.control(q, qd)
             if not all_finite(tau):
@@ -163,6 +167,7 @@ class ComputedTorqueController(Node):
             self.get_logger().warning(f'rejected joint state: {exc}',
                                       throttle_duration_sec=THROTTLE_S)
             return
+        self.stamps.accept(stamp)
         self.last_state_time = time.monotonic()
         if self.stale:
             self.stale = False

@@ -32,7 +32,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, array_msg, declare_model_parameters, InputError,
                      JointStateIndex, MODEL_PARAMETERS, model_from_parameters, point_arrays,
-                     run_node, THROTTLE_S, trajectory_points, warm_up)
+                     run_node, StampGuard, STATE_QUEUE, THROTTLE_S,
+                     trajectory_points, warm_up)
 
 
 class DynamicsNode(Node):
@@ -46,7 +47,7 @@ class DynamicsNode(Node):
         self._publish_mass_matrix = bool(self.get_parameter('publish_mass_matrix').value)
         self._publish_coriolis_star = bool(self.get_parameter('publish_coriolis_star').value)
         self._active = None            # (model, index), replaced as a whole
-        self._last_stamp = None
+        self._stamps = StampGuard()
         self.counts = {'accepted': 0, 'rejected': 0}
         model = model_from_parameters(self)  # ModelError at start-up: the caller exits
         if model is not None:
@@ -62,7 +63,8 @@ class DynamicsNode(Node):
         self._pub_mass = self.create_publisher(Float64MultiArray, '~/mass_matrix', 10)
         self._pub_cstar = self.create_publisher(Float64MultiArray, '~/coriolis_star', 10)
         self._pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10)
-        self.create_subscription(JointState, 'joint_states', self._on_joint_state, 10)
+        self.create_subscription(JointState, 'joint_states', self._on_joint_state,
+                                 STATE_QUEUE)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
         self.create_subscription(JointTrajectory, '~/reference_trajectory',
                                  self._on_reference_trajectory, 10)
@@ -74,7 +76,7 @@ class DynamicsNode(Node):
     def _activate(self, model) -> None:
         warm_up(model)
         self._active = (model, JointStateIndex(model.joint_names))
-        self._last_stamp = None
+        self._stamps.reset()
         self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
 
     def _on_description(self, msg: String) -> None:
@@ -112,9 +114,7 @@ class DynamicsNode(Node):
             return
         model, index = active
         try:
-            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-            if stamp and self._last_stamp and stamp < self._last_stamp:
-                raise InputError('joint_states: stamp older than the previous message')
+            stamp = self._stamps.check(msg.header)
             q, qd = index.from_joint_state(msg)
             gravity = model.gravity_torque(q)
             bias = model.bias_torque(q, qd)
@@ -128,8 +128,7 @@ class DynamicsNode(Node):
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
             return
-        if stamp:
-            self._last_stamp = stamp
+        self._stamps.accept(stamp)
         self.counts['accepted'] += 1
         for publisher, values in outputs:
             publisher.publish(array_msg(values))

@@ -1,0 +1,189 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Fault injection on the running stacker demo graph; the graph must recover by itself.
+
+Faults, in order, each after a stretch of normal tracking:
+
+1. ``pause_states``: the joint-state publisher (the simulator) stops for a while (SIGSTOP)
+   and goes on (SIGCONT). The controller must publish exactly one zero-effort command once
+   the states are ``state_timeout`` old, nothing more while they are stale, and resume.
+2. ``kill_simulator``: the simulator is killed (SIGKILL) and started again. Same watchdog
+   behaviour; the new plant starts at rest, held until the first command, and tracking
+   recovers.
+3. ``kill_controller``: the controller is killed mid-run and started again. The simulator
+   applies zero effort once commands are ``command_timeout`` old; the restarted controller
+   commands again and tracking recovers.
+
+    .venv/bin/python bench/faults.py [--outage 1.5] [--settle 8]
+"""
+
+import argparse
+from dataclasses import asdict, dataclass
+import json
+import os
+from pathlib import Path
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from kron_dynamics.demo import node_command, Recording, start_recorder
+from kron_dynamics.graph import demo_graph
+from kron_dynamics.model import RobotModel
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class FaultResult:
+    """What happened around one fault."""
+
+    fault: str
+    zero_commands_during_outage: int
+    nonzero_commands_during_outage: int
+    resumed_after_s: float
+    recovered_after_s: float
+    max_error_after_recovery: list
+
+
+class Graph:
+    """The stacker demo graph as processes that can be paused, killed and restarted."""
+
+    def __init__(self, env):
+        self.graph = demo_graph('stacker', str(REPO))
+        self.specs = {s.name: s for s in self.graph.nodes}
+        self.env = env
+        self.procs = {}
+
+    def start(self, name):
+        """Start (or restart) one node."""
+        self.procs[name] = subprocess.Popen(node_command(self.specs[name], self.graph),
+                                            env=self.env, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL)
+
+    def signal(self, name, signum):
+        """Send a signal to one node."""
+        self.procs[name].send_signal(signum)
+
+    def alive(self) -> dict:
+        """Return which nodes are running."""
+        return {name: p.poll() is None for name, p in self.procs.items()}
+
+    def stop(self):
+        """Stop every node."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for p in self.procs.values():
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def wait_until(condition, timeout):
+    """Poll condition until true or timeout; return the elapsed time (inf on timeout)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if condition():
+            return time.monotonic() - t0
+        time.sleep(0.02)
+    return float('inf')
+
+
+def tracking_ok(recording: Recording, since: float, bound: np.ndarray, window: float = 1.0):
+    """Return True if the last ``window`` s of tracking after ``since`` are within bound."""
+    t, q, q_d = recording.tracking()
+    keep = t >= max(since, t[-1] - window) if len(t) else []
+    return len(t) and keep.sum() > 10 and np.all(np.abs(q[keep] - q_d[keep]) <= bound)
+
+
+def run_faults(outage: float = 1.5, settle: float = 8.0, env=None) -> list:
+    """Run the three faults; return a FaultResult for each."""
+    env = dict(os.environ if env is None else env)
+    model = RobotModel.from_urdf_file(REPO / 'urdf' / 'stacker.urdf')
+    recording = Recording(list(model.joint_names))
+    stop_recorder = start_recorder(recording)
+    graph = Graph(env)
+    for name in graph.specs:
+        graph.start(name)
+    results = []
+    try:
+        assert wait_until(lambda: len(recording.commands) > 0, 180) < 180, 'graph did not start'
+        time.sleep(settle)
+        # the normal tracking bound: the dead-time bound of test_closed_loop.py (50 ms)
+        qd_max = np.abs(np.array([r[2] for r in recording.references])).max(axis=0)
+        bound = np.maximum(qd_max * 0.05, 1e-3)
+
+        def now():
+            return time.monotonic() - recording.start
+
+        for fault in ('pause_states', 'kill_simulator', 'kill_controller'):
+            n0 = len(recording.commands)
+            if fault == 'pause_states':
+                graph.signal('plant_simulator', signal.SIGSTOP)
+                time.sleep(outage)
+                during = recording.commands[n0:]
+                graph.signal('plant_simulator', signal.SIGCONT)
+            elif fault == 'kill_simulator':
+                graph.signal('plant_simulator', signal.SIGKILL)
+                time.sleep(outage)
+                during = recording.commands[n0:]
+                graph.start('plant_simulator')
+            else:
+                graph.signal('computed_torque_controller', signal.SIGKILL)
+                time.sleep(outage)
+                during = recording.commands[n0:]
+                graph.start('computed_torque_controller')
+            t_back = now()
+            n1 = len(recording.commands)
+            resumed = wait_until(lambda: len(recording.commands) > n1 + 10, 60)
+            recovered = wait_until(lambda: tracking_ok(recording, t_back, bound), 60)
+            time.sleep(2.0)
+            t, q, q_d = recording.tracking()
+            keep = t >= t_back + recovered + 0.5
+            err = np.abs(q[keep] - q_d[keep]).max(axis=0) if keep.sum() else [np.inf] * 3
+            zero = sum(1 for _, tau in during if not np.any(tau))
+            results.append(FaultResult(fault, zero, len(during) - zero, round(resumed, 3),
+                                       round(recovered, 3), [float(e) for e in err]))
+    finally:
+        graph.stop()
+        stop_recorder()
+    return results
+
+
+def main(argv=None) -> int:
+    """Run the faults and print and save the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--outage', type=float, default=1.5, help='seconds of each outage')
+    parser.add_argument('--settle', type=float, default=8.0, help='seconds before the faults')
+    parser.add_argument('--out', default=str(REPO / 'bench' / 'results' / 'faults.json'))
+    args = parser.parse_args(argv)
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
+    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
+    results = run_faults(args.outage, args.settle)
+    for r in results:
+        print(asdict(r))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps([asdict(r) for r in results], indent=2))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
