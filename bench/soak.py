@@ -40,10 +40,11 @@ import time
 
 import numpy as np
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+
+from kron_dynamics.nodes.common import make_executor
 
 REPO = Path(__file__).resolve().parent.parent
 URDF = REPO / 'urdf' / 'stacker.urdf'
@@ -127,7 +128,7 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node('soak_driver', context=context)
-    executor = SingleThreadedExecutor(context=context)
+    executor = make_executor(context)
     executor.add_node(node)
     qos = QoSProfile(depth=1000)
     bias, commands = [], []
@@ -148,7 +149,9 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
     rss = {name: [] for name in procs}
     try:
         deadline = time.monotonic() + 120
-        while pub.get_subscription_count() < 2:
+        while (pub.get_subscription_count() < 2
+               or node.count_publishers('/dynamics_node/bias_torque') < 1
+               or node.count_publishers('/effort_controller/commands') < 1):
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs.values()):
                 raise RuntimeError('nodes did not start')
             time.sleep(0.05)

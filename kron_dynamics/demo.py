@@ -100,12 +100,11 @@ def start_recorder(recording: Recording):
 
 def _recorder(recording: Recording, stop: threading.Event, ready: threading.Event):
     import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectoryPoint
 
-    from .nodes.common import JointStateIndex
+    from .nodes.common import JointStateIndex, make_executor
 
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -133,7 +132,7 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
                              on_array(recording.feedforward), 100)
     node.create_subscription(Float64MultiArray, '/dynamics_node/bias_torque',
                              on_array(recording.bias), 100)
-    executor = SingleThreadedExecutor(context=context)
+    executor = make_executor(context)
     executor.add_node(node)
     ready.set()
     try:

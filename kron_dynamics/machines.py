@@ -37,13 +37,13 @@ def stacker_dh_rows() -> list[DHRow]:
     return [
         DHRow('q1_travel', 'prismatic', alpha=math.pi / 2, mass=p['m1'],
               inertia=np.full(3, p['I1']), lower=-250.0, upper=250.0, effort=2.0e6,
-              velocity=1.0),
+              velocity=2.0),
         DHRow('q2_slew', 'revolute', d=p['d2'], alpha=math.pi / 2, mass=p['m2'],
               com=(0.0, p['yG2'], 0.0), inertia=p['I2'], lower=-math.pi, upper=math.pi,
-              effort=5.0e7, velocity=0.2),
+              effort=5.0e7, velocity=0.5),
         DHRow('q3_luff', 'revolute', a=p['a3'], mass=p['m3'],
               com=(p['l3'] - p['a3'], 0.0, 0.0), inertia=p['I3'], lower=-0.6, upper=0.6,
-              effort=5.0e7, velocity=0.1),
+              effort=5.0e7, velocity=0.25),
     ]
 
 

@@ -124,8 +124,18 @@ def test_torques_are_clamped_to_effort_limits(loop, model):
     _, _, _, _, ref, _ = loop
     ref.publish(JointTrajectoryPoint(positions=[3.0, 0.9]))
     time.sleep(0.3)
-    tau = send_state(loop, [-3.0, 0.0], [-10.0, -10.0])
-    np.testing.assert_allclose(np.abs(tau), model.effort_limits)
+    q, qd = np.array([-3.0, 0.0]), np.array([-10.0, -10.0])
+    tau = send_state(loop, q, qd)
+    limits = model.effort_limits
+    assert np.all(np.abs(tau) <= limits * (1 + 1e-12))
+    assert np.any(np.isclose(np.abs(tau), limits, rtol=1e-9)), 'some joint at its limit'
+    # the feedback acceleration was scaled as a whole: tau = tau0 + s (tau_full - tau0)
+    tau0 = model.inverse_dynamics(q, qd, np.zeros(2))
+    v_max = np.array([model.joints[j].velocity for j in JOINTS])
+    v = KD * (np.clip(KP / KD * (np.array([3.0, 0.9]) - q), -v_max, v_max) - qd)
+    full = model.inverse_dynamics(q, qd, v)
+    s = (tau - tau0) / (full - tau0)
+    assert 0 < s[0] < 1 and np.isclose(s[0], s[1], rtol=1e-9), s
 
 
 def test_watchdog_stops_and_resumes(loop, model):

@@ -36,7 +36,7 @@ from ..model import RobotModel
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity')
 THROTTLE_S = 1.0
-STATE_QUEUE = 100   # joint_states queue depth: 0.1 s at 1 kHz
+STATE_QUEUE = 1000   # joint_states queue depth: 1 s at 1 kHz, nothing lost to a stall
 
 
 class InputError(ValueError):
@@ -251,6 +251,15 @@ def per_joint(values, n: int, name: str) -> np.ndarray:
     return v
 
 
+def make_executor(context=None):
+    """Return rclpy's EventsExecutor (several times less overhead per message) if available."""
+    try:
+        from rclpy.experimental import EventsExecutor
+        return EventsExecutor(context=context)
+    except ImportError:  # older rclpy
+        return SingleThreadedExecutor(context=context)
+
+
 def run_node(node_class, args=None) -> int:
     """
     Create and spin a node until SIGINT or SIGTERM; exit code 1 on a model/parameter error.
@@ -263,7 +272,7 @@ def run_node(node_class, args=None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
     node = None
-    executor = SingleThreadedExecutor()
+    executor = make_executor()
     try:
         node = node_class()
         executor.add_node(node)

@@ -21,9 +21,11 @@ std_msgs/Float64MultiArray (what ros2_control's forward command controller with
 state by its velocity and acceleration (for at most ``max_reference_age``).
 
 Safety behaviour (README, "Failure behaviour"): bad references are refused and the last valid
-one is held (before any reference: hold the first measured position); torques are clamped to
-the URDF effort limits; when joint states are older than ``state_timeout`` one zero-effort
-command is published and commanding stops until fresh states arrive.
+one is held (before any reference: hold the first measured position). A large position error
+is closed at no more than ``max_approach_velocity`` (default: the URDF velocity limits), and
+torques stay within the URDF effort limits (the feedback is scaled down as a whole). When
+joint states are older than ``state_timeout`` one zero-effort command is published and
+commanding stops until fresh states arrive.
 """
 
 import sys
@@ -32,15 +34,27 @@ import time
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ModelError
 from .common import (all_finite, array_msg, declare_model_parameters, InputError,
-                     JointStateIndex, model_from_parameters, per_joint, point_arrays,
+                     JointStateIndex, model_from_parameters, parameter_value, per_joint,
+                     point_arrays,
                      run_node, StampGuard, STATE_QUEUE, THROTTLE_S,
                      trajectory_points, warm_up)
+
+
+def feasible_scale(tau0: np.ndarray, dtau: np.ndarray, limits: np.ndarray) -> float:
+    """Return the largest s in [0, 1] with |tau0 + s dtau| <= limits (0 if tau0 is outside)."""
+    if np.any(np.abs(tau0) > limits):
+        return 0.0
+    with np.errstate(divide='ignore', invalid='ignore'):
+        bound = np.where(dtau > 0, (limits - tau0) / dtau,
+                         np.where(dtau < 0, (-limits - tau0) / dtau, np.inf))
+    return float(np.clip(np.min(bound), 0.0, 1.0))
 
 
 class ComputedTorqueController(Node):
@@ -55,6 +69,11 @@ class ComputedTorqueController(Node):
             description='velocity gains [1/s], one value or one per joint'))
         self.declare_parameter('armature', [0.0], ParameterDescriptor(
             description='rotor inertia added to the diagonal of M, per joint or one value'))
+        self.declare_parameter('max_approach_velocity', Parameter.Type.DOUBLE_ARRAY,
+                               ParameterDescriptor(
+                                   description='speed at which a large position error is '
+                                               'closed, per joint (default: URDF velocity '
+                                               'limits)'))
         self.declare_parameter('command_topic', '/effort_controller/commands')
         self.declare_parameter('state_timeout', 0.1, ParameterDescriptor(
             description='joint states older than this [s] stop the controller'))
@@ -69,6 +88,14 @@ class ComputedTorqueController(Node):
                                                    'armature'))
         self.kp = per_joint(self.get_parameter('kp').value, n, 'kp')
         self.kd = per_joint(self.get_parameter('kd').value, n, 'kd')
+        if np.any(self.kp < 0) or np.any(self.kd <= 0):
+            raise ModelError('kp must be >= 0 and kd > 0')
+        self.kp_over_kd = self.kp / self.kd
+        v_max = parameter_value(self, 'max_approach_velocity')
+        if v_max:
+            self.v_max = per_joint(v_max, n, 'max_approach_velocity')
+        else:
+            self.v_max = np.array([self.model.joints[j].velocity for j in self.model.joint_names])
         self.timeout = float(self.get_parameter('state_timeout').value)
         self.max_reference_age = float(self.get_parameter('max_reference_age').value)
         if not self.timeout > 0:
@@ -100,7 +127,11 @@ class ComputedTorqueController(Node):
         try:
             for p in params:
                 if p.name in ('kp', 'kd'):
-                    setattr(self, p.name, per_joint(p.value, n, p.name))
+                    gains = {'kp': self.kp, 'kd': self.kd, p.name: per_joint(p.value, n, p.name)}
+                    if np.any(gains['kp'] < 0) or np.any(gains['kd'] <= 0):
+                        raise ModelError('kp must be >= 0 and kd > 0')
+                    self.kp, self.kd = gains['kp'], gains['kd']
+                    self.kp_over_kd = self.kp / self.kd
                 elif p.name == 'state_timeout':
                     if not float(p.value) > 0:
                         raise ModelError('state_timeout must be > 0')
@@ -144,15 +175,26 @@ class ComputedTorqueController(Node):
         age = min(time.monotonic() - self.reference_time, self.max_reference_age)
         q_d = q_d + qd_d * age + 0.5 * qdd_d * age * age
         qd_d = qd_d + qdd_d * age
-        a = qdd_d + self.kd * (qd_d - qd) + self.kp * (q_d - q)
-        tau = self.model.inverse_dynamics(q, qd, a)
-        over = np.abs(tau) > self.limits
-        if over.any():
-            self.counts['clamped'] += 1
-            names = [self.model.joint_names[i] for i in np.nonzero(over)[0]]
-            self.get_logger().warning(f'effort limit reached on {names}: clamped',
-                                      throttle_duration_sec=THROTTLE_S)
-            tau = np.clip(tau, -self.limits, self.limits)
+        # PD feedback, v = Kd (qd_d - qd) + Kp e while |Kp e / Kd| <= v_max; beyond that the
+        # position error asks for at most v_max of approach speed (no wind-up after a large
+        # error: the joint comes back at bounded speed and settles without overshoot)
+        approach = np.clip(self.kp_over_kd * (q_d - q), -self.v_max, self.v_max)
+        v = self.kd * (qd_d + approach - qd)
+        tau = self.model.inverse_dynamics(q, qd, qdd_d + v)
+        if np.all(np.abs(tau) <= self.limits):
+            return tau
+        # Beyond the effort limits: scale the feedback acceleration v as a whole (largest
+        # s in [0, 1]) so that the achieved acceleration stays qdd_d + s v, the same
+        # decoupled error dynamics, only slower; clipping each joint alone would couple the
+        # joints through M and can make the loop unstable after a large error.
+        tau0 = self.model.inverse_dynamics(q, qd, qdd_d)
+        scale = feasible_scale(tau0, tau - tau0, self.limits)
+        tau = np.clip(tau0 + scale * (tau - tau0), -self.limits, self.limits)
+        self.counts['clamped'] += 1
+        self.get_logger().warning(
+            f'effort limits reached: feedback scaled by {scale:.3g}'
+            + ('' if scale > 0 else ' and feedforward clamped'),
+            throttle_duration_sec=THROTTLE_S)
         return tau
 
     def _on_joint_state(self, msg: JointState) -> None:

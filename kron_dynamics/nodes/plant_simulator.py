@@ -16,8 +16,9 @@
 plant_simulator: integrates a URDF's forward dynamics from effort commands.
 
 Fixed-step RK4 (default 1 kHz) kept in step with the wall clock; the latest command is held
-(zero-order hold) and dropped to zero after ``command_timeout``. The plant is held at its
-initial state (brakes on) until the first command arrives. Publishes joint_states at
+(zero-order hold). When commands are older than ``command_timeout`` (and before the first
+one) the plant is held at rest by its brakes (``on_command_timeout: brake``, default) or left
+to move under zero effort (``zero``). Publishes joint_states at
 ``publish_rate``. Optional per-joint armature and viscous damping.
 """
 
@@ -54,6 +55,9 @@ class PlantSimulator(Node):
         self.declare_parameter('publish_rate', 250.0)
         self.declare_parameter('command_topic', '/effort_controller/commands')
         self.declare_parameter('command_timeout', 0.5)
+        self.declare_parameter('on_command_timeout', 'brake', ParameterDescriptor(
+            description="'brake': hold the plant at rest while commands are stale (as a "
+                        "machine's holding brakes); 'zero': apply zero effort"))
         model = model_from_parameters(self)
         if model is None:
             raise ModelError('plant_simulator needs robot_description or urdf_file')
@@ -69,6 +73,10 @@ class PlantSimulator(Node):
             raise ModelError('integration_rate and publish_rate must be > 0')
         self.dt = 1.0 / float(p['integration_rate'])
         self.command_timeout = float(p['command_timeout'])
+        mode = self.get_parameter('on_command_timeout').value
+        if mode not in ('brake', 'zero'):
+            raise ModelError(f"on_command_timeout must be 'brake' or 'zero', got {mode!r}")
+        self.brake = mode == 'brake'
         # refuse a plant whose M is singular: forward dynamics would be garbage
         M = self.model.mass_matrix(self.q)
         try:
@@ -117,6 +125,12 @@ class PlantSimulator(Node):
         tau = self.tau if fresh else np.zeros(self.model.n)
         start = now if self.start is None else self.start
         behind = int((now - start - self.sim_time) / self.dt)
+        if not fresh and self.brake:   # brakes hold the plant at rest, time goes on
+            if np.any(self.qd):
+                self.get_logger().warning('no fresh effort commands: brakes engaged')
+            self.qd = np.zeros(self.model.n)
+            self.sim_time += max(behind, 0) * self.dt
+            behind = 0
         if behind > MAX_STEPS_PER_TICK:   # cannot keep up: drop real time, not accuracy
             self.get_logger().warning(f'simulation {behind} steps behind real time',
                                       throttle_duration_sec=THROTTLE_S)

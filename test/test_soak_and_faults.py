@@ -1,0 +1,47 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Short versions of bench/soak.py and bench/faults.py (the long runs are in the README).
+
+Soak: 5 s of 1 kHz joint states with 10 % bad messages into dynamics_node and
+computed_torque_controller. Faults: the joint-state publisher pauses, the simulator and the
+controller are killed and restarted, and the graph recovers by itself.
+"""
+
+import sys
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / 'bench'))
+
+import faults  # noqa: E402
+import soak  # noqa: E402
+
+
+def test_short_soak():
+    result = soak.run_soak(duration=5.0, rate=1000.0, bad_fraction=0.1, warmup_fraction=0.4)
+    assert result.alive == {'dynamics_node': True, 'computed_torque_controller': True}
+    assert result.bad > 300 and result.valid > 4000
+    assert result.bias_outputs == result.valid, 'each valid input exactly one bias torque'
+    assert result.commands == result.valid, 'each valid input exactly one command'
+    assert result.nonfinite_outputs == 0
+    assert all(g < 5.0 for g in result.rss_growth_after_warmup_mb.values()), result
+
+
+def test_faults_recover_without_manual_action():
+    results = faults.run_faults(outage=1.0, settle=4.0, observe=12.0)
+    assert [r.fault for r in results] == ['pause_states', 'kill_simulator', 'kill_controller']
+    for r in results:
+        assert r.ok(), r
