@@ -15,6 +15,7 @@
 """dynamics_node as a real process: topics, services, bad input, parameters, start-up errors."""
 
 import math
+import time
 
 from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
 import numpy as np
@@ -132,6 +133,21 @@ def test_bad_joint_states_are_rejected_and_the_node_keeps_going(graph, model):
     assert node.alive()
     for name in OUT:
         assert all(np.all(np.isfinite(m.data)) for m in outputs[name])
+
+
+def test_stamps_going_backwards_are_rejected(graph, model):
+    _, _, outputs, pub, *_ = graph
+    q = np.array([0.2, 0.1, 0.3])
+
+    def stamped(sec):
+        msg = JointState(name=JOINTS, position=list(q))
+        msg.header.stamp.sec = sec
+        return msg
+    publish_and_wait(graph, stamped(2_000_000_000))
+    n0 = len(outputs['bias_torque'])
+    pub.publish(stamped(1_999_999_990))           # 10 s older: rejected
+    publish_and_wait(graph, stamped(2_000_000_001))
+    assert len(outputs['bias_torque']) == n0 + 1
 
 
 def test_feedforward_of_references(graph, model):
@@ -261,6 +277,16 @@ def test_robot_description_topic():
             pub.publish(state(['theta1', 'd2'], q))
             return len(out) > 0
         assert wait_for(got_output, 30, period=0.2), node.stop()
+        np.testing.assert_allclose(out[-1].data, model.gravity_torque(q), atol=1e-9)
+        # a broken description later is rejected and the good model kept
+        desc.publish(String(data='<robot name="broken"><link name="a"/></robot'))
+        time.sleep(0.5)
+        n0 = len(out)
+
+        def new_output():
+            pub.publish(state(['theta1', 'd2'], q))
+            return len(out) > n0
+        assert wait_for(new_output, 10, period=0.2)
         np.testing.assert_allclose(out[-1].data, model.gravity_torque(q), atol=1e-9)
         assert node.alive()
     finally:
