@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 import rclpy
-from rclpy.qos import QoSProfile
+from rclpy.qos import HistoryPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -131,11 +131,12 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
     executor = make_executor(context)
     executor.add_node(node)
     qos = QoSProfile(depth=1000)
+    keep_all = QoSProfile(depth=1000, history=HistoryPolicy.KEEP_ALL)  # the driver loses none
     bias, commands = [], []
     node.create_subscription(Float64MultiArray, '/dynamics_node/bias_torque',
-                             lambda m: bias.append((time.monotonic(), m.data)), qos)
+                             lambda m: bias.append((time.monotonic(), m.data)), keep_all)
     node.create_subscription(Float64MultiArray, '/effort_controller/commands',
-                             lambda m: commands.append((time.monotonic(), m.data)), qos)
+                             lambda m: commands.append((time.monotonic(), m.data)), keep_all)
     pub = node.create_publisher(JointState, '/joint_states', qos)
     stop = threading.Event()
 
