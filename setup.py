@@ -29,7 +29,7 @@ setup(
         ('share/' + package_name + '/config', glob('config/*.yaml')),
         ('share/' + package_name + '/urdf', glob('urdf/*.urdf')),
     ],
-    install_requires=['setuptools', 'numpy', 'scipy', 'numba', 'urdfdom-py', 'pyyaml'],
+    install_requires=['setuptools', 'numpy', 'scipy', 'numba', 'sympy', 'urdfdom-py', 'pyyaml'],
     zip_safe=True,
     maintainer='kron_dynamics developers',
     maintainer_email='kron_dynamics@example.com',

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The ``kron-dynamics`` command: ``info URDF``, ``demo MACHINE``."""
+"""The ``kron-dynamics`` command: ``info URDF``, ``demo MACHINE``, ``equations SOURCE``."""
 
 import argparse
 from pathlib import Path
@@ -114,10 +114,28 @@ def main(argv=None) -> int:
                         help='PNG file for q, q_d and tau (default <machine>_demo.png)')
     p_demo.add_argument('--static', action='store_true',
                         help='only print M, C* and G at a sample state, run no nodes')
+    p_eq = sub.add_parser(
+        'equations', help="print the closed-form equations of motion M q'' + C*(q)(q' kron q') "
+                          '+ G(q) = tau (text, LaTeX or a generated Python module)')
+    p_eq.add_argument('source', help='URDF file, DH table YAML file (.yaml/.yml, schema in '
+                                     'kron_dynamics.symbolic) or a bundled machine name '
+                                     '(stacker = its symbolic DH table, rover_arm, ...)')
+    p_eq.add_argument('--symbolic-parameters', action='store_true',
+                      help='keep masses, lengths and inertias as symbols (m3, l3, I3x, ...)')
+    p_eq.add_argument('--format', choices=['text', 'latex', 'python'], default='text')
+    p_eq.add_argument('--max-seconds', type=float, default=None,
+                      help='time bound of the symbolic computation (default 30, 0 = none)')
+    p_eq.add_argument('--max-operations', type=int, default=None,
+                      help='size bound of M, C*, G expanded (default 500000, 0 = none)')
+    p_eq.add_argument('--output', '-o', default=None, help='write to this file, not stdout')
     args = parser.parse_args(argv)
     try:
         if args.command == 'info':
             return info(args.urdf)
+        if args.command == 'equations':
+            from .codegen import equations_command
+            return equations_command(args.source, args.symbolic_parameters, args.format,
+                                     args.max_seconds, args.max_operations, args.output)
         if args.static:
             return demo_static(args.machine)
         return demo(args.machine, args.duration, args.plot or f'{args.machine}_demo.png')

@@ -154,24 +154,48 @@ def crba_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, q):
 
 @_jit
 def _cholesky_solve(M, b, rcond):
-    """Solve M x = b for symmetric M by Cholesky; ok is False if M is not positive definite."""
+    """
+    Solve M x = b for symmetric M by Cholesky; ok is False if cond(M) > 1/rcond.
+
+    Same rule as :func:`kron_dynamics.algorithms.forward_dynamics.solve_mass_matrix`: accept
+    at once when trace(M) ||L^-1||_F^2 < 1/rcond (a guaranteed bound on cond(M)), otherwise
+    decide on the exact eigenvalues.
+    """
     n = M.shape[0]
     L = np.zeros((n, n))
-    scale = 0.0
-    for j in range(n):
-        scale = max(scale, abs(M[j, j]))
+    pd = True
     for j in range(n):
         s = M[j, j]
         for k in range(j):
             s -= L[j, k] * L[j, k]
-        if not s > rcond * scale:
-            return False, np.full(n, np.nan)
+        if not s > 0.0:
+            pd = False
+            break
         L[j, j] = np.sqrt(s)
         for i in range(j + 1, n):
             t = M[i, j]
             for k in range(j):
                 t -= L[i, k] * L[j, k]
             L[i, j] = t / L[j, j]
+    if pd:
+        # ||L^-1||_F^2 by forward substitution on the identity
+        inv_norm = 0.0
+        trace = 0.0
+        for c in range(n):
+            trace += M[c, c]
+            col = np.zeros(n)
+            for i in range(c, n):
+                t = 1.0 if i == c else 0.0
+                for k in range(c, i):
+                    t -= L[i, k] * col[k]
+                col[i] = t / L[i, i]
+                inv_norm += col[i] * col[i]
+        pd = inv_norm * rcond * trace < 1.0
+        if not pd:
+            ev = np.linalg.eigvalsh(M)
+            pd = ev[0] > rcond * max(abs(ev[0]), abs(ev[-1]))
+    if not pd:
+        return False, np.full(n, np.nan)
     y = np.empty(n)
     for i in range(n):
         t = b[i]

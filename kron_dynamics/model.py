@@ -94,7 +94,7 @@ class RobotModel:
                        armature=None) -> 'RobotModel':
         """Build a model from a URDF file."""
         try:
-            xml = Path(path).read_text()
+            xml = Path(path).read_text(encoding='utf-8')
         except (OSError, UnicodeDecodeError) as exc:
             raise ModelError(f'cannot read URDF file {path}: {exc}') from None
         return cls.from_urdf_string(xml, joint_names, gravity, armature, source=str(path))
@@ -166,6 +166,8 @@ class RobotModel:
     def _cube(self, A: np.ndarray) -> np.ndarray:
         n = self.n
         p = self._perm
+        if n == 0:      # no movable joint: reshape(-1, 0, 0, 0) is ambiguous
+            return A
         return A.reshape(-1, n, n, n)[:, p][:, :, p][:, :, :, p].reshape(A.shape)
 
     def _frame(self, link: str):

@@ -19,6 +19,7 @@ Every problem is reported as :class:`~kron_dynamics.errors.ModelError` naming th
 link or joint concerned; nothing else escapes from here.
 """
 
+import contextvars
 from dataclasses import dataclass
 import logging
 import math
@@ -35,6 +36,7 @@ from .tree import KinematicTree
 
 logger = logging.getLogger('kron_dynamics')
 
+XML_DECLARATION = re.compile(r'^\ufeff?<\?xml[^>]*\?>')
 SUPPORTED_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
 # element -> attributes that must be numbers (with their count)
 NUMERIC_ATTRIBUTES = {
@@ -54,6 +56,9 @@ NUMERIC_ATTRIBUTES = {
     'mesh': {'scale': 3},
     'color': {'rgba': 4},
 }
+# (element, attribute) whose magnitude must stay below MAX_MAGNITUDE (they enter the dynamics)
+BOUNDED_ATTRIBUTES = {('origin', 'xyz'), ('mass', 'value'),
+                      *(('inertia', k) for k in NUMERIC_ATTRIBUTES['inertia'])}
 # element -> sub-elements whose attribute urdf_parser_py needs but does not check
 REQUIRED_ATTRIBUTES = {
     'joint': {'parent': 'link', 'child': 'link', 'axis': 'xyz'},
@@ -68,10 +73,27 @@ AT_MOST_ONCE = {
 }
 # Relative tolerance for the inertia checks (positive semidefinite, triangle inequality).
 INERTIA_TOL = 1e-9
+# Size limits: a URDF beyond them is refused before it can exhaust time or memory (the tree
+# keeps n x n arrays; M itself is n x n). Real robots have at most a few hundred links.
+MAX_LINKS = 5000
+MAX_ELEMENTS = 200_000
+MAX_DEPTH = 64
+XML_CHUNK = 1 << 16
+# Largest |value| accepted for lengths [m], masses [kg] and inertias [kg m^2]: beyond it a
+# number is garbage or in the wrong units, and products in the dynamics could overflow.
+MAX_MAGNITUDE = 1e15
+# Warn when the inertia a joint moves at q = 0 (the joints below it free) is below this
+# fraction of the largest diagonal entry of M(0): cond(M) is then at least its inverse, so
+# forward dynamics loses that many digits (and refuses M as singular beyond 1e12).
+TINY_INERTIA_RATIO = 1e-8
+MAX_TINY_WARNINGS = 5
+
+
+_SOURCE = contextvars.ContextVar('urdf_source', default='<string>')
 
 
 def _route_parser_messages(message):
-    logger.warning('urdf_parser_py: %s', message)
+    logger.warning('%s: urdf_parser_py: %s', _SOURCE.get(), message)
 
 
 xml_reflection.core.on_error = _route_parser_messages
@@ -119,13 +141,63 @@ def _parse_error_message(exc, source):
     return f"{source}: {kind} '{name}': {exc.e} (at {path})"
 
 
-def _check_xml(xml: str, source: str) -> ET.Element:
+class _Refused(Exception):
+    """Raised from inside the XML parser to stop it; the message says why."""
+
+
+class _GuardedTreeBuilder(ET.TreeBuilder):
+    """An ElementTree builder that refuses DTDs and documents too large or too deep."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth = 0
+        self.elements = 0
+
+    def start(self, tag, attrs):
+        self.depth += 1
+        self.elements += 1
+        if self.depth > MAX_DEPTH:
+            raise _Refused(f'XML elements nested deeper than {MAX_DEPTH} levels (at <{tag}>)')
+        if self.elements > MAX_ELEMENTS:
+            raise _Refused(f'more than {MAX_ELEMENTS} XML elements')
+        return super().start(tag, attrs)
+
+    def end(self, tag):
+        self.depth -= 1
+        return super().end(tag)
+
+    def doctype(self, name, pubid, system):
+        raise _Refused('a <!DOCTYPE> declaration is not allowed in a URDF (its entities could '
+                       'expand without bound or read local files)')
+
+
+def _parse_xml(xml: str, source: str) -> ET.Element:
+    parser = ET.XMLParser(target=_GuardedTreeBuilder())
     try:
-        root = ET.fromstring(xml)
+        # In growing chunks: fed at once, expat would go on reading (and, for deep nesting,
+        # allocating) to the end after a refusal; fixed small chunks would make it rescan a
+        # long token (comment, attribute) once per chunk, quadratic time.
+        start, size = 0, XML_CHUNK
+        while start < len(xml):
+            parser.feed(xml[start:start + size])
+            start, size = start + size, 2 * size
+        return parser.close()
     except ET.ParseError as exc:
         raise ModelError(f'{source}: malformed XML: {exc}') from None
+    except UnicodeError as exc:     # e.g. lone surrogates in the text
+        raise ModelError(f'{source}: malformed XML: {exc}') from None
+    except _Refused as exc:
+        raise ModelError(f'{source}: refused: {exc}') from None
+
+
+def _check_xml(xml: str, source: str) -> ET.Element:
+    root = _parse_xml(xml, source)
     if root.tag != 'robot':
         raise ModelError(f"{source}: the root element is <{root.tag}>, expected <robot>")
+    n_links = len(root.findall('link'))
+    if n_links > MAX_LINKS:
+        raise ModelError(f'{source}: refused: {n_links} links, more than the limit of '
+                         f'{MAX_LINKS}')
     for kind in ('link', 'joint'):
         seen = set()
         for elem in root.findall(kind):
@@ -173,6 +245,11 @@ def _check_xml(xml: str, source: str) -> ET.Element:
                         f"{source}: {owner}: <{elem.tag} {attr}=\"{text}\"> is not finite")
                 if elem.tag == 'limit' and any(math.isnan(v) for v in values):
                     raise ModelError(f"{source}: {owner}: <limit {attr}=\"{text}\"> is NaN")
+                if ((elem.tag, attr) in BOUNDED_ATTRIBUTES
+                        and any(abs(v) > MAX_MAGNITUDE for v in values)):
+                    raise ModelError(
+                        f"{source}: {owner}: <{elem.tag} {attr}=\"{text}\"> is out of range "
+                        f'(|value| > {MAX_MAGNITUDE:g}; SI units expected)')
     return root
 
 
@@ -298,6 +375,8 @@ def _joint_info(joint, axis, source):
             upper = float(limit.upper)
         if lower > upper:
             raise ModelError(f'{where}: <limit> lower {lower} > upper {upper}')
+        if lower == math.inf or upper == -math.inf:
+            raise ModelError(f'{where}: <limit> lower {lower}, upper {upper} leave no position')
     if limit is not None:
         if limit.effort is not None:
             effort = float(limit.effort)
@@ -322,10 +401,14 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81)) ->
     if not isinstance(xml, str):
         raise ModelError(f'{source}: URDF must be text, got {type(xml).__name__}')
     _check_xml(xml, source)
+    token = _SOURCE.set(source)     # for the warnings urdf_parser_py emits
     try:
-        robot = URDF.from_xml_string(xml)
+        # lxml refuses text that declares an encoding; the text is decoded already
+        robot = URDF.from_xml_string(XML_DECLARATION.sub('', xml, count=1))
     except Exception as exc:  # urdf_parser_py raises many kinds; report them all as ours
         raise ModelError(_parse_error_message(exc, source)) from None
+    finally:
+        _SOURCE.reset(token)
     root, children_of, links = _structure(robot, source)
     try:
         g = np.asarray(gravity, dtype=float)
@@ -359,10 +442,11 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81)) ->
         else:
             axis = np.array(joint.axis if joint.axis is not None else [1.0, 0.0, 0.0],
                             dtype=float)
-            norm = float(np.linalg.norm(axis))
-            if not norm > 1e-12:
+            biggest = float(np.max(np.abs(axis)))   # scaled first: no overflow in the norm
+            unit = axis / biggest if biggest > 0 else axis
+            if not biggest * float(np.linalg.norm(unit)) > 1e-12:
                 raise ModelError(f"{source}: joint '{joint.name}': <axis> is zero")
-            axis = axis / norm
+            axis = unit / np.linalg.norm(unit)
             parent.append(body)
             revolute.append(joint.type != 'prismatic')
             axes.append(axis)
@@ -387,7 +471,7 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81)) ->
         p0=np.array(p0s).reshape(n, 3), mass=np.array(mass, dtype=float),
         com=np.array(com, dtype=float).reshape(n, 3),
         inertia=np.array(inertia, dtype=float).reshape(n, 3, 3), gravity=gravity)
-    _warn_unusual(tree, joint_names, source)
+    _warn_unusual(tree, joint_names, frames, source)
     total = float(sum(mass)) + sum(part[0] for part in root_parts)
     return ParsedTree(robot.name or '', tree, joint_names, joints, frames, root, total)
 
@@ -405,9 +489,72 @@ def merge_inertias(parts):
     return float(m), c, inertia_
 
 
-def _warn_unusual(tree: KinematicTree, joint_names, source):
+def _warn_unusual(tree: KinematicTree, joint_names, frames, source):
+    massless = set()
     for i in range(tree.n):
         sub = tree.subtree(i)
         if tree.mass[sub].sum() == 0.0 and not np.any(tree.inertia[sub]):
+            massless.add(i)
             logger.warning("%s: joint '%s' moves no mass or inertia: M is singular",
                            source, joint_names[i])
+    if not tree.n:
+        return
+    D, diag = joint_inertias_at_zero(tree)
+    largest = float(diag.max())
+    tiny = [i for i in np.argsort(D, kind='stable')
+            if D[i] < TINY_INERTIA_RATIO * largest and i not in massless]
+    if len(tiny) > MAX_TINY_WARNINGS:
+        logger.warning('%s: %d joints move a tiny inertia (below %.3g times the largest '
+                       'diagonal entry of M, %.3g): M is nearly singular; the %d smallest '
+                       'follow',
+                       source, len(tiny), TINY_INERTIA_RATIO, largest, MAX_TINY_WARNINGS)
+    body_links = {}
+    for name, frame in frames.items():
+        body_links.setdefault(frame[0], []).append(f"'{name}'")
+    for i in tiny[:MAX_TINY_WARNINGS]:
+        links = ', '.join(body_links[i])
+        ratio = largest / float(D[i]) if D[i] > 0 else math.inf     # Python floats: no warning
+        state = f'nearly singular (cond(M) >= {ratio:.3g})' if D[i] > 0 else 'singular'
+        logger.warning(
+            "%s: joint '%s' (link %s) moves a tiny inertia: %.3g at q = 0 with the joints "
+            'below it free, %.3g times the largest diagonal entry of M (%.3g): M is %s, so '
+            'forward dynamics is inaccurate or refused; check the inertias or add armature',
+            source, joint_names[i], links, D[i], D[i] / largest, largest, state)
+
+
+def _skew(v):
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def joint_inertias_at_zero(tree: KinematicTree):
+    """
+    Return (D, diag): per joint, the articulated and the composite inertia it moves at q = 0.
+
+    ``diag`` is the diagonal of M(0) (composite rigid bodies); ``D[i]`` is the inertia felt
+    at joint i with its parent held and the joints below it free (the pivots of the
+    articulated-body algorithm). lambda_min(M) <= D[i] <= M[i, i], so a tiny D[i] means a
+    nearly singular M even when the diagonal looks fine. O(n), spatial 6 x 6 algebra in
+    body coordinates (angular part first).
+    """
+    n = tree.n
+    IA = np.zeros((n, 6, 6))
+    for i in range(n):
+        m, C = float(tree.mass[i]), _skew(tree.com[i])
+        IA[i] = np.block([[tree.inertia[i] + m * C @ C.T, m * C], [m * C.T, m * np.eye(3)]])
+    IC = IA.copy()
+    D, diag = np.zeros(n), np.zeros(n)
+    for i in range(n - 1, -1, -1):      # children come after their parents
+        S = np.zeros(6)
+        S[slice(0, 3) if tree.revolute[i] else slice(3, 6)] = tree.axis[i]
+        U = IA[i] @ S
+        D[i] = S @ U
+        diag[i] = S @ IC[i] @ S
+        p = int(tree.parent[i])
+        if p < 0:
+            continue
+        E = tree.R0[i].T            # parent -> body i motion transform at q = 0
+        X = np.block([[E, np.zeros((3, 3))], [-E @ _skew(tree.p0[i]), E]])
+        Ia = IA[i] - np.outer(U, U) / D[i] if D[i] > 0 else IA[i]
+        IA[p] += X.T @ Ia @ X
+        IC[p] += X.T @ IC[i] @ X
+    return D, diag

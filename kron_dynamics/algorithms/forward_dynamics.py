@@ -25,24 +25,35 @@ def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray, joint_names: list[str],
     Solve M x = rhs by Cholesky; raise SingularMassMatrixError naming joints if M is singular.
 
     M counts as singular when its smallest eigenvalue is below ``rcond`` times the largest
-    (or not positive); the joints named are those that carry the null space.
+    (or not positive): cond(M) > 1/rcond, so x would carry fewer than about 4 correct
+    digits. The joints named are those that carry the null space.
     """
     if not np.all(np.isfinite(M)):
         raise SingularMassMatrixError('mass matrix has non-finite entries', [])
+    if M.shape == (0, 0):
+        return np.zeros(0)
     try:
         L = np.linalg.cholesky(M)
-        d = np.diag(L)
-        if d.min() ** 2 > rcond * d.max() ** 2 * len(d):   # cheap, conservative test
+        with np.errstate(all='ignore'):    # inf or NaN just fail the test below
+            inv_norm = float(np.sum(np.linalg.inv(L) ** 2))
+        # cheap test that never accepts a singular M: lambda_min(M) >= 1 / ||L^-1||_F^2 and
+        # lambda_max(M) <= trace(M). (Cholesky pivots alone are no such bound: a boom on a
+        # rail gives pivots 1e-4 apart for cond(M) = 1e16.)
+        if inv_norm * rcond * np.trace(M) < 1.0:
             return np.linalg.solve(L.T, np.linalg.solve(L, rhs))
     except np.linalg.LinAlgError:
         pass
     evals, evecs = np.linalg.eigh(M)
     scale = max(float(np.max(np.abs(evals))), np.finfo(float).tiny)
     if evals[0] <= rcond * scale:
-        weak = evecs[:, evals <= rcond * scale]
-        culprits = [joint_names[i] for i in np.nonzero(np.max(np.abs(weak), axis=1) > 0.1)[0]]
+        # The joints taking part in the null motions. Units differ (a rail travel of 1 m and
+        # a slew of 1e-3 rad can cancel), so weigh each joint's share |v_i| by sqrt(M_ii):
+        # both are then in sqrt(energy) units.
+        weight = np.sqrt(np.maximum(np.diag(M), 0.0) + np.finfo(float).eps * scale)
+        share = (np.abs(evecs[:, evals <= rcond * scale]) * weight[:, None]).max(axis=1)
+        culprits = [joint_names[i] for i in np.nonzero(share > 0.1 * share.max())[0]]
         raise SingularMassMatrixError(
             'mass matrix is singular (smallest eigenvalue %.3g, largest %.3g); '
-            'no inertia moves joint(s) %s: add armature or fix the inertias'
-            % (evals[0], evals[-1], ', '.join(culprits)), culprits)
+            'a motion of joint(s) %s moves (almost) no inertia: add armature or fix the '
+            'inertias' % (evals[0], evals[-1], ', '.join(culprits)), culprits)
     return np.linalg.solve(M, rhs)

@@ -1,0 +1,347 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Numerically hard models: results stay finite and accurate, or singularity is reported.
+
+- The rover arm of 003 (``urdf/rover_arm.urdf``): M is exactly singular (links 3 and 5 have
+  no inertia about their own axes). Variants with 1e-16 .. 1e-6 kg m^2 in place of the zeros
+  make M nearly singular, cond(M) ~ 0.1 / eps.
+- The stacker of 000 (``urdf/stacker.urdf``): masses of 200 t, 150 t and a 60 t boom 40 m
+  out, on a carriage of 1e-3 kg m^2, travelling hundreds of metres on its rail.
+- A boom on a rail: a 1 kg point-like boom 1000 m out on a massless carriage. Rail travel
+  and slew nearly cancel (cond(M) up to 1e16) although every Cholesky pivot of M looks
+  harmless; this case caught forward dynamics accepting a numerically singular M.
+- Random trees with prismatic travel up to 1e3 m.
+
+Known limit (measured here, not a failure): the compiled CRBA (and the readable 'crba') works
+with spatial inertias about the root origin, so M loses (distance from the root / size of
+the body)^2 of relative accuracy: 3e-14 for the stacker 400 m down its rail, 4e-12 at 4 km.
+The bounds below account for it by measuring M's error against the Jacobian method.
+
+Checks: M symmetric and positive semidefinite; the compiled kernels (CRBA, Newton-Euler)
+against the readable algorithms (CRBA, 000 eq. 95, 003 eqs. 30-37, Newton-Euler) and C*
+against Newton-Euler, all relative to the size of the terms; Jacobians against central
+differences; exact invariances (the stacker's rail travel changes nothing but the position).
+Forward dynamics either raises ``SingularMassMatrixError`` naming the joints, exactly when
+cond(M) > 1/rcond = 1e12, or inverts inverse dynamics to the accuracy that a backward
+stable solve guarantees: |dq''| / |q''| <= c eps (cond(M) + |M^-1| s / |q''|), s the size
+of the terms of tau.
+"""
+
+import logging
+import re
+
+import numpy as np
+import pytest
+
+from kron_dynamics import RobotModel, SingularMassMatrixError
+from kron_dynamics.algorithms.kinematics import com_positions, forward_kinematics
+from kron_dynamics.algorithms.rnea import rnea
+from kron_dynamics.random_urdf import random_urdf
+
+from conftest import URDF_DIR
+
+EPS = np.finfo(float).eps
+RCOND = 1e-12           # the singularity threshold of algorithms/forward_dynamics.py
+SLACK = 10.0            # the constant c of the error bounds (measured: below 0.5)
+ROVER_TEXT = (URDF_DIR / 'rover_arm.urdf').read_text()
+STACKER = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+
+
+def rover_variant(inertia: float) -> RobotModel:
+    """Return the rover arm with every zero principal moment set to ``inertia``."""
+    logging.getLogger('kron_dynamics').disabled = True
+    try:
+        text = ROVER_TEXT.replace('ixx="0.0"', f'ixx="{inertia!r}"')
+        return RobotModel.from_urdf_string(text.replace('izz="0.0"', f'izz="{inertia!r}"'))
+    finally:
+        logging.getLogger('kron_dynamics').disabled = False
+
+
+def boom_on_rail(reach: float, inertia: float) -> str:
+    """Return a rail carriage (massless) carrying a 1 kg slewing boom ``reach`` m out."""
+    return f"""<robot name="boom_on_rail">
+  <link name="base"/>
+  <link name="carriage"/>
+  <link name="boom"><inertial><origin xyz="0 {reach!r} 0"/><mass value="1"/>
+    <inertia ixx="{inertia!r}" ixy="0" ixz="0" iyy="{inertia!r}" iyz="0" izz="{inertia!r}"/>
+  </inertial></link>
+  <joint name="travel" type="prismatic"><parent link="base"/><child link="carriage"/>
+    <axis xyz="1 0 0"/><limit lower="-500" upper="500" effort="1e6" velocity="1"/></joint>
+  <joint name="slew" type="revolute"><parent link="carriage"/><child link="boom"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="1e6" velocity="1"/></joint>
+</robot>"""
+
+
+def random_tree(seed: int) -> RobotModel:
+    """Return a random tree with many prismatic joints (massless links allowed)."""
+    rng = np.random.default_rng(seed)
+    logging.getLogger('kron_dynamics').disabled = True
+    try:
+        return RobotModel.from_urdf_string(random_urdf(rng, int(rng.integers(2, 9)), 2,
+                                                       prismatic_fraction=0.6))
+    finally:
+        logging.getLogger('kron_dynamics').disabled = False
+
+
+def random_state(model: RobotModel, rng, travel: float = 1e3):
+    """Return q (prismatic within +-travel m, revolute within +-pi), qd, qdd."""
+    span = np.array([travel if model.joints[j].type == 'prismatic' else np.pi
+                     for j in model.joint_names])
+    return rng.uniform(-span, span), rng.uniform(-2, 2, model.n), rng.uniform(-5, 5, model.n)
+
+
+def root_frame_scale(model: RobotModel, q) -> float:
+    """Return sum m |c|^2 + tr I over the bodies, c the CoM from the root origin."""
+    tree = model.tree
+    R, p = forward_kinematics(tree, q)
+    c = com_positions(tree, R, p)
+    inertias = np.trace(tree.inertia, axis1=1, axis2=2).sum()
+    return float(tree.mass @ np.sum(c * c, axis=1) + inertias)
+
+
+def lever_scale(model: RobotModel, q) -> float:
+    """Return sum m (|c| + |p0| + |q| if prismatic): the moment arms Newton-Euler uses."""
+    tree = model.tree
+    lever = (np.linalg.norm(tree.com, axis=1) + np.linalg.norm(tree.p0, axis=1)
+             + np.where(tree.revolute, 0.0, np.abs(q)))
+    return float(tree.mass @ lever)
+
+
+def check_consistent(model: RobotModel, q, qd, qdd, rtol: float = 1e-11):
+    """
+    Check M, C*, G, tau: finite, M symmetric PSD, compiled = readable within rtol.
+
+    Tolerances are relative to the size of the terms. For M that includes the root-frame
+    spatial inertias the CRBA sums (m |c|^2 with c from the root origin): their rounding is
+    the CRBA's error, 1e3 eps of them covers it (measured: below 20 eps). For the velocity
+    terms it includes the inertial forces Newton-Euler sums (they cancel near some poses).
+    """
+    M = model.mass_matrix(q)
+    assert np.all(np.isfinite(M))
+    m_scale = max(np.abs(M).max(), np.finfo(float).tiny)
+    np.testing.assert_allclose(M, M.T, rtol=0, atol=1e-13 * m_scale)
+    ev = np.linalg.eigvalsh(M)
+    assert ev[0] >= -1e-13 * model.n * ev[-1], f'M is not positive semidefinite: {ev}'
+    m_tol = rtol * m_scale + 1e3 * EPS * root_frame_scale(model, q)
+    for method in ('crba', 'jacobian', 'explicit'):
+        np.testing.assert_allclose(model.mass_matrix(q, method), M, rtol=0, atol=m_tol,
+                                   err_msg=method)
+    Cs = model.coriolis_star(q)
+    cv = model.coriolis_vector(q, qd)
+    assert np.all(np.isfinite(Cs)) and np.all(np.isfinite(cv))
+    # Newton-Euler sums inertial forces m |lever| |qd|^2, more than C* where they cancel
+    c_scale = (np.abs(Cs).max() + lever_scale(model, q)) * (qd @ qd)
+    np.testing.assert_allclose(Cs @ np.kron(qd, qd), cv, rtol=0, atol=rtol * c_scale)
+    G = model.gravity_torque(q)
+    g_ref = rnea(model.tree, q, np.zeros(model.n), np.zeros(model.n))
+    tau = model.inverse_dynamics(q, qd, qdd)
+    tau_ref = rnea(model.tree, q, qd, qdd)
+    scale = m_scale * np.abs(qdd).max() + c_scale + np.abs(g_ref).max()
+    for value, ref, tol in ((G, g_ref, 0.0), (tau, tau_ref, 0.0),
+                            (tau, M @ qdd + cv + G, m_tol * np.abs(qdd).sum())):
+        assert np.all(np.isfinite(value))
+        np.testing.assert_allclose(value, ref, rtol=0, atol=rtol * scale + tol)
+    return M, tau, scale
+
+
+def check_forward_dynamics(model: RobotModel, q, qd, qdd):
+    """
+    Forward dynamics inverts inverse dynamics to the conditioning bound, or refuses.
+
+    Return the relative error (None if refused) and cond(M).
+    """
+    M, tau, scale = check_consistent(model, q, qd, qdd)
+    ev = np.linalg.eigvalsh(M)
+    cond = ev[-1] / ev[0] if ev[0] > 0 else np.inf
+    try:
+        qdd_fd = model.forward_dynamics(q, qd, tau)
+    except SingularMassMatrixError as exc:
+        # refused exactly when lambda_min <= rcond * lambda_max (eigenvalues to rounding)
+        assert ev[0] <= RCOND * ev[-1] * (1 + 1e-6) + 1e-15 * ev[-1], (cond, str(exc))
+        assert exc.joints and all(j in str(exc) for j in exc.joints)
+        return None, cond
+    assert ev[0] >= RCOND * ev[-1] * (1 - 1e-6) - 1e-15 * ev[-1], f'accepted cond {cond:.3g}'
+    err = np.linalg.norm(qdd_fd - qdd) / np.linalg.norm(qdd)
+    # the solve sees M with its computational error: the compiled CRBA works about the root
+    # origin and loses (distance from the root / size of the body)^2 relative accuracy; the
+    # Jacobian method (000 eq. 95) uses relative positions only
+    M_error = np.abs(M - model.mass_matrix(q, 'jacobian')).max() / np.abs(M).max()
+    bound = SLACK * ((EPS + M_error) * cond + EPS * scale / ev[0] / np.linalg.norm(qdd))
+    assert err <= bound, f'relative error {err:.3g} > bound {bound:.3g} (cond {cond:.3g})'
+    return err, cond
+
+
+# ----------------------------------------------------------------- rover arm
+def test_rover_arm_forward_dynamics_and_integrate_report_the_singular_joints(rover_arm):
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        q, qd, qdd = random_state(rover_arm, rng)
+        check_consistent(rover_arm, q, qd, qdd)
+        tau = rover_arm.inverse_dynamics(q, qd, qdd)
+        with pytest.raises(SingularMassMatrixError, match=r'joint3, joint5') as info:
+            rover_arm.forward_dynamics(q, qd, tau)
+        assert info.value.joints == ['joint3', 'joint5']
+        with pytest.raises(SingularMassMatrixError, match=r'joint3, joint5.*armature') as info:
+            rover_arm.integrate(q, qd, tau, 1e-3, 5)
+        assert info.value.joints == ['joint3', 'joint5']
+    fixed = rover_arm.with_armature([0.0, 0.0, 1e-4, 0.0, 1e-4])
+    q, qd, qdd = random_state(fixed, rng)
+    np.testing.assert_allclose(fixed.forward_dynamics(q, qd, fixed.inverse_dynamics(q, qd, qdd)),
+                               qdd, rtol=1e-9)
+    assert np.all(np.isfinite(np.concatenate(fixed.integrate(q, qd, np.zeros(5), 1e-3, 10))))
+
+
+def test_rover_arm_load_warns_that_m_is_singular(caplog):
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        RobotModel.from_urdf_string(ROVER_TEXT, source='rover.urdf')
+    messages = [r.getMessage() for r in caplog.records if r.name == 'kron_dynamics']
+    for joint, link in (('joint3', 'link3'), ('joint5', 'link5')):
+        assert any(re.search(rf"rover\.urdf: joint '{joint}' \(link '{link}'\) moves a tiny "
+                             r'inertia: 0 .*M is singular', m) for m in messages), messages
+
+
+@pytest.mark.parametrize('inertia', [1e-6, 1e-9, 1e-11])
+def test_rover_arm_nearly_singular_is_accurate_to_its_conditioning(inertia):
+    model = rover_variant(inertia)
+    rng = np.random.default_rng(1)
+    conds = []
+    for _ in range(20):
+        err, cond = check_forward_dynamics(model, *random_state(model, rng))
+        assert err is not None, f'cond {cond:.3g} refused'
+        conds.append(cond)
+    # the conditioning is what the inertias make it: cond(M) ~ 0.1 kg m^2 / inertia
+    assert 0.5e-2 / inertia < min(conds) and max(conds) < 1 / inertia
+
+
+@pytest.mark.parametrize('inertia', [1e-14, 1e-16])
+def test_rover_arm_numerically_singular_is_refused(inertia):
+    model = rover_variant(inertia)
+    rng = np.random.default_rng(2)
+    for _ in range(10):
+        q, qd, qdd = random_state(model, rng)
+        err, cond = check_forward_dynamics(model, q, qd, qdd)
+        assert err is None, f'cond {cond:.3g} accepted'
+        with pytest.raises(SingularMassMatrixError, match=r'joint3, joint5'):
+            model.integrate(q, qd, model.inverse_dynamics(q, qd, qdd), 1e-3)
+
+
+def test_rover_arm_tiny_inertia_warns_on_load(caplog):
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        RobotModel.from_urdf_string(ROVER_TEXT.replace('ixx="0.0"', 'ixx="1e-09"').replace(
+            'izz="0.0"', 'izz="1e-09"'), source='rover.urdf')
+    messages = ' '.join(r.getMessage() for r in caplog.records)
+    assert re.search(r"joint 'joint3' \(link 'link3'\) moves a tiny inertia: 1e-09 .*"
+                     r'nearly singular \(cond\(M\) >= 1\.\d+e\+08\)', messages), messages
+    assert "joint 'joint5' (link 'link5') moves a tiny inertia" in messages
+
+
+# ----------------------------------------------------------------- stacker
+@pytest.mark.parametrize('travel', [-400.0, -250.0, 0.0, 250.0, 400.0])
+def test_stacker_is_accurate_at_long_rail_travel(travel):
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        q, qd, qdd = random_state(STACKER, rng)
+        q[0] = travel
+        err, cond = check_forward_dynamics(STACKER, q, qd, qdd)
+        # a 200 t carriage, a 60 t boom 40 m out: well conditioned in SI units, because the
+        # carriage's 1e-3 kg m^2 only ever translates. Measured: 7e-15 at the origin, 3e-12
+        # at 400 m (the root-frame CRBA's M is off by 3e-14 there).
+        assert err is not None and cond < 1e3
+        assert err < 2e-11
+
+
+def test_stacker_rail_travel_changes_only_the_position():
+    """Everything but the position is independent of q1: exact invariance at 400 m."""
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        q, qd, qdd = random_state(STACKER, rng, travel=100.0)
+        far = q.copy()
+        far[0] = q[0] + 400.0
+        for f in (STACKER.mass_matrix, STACKER.coriolis_star, STACKER.gravity_torque,
+                  lambda x: STACKER.inverse_dynamics(x, qd, qdd),
+                  lambda x: np.concatenate(STACKER.jacobians(x, 'link3', [-23.0, 0, 0]))):
+            near_value, far_value = f(q), f(far)   # M: see the module docstring
+            np.testing.assert_allclose(far_value, near_value, rtol=0,
+                                       atol=1e-12 * np.abs(near_value).max())
+        R0, p0 = STACKER.link_pose(q, 'link3')
+        R1, p1 = STACKER.link_pose(far, 'link3')
+        np.testing.assert_allclose(R1, R0, atol=1e-15)
+        rail = STACKER.jacobians(q, 'link3')[0][:, 0]      # unit vector along the rail
+        np.testing.assert_allclose(p1 - p0, 400.0 * rail, rtol=0, atol=1e-12 * 400)
+
+
+def test_stacker_jacobians_match_finite_differences_at_long_travel():
+    rng = np.random.default_rng(5)
+    q = np.array([400.0, *rng.uniform(-1, 1, 2)])
+    check_jacobians(STACKER, q, 'link3', [-23.0, 0.0, 0.0])
+
+
+# ----------------------------------------------------------------- boom on a rail
+@pytest.mark.parametrize('reach, inertia', [(1e3, 1e-4), (1e3, 1e-2), (1e4, 1.0),
+                                            (1e2, 1e-6)])
+def test_boom_on_rail_numerically_singular_is_refused_naming_both_joints(reach, inertia):
+    """Boom across the rail: travel v and slew -v / reach move only the boom's inertia."""
+    model = RobotModel.from_urdf_string(boom_on_rail(reach, inertia))
+    q, qd, qdd = np.array([300.0, 0.0]), np.array([0.1, 0.2]), np.array([0.3, -0.7])
+    err, cond = check_forward_dynamics(model, q, qd, qdd)
+    assert err is None and cond > 1e13
+    with pytest.raises(SingularMassMatrixError, match=r'travel, slew') as info:
+        model.forward_dynamics(q, qd, model.inverse_dynamics(q, qd, qdd))
+    assert info.value.joints == ['travel', 'slew']
+    # the compiled integrator applies the same rule
+    with pytest.raises(SingularMassMatrixError, match=r'travel, slew'):
+        model.integrate(q, qd, model.inverse_dynamics(q, qd, qdd), 1e-3)
+
+
+@pytest.mark.parametrize('reach, inertia', [(100.0, 1e-2), (10.0, 1e-6), (1.0, 1e-9)])
+def test_boom_on_rail_ill_conditioned_is_accurate_to_its_conditioning(reach, inertia):
+    """cond(M) ~ 1e9 .. 1e10 near the boom-across-the-rail pose: accepted, and accurate."""
+    model = RobotModel.from_urdf_string(boom_on_rail(reach, inertia))
+    rng = np.random.default_rng(6)
+    for _ in range(10):
+        q, qd, qdd = random_state(model, rng, travel=500.0)
+        q[1] = rng.uniform(-1e-5, 1e-5)
+        err, cond = check_forward_dynamics(model, q, qd, qdd)
+        assert err is not None and 1e9 < cond < 1e11
+
+
+# ----------------------------------------------------------------- random trees
+def check_jacobians(model: RobotModel, q, link: str, point=None):
+    """Compare J_T, J_R with central differences of the pose, relative to |J| and |p|."""
+    JT, JR = model.jacobians(q, link, point)
+    offset = np.zeros(3) if point is None else np.asarray(point, dtype=float)
+    R0, p0 = model.link_pose(q, link)
+    scale = max(1.0, np.abs(JT).max())
+    for k in range(model.n):
+        h = 1e-6 * max(1.0, abs(q[k]))
+        dq = np.zeros(model.n)
+        dq[k] = h
+        (Rp, pp), (Rm, pm) = model.link_pose(q + dq, link), model.link_pose(q - dq, link)
+        dp = ((pp + Rp @ offset) - (pm + Rm @ offset)) / (2 * h)
+        tol = 1e-6 * scale + 10 * EPS * (np.abs(p0).max() + np.abs(offset).max()) / h
+        np.testing.assert_allclose(JT[:, k], dp, rtol=0, atol=tol)
+        W = (Rp - Rm) / (2 * h) @ R0.T          # skew matrix of the angular velocity
+        np.testing.assert_allclose(JR[:, k], [W[2, 1], W[0, 2], W[1, 0]], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize('seed', range(12))
+def test_random_trees_with_long_prismatic_travel(seed):
+    model = random_tree(seed)
+    rng = np.random.default_rng(100 + seed)
+    for _ in range(4):
+        q, qd, qdd = random_state(model, rng)
+        check_forward_dynamics(model, q, qd, qdd)
+        check_jacobians(model, q, model.link_names[-1], point=[0.1, -0.2, 0.3])

@@ -1,0 +1,428 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Closed-form equations of motion (kron_dynamics.symbolic, kron_dynamics.codegen).
+
+The stacker's eqs. (102)-(107) of 000 with the typos corrected, the rover arm's explicit
+elements of 003, generated straight-line code against the numeric core, the bounds and the
+``kron-dynamics equations`` command.
+"""
+
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from conftest import REPO, URDF_DIR
+from kron_dynamics import ModelError, RobotModel
+from kron_dynamics.codegen import load_module
+from kron_dynamics.random_urdf import random_urdf
+from kron_dynamics.symbolic import (load_dh_yaml, stacker_symbolic, SymbolicModel,
+                                    SymbolicTooLarge)
+
+RANDOM_TREES = [(20, 2), (21, 3), (22, 4), (23, 4), (24, 3), (25, 4)]   # (seed, n movable)
+SECONDS = 60.0       # generous bound for the two machines (they take about a second)
+
+STACKER_YAML = """\
+robot: stacker_yaml
+base_rpy: [-pi/2, 0, 0]
+gravity: [0, 0, -g]
+parameters: {m1: 200000, m2: 150000, m3: 60000, d2: 9, yG2: -3.5, a3: 40, l3: 17,
+             I2x: 2.05e6, I2y: 2.60e6, I2z: 3.05e6, I3x: 1.25e5, I3y: 8.045e6, I3z: 8.08e6,
+             g: 9.81}
+rows:
+  - {joint: q1_travel, type: prismatic, alpha: pi/2, mass: m1, inertia: [0.001, 0.001, 0.001]}
+  - {joint: q2_slew, d: d2, alpha: pi/2, mass: m2, com: [0, yG2, 0], inertia: [I2x, I2y, I2z]}
+  - joint: q3_luff
+    a: a3
+    mass: m3
+    com: [l3 - a3, 0, 0]
+    inertia: [[I3x, 0, 0], [0, I3y, 0], [0, 0, I3z]]
+"""
+
+
+def is_zero(expr) -> bool:
+    """Return True if sympy proves expr == 0."""
+    return sp.simplify(expr) == 0
+
+
+def assert_equal_matrix(actual, expected):
+    """Assert two sympy matrices are equal element by element (simplify of the difference)."""
+    expected = sp.Matrix(expected)
+    assert actual.shape == expected.shape
+    bad = [(i, j, actual[i, j], expected[i, j]) for i in range(actual.rows)
+           for j in range(actual.cols) if not is_zero(actual[i, j] - expected[i, j])]
+    assert not bad, f'elements differ (row, column, actual, expected): {bad}'
+
+
+def assert_close(actual, expected, rtol=1e-9):
+    """Assert agreement relative to the largest entry of expected."""
+    scale = max(1e-12, float(np.max(np.abs(expected))))
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=rtol * scale)
+
+
+@pytest.fixture(scope='module')
+def stacker_eom():
+    """Compute the symbolic stacker's equations once, timing them."""
+    start = time.perf_counter()
+    model = stacker_symbolic()
+    eom = model.equations()
+    return model, eom, time.perf_counter() - start
+
+
+@pytest.fixture(scope='module')
+def rover_eom():
+    """Compute the rover arm's equations (numbers of 003 Table 3) once, timing them."""
+    start = time.perf_counter()
+    model = SymbolicModel.from_urdf_file(URDF_DIR / 'rover_arm.urdf')
+    eom = model.equations()
+    return model, eom, time.perf_counter() - start
+
+
+# ----------------------------------------------------------------------------- stacker (000)
+def test_stacker_M_Cstar_G_eqs_106_107(stacker_eom):
+    """Reproduce eqs. (106), (107) and G with the typos corrected, in a few seconds."""
+    model, eom, seconds = stacker_eom
+    assert seconds < SECONDS
+    m1, m2, m3, l3, g = model.symbols('m1 m2 m3 l3 g')
+    I2y, I3x, I3y, I3z = model.symbols('I2y I3x I3y I3z')
+    q1, q2, q3 = model.q
+    s2, c2, s3, c3 = sp.sin(q2), sp.cos(q2), sp.sin(q3), sp.cos(q3)
+    M12, M13 = m3 * l3 * c2 * c3, -m3 * l3 * s2 * s3
+    M_106 = [[m1 + m2 + m3, M12, M13],
+             [M12, I2y + (m3 * l3 ** 2 + I3y) * c3 ** 2 + I3x * s3 ** 2, 0],
+             [M13, 0, m3 * l3 ** 2 + I3z]]                 # printed 'm3 l3^2 I3z'
+    k = m3 * l3
+    e = (m3 * l3 ** 2 + I3y - I3x) * s3 * c3
+    C_107 = [[0, 0, 0, 0, -k * s2 * c3, -k * c2 * s3, 0, -k * c2 * s3, -k * s2 * c3],
+             [0, -k * s2 * c3 / 2, -k * c2 * s3 / 2, k * s2 * c3 / 2, 0, -2 * e,
+              k * c2 * s3 / 2, 0, 0],
+             [0, -k * c2 * s3 / 2, -k * s2 * c3 / 2, k * c2 * s3 / 2, e, 0, k * s2 * c3 / 2,
+              0, 0]]
+    assert_equal_matrix(eom.M, M_106)
+    assert_equal_matrix(eom.Cstar, C_107)
+    assert_equal_matrix(eom.G, [0, 0, m3 * g * l3 * c3])
+    # exact structure: the zeros of eq. (107) are exact zeros, no float appears
+    assert eom.M[1, 2] == 0 and eom.Cstar[0, 0] == 0 and eom.Cstar[1, 4] == 0
+    assert not any(e.atoms(sp.Float) for e in list(eom.M) + list(eom.Cstar) + list(eom.G))
+    assert q1 not in eom.M.free_symbols
+
+
+def test_stacker_boom_tip_jacobians_hessians_eqs_102_105(stacker_eom):
+    """J_T, H_T, J_R, H_R of the boom tip (link3) in DH frame 0 equal eqs. (102)-(105)."""
+    model = stacker_eom[0]
+    a3 = model.symbols('a3')
+    q2, q3 = model.q[1:]
+    s2, c2, s3, c3 = sp.sin(q2), sp.cos(q2), sp.sin(q3), sp.cos(q3)
+    JT, JR = model.jacobians('link3', frame='link0')
+    HT, HR = model.hessians('link3', frame='link0')
+    JT_102 = [[0, -a3 * s2 * c3, -a3 * c2 * s3], [0, 0, -a3 * c3],
+              [1, a3 * c2 * c3, -a3 * s2 * s3]]
+    HT_103 = [[0, 0, 0, 0, -a3 * c2 * c3, a3 * s2 * s3, 0, a3 * s2 * s3, -a3 * c2 * c3],
+              [0, 0, 0, 0, 0, 0, 0, 0, a3 * s3],           # printed 'a3 sin q'
+              [0, 0, 0, 0, -a3 * s2 * c3, -a3 * c2 * s3, 0, -a3 * c2 * s3, -a3 * s2 * c3]]
+    JR_104 = [[0, 0, s2], [0, -1, 0], [0, 0, -c2]]
+    HR_105 = sp.zeros(3, 9)
+    HR_105[0, 7], HR_105[2, 7] = c2, s2                     # printed '-sin q2'
+    assert_equal_matrix(JT, JT_102)
+    assert_equal_matrix(HT, HT_103)
+    assert_equal_matrix(JR, JR_104)
+    assert_equal_matrix(HR, HR_105)
+
+
+def test_stacker_urdf_numeric_is_exact():
+    """The stacker URDF (numbers, pi/2 rotations) gives exact entries: 40 s2 c3, not floats."""
+    model = SymbolicModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    q2, q3 = model.q[1:]
+    JT, _ = model.jacobians('link3', frame='link0')
+    assert_equal_matrix(JT, [[0, -40 * sp.sin(q2) * sp.cos(q3), -40 * sp.sin(q3) * sp.cos(q2)],
+                             [0, 0, -40 * sp.cos(q3)],
+                             [1, 40 * sp.cos(q2) * sp.cos(q3), -40 * sp.sin(q2) * sp.sin(q3)]])
+    M = model.mass_matrix()
+    assert not any(e.atoms(sp.Float) for e in M)
+    assert M[0, 1] - 60000 * 17 * sp.cos(q2) * sp.cos(q3) == 0
+    assert M[2, 2] == 60000 * 17 ** 2 + 8080000
+
+
+def test_stacker_symbolic_values_match_the_urdf(stacker_eom):
+    """Substituting Table 1-2 values into the symbolic stacker gives the URDF model's numbers."""
+    model = stacker_eom[0]
+    numeric = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    values = {model.symbols(k): v for k, v in model.parameter_values.items()}
+    M = sp.lambdify([model.q], model.mass_matrix().subs(values), 'numpy')
+    G = sp.lambdify([model.q], model.gravity_torque().subs(values), 'numpy')
+    for q in np.random.default_rng(3).uniform([-50, -3, -0.6], [50, 3, 0.6], (4, 3)):
+        assert_close(np.array(M(q), dtype=float), numeric.mass_matrix(q), 1e-12)
+        assert_close(np.array(G(q), dtype=float).ravel(), numeric.gravity_torque(q), 1e-12)
+
+
+# ----------------------------------------------------------------------------- rover arm (003)
+def test_rover_arm_explicit_elements(rover_eom):
+    """M[2][1] = 0.00192 cos q2 (1-based) exactly; branch blocks and M33, M55 exactly zero."""
+    model, eom, seconds = rover_eom
+    assert seconds < SECONDS
+    q2 = model.q[1]
+    M = eom.M
+    assert M[1, 0] == sp.Rational('0.00192') * sp.cos(q2)
+    assert M[0, 1] == M[1, 0]
+    for i, j in [(1, 3), (1, 4), (2, 3), (2, 4)]:
+        assert M[i, j] == 0 and M[j, i] == 0           # sympy zero, not a small number
+    assert M[2, 2] == 0 and M[4, 4] == 0
+    # C* and G have the same branch structure: q3 never meets q4, q5 in one element
+    for e in eom.Cstar:
+        names = {s.name for s in e.free_symbols}
+        assert not ({'q2', 'q3'} & names and {'q4', 'q5'} & names)
+    text = eom.to_text()
+    assert 'M[1][2] = 0.00192*c2' in text
+
+
+def test_rover_arm_symbolic_parameter_names():
+    """URDF parameters are named by body index: m3, xG3, I3y, r3z, g with the URDF values."""
+    model = SymbolicModel.from_urdf_file(URDF_DIR / 'rover_arm.urdf', symbolic_parameters=True)
+    names = {s.name for s in model.parameters}
+    assert {'m1', 'm5', 'xG3', 'zG2', 'I3y', 'I3z', 'I2x', 'r2y', 'r3z', 'g'} <= names
+    assert 'I3x' not in names and 'yG3' not in names         # zeros stay zeros
+    assert model.parameter_values['m3'] == 0.6
+    assert model.parameter_values['r3z'] == -0.08
+    assert model.parameter_values['g'] == 9.81
+    m3, xG3, r3x, r3z = model.symbols('m3 xG3 r3x r3z')
+    q2 = model.q[1]
+    M = model.mass_matrix()
+    # 003: M[2][1] = -m3 (r3x + xG3) r3z cos q2 + (inertia term of link 3)
+    expected = -m3 * r3z * (r3x + xG3) * sp.cos(q2)
+    assert is_zero((M[1, 0] - expected).subs(model.symbols('I3y'), model.symbols('I3z')))
+
+
+# ----------------------------------------------------------------------------- generated code
+def generated(model):
+    """Return the imported module generated from a SymbolicModel."""
+    return load_module(model.equations().to_python(), f'kron_gen_{model.name}')
+
+
+def compare_module(module, numeric, rng, states=4, **params):
+    """Compare M, C*, G and tau of a generated module with the numeric RobotModel (1e-9)."""
+    n = numeric.n
+    for _ in range(states):
+        q, qd, qdd = rng.uniform(-2, 2, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
+        expected = [numeric.mass_matrix(q), numeric.coriolis_star(q), numeric.gravity_torque(q),
+                    numeric.inverse_dynamics(q, qd, qdd)]
+        actual = [module.mass_matrix(q, **params), module.coriolis_star(q, **params),
+                  module.gravity_torque(q, **params),
+                  module.inverse_dynamics(q, qd, qdd, **params)]
+        scale = max(float(np.max(np.abs(e))) for e in expected)   # |qd|, |qdd| <= 1
+        for a, e in zip(actual, expected):
+            np.testing.assert_allclose(a, e, rtol=0, atol=1e-9 * scale)
+
+
+def test_generated_python_stacker_symbolic(stacker_eom):
+    """The symbolic stacker's module takes the parameters as keyword arguments or a dict."""
+    model, eom, _ = stacker_eom
+    module = load_module(eom.to_python(), 'kron_gen_stacker_symbolic')
+    numeric = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    compare_module(module, numeric, np.random.default_rng(1))
+    assert module.JOINT_NAMES == numeric.joint_names
+    q = np.array([1.0, 0.3, -0.2])
+    heavier = numeric.mass_matrix(q)
+    M = module.mass_matrix(q, m1=300000.0)
+    assert M[0, 0] - heavier[0, 0] == pytest.approx(100000.0)
+    assert np.allclose(module.mass_matrix(q, {'m1': 300000.0}), M)
+    with pytest.raises(TypeError, match='unknown parameter'):
+        module.gravity_torque(q, m7=1.0)
+    with pytest.raises(ValueError, match='3 entries'):
+        module.gravity_torque([0.0, 0.0])
+
+
+@pytest.mark.parametrize('name', ['stacker', 'rover_arm', 'rover_arm_regularized', 'rp_arm',
+                                  'planar3r'])
+def test_generated_python_machines(name):
+    """Generated straight-line functions agree with the numeric core on the bundled URDFs."""
+    model = SymbolicModel.from_urdf_file(URDF_DIR / f'{name}.urdf')
+    numeric = RobotModel.from_urdf_file(URDF_DIR / f'{name}.urdf')
+    compare_module(generated(model), numeric, np.random.default_rng(2))
+
+
+def test_generated_python_urdf_symbolic_parameters():
+    """With --symbolic-parameters the defaults are the URDF numbers; changing one matches."""
+    xml = (URDF_DIR / 'rover_arm_regularized.urdf').read_text()
+    model = SymbolicModel.from_urdf_string(xml, symbolic_parameters=True, source='rover')
+    module = generated(model)
+    rng = np.random.default_rng(5)
+    compare_module(module, RobotModel.from_urdf_string(xml), rng, states=2)
+    heavier = xml.replace('<mass value="0.8"/>', '<mass value="1.3"/>', 1)   # link2
+    assert heavier != xml
+    compare_module(module, RobotModel.from_urdf_string(heavier), rng, states=2, m2=1.3)
+
+
+@pytest.mark.parametrize('seed, n', RANDOM_TREES)
+def test_generated_python_random_trees(seed, n):
+    """Random trees (prismatic, tilted axes, fixed links, full inertias): agree to 1e-9."""
+    rng = np.random.default_rng(seed)
+    numeric = RobotModel.from_urdf_string(random_urdf(rng, n, n_fixed=2))
+    model = SymbolicModel.from_model(numeric)
+    compare_module(generated(model), numeric, rng)
+
+
+def test_random_tree_jacobians_and_hessians():
+    """Link Jacobians and Hessians (any link, a point, another frame) match RobotModel."""
+    rng = np.random.default_rng(22)
+    numeric = RobotModel.from_urdf_string(random_urdf(rng, 4, n_fixed=2))
+    model = SymbolicModel.from_model(numeric)
+    point = (0.1, -0.2, 0.3)
+    for link in numeric.link_names[1:]:
+        JT, JR = model.jacobians(link, point=point)
+        HT, HR = model.hessians(link, point=point)
+        JT0, _ = model.jacobians(link, frame='link1')
+        f = sp.lambdify([model.q], [JT, JR, HT, HR, JT0], 'numpy')
+        for q in rng.uniform(-2, 2, (2, numeric.n)):
+            jt, jr, ht, hr, jt0 = (np.array(a, dtype=float) for a in f(q))
+            njt, njr = numeric.jacobians(q, link, point)
+            nht, nhr = numeric.hessians(q, link, point)
+            R1, _ = numeric.link_pose(q, 'link1')
+            for a, b in [(jt, njt), (jr, njr), (ht, nht), (hr, nhr),
+                         (jt0, R1.T @ numeric.jacobians(q, link)[0])]:
+                np.testing.assert_allclose(a, b, atol=1e-10)
+
+
+def test_armature_and_joint_order():
+    """Armature is on M's diagonal and the joint order of the RobotModel is kept."""
+    order = ['q3_luff', 'q1_travel', 'q2_slew']
+    numeric = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf', joint_names=order,
+                                        armature=[10.0, 20.0, 30.0])
+    model = SymbolicModel.from_model(numeric)
+    assert model.joint_names == order
+    compare_module(generated(model), numeric, np.random.default_rng(4))
+
+
+# ----------------------------------------------------------------------------- DH YAML
+def test_dh_yaml_stacker(tmp_path, stacker_eom):
+    """A DH YAML file with symbolic entries gives the stacker's closed forms."""
+    path = tmp_path / 'stacker.yaml'
+    path.write_text(STACKER_YAML)
+    model = load_dh_yaml(path)
+    assert model.name == 'stacker_yaml'
+    assert_equal_matrix(model.mass_matrix(), stacker_eom[1].M)
+    assert_equal_matrix(model.gravity_torque(), stacker_eom[1].G)
+    numbers = model.with_parameters()
+    assert not numbers.parameters
+    numeric = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    compare_module(generated(numbers), numeric, np.random.default_rng(6))
+
+
+@pytest.mark.parametrize('change, message', [
+    (('type: prismatic', 'type: spherical'), "type must be 'revolute' or 'prismatic'"),
+    (('mass: m1', 'mass: m1 +* 2'), 'cannot parse'),
+    (('mass: m1', 'mass: __import__'), 'cannot parse'),
+    (('mass: m1', 'mass: q2'), 'reserved'),
+    (('alpha: pi/2, mass', 'alfa: pi/2, mass'), "unknown key"),
+    (('g: 9.81}', 'g: 9.81, zz: 1}'), 'unknown parameter'),
+    (('inertia: [I2x, I2y, I2z]', 'inertia: [I2x, I2y]'), 'inertia'),
+])
+def test_dh_yaml_errors(tmp_path, change, message):
+    """Bad DH YAML files raise ModelError naming the problem."""
+    path = tmp_path / 'bad.yaml'
+    path.write_text(STACKER_YAML.replace(*change))
+    with pytest.raises(ModelError, match=message):
+        load_dh_yaml(path)
+
+
+# ----------------------------------------------------------------------------- bounds
+def test_time_bound_raises_clear_error():
+    """A tiny time budget stops a 7-joint tree with SymbolicTooLarge naming max_seconds."""
+    rng = np.random.default_rng(7)
+    numeric = RobotModel.from_urdf_string(random_urdf(rng, 7, n_fixed=0, prismatic_fraction=0))
+    model = SymbolicModel.from_model(numeric, max_seconds=0.05)
+    start = time.perf_counter()
+    with pytest.raises(SymbolicTooLarge, match=r'max_seconds=0\.05.*--max-seconds'):
+        model.equations()
+    assert time.perf_counter() - start < 10.0
+    assert issubclass(SymbolicTooLarge, ModelError)
+
+
+def test_size_bound_raises_clear_error():
+    """A tiny size budget raises SymbolicTooLarge naming max_operations."""
+    model = SymbolicModel.from_urdf_file(URDF_DIR / 'rover_arm.urdf', max_operations=20)
+    with pytest.raises(SymbolicTooLarge, match=r'max_operations=20.*--max-operations'):
+        model.equations()
+
+
+def test_unknown_link_and_no_joints():
+    """Unknown links and models without movable joints are ModelErrors."""
+    model = SymbolicModel.from_urdf_file(URDF_DIR / 'rp_arm.urdf')
+    with pytest.raises(ModelError, match="unknown link 'nope'"):
+        model.jacobians('nope')
+    with pytest.raises(ModelError, match='empty'):
+        SymbolicModel.from_dh([])
+
+
+# ----------------------------------------------------------------------------- CLI
+def run_cli(*args, timeout=120):
+    """Run ``python -m kron_dynamics.cli equations ...`` and return the completed process."""
+    return subprocess.run([sys.executable, '-m', 'kron_dynamics.cli', 'equations', *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def test_cli_text_rover_arm():
+    """Text output of the rover arm lists 003's element M[2][1] = 0.00192 cos q2."""
+    result = run_cli(str(URDF_DIR / 'rover_arm.urdf'))
+    assert result.returncode == 0, result.stderr
+    assert "M(q) q'' + C*(q) (q' kron q') + G(q) = tau" in result.stdout
+    assert 'M[1][2] = 0.00192*c2' in result.stdout
+    assert 'M[2][4] = 0' in result.stdout
+
+
+def test_cli_latex_stacker_symbolic(tmp_path):
+    """Print a complete LaTeX document; compile it where pdflatex is installed."""
+    result = run_cli('stacker', '--symbolic-parameters', '--format', 'latex')
+    assert result.returncode == 0, result.stderr
+    tex = result.stdout
+    assert tex.startswith(r'\documentclass') and r'\begin{document}' in tex
+    assert tex.rstrip().endswith(r'\end{document}')
+    assert r'\usepackage{amsmath}' in tex and 'I_{3y}' in tex and 'l_{3}' in tex
+    if shutil.which('pdflatex') is None:
+        pytest.skip('pdflatex is not installed: the compile check is skipped (text checked)')
+    (tmp_path / 'eom.tex').write_text(tex)
+    done = subprocess.run(['pdflatex', '-interaction=nonstopmode', '-halt-on-error', 'eom.tex'],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+
+
+def test_cli_python_dh_yaml(tmp_path):
+    """``--format python`` of a DH YAML file writes an importable module (symbolic defaults)."""
+    path = tmp_path / 'stacker.yaml'
+    path.write_text(STACKER_YAML)
+    out = tmp_path / 'stacker_eom.py'
+    result = run_cli(str(path), '--symbolic-parameters', '--format', 'python', '-o', str(out))
+    assert result.returncode == 0, result.stderr
+    source = out.read_text()
+    assert 'def inverse_dynamics(q, qd, qdd, params=None, **kwargs)' in source
+    assert 'Generated by kron_dynamics' in source and 'q1 = q1_travel' in source
+    module = load_module(source, 'kron_gen_cli_stacker')
+    numeric = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    compare_module(module, numeric, np.random.default_rng(8), states=2)
+
+
+def test_cli_reports_too_large(tmp_path):
+    """A model over the bound exits with code 2 and names the option to raise."""
+    path = tmp_path / 'big.urdf'
+    path.write_text(random_urdf(np.random.default_rng(9), 7, n_fixed=0, prismatic_fraction=0))
+    result = run_cli(str(path), '--max-seconds', '0.05')
+    assert result.returncode == 2
+    assert 'max_seconds=0.05' in result.stderr and '--max-seconds' in result.stderr
+    bad = run_cli(str(tmp_path / 'missing.urdf'))
+    assert bad.returncode == 2 and 'neither a file nor a bundled machine' in bad.stderr
