@@ -20,9 +20,9 @@ arm with the UR5's published DH table and inertias: time per call of M, C*, G an
 
 - ``generated``: the module ``kron-dynamics equations URDF --format python`` writes
   (sympy closed forms, common subexpressions eliminated, plain Python + math),
-- ``RobotModel``: the facade (numba CRBA / Newton-Euler kernels; C* has no kernel, it is the
-  readable Jacobian/Hessian code), including argument checks and joint-order permutation,
-- ``kernel``: the numba kernels called directly (no facade),
+- ``RobotModel``: the facade (numba CRBA / Newton-Euler / dM/dq kernels), including argument
+  checks and joint-order permutation,
+- ``kernel``: the numba kernels' native entry points called directly (no facade),
 - ``readable``: the algorithms of ``kron_dynamics/algorithms`` (CRBA, eq. 95, 003's explicit
   JSIM, C* of eq. 101, recursive Newton-Euler).
 
@@ -50,7 +50,7 @@ from kron_dynamics.algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from kron_dynamics.algorithms.rnea import rnea
 from kron_dynamics.codegen import load_module
 from kron_dynamics.dh import DHRow, model_from_dh
-from kron_dynamics.kernels import crba_kernel, rnea_kernel
+from kron_dynamics.kernels import GRAVITY, ID, native
 from kron_dynamics.symbolic import SymbolicModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,8 +109,9 @@ def bench_machine(name: str) -> dict:
     rng = np.random.default_rng(0)
     n = model.n
     q, qd, qdd = rng.uniform(-1, 1, n), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
-    tree, args, g, none = model.tree, model._args, model.tree.gravity, np.zeros((0, 6))
+    tree, ints, reals, none = model.tree, model._ints, model._reals, np.zeros((0, 6))
     zeros = np.zeros(n)
+    out_v, out_m, out_c = np.empty(n), np.empty((n, n)), np.empty((n, n * n))
     assert list(model._perm) == list(range(n))    # kernels and facade use the same order
     check = [(gen.mass_matrix(q), model.mass_matrix(q)),
              (gen.coriolis_star(q), model.coriolis_star(q)),
@@ -127,9 +128,10 @@ def bench_machine(name: str) -> dict:
             'G': lambda: model.gravity_torque(q),
             'tau': lambda: model.inverse_dynamics(q, qd, qdd)},
         'kernel': {
-            'M': lambda: crba_kernel(*args, q),
-            'G': lambda: rnea_kernel(*args, g, q, zeros, zeros, none),
-            'tau': lambda: rnea_kernel(*args, g, q, qd, qdd, none)},
+            'M': lambda: native.crba(ints, reals, q, out_m),
+            'C*': lambda: native.coriolis_star(ints, reals, q, out_c),
+            'G': lambda: native.rnea(ints, reals, q, q, q, GRAVITY, none, out_v),
+            'tau': lambda: native.rnea(ints, reals, q, qd, qdd, ID, none, out_v)},
         'readable': {
             'M': lambda: crba(tree, q), 'M (eq. 95)': lambda: mass_matrix_jacobian(tree, q),
             'M (003 explicit)': lambda: jsim_explicit(tree, q),

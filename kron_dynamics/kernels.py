@@ -13,145 +13,540 @@
 # limitations under the License.
 
 """
-Compiled (numba) kernels of Newton-Euler, CRBA and forward dynamics.
+Compiled (numba) kernels: Newton-Euler, CRBA, dM/dq and C*, forward dynamics, RK4, batches.
 
-These are the fast paths used by :class:`~kron_dynamics.model.RobotModel`; the readable
+These are the fast paths of :class:`~kron_dynamics.model.RobotModel`; the readable
 implementations in :mod:`kron_dynamics.algorithms` are the reference they are tested
-against. Kernels are compiled on first use and cached on disk (``cache=True``).
+against. The model is packed into two arrays (:func:`pack`) so that a call from Python
+unboxes few arguments; joint vectors go in and come out in the user's joint order (the
+permutation is applied inside), and the inputs' lengths and finiteness are checked inside.
+A kernel writes into an output array the caller allocates (returning a new array from
+compiled code costs more than the dynamics of a 7-DOF arm) and returns False when an input
+is wrong (or M is singular, for forward dynamics); the facade then takes its general path,
+which raises the descriptive error.
+Per-body arithmetic is on scalars and tuples, with one work array per call, so that a call
+costs little more than numba's argument unboxing.
+
+Kernels are compiled on first use and cached on disk (``cache=True``). :data:`native`
+gives their entry points for fixed argument types, which skips numba's type dispatch.
 """
 
 import numba
+from numba import types as nt
 import numpy as np
 
 from .tree import KinematicTree
 
 _jit = numba.njit(cache=True, fastmath=False, nogil=True)
 
+# columns of the packed real array, one row per body; row n holds gravity in columns 0:3
+AX, R0, P0, MASS, COM, INER, ARM = 0, 3, 12, 15, 16, 19, 28
+NREAL = 29
+# columns of the packed integer array: parent, revolute (0/1), internal index of user joint
+PARENT, REVOLUTE, PERM = 0, 1, 2
+
+# rnea modes: what the Newton-Euler pass includes
+ID, GRAVITY, CORIOLIS, BIAS = 0, 1, 2, 3
+
+
+def pack(tree: KinematicTree, perm: np.ndarray, armature_user: np.ndarray):
+    """Pack a tree into (ints (n, 3) int64, reals (n + 1, 29) float64) for the kernels."""
+    n = tree.n
+    ints = np.zeros((n, 3), dtype=np.int64)
+    ints[:, PARENT] = tree.parent
+    ints[:, REVOLUTE] = np.asarray(tree.revolute, dtype=bool)
+    ints[:, PERM] = perm
+    reals = np.zeros((n + 1, NREAL))
+    reals[:n, AX:AX + 3] = tree.axis
+    reals[:n, R0:R0 + 9] = np.asarray(tree.R0).reshape(n, 9)
+    reals[:n, P0:P0 + 3] = tree.p0
+    reals[:n, MASS] = tree.mass
+    reals[:n, COM:COM + 3] = tree.com
+    reals[:n, INER:INER + 9] = np.asarray(tree.inertia).reshape(n, 9)
+    reals[perm, ARM] = armature_user
+    reals[n, 0:3] = tree.gravity
+    return np.ascontiguousarray(ints), np.ascontiguousarray(reals)
+
+
+# ------------------------------------------------------------------ small tuple algebra
+@_jit
+def _add(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@_jit
+def _sub(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+@_jit
+def _scl(a, s):
+    return (a[0] * s, a[1] * s, a[2] * s)
+
+
+@_jit
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
 
 @_jit
 def _cross(a, b):
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                     a[0] * b[1] - a[1] * b[0]])
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
 
 
 @_jit
-def _joint_transform(revolute, axis, R0, p0, qi):
-    if revolute:
-        x, y, z = axis[0], axis[1], axis[2]
+def _get3(A, i, o):
+    return (A[i, o], A[i, o + 1], A[i, o + 2])
+
+
+@_jit
+def _set3(A, i, o, v):
+    A[i, o] = v[0]
+    A[i, o + 1] = v[1]
+    A[i, o + 2] = v[2]
+
+
+@_jit
+def _acc3(A, i, o, v):
+    A[i, o] += v[0]
+    A[i, o + 1] += v[1]
+    A[i, o + 2] += v[2]
+
+
+@_jit
+def _get9(A, i, o):
+    return (A[i, o], A[i, o + 1], A[i, o + 2], A[i, o + 3], A[i, o + 4], A[i, o + 5],
+            A[i, o + 6], A[i, o + 7], A[i, o + 8])
+
+
+@_jit
+def _set9(A, i, o, R):
+    for k in range(9):
+        A[i, o + k] = R[k]
+
+
+@_jit
+def _mv(R, v):
+    """R v for R a row-major 9-tuple."""
+    return (R[0] * v[0] + R[1] * v[1] + R[2] * v[2],
+            R[3] * v[0] + R[4] * v[1] + R[5] * v[2],
+            R[6] * v[0] + R[7] * v[1] + R[8] * v[2])
+
+
+@_jit
+def _mtv(R, v):
+    """R^T v for R a row-major 9-tuple."""
+    return (R[0] * v[0] + R[3] * v[1] + R[6] * v[2],
+            R[1] * v[0] + R[4] * v[1] + R[7] * v[2],
+            R[2] * v[0] + R[5] * v[1] + R[8] * v[2])
+
+
+@_jit
+def _mm(A, B):
+    """Return A B for row-major 9-tuples."""
+    return (A[0] * B[0] + A[1] * B[3] + A[2] * B[6], A[0] * B[1] + A[1] * B[4] + A[2] * B[7],
+            A[0] * B[2] + A[1] * B[5] + A[2] * B[8],
+            A[3] * B[0] + A[4] * B[3] + A[5] * B[6], A[3] * B[1] + A[4] * B[4] + A[5] * B[7],
+            A[3] * B[2] + A[4] * B[5] + A[5] * B[8],
+            A[6] * B[0] + A[7] * B[3] + A[8] * B[6], A[6] * B[1] + A[7] * B[4] + A[8] * B[7],
+            A[6] * B[2] + A[7] * B[5] + A[8] * B[8])
+
+
+@_jit
+def _mmt(A, B):
+    """Return A B^T for row-major 9-tuples."""
+    return (A[0] * B[0] + A[1] * B[1] + A[2] * B[2], A[0] * B[3] + A[1] * B[4] + A[2] * B[5],
+            A[0] * B[6] + A[1] * B[7] + A[2] * B[8],
+            A[3] * B[0] + A[4] * B[1] + A[5] * B[2], A[3] * B[3] + A[4] * B[4] + A[5] * B[5],
+            A[3] * B[6] + A[4] * B[7] + A[5] * B[8],
+            A[6] * B[0] + A[7] * B[1] + A[8] * B[2], A[6] * B[3] + A[7] * B[4] + A[8] * B[5],
+            A[6] * B[6] + A[7] * B[7] + A[8] * B[8])
+
+
+@_jit
+def _joint(ints, reals, i, qi):
+    """(R, p) of body i in its parent's frame at joint coordinate qi; R a row-major 9-tuple."""
+    Rz = _get9(reals, i, R0)
+    pz = _get3(reals, i, P0)
+    x, y, z = reals[i, AX], reals[i, AX + 1], reals[i, AX + 2]
+    if ints[i, REVOLUTE]:
         c, s = np.cos(qi), np.sin(qi)
         t = 1.0 - c
-        Rq = np.array([[t * x * x + c, t * x * y - s * z, t * x * z + s * y],
-                       [t * x * y + s * z, t * y * y + c, t * y * z - s * x],
-                       [t * x * z - s * y, t * y * z + s * x, t * z * z + c]])
-        return R0 @ Rq, p0.copy()
-    return R0.copy(), p0 + R0 @ (axis * qi)
+        Rq = (t * x * x + c, t * x * y - s * z, t * x * z + s * y,
+              t * x * y + s * z, t * y * y + c, t * y * z - s * x,
+              t * x * z - s * y, t * y * z + s * x, t * z * z + c)
+        return _mm(Rz, Rq), pz
+    return Rz, _add(pz, _mv(Rz, (x * qi, y * qi, z * qi)))
 
 
 @_jit
-def rnea_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity, q, qd, qdd,
-                f_ext):
-    """Recursive Newton-Euler in body frames; f_ext is (n, 6) body-frame wrenches or (0, 6)."""
-    n = parent.shape[0]
-    Rs = np.empty((n, 3, 3))
-    ps = np.empty((n, 3))
-    w = np.empty((n, 3))
-    dw = np.empty((n, 3))
-    a = np.empty((n, 3))
-    f = np.empty((n, 3))
-    m = np.empty((n, 3))
-    zero = np.zeros(3)
+def _load(ints, x, n, wk, col):
+    """Copy user-order x into column col of wk in internal order; False if not finite."""
+    if x.shape[0] != n:
+        return False
+    for u in range(n):
+        v = x[u]
+        if not np.isfinite(v):
+            return False
+        wk[ints[u, PERM], col] = v
+    return True
+
+
+# ------------------------------------------------------------------ Newton-Euler (002)
+# work array columns: R (9), p (3), w (3), dw (3), a (3), f (3), m (3), q, qd, qdd, tau
+_WR, _WP, _WW, _WDW, _WA, _WF, _WM = 0, 9, 12, 15, 18, 21, 24
+_WQ, _WQD, _WQDD, _WTAU = 27, 28, 29, 30
+_NW = 31
+
+
+@_jit
+def _rnea(ints, reals, gscale, W, wk):
+    """Newton-Euler in body frames on wk's q, qd, qdd columns; tau into wk's tau column."""
+    n = ints.shape[0]
+    g = (reals[n, 0] * gscale, reals[n, 1] * gscale, reals[n, 2] * gscale)
+    zero = (0.0, 0.0, 0.0)
+    has_w = W.shape[0] == n
     for i in range(n):
-        R, r = _joint_transform(revolute[i], axis[i], R0[i], p0[i], q[i])
-        Rs[i] = R
-        ps[i] = r
-        par = parent[i]
+        R, r = _joint(ints, reals, i, wk[i, _WQ])
+        _set9(wk, i, _WR, R)
+        _set3(wk, i, _WP, r)
+        par = ints[i, PARENT]
         if par < 0:
-            w_p, dw_p, a_p = zero, zero, -gravity
+            wp, dwp, ap = zero, zero, (-g[0], -g[1], -g[2])
         else:
-            w_p, dw_p, a_p = w[par], dw[par], a[par]
-        z = axis[i]
-        RT = R.T
-        a_o = RT @ (a_p + _cross(dw_p, r) + _cross(w_p, _cross(w_p, r)))
-        w_in = RT @ w_p
-        dw_in = RT @ dw_p
-        if revolute[i]:
-            w[i] = w_in + z * qd[i]
-            dw[i] = dw_in + z * qdd[i] + _cross(w_in, z * qd[i])
-            a[i] = a_o
+            wp, dwp, ap = _get3(wk, par, _WW), _get3(wk, par, _WDW), _get3(wk, par, _WA)
+        ao = _mtv(R, _add(ap, _add(_cross(dwp, r), _cross(wp, _cross(wp, r)))))
+        win = _mtv(R, wp)
+        dwin = _mtv(R, dwp)
+        z = _get3(reals, i, AX)
+        zqd = _scl(z, wk[i, _WQD])
+        zqdd = _scl(z, wk[i, _WQDD])
+        if ints[i, REVOLUTE]:
+            wi = _add(win, zqd)
+            dwi = _add(_add(dwin, zqdd), _cross(win, zqd))
+            ai = ao
         else:
-            w[i] = w_in
-            dw[i] = dw_in
-            a[i] = a_o + z * qdd[i] + 2.0 * _cross(w_in, z * qd[i])
-        c = com[i]
-        a_c = a[i] + _cross(dw[i], c) + _cross(w[i], _cross(w[i], c))
-        F = mass[i] * a_c
-        f[i] = F
-        m[i] = inertia[i] @ dw[i] + _cross(w[i], inertia[i] @ w[i]) + _cross(c, F)
-        if f_ext.shape[0] == n:
-            f[i] -= f_ext[i, :3]
-            m[i] -= f_ext[i, 3:]
-    tau = np.empty(n)
+            wi = win
+            dwi = dwin
+            ai = _add(_add(ao, zqdd), _scl(_cross(win, zqd), 2.0))
+        _set3(wk, i, _WW, wi)
+        _set3(wk, i, _WDW, dwi)
+        _set3(wk, i, _WA, ai)
+        c = _get3(reals, i, COM)
+        ac = _add(ai, _add(_cross(dwi, c), _cross(wi, _cross(wi, c))))
+        F = _scl(ac, reals[i, MASS])
+        Ib = _get9(reals, i, INER)
+        Mo = _add(_add(_mv(Ib, dwi), _cross(wi, _mv(Ib, wi))), _cross(c, F))
+        if has_w:
+            F = _sub(F, (W[i, 0], W[i, 1], W[i, 2]))
+            Mo = _sub(Mo, (W[i, 3], W[i, 4], W[i, 5]))
+        _set3(wk, i, _WF, F)
+        _set3(wk, i, _WM, Mo)
     for i in range(n - 1, -1, -1):
-        z = axis[i]
-        if revolute[i]:
-            tau[i] = z @ m[i]
-        else:
-            tau[i] = z @ f[i]
-        par = parent[i]
+        z = _get3(reals, i, AX)
+        F = _get3(wk, i, _WF)
+        Mo = _get3(wk, i, _WM)
+        wk[i, _WTAU] = _dot(z, Mo) if ints[i, REVOLUTE] else _dot(z, F)
+        par = ints[i, PARENT]
         if par >= 0:
-            fp = Rs[i] @ f[i]
-            f[par] += fp
-            m[par] += Rs[i] @ m[i] + _cross(ps[i], fp)
-    return tau
+            R = _get9(wk, i, _WR)
+            fp = _mv(R, F)
+            _acc3(wk, par, _WF, fp)
+            _acc3(wk, par, _WM, _add(_mv(R, Mo), _cross(_get3(wk, i, _WP), fp)))
 
 
 @_jit
-def crba_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, q):
-    """Composite-rigid-body algorithm with spatial quantities in the root frame."""
-    n = parent.shape[0]
-    R = np.empty((n, 3, 3))
-    p = np.empty((n, 3))
-    Ic = np.zeros((n, 6, 6))
-    S = np.zeros((n, 6))
+def _rnea_row(ints, reals, q, qd, qdd, mode, W, wk, out):
+    """One Newton-Euler evaluation in user order into out; False on a bad input."""
+    n = ints.shape[0]
+    if not _load(ints, q, n, wk, _WQ):
+        return False
+    if mode == GRAVITY:
+        wk[:, _WQD] = 0.0
+    elif not _load(ints, qd, n, wk, _WQD):
+        return False
+    if mode == ID:
+        if not _load(ints, qdd, n, wk, _WQDD):
+            return False
+    else:
+        wk[:, _WQDD] = 0.0
+    _rnea(ints, reals, 0.0 if mode == CORIOLIS else 1.0, W, wk)
+    for u in range(n):
+        k = ints[u, PERM]
+        out[u] = wk[k, _WTAU] + reals[k, ARM] * wk[k, _WQDD]
+    return True
+
+
+@_jit
+def rnea(ints, reals, q, qd, qdd, mode, W, out):
+    """
+    Newton-Euler (002) in user order into out (n,); False on a bad input.
+
+    mode ID: M q'' + C*(q' kron q') + G - external wrenches W (internal order, (n, 6) body-frame,
+    or (0, 6)), armature included; GRAVITY: G (qd, qdd ignored); CORIOLIS: C*(q' kron q');
+    BIAS: C*(q' kron q') + G (qdd ignored).
+    """
+    return _rnea_row(ints, reals, q, qd, qdd, mode, W, np.empty((ints.shape[0], _NW)), out)
+
+
+@_jit
+def rnea_batch(ints, reals, Q, Qd, Qdd, mode, out):
+    """:func:`rnea` over the rows of (N, n) arrays into out (N, n); False on a bad input."""
+    n = ints.shape[0]
+    N = Q.shape[0]
+    wk = np.empty((n, _NW))
+    W = np.zeros((0, 6))
+    if Q.shape[1] != n or Qd.shape[0] != N or Qdd.shape[0] != N:
+        return False
+    for r in range(N):
+        if not _rnea_row(ints, reals, Q[r], Qd[r], Qdd[r], mode, W, wk, out[r]):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ CRBA and dM/dq
+# work array columns (root frame): R (9), p (3), S (6), composite m, h (3), Io (9), F = Ic S (6),
+# q, qd
+_CR, _CP, _CS, _CM, _CH, _CI, _CF, _CQ, _CQD = 0, 9, 12, 18, 19, 22, 31, 37, 38
+_NC = 39
+
+
+@_jit
+def _inertia_times(wk, k, sw, sv):
+    """Composite spatial inertia of body k times the motion vector (sw, sv)."""
+    m = wk[k, _CM]
+    h = _get3(wk, k, _CH)
+    Io = _get9(wk, k, _CI)
+    return _add(_mv(Io, sw), _cross(h, sv)), _add(_scl(sv, m), _cross(sw, h))
+
+
+@_jit
+def _crba_pass(ints, reals, wk):
+    """Kinematics, motion subspaces S, composite inertias Ic and F = Ic S, about the root."""
+    n = ints.shape[0]
     for i in range(n):
-        Rl, pl = _joint_transform(revolute[i], axis[i], R0[i], p0[i], q[i])
-        par = parent[i]
+        Rl, pl = _joint(ints, reals, i, wk[i, _CQ])
+        par = ints[i, PARENT]
         if par < 0:
-            R[i] = Rl
-            p[i] = pl
+            R, p = Rl, pl
         else:
-            R[i] = R[par] @ Rl
-            p[i] = p[par] + R[par] @ pl
-        a = R[i] @ axis[i]
-        if revolute[i]:
-            S[i, :3] = a
-            S[i, 3:] = _cross(p[i], a)
+            Rp = _get9(wk, par, _CR)
+            R = _mm(Rp, Rl)
+            p = _add(_get3(wk, par, _CP), _mv(Rp, pl))
+        _set9(wk, i, _CR, R)
+        _set3(wk, i, _CP, p)
+        a = _mv(R, _get3(reals, i, AX))
+        if ints[i, REVOLUTE]:
+            _set3(wk, i, _CS, a)
+            _set3(wk, i, _CS + 3, _cross(p, a))
         else:
-            S[i, 3:] = a
-        c = p[i] + R[i] @ com[i]
-        IG = R[i] @ inertia[i] @ R[i].T
-        mi = mass[i]
-        C = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
-        Ic[i, :3, :3] = IG + mi * (C @ C.T)
-        Ic[i, :3, 3:] = mi * C
-        Ic[i, 3:, :3] = mi * C.T
-        for k in range(3):
-            Ic[i, 3 + k, 3 + k] = mi
+            _set3(wk, i, _CS, (0.0, 0.0, 0.0))
+            _set3(wk, i, _CS + 3, a)
+        m = reals[i, MASS]
+        c = _add(p, _mv(R, _get3(reals, i, COM)))
+        IG = _mmt(_mm(R, _get9(reals, i, INER)), R)
+        cc = _dot(c, c)
+        wk[i, _CM] = m
+        _set3(wk, i, _CH, _scl(c, m))
+        _set9(wk, i, _CI, (IG[0] + m * (cc - c[0] * c[0]), IG[1] - m * c[0] * c[1],
+                           IG[2] - m * c[0] * c[2], IG[3] - m * c[1] * c[0],
+                           IG[4] + m * (cc - c[1] * c[1]), IG[5] - m * c[1] * c[2],
+                           IG[6] - m * c[2] * c[0], IG[7] - m * c[2] * c[1],
+                           IG[8] + m * (cc - c[2] * c[2])))
     for i in range(n - 1, -1, -1):
-        if parent[i] >= 0:
-            Ic[parent[i]] += Ic[i]
-    M = np.zeros((n, n))
+        par = ints[i, PARENT]
+        if par >= 0:
+            for k in range(_CM, _CI + 9):
+                wk[par, k] += wk[i, k]
     for j in range(n):
-        F = Ic[j] @ S[j]
+        fn, ff = _inertia_times(wk, j, _get3(wk, j, _CS), _get3(wk, j, _CS + 3))
+        _set3(wk, j, _CF, fn)
+        _set3(wk, j, _CF + 3, ff)
+
+
+@_jit
+def _sdot(wk, i, fn, ff):
+    """S_i . (fn, ff)."""
+    return _dot(_get3(wk, i, _CS), fn) + _dot(_get3(wk, i, _CS + 3), ff)
+
+
+@_jit
+def _crba_row(ints, reals, q, wk, out):
+    """M(q) in user order into out (n, n), armature included; False on a bad q."""
+    n = ints.shape[0]
+    if not _load(ints, q, n, wk, _CQ):
+        return False
+    _crba_pass(ints, reals, wk)
+    for u in range(n):
+        for v in range(n):
+            out[u, v] = 0.0
+    inv = np.empty(n, dtype=np.int64)
+    for u in range(n):
+        inv[ints[u, PERM]] = u
+    for j in range(n):
+        fn, ff = _get3(wk, j, _CF), _get3(wk, j, _CF + 3)
+        uj = inv[j]
         i = j
         while i >= 0:
-            v = S[i] @ F
-            M[i, j] = v
-            M[j, i] = v
-            i = parent[i]
-    return M
+            v = _sdot(wk, i, fn, ff)
+            out[inv[i], uj] = v
+            out[uj, inv[i]] = v
+            i = ints[i, PARENT]
+        out[uj, uj] += reals[j, ARM]
+    return True
 
 
+@_jit
+def crba(ints, reals, q, out):
+    """Composite-rigid-body M(q) in user order into out, armature included; False on bad q."""
+    return _crba_row(ints, reals, q, np.empty((ints.shape[0], _NC)), out)
+
+
+@_jit
+def crba_batch(ints, reals, Q, out):
+    """:func:`crba` over the rows of an (N, n) array into out (N, n, n); False on bad input."""
+    wk = np.empty((ints.shape[0], _NC))
+    if Q.shape[1] != ints.shape[0]:
+        return False
+    for r in range(Q.shape[0]):
+        if not _crba_row(ints, reals, Q[r], wk, out[r]):
+            return False
+    return True
+
+
+@_jit
+def _crf(sw, sv, fn, ff):
+    """Force cross product (sw, sv) x* (fn, ff)."""
+    return _add(_cross(sw, fn), _cross(sv, ff)), _cross(sw, ff)
+
+
+@_jit
+def _dmdq(ints, wk, dM):
+    """
+    dM/dq into dM[i, j, k] = dM_ij/dq_k (internal order) from a finished :func:`_crba_pass`.
+
+    With root-frame S, Ic and F_j = Ic_j S_j, for i an ancestor of (or equal to) j:
+    dM_ij/dq_k is 0 if k is at or above i (the whole sub-tree moves rigidly);
+    S_i . (S_k x* F_j) if k lies on the path strictly below i down to j;
+    S_i . (S_k x* (Ic_k S_j) - Ic_k (S_k x S_j)) if k is a proper descendant of j;
+    and 0 otherwise. (000 eq. 101 takes C* from these derivatives.)
+    """
+    n = ints.shape[0]
+    dM[:, :, :] = 0.0
+    for j in range(n):
+        Fn, Ff = _get3(wk, j, _CF), _get3(wk, j, _CF + 3)
+        k = j
+        while k >= 0:
+            Dn, Df = _crf(_get3(wk, k, _CS), _get3(wk, k, _CS + 3), Fn, Ff)
+            i = ints[k, PARENT]
+            while i >= 0:
+                v = _sdot(wk, i, Dn, Df)
+                dM[i, j, k] = v
+                dM[j, i, k] = v
+                i = ints[i, PARENT]
+            k = ints[k, PARENT]
+    for k in range(n):
+        skw, skv = _get3(wk, k, _CS), _get3(wk, k, _CS + 3)
+        j = ints[k, PARENT]
+        while j >= 0:
+            sjw, sjv = _get3(wk, j, _CS), _get3(wk, j, _CS + 3)
+            an, af = _inertia_times(wk, k, sjw, sjv)
+            Bn, Bf = _crf(skw, skv, an, af)
+            # crm(S_k) S_j = (skw x sjw, skw x sjv + skv x sjw)
+            cn, cf = _inertia_times(wk, k, _cross(skw, sjw),
+                                    _add(_cross(skw, sjv), _cross(skv, sjw)))
+            Bn, Bf = _sub(Bn, cn), _sub(Bf, cf)
+            i = j
+            while i >= 0:
+                v = _sdot(wk, i, Bn, Bf)
+                dM[i, j, k] = v
+                dM[j, i, k] = v
+                i = ints[i, PARENT]
+            j = ints[j, PARENT]
+
+
+@_jit
+def _cstar_row(ints, reals, q, wk, dM, out):
+    """C*(q) in user order into out (n, n^2); False on a bad q."""
+    n = ints.shape[0]
+    if not _load(ints, q, n, wk, _CQ):
+        return False
+    _crba_pass(ints, reals, wk)
+    _dmdq(ints, wk, dM)
+    for u in range(n):
+        i = ints[u, PERM]
+        for v in range(n):
+            j = ints[v, PERM]
+            for w in range(n):
+                k = ints[w, PERM]
+                out[u, v * n + w] = dM[i, j, k] - 0.5 * dM[k, j, i]
+    return True
+
+
+@_jit
+def coriolis_star(ints, reals, q, out):
+    """C*(q), n x n^2 in user order (000 eq. 101), into out; False on a bad q."""
+    n = ints.shape[0]
+    return _cstar_row(ints, reals, q, np.empty((n, _NC)), np.empty((n, n, n)), out)
+
+
+@_jit
+def coriolis_star_batch(ints, reals, Q, out):
+    """:func:`coriolis_star` over the rows of an (N, n) array into out; False on bad input."""
+    n = ints.shape[0]
+    wk = np.empty((n, _NC))
+    dM = np.empty((n, n, n))
+    if Q.shape[1] != n:
+        return False
+    for r in range(Q.shape[0]):
+        if not _cstar_row(ints, reals, Q[r], wk, dM, out[r]):
+            return False
+    return True
+
+
+@_jit
+def _coriolis_matrix_row(ints, reals, q, qd, wk, dM, out):
+    """Coriolis matrix sum_k Gamma[:, :, k] q'_k in user order into out; False on bad input."""
+    n = ints.shape[0]
+    if not (_load(ints, q, n, wk, _CQ) and _load(ints, qd, n, wk, _CQD)):
+        return False
+    _crba_pass(ints, reals, wk)
+    _dmdq(ints, wk, dM)
+    # Gamma_ijk = 1/2 (C*_ijk + C*_ikj) = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i)
+    for u in range(n):
+        i = ints[u, PERM]
+        for v in range(n):
+            j = ints[v, PERM]
+            s = 0.0
+            for k in range(n):
+                s += (dM[i, j, k] + dM[i, k, j] - dM[j, k, i]) * wk[k, _CQD]
+            out[u, v] = 0.5 * s
+    return True
+
+
+@_jit
+def coriolis_matrix(ints, reals, q, qd, out):
+    """Write the n x n Coriolis matrix (M' - 2C skew) in user order; False on bad input."""
+    n = ints.shape[0]
+    return _coriolis_matrix_row(ints, reals, q, qd, np.empty((n, _NC)), np.empty((n, n, n)),
+                                out)
+
+
+@_jit
+def coriolis_matrix_batch(ints, reals, Q, Qd, out):
+    """:func:`coriolis_matrix` over the rows of (N, n) arrays into out; False on bad input."""
+    n = ints.shape[0]
+    wk = np.empty((n, _NC))
+    dM = np.empty((n, n, n))
+    if Q.shape[1] != n or Qd.shape[0] != Q.shape[0]:
+        return False
+    for r in range(Q.shape[0]):
+        if not _coriolis_matrix_row(ints, reals, Q[r], Qd[r], wk, dM, out[r]):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ forward dynamics
 @_jit
 def _cholesky_solve(M, b, rcond):
     """
@@ -181,9 +576,9 @@ def _cholesky_solve(M, b, rcond):
         # ||L^-1||_F^2 by forward substitution on the identity
         inv_norm = 0.0
         trace = 0.0
+        col = np.zeros(n)
         for c in range(n):
             trace += M[c, c]
-            col = np.zeros(n)
             for i in range(c, n):
                 t = 1.0 if i == c else 0.0
                 for k in range(c, i):
@@ -212,67 +607,155 @@ def _cholesky_solve(M, b, rcond):
 
 
 @_jit
-def forward_dynamics_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity,
-                            armature, damping, q, qd, tau):
-    """Return (ok, q'') of (M + diag(armature)) q'' = tau - damping q' - C*(q' kron q') - G."""
-    M = crba_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, q)
-    for i in range(M.shape[0]):
-        M[i, i] += armature[i]
-    bias = rnea_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity, q, qd,
-                       np.zeros_like(q), np.zeros((0, 6)))
-    return _cholesky_solve(M, tau - damping * qd - bias, 1e-12)
+def _fd_internal(ints, reals, q, qd, tau, damping, wk, cw, M):
+    """(ok, q'') in internal order of (M + armature) q'' = tau - damping q' - C* - G."""
+    n = ints.shape[0]
+    for i in range(n):
+        wk[i, _WQ] = q[i]
+        wk[i, _WQD] = qd[i]
+        wk[i, _WQDD] = 0.0
+        cw[i, _CQ] = q[i]
+    _rnea(ints, reals, 1.0, np.zeros((0, 6)), wk)
+    _crba_pass(ints, reals, cw)
+    for j in range(n):
+        for i in range(n):
+            M[i, j] = 0.0
+    for j in range(n):
+        fn, ff = _get3(cw, j, _CF), _get3(cw, j, _CF + 3)
+        i = j
+        while i >= 0:
+            v = _sdot(cw, i, fn, ff)
+            M[i, j] = v
+            M[j, i] = v
+            i = ints[i, PARENT]
+        M[j, j] += reals[j, ARM]
+    rhs = np.empty(n)
+    for i in range(n):
+        rhs[i] = tau[i] - damping[i] * qd[i] - wk[i, _WTAU]
+    return _cholesky_solve(M, rhs, 1e-12)
 
 
 @_jit
-def rk4_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity, armature,
-               damping, q, qd, tau, dt, steps):
-    """Integrate ``steps`` RK4 steps of length dt with tau held; ok False if M is singular."""
-    args = (parent, revolute, axis, R0, p0, mass, com, inertia, gravity, armature, damping)
+def _to_internal(ints, x, n):
+    v = np.empty(n)
+    for u in range(n):
+        if not np.isfinite(x[u]):
+            v[0] = np.nan
+            return False, v
+        v[ints[u, PERM]] = x[u]
+    return True, v
+
+
+@_jit
+def forward_dynamics(ints, reals, q, qd, tau, damping, out):
+    """Write q'' in user order into out; False on a bad input or a singular M."""
+    n = ints.shape[0]
+    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n:
+        return False
+    ok1, qi = _to_internal(ints, q, n)
+    ok2, qdi = _to_internal(ints, qd, n)
+    ok3, ti = _to_internal(ints, tau, n)
+    ok4, di = _to_internal(ints, damping, n)
+    if not (ok1 and ok2 and ok3 and ok4):
+        return False
+    ok, a = _fd_internal(ints, reals, qi, qdi, ti, di, np.empty((n, _NW)), np.empty((n, _NC)),
+                         np.empty((n, n)))
+    if not ok:
+        return False
+    for u in range(n):
+        out[u] = a[ints[u, PERM]]
+    return True
+
+
+@_jit
+def forward_dynamics_batch(ints, reals, Q, Qd, Tau, damping, out):
+    """:func:`forward_dynamics` over the rows of (N, n) arrays into out; False on failure."""
+    N = Q.shape[0]
+    if Q.shape[1] != ints.shape[0] or Qd.shape[0] != N or Tau.shape[0] != N:
+        return False
+    for r in range(N):
+        if not forward_dynamics(ints, reals, Q[r], Qd[r], Tau[r], damping, out[r]):
+            return False
+    return True
+
+
+@_jit
+def rk4(ints, reals, q, qd, tau, damping, dt, steps, out):
+    """
+    Integrate ``steps`` RK4 steps of length dt with tau held, user order.
+
+    Writes (q, q') into out (2, n); False on a bad input or a singular M.
+    """
+    n = ints.shape[0]
+    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n:
+        return False
+    ok1, x = _to_internal(ints, q, n)
+    ok2, v = _to_internal(ints, qd, n)
+    ok3, t = _to_internal(ints, tau, n)
+    ok4, d = _to_internal(ints, damping, n)
+    if not (ok1 and ok2 and ok3 and ok4 and np.isfinite(dt)):
+        return False
+    wk = np.empty((n, _NW))
+    cw = np.empty((n, _NC))
+    M = np.empty((n, n))
     for _ in range(steps):
-        ok1, a1 = forward_dynamics_kernel(*args, q, qd, tau)
-        ok2, a2 = forward_dynamics_kernel(*args, q + dt / 2 * qd, qd + dt / 2 * a1, tau)
-        v2 = qd + dt / 2 * a1
-        ok3, a3 = forward_dynamics_kernel(*args, q + dt / 2 * v2, qd + dt / 2 * a2, tau)
-        v3 = qd + dt / 2 * a2
-        ok4, a4 = forward_dynamics_kernel(*args, q + dt * v3, qd + dt * a3, tau)
-        v4 = qd + dt * a3
+        ok1, a1 = _fd_internal(ints, reals, x, v, t, d, wk, cw, M)
+        v2 = v + dt / 2 * a1
+        ok2, a2 = _fd_internal(ints, reals, x + dt / 2 * v, v2, t, d, wk, cw, M)
+        v3 = v + dt / 2 * a2
+        ok3, a3 = _fd_internal(ints, reals, x + dt / 2 * v2, v3, t, d, wk, cw, M)
+        v4 = v + dt * a3
+        ok4, a4 = _fd_internal(ints, reals, x + dt * v3, v4, t, d, wk, cw, M)
         if not (ok1 and ok2 and ok3 and ok4):
-            return False, q, qd
-        q = q + dt / 6 * (qd + 2 * v2 + 2 * v3 + v4)
-        qd = qd + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
-    return True, q, qd
+            return False
+        x = x + dt / 6 * (v + 2 * v2 + 2 * v3 + v4)
+        v = v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+    for u in range(n):
+        out[0, u] = x[ints[u, PERM]]
+        out[1, u] = v[ints[u, PERM]]
+    return True
 
 
-@_jit
-def rnea_batch_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity, Q, Qd,
-                      Qdd):
-    """rnea_kernel over the rows of (N, n) arrays."""
-    N, n = Q.shape
-    out = np.empty((N, n))
-    no_ext = np.zeros((0, 6))
-    for k in range(N):
-        out[k] = rnea_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, gravity,
-                             Q[k], Qd[k], Qdd[k], no_ext)
-    return out
+# ------------------------------------------------------------------ native entry points
+_I = nt.int64[:, ::1]
+_R = nt.float64[:, ::1]
+_V = nt.float64[:]
+_A2 = nt.float64[:, :]
+_O1 = nt.float64[::1]
+_O2 = nt.float64[:, ::1]
+_O3 = nt.float64[:, :, ::1]
+_SIGNATURES = {
+    'rnea': (rnea, (_I, _R, _V, _V, _V, nt.int64, _A2, _O1)),
+    'rnea_batch': (rnea_batch, (_I, _R, _A2, _A2, _A2, nt.int64, _O2)),
+    'crba': (crba, (_I, _R, _V, _O2)),
+    'crba_batch': (crba_batch, (_I, _R, _A2, _O3)),
+    'coriolis_star': (coriolis_star, (_I, _R, _V, _O2)),
+    'coriolis_star_batch': (coriolis_star_batch, (_I, _R, _A2, _O3)),
+    'coriolis_matrix': (coriolis_matrix, (_I, _R, _V, _V, _O2)),
+    'coriolis_matrix_batch': (coriolis_matrix_batch, (_I, _R, _A2, _A2, _O3)),
+    'forward_dynamics': (forward_dynamics, (_I, _R, _V, _V, _V, _V, _O1)),
+    'forward_dynamics_batch': (forward_dynamics_batch, (_I, _R, _A2, _A2, _A2, _V, _O2)),
+    'rk4': (rk4, (_I, _R, _V, _V, _V, _V, nt.float64, nt.int64, _O2)),
+}
 
 
-@_jit
-def crba_batch_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, Q):
-    """crba_kernel over the rows of an (N, n) array."""
-    N, n = Q.shape
-    out = np.empty((N, n, n))
-    for k in range(N):
-        out[k] = crba_kernel(parent, revolute, axis, R0, p0, mass, com, inertia, Q[k])
-    return out
+class _Native:
+    """
+    Entry points of the kernels for the argument types above, compiled on first use.
+
+    ``native.rnea(...)`` calls the compiled code without numba's per-call type dispatch;
+    the caller must pass exactly those types: int64 / float64 arrays of the stated
+    dimensions (the entry point does not check dtype or ndim).
+    """
+
+    def __getattr__(self, name):
+        try:
+            kernel, signature = _SIGNATURES[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        entry = kernel.compile(signature)
+        setattr(self, name, entry)
+        return entry
 
 
-def tree_args(tree: KinematicTree) -> tuple:
-    """Return the tree's arrays in the kernels' argument order (contiguous, typed)."""
-    return (np.ascontiguousarray(tree.parent, dtype=np.int64),
-            np.ascontiguousarray(tree.revolute, dtype=np.bool_),
-            np.ascontiguousarray(tree.axis, dtype=np.float64),
-            np.ascontiguousarray(tree.R0, dtype=np.float64),
-            np.ascontiguousarray(tree.p0, dtype=np.float64),
-            np.ascontiguousarray(tree.mass, dtype=np.float64),
-            np.ascontiguousarray(tree.com, dtype=np.float64),
-            np.ascontiguousarray(tree.inertia, dtype=np.float64))
+native = _Native()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .algorithms.coriolis_star import christoffel, coriolis_matrix, coriolis_star
+from .algorithms.coriolis_star import coriolis_star
 from .algorithms.crba import crba
 from .algorithms.forward_dynamics import solve_mass_matrix
 from .algorithms.jacobians import hessian_r, hessian_t, jacobian_r, jacobian_t
@@ -26,7 +26,7 @@ from .algorithms.jsim_explicit import jsim_explicit
 from .algorithms.kinematics import com_positions, forward_kinematics, world_axes
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .errors import ModelError, SingularMassMatrixError
-from .kernels import crba_kernel, rk4_kernel, rnea_kernel, tree_args
+from .kernels import BIAS, CORIOLIS, GRAVITY, ID, native, pack
 from .urdf_loader import JointInfo, parse_urdf
 
 MASS_MATRIX_METHODS = {
@@ -35,6 +35,9 @@ MASS_MATRIX_METHODS = {
     'crba': crba,                       # composite rigid bodies
 }
 
+_F64 = np.dtype(np.float64)
+_NO_WRENCH = np.zeros((0, 6))
+
 
 class RobotModel:
     """
@@ -42,14 +45,14 @@ class RobotModel:
 
     Build it with :meth:`from_urdf_file`, :meth:`from_urdf_string` or
     :func:`kron_dynamics.dh.model_from_dh`. q, qd, qdd and tau are 1-D arrays of length
-    ``n`` in ``joint_names`` order, SI units (rad, m, N m, N).
+    ``n`` in ``joint_names`` order, SI units (rad, m, N m, N). Every method also takes a
+    batch: arrays of shape (N, n) (1-D ones are broadcast), and returns the results stacked
+    along a new first axis.
     """
 
     def __init__(self, parsed, joint_names=None, armature=None):
         self._parsed = parsed
         self.tree = parsed.tree
-        self._args = tree_args(parsed.tree)
-        self._no_wrench = np.zeros((0, 6))
         self.name: str = parsed.name
         self.root_link: str = parsed.root_link
         self.total_mass: float = parsed.total_mass
@@ -81,6 +84,11 @@ class RobotModel:
             raise ModelError(str(exc)) from None
         if np.any(self.armature < 0):
             raise ModelError('armature must be >= 0')
+        self._ints, self._reals = pack(self.tree, self._perm, self.armature)
+        self._zeros = np.zeros(self.n)
+        self._n = self.n
+        self._nn = (self.n, self.n)
+        self._nnn = (self.n, self.n * self.n)
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -152,6 +160,42 @@ class RobotModel:
             raise ValueError(f'{name} is not finite at joint(s) {names}')
         return v
 
+    def _inputs(self, **arrays):
+        """
+        Check joint arrays given as (n,) or as a batch (N, n); return (arrays, N).
+
+        N is None when every array is 1-D. In a batch, 1-D arrays are broadcast to (N, n).
+        Raises ValueError naming the array, the row and the joints at fault.
+        """
+        n = self.n
+        out = {}
+        N = None
+        for name, x in arrays.items():
+            try:
+                v = np.asarray(x, dtype=float)
+            except (TypeError, ValueError):
+                raise ValueError(f'{name} must be an array of {n} numbers (or N x {n})') from None
+            if v.ndim == 2 and v.shape[1] == n:
+                if N is not None and v.shape[0] != N:
+                    raise ValueError(f'{name} has {v.shape[0]} rows, the other inputs {N}')
+                N = v.shape[0]
+            elif v.shape != (n,):
+                raise ValueError(f'{name} must have shape ({n},) or (N, {n}), got {v.shape}')
+            bad = ~np.isfinite(v)
+            if bad.any():
+                if v.ndim == 1:
+                    names = [self.joint_names[i] for i in np.nonzero(bad)[0]]
+                    raise ValueError(f'{name} is not finite at joint(s) {names}')
+                row = int(np.nonzero(bad.any(axis=1))[0][0])
+                names = [self.joint_names[i] for i in np.nonzero(bad[row])[0]]
+                raise ValueError(f'{name}[{row}] is not finite at joint(s) {names}')
+            out[name] = v
+        if N is not None:
+            for name, v in out.items():
+                if v.ndim == 1:
+                    out[name] = np.broadcast_to(v, (N, n))
+        return list(out.values()), N
+
     def _internal(self, x, name: str) -> np.ndarray:
         v = np.empty(self.n)
         v[self._perm] = self._vector(x, name)
@@ -176,9 +220,21 @@ class RobotModel:
         except KeyError:
             raise ModelError(f"unknown link '{link}'") from None
 
+    def _per_row(self, function, N, *rows):
+        """Stack function(*row) over the rows of batch inputs (tuples are stacked per item)."""
+        results = [function(*(r[k] for r in rows)) for k in range(N)]
+        if N == 0:
+            raise ValueError('empty batch: no rows to evaluate')
+        if isinstance(results[0], tuple):
+            return tuple(np.stack(items) for items in zip(*results))
+        return np.stack(results) if isinstance(results[0], np.ndarray) else np.array(results)
+
     # ----------------------------------------------------------------- kinematics
     def link_pose(self, q, link: str):
         """Return (R, p): orientation and origin of a link frame in the root frame."""
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(lambda x: self.link_pose(x, link), N, q)
         body, Rb, pb = self._frame(link)
         if body < 0:
             return Rb.copy(), pb.copy()
@@ -200,12 +256,18 @@ class RobotModel:
 
         ``point`` is expressed in the link frame. 000 eqs. (29), (37), (45).
         """
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(lambda x: self.jacobians(x, link, point), N, q)
         body, x, axes, p = self._point(q, link, point)
         return (self._cols(jacobian_t(self.tree, body, x, axes, p)),
                 self._cols(jacobian_r(self.tree, body, axes)))
 
     def hessians(self, q, link: str, point=None):
         """(H_T, H_R), each 3 x n^2: H[:, s*n + k] = dJ[:, s]/dq_k (000 eqs. 5, 51, 60, 67)."""
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(lambda x: self.hessians(x, link, point), N, q)
         body, x, axes, p = self._point(q, link, point)
         JT = jacobian_t(self.tree, body, x, axes, p)
         n = self.n
@@ -215,48 +277,114 @@ class RobotModel:
         return HT.reshape(3, n * n), HR.reshape(3, n * n)
 
     # ----------------------------------------------------------------- dynamics
+    # Each method first tries the compiled kernel's entry point directly (1-D float64 arrays,
+    # checked inside the kernel); anything else, and any input the kernel refuses, takes the
+    # general path, which converts, checks with a descriptive error, and handles batches.
     def mass_matrix(self, q, method: str | None = None) -> np.ndarray:
         """
-        Return M(q), n x n, armature included.
+        Return M(q), n x n (or N x n x n for a batch), armature included.
 
         ``method``: None (compiled CRBA, the fast default), 'jacobian' (000 eq. 95),
         'explicit' (003 eqs. 30-37) or 'crba' (readable reference implementations).
         """
         if method is None:
-            M = crba_kernel(*self._args, self._internal(q, 'q'))
-        else:
             try:
-                algorithm = MASS_MATRIX_METHODS[method]
-            except KeyError:
-                raise ValueError(f"unknown mass-matrix method '{method}'; "
-                                 f'choose one of {sorted(MASS_MATRIX_METHODS)}') from None
-            M = algorithm(self.tree, self._internal(q, 'q'))
+                if q.dtype is _F64 and q.ndim == 1:
+                    M = np.empty(self._nn)
+                    if native.crba(self._ints, self._reals, q, M):
+                        return M
+            except AttributeError:
+                pass
+            (q,), N = self._inputs(q=q)
+            return self._run(native.crba, native.crba_batch, N, (self._n, self._n), q)
+        try:
+            algorithm = MASS_MATRIX_METHODS[method]
+        except KeyError:
+            raise ValueError(f"unknown mass-matrix method '{method}'; "
+                             f'choose one of {sorted(MASS_MATRIX_METHODS)}') from None
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(lambda x: self.mass_matrix(x, method), N, q)
+        M = algorithm(self.tree, self._internal(q, 'q'))
         return self._square(M) + np.diag(self.armature)
 
-    def coriolis_star(self, q) -> np.ndarray:
-        """C*(q), n x n^2 (000 eq. 101): C*[i, j*n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i."""
+    def coriolis_star(self, q, method: str | None = None) -> np.ndarray:
+        """
+        C*(q), n x n^2 (000 eq. 101): C*[i, j*n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i.
+
+        ``method``: None (compiled, from the spatial derivatives of the CRBA terms) or
+        'hessian' (the readable form: dM/dq from the Jacobians and Hessians of 000 eq. 95).
+        """
+        if method is None:
+            try:
+                if q.dtype is _F64 and q.ndim == 1:
+                    C = np.empty(self._nnn)
+                    if native.coriolis_star(self._ints, self._reals, q, C):
+                        return C
+            except AttributeError:
+                pass
+            (q,), N = self._inputs(q=q)
+            return self._run(native.coriolis_star, native.coriolis_star_batch, N,
+                             self._nnn, q)
+        if method != 'hessian':
+            raise ValueError(f"unknown C* method '{method}'; choose None or 'hessian'")
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(lambda x: self.coriolis_star(x, method), N, q)
         return self._cube(coriolis_star(self.tree, self._internal(q, 'q')))
 
     def christoffel(self, q) -> np.ndarray:
         """Christoffel symbols of the first kind, n x n^2 (reshape(n, n, n) gives [i, j, k])."""
-        return self._cube(christoffel(self.tree, self._internal(q, 'q')))
+        C = self.coriolis_star(q)
+        n = self.n
+        C3 = C.reshape(C.shape[:-2] + (n, n, n))
+        return (0.5 * (C3 + np.swapaxes(C3, -1, -2))).reshape(C.shape)
 
     def coriolis_matrix(self, q, qd) -> np.ndarray:
         """Return the n x n Coriolis matrix C: M' - 2C is skew, C q' = C*(q' kron q')."""
-        C = coriolis_matrix(self.tree, self._internal(q, 'q'), self._internal(qd, 'qd'))
-        return self._square(C)
+        try:
+            if q.dtype is qd.dtype is _F64 and q.ndim == qd.ndim == 1:
+                C = np.empty(self._nn)
+                if native.coriolis_matrix(self._ints, self._reals, q, qd, C):
+                    return C
+        except AttributeError:
+            pass
+        (q, qd), N = self._inputs(q=q, qd=qd)
+        return self._run(native.coriolis_matrix, native.coriolis_matrix_batch, N, self._nn,
+                         q, qd)
 
     def coriolis_vector(self, q, qd) -> np.ndarray:
         """C*(q)(q' kron q'), by Newton-Euler with no gravity and no acceleration."""
-        return self._rnea(q, qd, None, gravity=np.zeros(3))
+        try:
+            if q.dtype is qd.dtype is _F64 and q.ndim == qd.ndim == 1:
+                tau = np.empty(self._n)
+                if native.rnea(self._ints, self._reals, q, qd, q, CORIOLIS, _NO_WRENCH, tau):
+                    return tau
+        except AttributeError:
+            pass
+        return self._rnea(CORIOLIS, q=q, qd=qd)
 
     def gravity_torque(self, q) -> np.ndarray:
         """G(q) = dV/dq, by Newton-Euler at rest."""
-        return self._rnea(q, None, None)
+        try:
+            if q.dtype is _F64 and q.ndim == 1:
+                tau = np.empty(self._n)
+                if native.rnea(self._ints, self._reals, q, q, q, GRAVITY, _NO_WRENCH, tau):
+                    return tau
+        except AttributeError:
+            pass
+        return self._rnea(GRAVITY, q=q)
 
     def bias_torque(self, q, qd) -> np.ndarray:
         """Return C*(q)(q' kron q') + G(q), the torque that holds q'' = 0, by Newton-Euler."""
-        return self._rnea(q, qd, None)
+        try:
+            if q.dtype is qd.dtype is _F64 and q.ndim == qd.ndim == 1:
+                tau = np.empty(self._n)
+                if native.rnea(self._ints, self._reals, q, qd, q, BIAS, _NO_WRENCH, tau):
+                    return tau
+        except AttributeError:
+            pass
+        return self._rnea(BIAS, q=q, qd=qd)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None) -> np.ndarray:
         """
@@ -264,24 +392,47 @@ class RobotModel:
 
         ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that the environment
         applies to the link: force at the link frame origin and moment, in root-frame
-        coordinates (004 eq. 33).
+        coordinates (004 eq. 33). Armature torques are included.
         """
-        tau = self._rnea(q, qd, qdd, f_ext=f_ext)
-        return tau + self.armature * self._vector(qdd, 'qdd')
+        try:
+            if (f_ext is None and q.dtype is qd.dtype is qdd.dtype is _F64
+                    and q.ndim == qd.ndim == qdd.ndim == 1):
+                tau = np.empty(self._n)
+                if native.rnea(self._ints, self._reals, q, qd, qdd, ID, _NO_WRENCH, tau):
+                    return tau
+        except AttributeError:
+            pass
+        return self._rnea(ID, f_ext, q=q, qd=qd, qdd=qdd)
 
-    def _rnea(self, q, qd, qdd, gravity=None, f_ext=None) -> np.ndarray:
-        """Compiled Newton-Euler; None for qd or qdd means zeros."""
-        qi = self._internal(q, 'q')
-        z = np.zeros(self.n)
-        qdi = z if qd is None else self._internal(qd, 'qd')
-        qddi = z if qdd is None else self._internal(qdd, 'qdd')
-        g = self.tree.gravity if gravity is None else gravity
-        W = self._external_wrenches(qi, f_ext) if f_ext else self._no_wrench
-        return self._cols(rnea_kernel(*self._args, g, qi, qdi, qddi, W))
+    def _rnea(self, mode, f_ext=None, **arrays) -> np.ndarray:
+        """General path of the Newton-Euler methods: checks, batches and external wrenches."""
+        values, N = self._inputs(**arrays)
+        q = values[0]
+        qd = values[1] if len(values) > 1 else q
+        qdd = values[2] if len(values) > 2 else q
+        if N is not None:
+            if f_ext:
+                raise ValueError('f_ext is not supported for a batch: call per configuration')
+            return self._run(None, native.rnea_batch, N, self._n, q, qd, qdd, mode)
+        W = self._external_wrenches(self._internal(q, 'q'), f_ext) if f_ext else _NO_WRENCH
+        return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
+
+    def _run(self, single, batch, N, shape, *args):
+        """Call a kernel on checked inputs into a new output array of shape ([N,] *shape)."""
+        shape = (shape,) if isinstance(shape, int) else shape
+        if N is None:
+            out = np.empty(shape)
+            ok = single(self._ints, self._reals, *args, out)
+        else:
+            out = np.empty((N, *shape))
+            ok = batch(self._ints, self._reals, *args, out)
+        if not ok:     # inputs were checked: only a kernel defect can get here
+            raise RuntimeError('compiled kernel refused checked inputs')
+        return out
 
     def _external_wrenches(self, qi, f_ext):
-        if not f_ext:
-            return None
+        if not isinstance(f_ext, dict):
+            raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
         R, p = forward_kinematics(self.tree, qi)
         W = np.zeros((self.n, 6))
         for link, wrench in f_ext.items():
@@ -299,17 +450,44 @@ class RobotModel:
 
     def forward_dynamics(self, q, qd, tau) -> np.ndarray:
         """Return q'' = M^-1 (tau - C*(q' kron q') - G); SingularMassMatrixError if M singular."""
-        bias = self._rnea(q, qd, None)
+        try:
+            if (q.dtype is qd.dtype is tau.dtype is _F64
+                    and q.ndim == qd.ndim == tau.ndim == 1):
+                qdd = np.empty(self._n)
+                if native.forward_dynamics(self._ints, self._reals, q, qd, tau, self._zeros,
+                                           qdd):
+                    return qdd
+        except AttributeError:
+            pass
+        (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
+        if N is not None:
+            qdd = np.empty((N, self._n))
+            if native.forward_dynamics_batch(self._ints, self._reals, q, qd, tau, self._zeros,
+                                             qdd):
+                return qdd
+            for k in range(N):      # find the row with a singular M and say so
+                try:
+                    self.forward_dynamics(q[k], qd[k], tau[k])
+                except SingularMassMatrixError as exc:
+                    raise SingularMassMatrixError(f'row {k}: {exc}', exc.joints) from None
+            return np.stack([self.forward_dynamics(*x) for x in zip(q, qd, tau)])
+        bias = self.bias_torque(q, qd)
         M = self.mass_matrix(q)
-        return solve_mass_matrix(M, self._vector(tau, 'tau') - bias, self.joint_names)
+        return solve_mass_matrix(M, tau - bias, self.joint_names)
 
-    def kinetic_energy(self, q, qd) -> float:
-        """T = 1/2 q'^T M(q) q' (000 eq. 93), armature included."""
-        v = self._vector(qd, 'qd')
-        return 0.5 * float(v @ self.mass_matrix(q) @ v)
+    def kinetic_energy(self, q, qd):
+        """T = 1/2 q'^T M(q) q' (000 eq. 93), armature included (an (N,) array for a batch)."""
+        (q, qd), N = self._inputs(q=q, qd=qd)
+        M = self.mass_matrix(q)
+        if N is not None:
+            return 0.5 * np.einsum('ki,kij,kj->k', qd, M, qd)
+        return 0.5 * float(qd @ M @ qd)
 
-    def potential_energy(self, q) -> float:
+    def potential_energy(self, q):
         """V = -sum m_i g . r_Gi, zero at the root origin; G(q) = dV/dq."""
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(self.potential_energy, N, q)
         R, p = forward_kinematics(self.tree, self._internal(q, 'q'))
         coms = com_positions(self.tree, R, p)
         return -float(self.tree.mass @ (coms @ self.tree.gravity))
@@ -321,22 +499,24 @@ class RobotModel:
         ``damping`` adds viscous joint damping (per joint). Returns (q, qd) after
         ``steps`` steps of ``dt`` s; SingularMassMatrixError if M becomes singular.
         """
-        damping = np.zeros(self.n) if damping is None else self._vector(damping, 'damping')
-        arm = self.armature[np.argsort(self._perm)]
-        damp = damping[np.argsort(self._perm)]
-        tau_i = self._internal(tau, 'tau')
-        ok, qn, qdn = rk4_kernel(*self._args, self.tree.gravity, arm, damp,
-                                 self._internal(q, 'q'), self._internal(qd, 'qd'), tau_i,
-                                 float(dt), int(steps))
-        if not ok:
+        damping = self._zeros if damping is None else self._vector(damping, 'damping')
+        (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
+        if N is not None:
+            return self._per_row(
+                lambda a, b, c: self.integrate(a, b, c, dt, steps, damping), N, q, qd, tau)
+        if not np.isfinite(dt) or int(steps) < 0:
+            raise ValueError(f'dt must be finite and steps >= 0, got dt={dt}, steps={steps}')
+        x = np.empty((2, self._n))
+        if not native.rk4(self._ints, self._reals, q, qd, tau, damping, float(dt), int(steps),
+                          x):
             self.forward_dynamics(q, qd, tau)   # raises the descriptive error
             raise SingularMassMatrixError('mass matrix became singular during integration',
                                           list(self.joint_names))
-        return self._cols(qn), self._cols(qdn)
+        return x[0], x[1]
 
     def friction_torque(self, qd) -> np.ndarray:
         """Joint friction from URDF <dynamics>: damping * q' + friction * sign(q')."""
-        v = self._vector(qd, 'qd')
+        (v,), N = self._inputs(qd=qd)
         damping = np.array([self.joints[j].damping for j in self.joint_names])
         friction = np.array([self.joints[j].friction for j in self.joint_names])
         return damping * v + friction * np.sign(v)

@@ -12,39 +12,240 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The compiled kernels against the readable reference algorithms on random trees."""
+"""
+The compiled kernels against the readable reference algorithms, batches and the fast path.
+
+The facade's default methods run the kernels; the readable implementations in
+``kron_dynamics.algorithms`` (papers' notation) are the reference: same results to round-off
+on random trees with shuffled joint orders, external wrenches, prismatic joints, branches.
+"""
 
 import numpy as np
 import pytest
 
-from kron_dynamics import RobotModel
+from kron_dynamics import ModelError, RobotModel, SingularMassMatrixError
+from kron_dynamics.algorithms.coriolis_star import christoffel, coriolis_matrix, coriolis_star
 from kron_dynamics.algorithms.crba import crba
+from kron_dynamics.algorithms.forward_dynamics import solve_mass_matrix
 from kron_dynamics.algorithms.rnea import rnea
-from kron_dynamics.kernels import (crba_batch_kernel, crba_kernel, rnea_batch_kernel,
-                                   rnea_kernel, tree_args)
 from kron_dynamics.random_urdf import random_urdf
 
 
-@pytest.mark.parametrize('seed', range(10))
-def test_kernels_match_reference(seed):
+def random_model(seed, shuffle=True, armature=True):
+    """Return (model, rng) for a random tree, joints in a shuffled order, with armature."""
     rng = np.random.default_rng(seed)
-    model = RobotModel.from_urdf_string(random_urdf(rng, int(rng.integers(1, 10)), 2))
-    tree, args, n = model.tree, tree_args(model.tree), model.n
+    xml = random_urdf(rng, int(rng.integers(1, 10)), 2)
+    names = RobotModel.from_urdf_string(xml).joint_names
+    if shuffle:
+        names = list(rng.permutation(names))
+    arm = rng.uniform(0.0, 0.5, len(names)) if armature else None
+    return RobotModel.from_urdf_string(xml, joint_names=names, armature=arm), rng
+
+
+def to_internal(model, x):
+    v = np.empty(model.n)
+    v[model._perm] = x
+    return v
+
+
+def close(a, b, rtol=1e-11):
+    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * max(1.0, np.abs(b).max(initial=0)))
+
+
+@pytest.mark.parametrize('seed', range(12))
+def test_kernels_match_reference(seed):
+    model, rng = random_model(seed)
+    tree, n, p = model.tree, model.n, model._perm
+    ix = np.ix_(p, p)
+    links = model.link_names
     for _ in range(3):
         q, qd, qdd = rng.uniform(-2, 2, (3, n))
-        W = rng.normal(size=(n, 6))
-        ref = rnea(tree, q, qd, qdd, f_ext=W)
-        np.testing.assert_allclose(rnea_kernel(*args, tree.gravity, q, qd, qdd, W), ref,
-                                   atol=1e-11 * max(1, np.abs(ref).max()))
-        ref = rnea(tree, q, qd, qdd)
-        np.testing.assert_allclose(rnea_kernel(*args, tree.gravity, q, qd, qdd,
-                                               np.zeros((0, 6))), ref,
-                                   atol=1e-11 * max(1, np.abs(ref).max()))
-        M = crba(tree, q)
-        np.testing.assert_allclose(crba_kernel(*args, q), M, atol=1e-12 * max(1, np.abs(M).max()))
-    Q, Qd, Qdd = rng.uniform(-2, 2, (3, 7, n))
-    np.testing.assert_allclose(
-        rnea_batch_kernel(*args, tree.gravity, Q, Qd, Qdd),
-        [rnea(tree, *x) for x in zip(Q, Qd, Qdd)], atol=1e-10)
-    np.testing.assert_allclose(crba_batch_kernel(*args, Q), [crba(tree, x) for x in Q],
-                               atol=1e-10)
+        qi, qdi, qddi = (to_internal(model, x) for x in (q, qd, qdd))
+        arm = model.armature
+        close(model.inverse_dynamics(q, qd, qdd), rnea(tree, qi, qdi, qddi)[p] + arm * qdd)
+        close(model.bias_torque(q, qd), rnea(tree, qi, qdi, 0 * qi)[p])
+        close(model.gravity_torque(q), rnea(tree, qi, 0 * qi, 0 * qi)[p])
+        close(model.coriolis_vector(q, qd),
+              rnea(tree.with_gravity(np.zeros(3)), qi, qdi, 0 * qi)[p])
+        M = crba(tree, qi)[ix] + np.diag(arm)
+        close(model.mass_matrix(q), M)
+        close(model.coriolis_star(q), model.coriolis_star(q, method='hessian'), 1e-10)
+        Cs = model._cube(coriolis_star(tree, qi))
+        close(model.coriolis_star(q), Cs, 1e-10)
+        close(model.christoffel(q), model._cube(christoffel(tree, qi)), 1e-10)
+        close(model.coriolis_matrix(q, qd), coriolis_matrix(tree, qi, qdi)[ix], 1e-10)
+        # external wrenches (kernel with W) against the readable Newton-Euler with f_ext
+        link = links[int(rng.integers(len(links)))]
+        wrench = rng.normal(size=6)
+        W = model._external_wrenches(qi, {link: wrench})
+        close(model.inverse_dynamics(q, qd, qdd, f_ext={link: wrench}),
+              rnea(tree, qi, qdi, qddi, f_ext=W)[p] + arm * qdd)
+        tau = rng.uniform(-5, 5, n)
+        try:
+            ref = solve_mass_matrix(M, tau - model.bias_torque(q, qd), model.joint_names)
+        except SingularMassMatrixError:
+            with pytest.raises(SingularMassMatrixError):
+                model.forward_dynamics(q, qd, tau)
+            continue
+        close(model.forward_dynamics(q, qd, tau), ref, 1e-8)
+
+
+def rk4_reference(model, q, qd, tau, dt, damping):
+    """One RK4 step with the facade's forward dynamics (same scheme as the compiled one)."""
+    def f(x, v):
+        return model.forward_dynamics(x, v, tau - damping * v)
+    a1 = f(q, qd)
+    v2 = qd + dt / 2 * a1
+    a2 = f(q + dt / 2 * qd, v2)
+    v3 = qd + dt / 2 * a2
+    a3 = f(q + dt / 2 * v2, v3)
+    v4 = qd + dt * a3
+    a4 = f(q + dt * v3, v4)
+    return (q + dt / 6 * (qd + 2 * v2 + 2 * v3 + v4),
+            qd + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4))
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_compiled_rk4_matches_python_rk4(seed):
+    model, rng = random_model(seed, armature=False)
+    model = model.with_armature(np.full(model.n, 0.1))   # never singular
+    q, qd, tau = rng.uniform(-1, 1, (3, model.n))
+    damping = rng.uniform(0, 1, model.n)
+    x, v = model.integrate(q, qd, tau, 1e-3, 1, damping=damping)
+    xr, vr = rk4_reference(model, q, qd, tau, 1e-3, damping)
+    close(x, xr, 1e-12)
+    close(v, vr, 1e-10)
+
+
+BATCH_METHODS = [
+    ('inverse_dynamics', 3), ('bias_torque', 2), ('gravity_torque', 1),
+    ('coriolis_vector', 2), ('mass_matrix', 1), ('coriolis_star', 1), ('christoffel', 1),
+    ('coriolis_matrix', 2), ('kinetic_energy', 2), ('potential_energy', 1),
+]
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_batch_equals_stacked_single_calls(seed):
+    model, rng = random_model(seed)
+    n, N = model.n, 6
+    X = rng.uniform(-2, 2, (3, N, n))
+    for name, nargs in BATCH_METHODS:
+        method = getattr(model, name)
+        batch = method(*X[:nargs])
+        single = np.stack([np.asarray(method(*(x[k] for x in X[:nargs]))) for k in range(N)])
+        assert batch.shape == single.shape, name
+        close(batch, single, 1e-13)
+    # 1-D arguments broadcast against a batch
+    close(model.inverse_dynamics(X[0], X[1][0], X[2][0]),
+          np.stack([model.inverse_dynamics(x, X[1][0], X[2][0]) for x in X[0]]), 1e-13)
+    close(model.mass_matrix(X[0], method='jacobian'),
+          np.stack([model.mass_matrix(x, method='jacobian') for x in X[0]]), 1e-13)
+    link = model.link_names[-1]
+    JT, JR = model.jacobians(X[0], link)
+    assert JT.shape == JR.shape == (N, 3, n)
+    close(JT[2], model.jacobians(X[0][2], link)[0], 1e-14)
+    R, p = model.link_pose(X[0], link)
+    assert R.shape == (N, 3, 3) and p.shape == (N, 3)
+    HT, HR = model.hessians(X[0], link)
+    assert HT.shape == (N, 3, n * n)
+    assert model.friction_torque(X[1]).shape == (N, n)
+    safe = model.with_armature(np.full(n, 0.2))
+    close(safe.forward_dynamics(*X), np.stack([safe.forward_dynamics(*x) for x in zip(*X)]),
+          1e-12)
+    Q, V = safe.integrate(X[0], X[1], X[2], 1e-3, 2)
+    q1, v1 = safe.integrate(X[0][3], X[1][3], X[2][3], 1e-3, 2)
+    close(Q[3], q1, 1e-14)
+    close(V[3], v1, 1e-14)
+
+
+def test_batch_errors_name_the_row_and_joint():
+    model, rng = random_model(1, shuffle=False)
+    n = model.n
+    Q = rng.uniform(-1, 1, (5, n))
+    Q[3, 1] = np.nan
+    with pytest.raises(ValueError, match=rf"q\[3\] is not finite at joint\(s\) "
+                                         rf"\['{model.joint_names[1]}'\]"):
+        model.inverse_dynamics(Q, Q, Q)
+    with pytest.raises(ValueError, match=r'qd has 4 rows, the other inputs 5'):
+        model.bias_torque(np.zeros((5, n)), np.zeros((4, n)))
+    with pytest.raises(ValueError, match=rf'must have shape \({n},\) or \(N, {n}\)'):
+        model.mass_matrix(np.zeros((5, n + 1)))
+    with pytest.raises(ValueError, match='f_ext is not supported for a batch'):
+        model.inverse_dynamics(np.zeros((2, n)), np.zeros(n), np.zeros(n),
+                               f_ext={model.link_names[-1]: np.ones(6)})
+    singular = RobotModel.from_urdf_file(model_path('rover_arm.urdf'))
+    Q = np.zeros((3, singular.n))
+    with pytest.raises(SingularMassMatrixError, match=r'^row 0: mass matrix is singular'):
+        singular.forward_dynamics(Q, Q, Q)
+
+
+def model_path(name):
+    from pathlib import Path
+    return Path(__file__).resolve().parent.parent / 'urdf' / name
+
+
+def test_fast_path_takes_any_array_like_and_never_misreads_it():
+    """Ints, float32, lists, strided views, byte-swapped or read-only arrays: same answer."""
+    model, rng = random_model(2)
+    n = model.n
+    q, qd, qdd = rng.integers(-2, 3, (3, n))
+    ref = model.inverse_dynamics(q.astype(float), qd.astype(float), qdd.astype(float))
+    wide = np.zeros((3, 2 * n))
+    wide[:, ::2] = q, qd, qdd
+    ro = q.astype(float)
+    ro.flags.writeable = False
+    variants = [
+        (q, qd, qdd),                                          # int64: must not be reinterpreted
+        (q.astype(np.float32), qd.astype(np.float32), qdd.astype(np.float32)),
+        (list(q), tuple(qd), list(qdd)),
+        (wide[0, ::2], wide[1, ::2], wide[2, ::2]),            # non-contiguous views
+        (q.astype('>f8'), qd.astype('>f8'), qdd.astype('>f8')),  # byte-swapped
+        (ro, qd.astype(float), qdd.astype(float)),
+    ]
+    for args in variants:
+        close(model.inverse_dynamics(*args), ref, 1e-15)
+    M = model.mass_matrix(q.astype(float))
+    close(model.mass_matrix(q), M, 1e-15)
+    close(model.mass_matrix(list(q)), M, 1e-15)
+    # an n x n float array is a batch of n configurations, not a misread vector
+    square = np.tile(q.astype(float), (n, 1))
+    assert model.gravity_torque(square).shape == (n, n)
+    with pytest.raises(ValueError, match='must have shape'):
+        model.gravity_torque(np.float64(1.0))
+    with pytest.raises(ValueError, match='must be an array of'):
+        model.gravity_torque('abc')
+    with pytest.raises(ValueError, match='not finite'):
+        model.gravity_torque(np.full(n, np.inf))
+
+
+def test_outputs_are_fresh_arrays():
+    model, rng = random_model(3)
+    q = rng.uniform(-1, 1, model.n)
+    a = model.gravity_torque(q)
+    b = model.gravity_torque(q)
+    assert a is not b
+    a[:] = 1e9
+    close(b, model.gravity_torque(q), 0)
+
+
+def test_no_movable_joint():
+    xml = ('<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" '
+           'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><link name="b"/>'
+           '<joint name="j" type="fixed"><parent link="a"/><child link="b"/></joint></robot>')
+    model = RobotModel.from_urdf_string(xml)
+    z = np.zeros(0)
+    assert model.inverse_dynamics(z, z, z).shape == (0,)
+    assert model.mass_matrix(z).shape == (0, 0)
+    assert model.coriolis_star(z).shape == (0, 0)
+    assert model.inverse_dynamics(np.zeros((3, 0)), z, z).shape == (3, 0)
+    with pytest.raises(ValueError):
+        model.gravity_torque(np.zeros(1))
+
+
+def test_unknown_method_names():
+    model, _ = random_model(0)
+    with pytest.raises(ValueError, match="unknown C\\* method 'fast'"):
+        model.coriolis_star(np.zeros(model.n), method='fast')
+    with pytest.raises(ValueError, match="unknown mass-matrix method"):
+        model.mass_matrix(np.zeros(model.n), method='fast')
+    assert issubclass(SingularMassMatrixError, ModelError)
