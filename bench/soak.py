@@ -33,7 +33,6 @@ import math
 import os
 from pathlib import Path
 import random
-import subprocess
 import sys
 import threading
 import time
@@ -45,6 +44,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics.nodes.common import make_executor
+from kron_dynamics import processes
 
 REPO = Path(__file__).resolve().parent.parent
 URDF = REPO / 'urdf' / 'stacker.urdf'
@@ -69,6 +69,7 @@ class SoakResult:
     rss_mb: dict
     rss_growth_after_warmup_mb: dict
     alive: dict
+    longest_gap_s: dict
 
     def ok(self, max_growth_mb: float = 5.0) -> bool:
         """Return True if the run met every criterion."""
@@ -114,9 +115,8 @@ def start_nodes(env) -> dict:
     procs = {}
     for module, extra in (('dynamics_node', []),
                           ('computed_torque_controller', ['-p', 'state_timeout:=1.0'])):
-        procs[module] = subprocess.Popen(
-            [sys.executable, '-m', f'kron_dynamics.nodes.{module}', *common, *extra],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        procs[module] = processes.start_logged(
+            [sys.executable, '-m', f'kron_dynamics.nodes.{module}', *common, *extra], env=env)
     return procs
 
 
@@ -148,6 +148,7 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
     rng = random.Random(seed)
     sent_valid, n_bad = [], 0
     rss = {name: [] for name in procs}
+    progress = []      # (t, valid sent, bias outputs, commands) once a second
     try:
         deadline = time.monotonic() + 120
         while (pub.get_subscription_count() < 2
@@ -181,6 +182,8 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
             if time.monotonic() >= next_rss:
                 for name, p in procs.items():
                     rss[name].append((time.monotonic() - t0, rss_mb(p.pid)))
+                progress.append((time.monotonic() - t0, len(sent_valid), len(bias),
+                                 len(commands)))
                 next_rss += 1.0
                 if warm_rss is None and time.monotonic() >= warm_end:
                     warm_rss = {name: values[-1][1] for name, values in rss.items()}
@@ -202,19 +205,17 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
         rclpy.try_shutdown(context=context)
         logs = {}
         for name, p in procs.items():
-            if p.poll() is None:
-                p.send_signal(2)
-            try:
-                logs[name] = p.communicate(timeout=10)[0]
-            except subprocess.TimeoutExpired:
-                p.kill()
-                logs[name] = p.communicate()[0]
+            logs[name] = processes.stop(p)
     if warm_rss is None:
         warm_rss = {name: values[0][1] for name, values in rss.items()}
     growth = {name: max(v for _, v in values) - warm_rss[name]
               for name, values in rss.items()}
-    latency = np.array([b[0] - s for b, s in zip(bias, sent_valid)]) * 1e3
+    # outputs carry no id: pair them with inputs by order, which is exact only if none is lost
+    latency = (np.array([b[0] - s for b, s in zip(bias, sent_valid)]) * 1e3
+               if len(bias) == len(sent_valid) else np.array([]))
     nonfinite = sum(not np.all(np.isfinite(d)) for _, d in bias + commands)
+    gaps = {name: max(np.diff([t0] + [t for t, _ in out] + [t0 + duration]), default=0.0)
+            for name, out in (('dynamics_node', bias), ('computed_torque_controller', commands))}
     result = SoakResult(
         duration_s=duration, rate_hz=rate, sent=len(sent_valid) + n_bad, valid=len(sent_valid),
         bad=n_bad, bias_outputs=len(bias), commands=len(commands),
@@ -224,10 +225,13 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
         latency_max_ms=float(latency.max()) if len(latency) else math.nan,
         rss_mb={name: round(values[-1][1], 2) for name, values in rss.items()},
         rss_growth_after_warmup_mb={name: round(g, 3) for name, g in growth.items()},
-        alive=alive)
+        alive=alive, longest_gap_s={k: round(float(v), 3) for k, v in gaps.items()})
     if not result.ok():
         for name, text in logs.items():
             log(f'--- {name} log (tail):\n{text[-3000:]}')
+        log('--- progress (t s, valid sent, bias outputs, commands), every 10 s:')
+        for row in progress[::10]:
+            log('  %7.1f %8d %8d %8d' % row)
     return result
 
 

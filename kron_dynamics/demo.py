@@ -20,8 +20,6 @@ Used by ``kron-dynamics demo``; :func:`run_demo` returns the recorded data for t
 
 from dataclasses import dataclass, field
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -30,6 +28,7 @@ import numpy as np
 
 from .graph import COMMAND_TOPIC, demo_graph, REFERENCE_TOPIC
 from .model import RobotModel
+from .processes import interrupt, start_logged, stop
 
 SETTLE_S = 1.0   # statistics exclude the first second after the first command
 
@@ -159,9 +158,7 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
     processes = {}
     env = dict(os.environ if env is None else env)
     for spec in graph.nodes:
-        processes[spec.name] = subprocess.Popen(node_command(spec, graph), env=env,
-                                                stdout=subprocess.PIPE,
-                                                stderr=subprocess.STDOUT, text=True)
+        processes[spec.name] = start_logged(node_command(spec, graph), env=env)
     try:
         deadline = time.monotonic() + startup_timeout
         while not recording.commands:
@@ -177,16 +174,10 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
             time.sleep(0.05)
     finally:
         for p in processes.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
+            interrupt(p)
         for name, p in processes.items():
-            try:
-                out, _ = p.communicate(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                out, _ = p.communicate()
+            recording.logs[name] = stop(p)
             recording.exit_codes[name] = p.returncode
-            recording.logs[name] = out
         stop_recorder()
     return recording
 

@@ -27,8 +27,10 @@ which raises the descriptive error.
 Per-body arithmetic is on scalars and tuples, with one work array per call, so that a call
 costs little more than numba's argument unboxing.
 
-Kernels are compiled on first use and cached on disk (``cache=True``). :data:`native`
-gives their entry points for fixed argument types, which skips numba's type dispatch.
+Batch kernels run their rows on numba's thread pool (``NUMBA_NUM_THREADS``, default one
+thread per core). Kernels are compiled on first use and cached on disk (``cache=True``).
+:data:`native` gives their entry points for fixed argument types, which skips numba's type
+dispatch.
 """
 
 import numba
@@ -38,6 +40,16 @@ import numpy as np
 from .tree import KinematicTree
 
 _jit = numba.njit(cache=True, fastmath=False, nogil=True)
+# batch kernels split the rows into chunks that run on numba's thread pool (prange)
+_pjit = numba.njit(cache=True, fastmath=False, nogil=True, parallel=True)
+
+
+@_jit
+def _chunks(N):
+    """Return the number of row chunks for a batch (prange spreads them over the threads)."""
+    # a constant: numba.get_num_threads() here would keep the kernels out of the disk cache
+    return max(1, min(N, 64))
+
 
 # columns of the packed real array, one row per body; row n holds gravity in columns 0:3
 AX, R0, P0, MASS, COM, INER, ARM = 0, 3, 12, 15, 16, 19, 28
@@ -289,19 +301,23 @@ def rnea(ints, reals, q, qd, qdd, mode, W, out):
     return _rnea_row(ints, reals, q, qd, qdd, mode, W, np.empty((ints.shape[0], _NW)), out)
 
 
-@_jit
+@_pjit
 def rnea_batch(ints, reals, Q, Qd, Qdd, mode, out):
     """:func:`rnea` over the rows of (N, n) arrays into out (N, n); False on a bad input."""
     n = ints.shape[0]
     N = Q.shape[0]
-    wk = np.empty((n, _NW))
-    W = np.zeros((0, 6))
     if Q.shape[1] != n or Qd.shape[0] != N or Qdd.shape[0] != N:
         return False
-    for r in range(N):
-        if not _rnea_row(ints, reals, Q[r], Qd[r], Qdd[r], mode, W, wk, out[r]):
-            return False
-    return True
+    K = _chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, _NW))
+        W = np.zeros((0, 6))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _rnea_row(ints, reals, Q[r], Qd[r], Qdd[r], mode, W, wk, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
 
 
 # ------------------------------------------------------------------ CRBA and dM/dq
@@ -402,16 +418,22 @@ def crba(ints, reals, q, out):
     return _crba_row(ints, reals, q, np.empty((ints.shape[0], _NC)), out)
 
 
-@_jit
+@_pjit
 def crba_batch(ints, reals, Q, out):
     """:func:`crba` over the rows of an (N, n) array into out (N, n, n); False on bad input."""
-    wk = np.empty((ints.shape[0], _NC))
-    if Q.shape[1] != ints.shape[0]:
+    n = ints.shape[0]
+    N = Q.shape[0]
+    if Q.shape[1] != n:
         return False
-    for r in range(Q.shape[0]):
-        if not _crba_row(ints, reals, Q[r], wk, out[r]):
-            return False
-    return True
+    K = _chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, _NC))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _crba_row(ints, reals, Q[r], wk, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
 
 
 @_jit
@@ -490,18 +512,23 @@ def coriolis_star(ints, reals, q, out):
     return _cstar_row(ints, reals, q, np.empty((n, _NC)), np.empty((n, n, n)), out)
 
 
-@_jit
+@_pjit
 def coriolis_star_batch(ints, reals, Q, out):
     """:func:`coriolis_star` over the rows of an (N, n) array into out; False on bad input."""
     n = ints.shape[0]
-    wk = np.empty((n, _NC))
-    dM = np.empty((n, n, n))
+    N = Q.shape[0]
     if Q.shape[1] != n:
         return False
-    for r in range(Q.shape[0]):
-        if not _cstar_row(ints, reals, Q[r], wk, dM, out[r]):
-            return False
-    return True
+    K = _chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, _NC))
+        dM = np.empty((n, n, n))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _cstar_row(ints, reals, Q[r], wk, dM, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
 
 
 @_jit
@@ -532,17 +559,160 @@ def coriolis_matrix(ints, reals, q, qd, out):
                                 out)
 
 
-@_jit
+@_pjit
 def coriolis_matrix_batch(ints, reals, Q, Qd, out):
     """:func:`coriolis_matrix` over the rows of (N, n) arrays into out; False on bad input."""
     n = ints.shape[0]
-    wk = np.empty((n, _NC))
-    dM = np.empty((n, n, n))
-    if Q.shape[1] != n or Qd.shape[0] != Q.shape[0]:
+    N = Q.shape[0]
+    if Q.shape[1] != n or Qd.shape[0] != N:
         return False
-    for r in range(Q.shape[0]):
-        if not _coriolis_matrix_row(ints, reals, Q[r], Qd[r], wk, dM, out[r]):
-            return False
+    K = _chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, _NC))
+        dM = np.empty((n, n, n))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _coriolis_matrix_row(ints, reals, Q[r], Qd[r], wk, dM, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+# ------------------------------------------------------------------ the papers' JSIM forms
+# Compiled versions of the readable algorithms/mass_matrix_jacobian.py (000 eq. 95) and
+# algorithms/jsim_explicit.py (003 eqs. 30-37), so that the three mass-matrix algorithms can
+# be timed against each other at compiled speed (bench/bench_dynamics.py).
+# work array columns (root frame): R (9), p (3), axis a (3), CoM c (3), central inertia (9), q
+_KR, _KP, _KA, _KC, _KI, _KQ = 0, 9, 12, 15, 18, 27
+_NK = 28
+
+
+@_jit
+def _world_pass(ints, reals, wk, sup):
+    """Root-frame frames, axes, CoMs and central inertias; sup[l, u]: u is at or above l."""
+    n = ints.shape[0]
+    for i in range(n):
+        Rl, pl = _joint(ints, reals, i, wk[i, _KQ])
+        par = ints[i, PARENT]
+        if par < 0:
+            R, p = Rl, pl
+        else:
+            Rp = _get9(wk, par, _KR)
+            R = _mm(Rp, Rl)
+            p = _add(_get3(wk, par, _KP), _mv(Rp, pl))
+        _set9(wk, i, _KR, R)
+        _set3(wk, i, _KP, p)
+        _set3(wk, i, _KA, _mv(R, _get3(reals, i, AX)))
+        _set3(wk, i, _KC, _add(p, _mv(R, _get3(reals, i, COM))))
+        _set9(wk, i, _KI, _mmt(_mm(R, _get9(reals, i, INER)), R))
+        for u in range(n):
+            sup[i, u] = False
+        k = i
+        while k >= 0:
+            sup[i, k] = True
+            k = ints[k, PARENT]
+
+
+@_jit
+def _to_user(ints, reals, Mi, out):
+    """Permute an internal-order M into user order and add the armature."""
+    n = ints.shape[0]
+    for u in range(n):
+        i = ints[u, PERM]
+        for v in range(n):
+            out[u, v] = Mi[i, ints[v, PERM]]
+        out[u, u] += reals[i, ARM]
+
+
+@_jit
+def mass_matrix_jacobian(ints, reals, q, out):
+    """M(q) by 000 eq. (95), sum of m J_TG^T J_TG + J_R^T I_G J_R, compiled; False on bad q."""
+    n = ints.shape[0]
+    wk = np.empty((n, _NK))
+    if not _load(ints, q, n, wk, _KQ):
+        return False
+    sup = np.empty((n, n), dtype=np.bool_)
+    _world_pass(ints, reals, wk, sup)
+    Mi = np.zeros((n, n))
+    JT = np.empty((n, 3))
+    JR = np.empty((n, 3))
+    for b in range(n):
+        c = _get3(wk, b, _KC)
+        IG = _get9(wk, b, _KI)
+        m = reals[b, MASS]
+        for s in range(b + 1):
+            if not sup[b, s]:
+                continue
+            a = _get3(wk, s, _KA)
+            if ints[s, REVOLUTE]:
+                _set3(JT, s, 0, _cross(a, _sub(c, _get3(wk, s, _KP))))
+                _set3(JR, s, 0, a)
+            else:
+                _set3(JT, s, 0, a)
+                _set3(JR, s, 0, (0.0, 0.0, 0.0))
+        for s in range(b + 1):
+            if not sup[b, s]:
+                continue
+            jts, jrs = _get3(JT, s, 0), _get3(JR, s, 0)
+            Ijr = _mv(IG, jrs)
+            for k in range(s + 1):
+                if sup[b, k]:
+                    v = m * _dot(jts, _get3(JT, k, 0)) + _dot(Ijr, _get3(JR, k, 0))
+                    Mi[s, k] += v
+                    if k != s:
+                        Mi[k, s] += v
+    _to_user(ints, reals, Mi, out)
+    return True
+
+
+@_jit
+def jsim_explicit(ints, reals, q, out):
+    """M(q) element by element from 003 eqs. (30)-(37), compiled; False on a bad q."""
+    n = ints.shape[0]
+    wk = np.empty((n, _NK))
+    if not _load(ints, q, n, wk, _KQ):
+        return False
+    sup = np.empty((n, n), dtype=np.bool_)
+    _world_pass(ints, reals, wk, sup)
+    Mi = np.zeros((n, n))
+    for u in range(n):
+        nu, pu = _get3(wk, u, _KA), _get3(wk, u, _KP)
+        k = u
+        while k >= 0:             # k in iI_u: u's own joint and its ancestors; links in uL
+            nk, pk = _get3(wk, k, _KA), _get3(wk, k, _KP)
+            v = 0.0
+            if ints[u, REVOLUTE] and ints[k, REVOLUTE]:      # CASES 1, 3 (eqs. 30, 32)
+                nn = _dot(nu, nk)
+                for lk in range(u, n):
+                    if sup[lk, u]:
+                        m = reals[lk, MASS]
+                        c = _get3(wk, lk, _KC)
+                        ru, rk = _sub(c, pu), _sub(c, pk)
+                        # n_u (I_l - m [r_ul]x [r_kl]x) n_k, [a]x [b]x = b a^T - (a.b) 1
+                        v += (_dot(nu, _mv(_get9(wk, lk, _KI), nk))
+                              + m * (_dot(ru, rk) * nn - _dot(nu, rk) * _dot(ru, nk)))
+            elif ints[u, REVOLUTE]:                          # CASES 2, 4 (eqs. 31, 33)
+                h = (0.0, 0.0, 0.0)
+                for lk in range(u, n):
+                    if sup[lk, u]:
+                        h = _add(h, _scl(_sub(_get3(wk, lk, _KC), pu), reals[lk, MASS]))
+                v = _dot(nu, _cross(h, nk))
+            elif ints[k, REVOLUTE]:                          # CASES 5, 7 (eqs. 34, 36)
+                h = (0.0, 0.0, 0.0)
+                for lk in range(u, n):
+                    if sup[lk, u]:
+                        h = _add(h, _scl(_sub(_get3(wk, lk, _KC), pk), reals[lk, MASS]))
+                v = -_dot(nu, _cross(h, nk))
+            else:                                            # CASES 6, 8 (eqs. 35, 37)
+                mass = 0.0
+                for lk in range(u, n):
+                    if sup[lk, u]:
+                        mass += reals[lk, MASS]
+                v = mass * _dot(nu, nk)
+            Mi[u, k] = v
+            Mi[k, u] = v
+            k = ints[k, PARENT]
+    _to_user(ints, reals, Mi, out)
     return True
 
 
@@ -667,16 +837,20 @@ def forward_dynamics(ints, reals, q, qd, tau, damping, out):
     return True
 
 
-@_jit
+@_pjit
 def forward_dynamics_batch(ints, reals, Q, Qd, Tau, damping, out):
     """:func:`forward_dynamics` over the rows of (N, n) arrays into out; False on failure."""
     N = Q.shape[0]
     if Q.shape[1] != ints.shape[0] or Qd.shape[0] != N or Tau.shape[0] != N:
         return False
-    for r in range(N):
-        if not forward_dynamics(ints, reals, Q[r], Qd[r], Tau[r], damping, out[r]):
-            return False
-    return True
+    K = _chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not forward_dynamics(ints, reals, Q[r], Qd[r], Tau[r], damping, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
 
 
 @_jit
@@ -729,6 +903,8 @@ _SIGNATURES = {
     'rnea_batch': (rnea_batch, (_I, _R, _A2, _A2, _A2, nt.int64, _O2)),
     'crba': (crba, (_I, _R, _V, _O2)),
     'crba_batch': (crba_batch, (_I, _R, _A2, _O3)),
+    'mass_matrix_jacobian': (mass_matrix_jacobian, (_I, _R, _V, _O2)),
+    'jsim_explicit': (jsim_explicit, (_I, _R, _V, _O2)),
     'coriolis_star': (coriolis_star, (_I, _R, _V, _O2)),
     'coriolis_star_batch': (coriolis_star_batch, (_I, _R, _A2, _O3)),
     'coriolis_matrix': (coriolis_matrix, (_I, _R, _V, _V, _O2)),

@@ -16,13 +16,14 @@
 
 import os
 import random
-import subprocess
 import sys
 import threading
 import time
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+
+from kron_dynamics.processes import output, start_logged, stop
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -47,8 +48,7 @@ class NodeProcess:
 
     def __init__(self, module: str, ros_args: list):
         cmd = [sys.executable, '-m', f'kron_dynamics.nodes.{module}', '--ros-args', *ros_args]
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=isolated_env(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = start_logged(cmd, cwd=REPO, env=isolated_env())
 
     def alive(self) -> bool:
         """Return True while the process runs."""
@@ -56,19 +56,12 @@ class NodeProcess:
 
     def stop(self, timeout: float = 10.0) -> str:
         """Interrupt the process; return its output."""
-        if self.alive():
-            self.proc.send_signal(2)
-        try:
-            out, _ = self.proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, _ = self.proc.communicate()
-        return out
+        return stop(self.proc, timeout)
 
     def wait(self, timeout: float = 30.0):
         """Wait for the process to exit; return (returncode, output)."""
-        out, _ = self.proc.communicate(timeout=timeout)
-        return self.proc.returncode, out
+        self.proc.wait(timeout=timeout)
+        return self.proc.returncode, output(self.proc)
 
 
 class Probe:

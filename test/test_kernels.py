@@ -28,6 +28,7 @@ from kron_dynamics.algorithms.coriolis_star import christoffel, coriolis_matrix,
 from kron_dynamics.algorithms.crba import crba
 from kron_dynamics.algorithms.forward_dynamics import solve_mass_matrix
 from kron_dynamics.algorithms.rnea import rnea
+from kron_dynamics.kernels import native
 from kron_dynamics.random_urdf import random_urdf
 
 
@@ -69,6 +70,10 @@ def test_kernels_match_reference(seed):
               rnea(tree.with_gravity(np.zeros(3)), qi, qdi, 0 * qi)[p])
         M = crba(tree, qi)[ix] + np.diag(arm)
         close(model.mass_matrix(q), M)
+        for kernel in (native.mass_matrix_jacobian, native.jsim_explicit):   # 000 eq. 95, 003
+            out = np.empty((n, n))
+            assert kernel(model._ints, model._reals, q, out)
+            close(out, M)
         close(model.coriolis_star(q), model.coriolis_star(q, method='hessian'), 1e-10)
         Cs = model._cube(coriolis_star(tree, qi))
         close(model.coriolis_star(q), Cs, 1e-10)

@@ -42,8 +42,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, array_msg, declare_model_parameters, InputError,
                      JointStateIndex, model_from_parameters, parameter_value, per_joint,
-                     point_arrays,
-                     run_node, StampGuard, STATE_QUEUE, THROTTLE_S,
+                     point_arrays, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
                      trajectory_points, warm_up)
 
 
@@ -62,6 +61,7 @@ class ComputedTorqueController(Node):
 
     def __init__(self, **kwargs):
         super().__init__('computed_torque_controller', **kwargs)
+        self._log = ThrottledLogger(self.get_logger())
         declare_model_parameters(self)
         self.declare_parameter('kp', [100.0], ParameterDescriptor(
             description='position gains [1/s^2], one value or one per joint'))
@@ -150,8 +150,7 @@ class ComputedTorqueController(Node):
 
     def _refuse_reference(self, reason: str) -> None:
         self.counts['rejected_references'] += 1
-        self.get_logger().warning(f'refused reference, holding the last valid one: {reason}',
-                                  throttle_duration_sec=THROTTLE_S)
+        self._log.warning('reference', f'refused reference, holding the last valid one: {reason}')
 
     def _on_reference(self, msg: JointTrajectoryPoint) -> None:
         try:
@@ -191,10 +190,8 @@ class ComputedTorqueController(Node):
         scale = feasible_scale(tau0, tau - tau0, self.limits)
         tau = np.clip(tau0 + scale * (tau - tau0), -self.limits, self.limits)
         self.counts['clamped'] += 1
-        self.get_logger().warning(
-            f'effort limits reached: feedback scaled by {scale:.3g}'
-            + ('' if scale > 0 else ' and feedforward clamped'),
-            throttle_duration_sec=THROTTLE_S)
+        self._log.warning('limits', f'effort limits reached: feedback scaled by {scale:.3g}'
+                          + ('' if scale > 0 else ' and feedforward clamped'))
         return tau
 
     def _on_joint_state(self, msg: JointState) -> None:
@@ -206,8 +203,7 @@ class ComputedTorqueController(Node):
                 raise InputError('computed torque is not finite')
         except (InputError, ValueError) as exc:
             self.counts['rejected_states'] += 1
-            self.get_logger().warning(f'rejected joint state: {exc}',
-                                      throttle_duration_sec=THROTTLE_S)
+            self._log.warning('state', f'rejected joint state: {exc}')
             return
         self.stamps.accept(stamp)
         self.last_state_time = time.monotonic()

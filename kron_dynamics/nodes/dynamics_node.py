@@ -32,7 +32,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, array_msg, declare_model_parameters, InputError,
                      JointStateIndex, MODEL_PARAMETERS, model_from_parameters, point_arrays,
-                     run_node, StampGuard, STATE_QUEUE, THROTTLE_S,
+                     run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
                      trajectory_points, warm_up)
 
 
@@ -48,6 +48,7 @@ class DynamicsNode(Node):
         self._publish_coriolis_star = bool(self.get_parameter('publish_coriolis_star').value)
         self._active = None            # (model, index), replaced as a whole
         self._stamps = StampGuard()
+        self._log = ThrottledLogger(self.get_logger())
         self.counts = {'accepted': 0, 'rejected': 0}
         model = model_from_parameters(self)  # ModelError at start-up: the caller exits
         if model is not None:
@@ -105,7 +106,7 @@ class DynamicsNode(Node):
     # --------------------------------------------------------------- topics
     def _reject(self, reason: str) -> None:
         self.counts['rejected'] += 1
-        self.get_logger().warning(f'rejected: {reason}', throttle_duration_sec=THROTTLE_S)
+        self._log.warning('rejected', f'rejected: {reason}')
 
     def _on_joint_state(self, msg: JointState) -> None:
         active = self._active
@@ -116,9 +117,10 @@ class DynamicsNode(Node):
         try:
             stamp = self._stamps.check(msg.header)
             q, qd = index.from_joint_state(msg)
-            gravity = model.gravity_torque(q)
             bias = model.bias_torque(q, qd)
-            outputs = [(self._pub_gravity, gravity), (self._pub_bias, bias)]
+            gravity = model.gravity_torque(q)
+            # bias torque first: it is what a feedforward loop waits for
+            outputs = [(self._pub_bias, bias), (self._pub_gravity, gravity)]
             if self._publish_mass_matrix:
                 outputs.append((self._pub_mass, model.mass_matrix(q)))
             if self._publish_coriolis_star:

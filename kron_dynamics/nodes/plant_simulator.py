@@ -34,7 +34,7 @@ from std_msgs.msg import Float64MultiArray
 from ..algorithms.forward_dynamics import solve_mass_matrix
 from ..errors import ModelError, SingularMassMatrixError
 from .common import (declare_model_parameters, model_from_parameters, per_joint, run_node,
-                     THROTTLE_S, warm_up)
+                     ThrottledLogger, warm_up)
 
 MAX_STEPS_PER_TICK = 100
 
@@ -44,6 +44,7 @@ class PlantSimulator(Node):
 
     def __init__(self, **kwargs):
         super().__init__('plant_simulator', **kwargs)
+        self._log = ThrottledLogger(self.get_logger())
         declare_model_parameters(self)
         for name, default, text in (
                 ('armature', [0.0], 'rotor inertia per joint [kg m^2 or kg]'),
@@ -100,9 +101,8 @@ class PlantSimulator(Node):
         tau = np.asarray(msg.data, dtype=float)
         if tau.shape != (self.model.n,) or not np.all(np.isfinite(tau)):
             self.counts['rejected_commands'] += 1
-            self.get_logger().warning(
-                f'rejected command: need {self.model.n} finite values, got {list(msg.data)}',
-                throttle_duration_sec=THROTTLE_S)
+            self._log.warning('command', f'rejected command: need {self.model.n} finite values, '
+                                         f'got {list(msg.data)}')
             return
         self.tau = tau
         self.last_command = time.monotonic()
@@ -132,8 +132,7 @@ class PlantSimulator(Node):
             self.sim_time += max(behind, 0) * self.dt
             behind = 0
         if behind > MAX_STEPS_PER_TICK:   # cannot keep up: drop real time, not accuracy
-            self.get_logger().warning(f'simulation {behind} steps behind real time',
-                                      throttle_duration_sec=THROTTLE_S)
+            self._log.warning('behind', f'simulation {behind} steps behind real time')
             self.start = start + (behind - MAX_STEPS_PER_TICK) * self.dt
             behind = MAX_STEPS_PER_TICK
         try:

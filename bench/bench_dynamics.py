@@ -1,0 +1,1146 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Benchmark: kron_dynamics against Pinocchio, PyBullet and MuJoCo on the same URDFs.
+
+The robots (bench/bench_models.py): the 7-DOF Franka Panda of example-robot-data, serial
+chains with n = 2, 6, 12, 24, 48 joints and a 12-DOF branching tree. Comparison libraries are
+installed on demand (bench/comparison_libs.py, numpy kept as it is).
+
+1. Agreement: M, G, inverse dynamics (RNEA), the Coriolis vector C(q, q')q' and the
+   Coriolis matrix (via C q', since Coriolis matrices with M' - 2C skew are not unique) at
+   random configurations, relative to the largest entry; kron_dynamics' own identities too.
+2. Single calls from Python: min and median time per call (timeit, warm-up first: numba
+   compiles on the first call), ratios kron/Pinocchio against the targets of the
+   "Performance" issue (<= 2x for tau, M, G, Coriolis vector; <= 4x for C* vs
+   computeCoriolisMatrix).
+3. Scaling over the chains and the tree: tau, M and C* vs n, log-log slopes.
+4. Batch: N = 10,000 configurations through one kron_dynamics call (q of shape (N, n)) vs
+   Pinocchio in a Python loop (target: ours >= 2x faster).
+5. The three mass-matrix algorithms (000 eq. 95, 003 explicit JSIM, CRBA), readable NumPy
+   and compiled (the same numba style for all three), next to the operation counts that 003
+   claims (Table 1, Fig. 3).
+
+Writes bench/results/dynamics.json, dynamics.md and scaling.png::
+
+    .venv/bin/python bench/bench_dynamics.py                 # full run (about 5 minutes)
+    .venv/bin/python bench/bench_dynamics.py --quick         # smoke test (about 20 s)
+    .venv/bin/python bench/bench_dynamics.py --report-only   # tables and plot from the JSON
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+from pathlib import Path
+import platform
+import subprocess
+import sys
+import time
+import timeit
+import traceback
+
+from bench_models import BenchModel, build_models, find_robots_dir, rotate_base_inertial
+import comparison_libs
+import numpy as np
+
+from kron_dynamics import RobotModel
+from kron_dynamics.kernels import native
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / 'bench' / 'results'
+SEEDS = Path('/work/shared/seeds')
+GRAVITY = (0.0, 0.0, -9.81)
+AGREE_TOL = 1e-8         # relative to the largest entry of the reference
+AGREE_TOL_LOOSE = 1e-6   # PyBullet (btScalar arithmetic, inertia diagonalised on load)
+FD_TOL = 1e-6           # checks that use a finite-difference M' (h = 1e-6)
+SLOPE_TOL = 0.15         # M "no faster than O(n^2)": slope <= 2 + SLOPE_TOL (timer noise)
+
+# kron method -> (Pinocchio baseline, target ratio kron/Pinocchio)
+TARGETS = {
+    'inverse_dynamics': ('rnea', 2.0),
+    'mass_matrix': ('crba', 2.0),
+    'gravity_torque': ('computeGeneralizedGravity', 2.0),
+    'coriolis_vector': ('nonLinearEffects - G', 2.0),
+    'coriolis_star': ('computeCoriolisMatrix', 4.0),
+}
+SCALING = {   # label -> (kron op, Pinocchio op)
+    'RNEA (tau)': ('inverse_dynamics', 'rnea'),
+    'M': ('mass_matrix', 'crba'),
+    'C* / C': ('coriolis_star', 'computeCoriolisMatrix'),
+}
+READABLE_M = {'jacobian': '000 eq. 95 (Jacobians)', 'explicit': '003 explicit JSIM',
+              'crba': 'CRBA (readable)'}
+
+
+# ---------------------------------------------------------------------------- 003's counts
+def _poly(c3, c2, c1):
+    return lambda n: c3 * n ** 3 + c2 * n ** 2 + c1 * n
+
+
+# Wang & Ju (003), section 6, Table 1: multiplications and additions of the JSIM of an
+# all-revolute n-DOF system, lower triangle and diagonal only. Fig. 3 plots "equivalent
+# additions" = 1.1 x multiplications + additions for n = 1..50 (the figure itself is not in
+# the text; these formulas are what it plots). For the generalized momentum method the
+# printed step 5 (M = sum over the links) is the total.
+PAPER_003 = {
+    'jacobian': {
+        'method': 'generalized momentum method [31] (M = sum J^T m J + J^T I J; our 000 eq. 95)',
+        'multiplications': ('7n^3+12n^2+3n', _poly(7, 12, 3)),
+        'additions': ('5n^3+10n^2+2n', _poly(5, 10, 2))},
+    'explicit': {
+        'method': 'the proposed explicit method (003 eqs. 30-37)',
+        'multiplications': ('3.5n^3+16n^2+12.5n', _poly(3.5, 16, 12.5)),
+        'additions': ('3.5n^3+10n^2+6.5n', _poly(3.5, 10, 6.5))},
+    'pseudo_inertia': {
+        'method': 'pseudo-inertia matrix method [28] (not implemented here)',
+        'multiplications': ('21n^3+63n^2+66n', _poly(21, 63, 66)),
+        'additions': ('18n^3+49.5n^2+43.5n', _poly(18, 49.5, 43.5))},
+}
+PAPER_003_SOURCE = ('Wang & Ju, "An explicit modelling method of joint-space inertia matrix '
+                    'for tree-chain dynamic system" (seed 003), section 6, Table 1 and Fig. 3; '
+                    'equivalent additions = 1.1 x multiplications + additions')
+
+
+def equivalent_additions(key: str, n: int) -> float:
+    """Return 003's equivalent additions (1.1 mult + add) of a JSIM method at n DOF."""
+    claim = PAPER_003[key]
+    return 1.1 * claim['multiplications'][1](n) + claim['additions'][1](n)
+
+
+def check_paper_counts() -> dict:
+    """Look the Table 1 formulas up in the seed text of 003; return what was found."""
+    files = sorted(SEEDS.glob('003_*')) if SEEDS.is_dir() else []
+    if not files:
+        return {'file': None, 'verified': False, 'note': f'no 003 seed under {SEEDS}'}
+    text = files[0].read_text(encoding='utf-8', errors='replace').replace(' ', '')
+    found = {f'{key} {kind}': claim[kind][0] in text
+             for key, claim in PAPER_003.items() for kind in ('multiplications', 'additions')}
+    return {'file': str(files[0]), 'verified': all(found.values()), 'found': found,
+            'equivalent_additions_defined': '1.1*multiplications+additions' in text}
+
+
+# ---------------------------------------------------------------------------- timing
+def per_call(f, budget: float, repeat: int) -> dict:
+    """Time f(): min and median microseconds per call over `repeat` runs of `number` calls."""
+    f()   # warm-up (numba compiles on the first call)
+    number = 1
+    while True:
+        t = timeit.timeit(f, number=number)
+        if t >= budget / repeat or number >= 1 << 20:
+            break
+        number *= 2 if t > 0.2 * budget / repeat else 8
+    times = np.array(timeit.repeat(f, number=number, repeat=repeat)) / number * 1e6
+    return {'min_us': float(times.min()), 'median_us': float(np.median(times)),
+            'number': number, 'repeat': repeat}
+
+
+def safe_time(f, budget, repeat, log) -> dict:
+    """per_call, or {'error': ...} if f raises."""
+    try:
+        return per_call(f, budget, repeat)
+    except Exception as exc:
+        log(f'      timing failed: {type(exc).__name__}: {exc}')
+        return {'error': f'{type(exc).__name__}: {exc}'}
+
+
+def relerr(a, b) -> float:
+    """Return max |a - b| relative to max |b| (absolute if b is zero)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        return math.inf
+    scale = float(np.max(np.abs(b))) if b.size else 0.0
+    return float(np.max(np.abs(a - b))) / (scale if scale > 0 else 1.0) if b.size else 0.0
+
+
+def symmetric_from_upper(M) -> np.ndarray:
+    """Fill the lower triangle from the upper one (Pinocchio's crba), in place; return M."""
+    lower = np.tril_indices(M.shape[0], -1)
+    M[lower] = M.T[lower]
+    return M
+
+
+def skew_residual(Mdot, C) -> float:
+    """Return max |S + S^T| / max |M'| for S = M' - 2C (zero if M' - 2C is skew)."""
+    S = Mdot - 2 * np.asarray(C)
+    return float(np.max(np.abs(S + S.T)) / max(float(np.max(np.abs(Mdot))), 1e-300))
+
+
+# ---------------------------------------------------------------------------- libraries
+class Kron:
+    """kron_dynamics on one benchmark model (reference order: model.joint_names)."""
+
+    name = 'kron_dynamics'
+
+    def __init__(self, bm):
+        self.model = RobotModel.from_urdf_string(bm.urdf, gravity=GRAVITY, source=str(bm.path))
+        self.joint_names = list(self.model.joint_names)
+        self.n = self.model.n
+
+    def M(self, q):
+        return self.model.mass_matrix(q)
+
+    def G(self, q):
+        return self.model.gravity_torque(q)
+
+    def rnea(self, q, qd, qdd):
+        return self.model.inverse_dynamics(q, qd, qdd)
+
+    def cvec(self, q, qd):
+        return self.model.coriolis_vector(q, qd)
+
+    def C(self, q, qd):
+        return self.model.coriolis_matrix(q, qd)
+
+    def timers(self, q, qd, qdd, tau, readable=True) -> dict:
+        m = self.model
+        ops = {
+            'inverse_dynamics': lambda: m.inverse_dynamics(q, qd, qdd),
+            'mass_matrix': lambda: m.mass_matrix(q),
+            'gravity_torque': lambda: m.gravity_torque(q),
+            'coriolis_vector': lambda: m.coriolis_vector(q, qd),
+            'bias_torque': lambda: m.bias_torque(q, qd),
+            'coriolis_star': lambda: m.coriolis_star(q),
+            'coriolis_matrix': lambda: m.coriolis_matrix(q, qd),
+            'forward_dynamics': lambda: m.forward_dynamics(q, qd, tau),
+        }
+        if readable:
+            for method in READABLE_M:
+                ops[f"mass_matrix('{method}')"] = (lambda k: lambda: m.mass_matrix(q, k))(method)
+        out = np.empty((m.n, m.n))
+        ints, reals = m._ints, m._reals
+        ops['compiled jacobian'] = lambda: native.mass_matrix_jacobian(ints, reals, q, out)
+        ops['compiled explicit'] = lambda: native.jsim_explicit(ints, reals, q, out)
+        ops['compiled crba'] = lambda: native.crba(ints, reals, q, out)
+        return ops
+
+
+class Mapped:
+    """A library whose joint order differs: index[j] = its position of kron joint j."""
+
+    def setup_index(self, names, kron_names):
+        missing = [j for j in kron_names if j not in names]
+        if missing or len(names) != len(kron_names):
+            raise RuntimeError(f'{self.name}: joints {names} do not match {kron_names}')
+        self.index = np.array([names.index(j) for j in kron_names])
+
+    def to_lib(self, x):
+        y = np.empty(len(self.index))
+        y[self.index] = x
+        return y
+
+    def vec(self, y):
+        return np.asarray(y, dtype=float)[self.index]
+
+    def mat(self, A):
+        return np.asarray(A, dtype=float)[np.ix_(self.index, self.index)]
+
+
+class Pinocchio(Mapped):
+    """Pinocchio on the same URDF text (buildModelFromXML)."""
+
+    name = 'pinocchio'
+
+    def __init__(self, pin, bm, kron_names):
+        self.pin = pin
+        self.model = pin.buildModelFromXML(bm.urdf)
+        self.model.gravity.linear = np.array(GRAVITY)
+        self.data = self.model.createData()
+        if self.model.nq != self.model.nv:
+            raise RuntimeError(f'pinocchio: nq {self.model.nq} != nv {self.model.nv}')
+        names = [None] * self.model.nv
+        for jid in range(1, self.model.njoints):
+            joint = self.model.joints[jid]
+            if joint.nv != 1:
+                raise RuntimeError(f'pinocchio: joint {self.model.names[jid]} has nv {joint.nv}')
+            names[joint.idx_v] = self.model.names[jid]
+        self.setup_index(names, kron_names)
+        self.model0 = self.pin.Model(self.model)     # same model without gravity
+        self.model0.gravity.linear = np.zeros(3)
+        self.data0 = self.model0.createData()
+
+    def M(self, q):
+        return self.mat(symmetric_from_upper(self.pin.crba(self.model, self.data,
+                                                           self.to_lib(q))))
+
+    def G(self, q):
+        return self.vec(self.pin.computeGeneralizedGravity(self.model, self.data,
+                                                           self.to_lib(q)))
+
+    def rnea(self, q, qd, qdd):
+        return self.vec(self.pin.rnea(self.model, self.data, self.to_lib(q), self.to_lib(qd),
+                                      self.to_lib(qdd)))
+
+    def cvec(self, q, qd):
+        nle = np.array(self.pin.nonLinearEffects(self.model, self.data, self.to_lib(q),
+                                                 self.to_lib(qd)))
+        return self.vec(nle - self.pin.computeGeneralizedGravity(self.model, self.data,
+                                                                 self.to_lib(q)))
+
+    def C(self, q, qd):
+        return self.mat(self.pin.computeCoriolisMatrix(self.model, self.data, self.to_lib(q),
+                                                       self.to_lib(qd)))
+
+    def timers(self, q, qd, qdd, tau) -> dict:
+        pin, m, d, m0, d0 = self.pin, self.model, self.data, self.model0, self.data0
+        q, qd, qdd = self.to_lib(q), self.to_lib(qd), self.to_lib(qdd)
+        return {
+            'rnea': lambda: pin.rnea(m, d, q, qd, qdd),
+            'crba': lambda: pin.crba(m, d, q),
+            'crba + symmetric fill': lambda: symmetric_from_upper(pin.crba(m, d, q)),
+            'computeGeneralizedGravity': lambda: pin.computeGeneralizedGravity(m, d, q),
+            'nonLinearEffects - G': lambda: (np.array(pin.nonLinearEffects(m, d, q, qd))
+                                             - pin.computeGeneralizedGravity(m, d, q)),
+            'nonLinearEffects (g = 0 model)': lambda: pin.nonLinearEffects(m0, d0, q, qd),
+            'computeCoriolisMatrix': lambda: pin.computeCoriolisMatrix(m, d, q, qd),
+        }
+
+
+class PyBullet(Mapped):
+    """PyBullet (DIRECT, fixed base) on the same URDF file."""
+
+    name = 'pybullet'
+
+    def __init__(self, p, bm, kron_names, inertia_from_file=True):
+        self.p = p
+        self.cid = p.connect(p.DIRECT)
+        p.setGravity(*GRAVITY, physicsClientId=self.cid)
+        flags = p.URDF_USE_INERTIA_FROM_FILE if inertia_from_file else 0
+        self.body = p.loadURDF(str(bm.path), useFixedBase=True, flags=flags,
+                               physicsClientId=self.cid)
+        names = []
+        for j in range(p.getNumJoints(self.body, physicsClientId=self.cid)):
+            info = p.getJointInfo(self.body, j, physicsClientId=self.cid)
+            if info[2] != p.JOINT_FIXED:
+                names.append(info[1].decode())
+        self.setup_index(names, kron_names)
+
+    def close(self):
+        self.p.disconnect(physicsClientId=self.cid)
+
+    def _id(self, q, qd, qdd):
+        return self.p.calculateInverseDynamics(
+            self.body, self.to_lib(q).tolist(), self.to_lib(qd).tolist(),
+            self.to_lib(qdd).tolist(), physicsClientId=self.cid)
+
+    def M(self, q):
+        return self.mat(self.p.calculateMassMatrix(self.body, self.to_lib(q).tolist(),
+                                                   physicsClientId=self.cid))
+
+    def G(self, q):
+        z = np.zeros(len(q))
+        return self.vec(self._id(q, z, z))
+
+    def rnea(self, q, qd, qdd):
+        return self.vec(self._id(q, qd, qdd))
+
+    def cvec(self, q, qd):
+        z = np.zeros(len(q))
+        return self.vec(self._id(q, qd, z)) - self.vec(self._id(q, z, z))
+
+    def timers(self, q, qd, qdd, tau) -> dict:
+        p, body, cid = self.p, self.body, self.cid
+        q, qd, qdd = (self.to_lib(x).tolist() for x in (q, qd, qdd))
+        return {
+            'calculateInverseDynamics': lambda: p.calculateInverseDynamics(
+                body, q, qd, qdd, physicsClientId=cid),
+            'calculateMassMatrix': lambda: p.calculateMassMatrix(body, q, physicsClientId=cid),
+        }
+
+
+MUJOCO_COMPILER = ('  <mujoco>\n    <compiler discardvisual="true" fusestatic="true" '
+                   'balanceinertia="false" inertiafromgeom="false"/>\n  </mujoco>\n')
+
+
+class MuJoCo(Mapped):
+    """MuJoCo on the same URDF text plus a <mujoco><compiler .../></mujoco> element."""
+
+    name = 'mujoco'
+
+    def __init__(self, mujoco, bm, kron_names):
+        self.mj = mujoco
+        xml = bm.urdf.replace('</robot>', MUJOCO_COMPILER + '</robot>')
+        m = self.m = mujoco.MjModel.from_xml_string(xml)
+        # URDF <dynamics> would become damping/frictionloss; none of it belongs in M, C, G
+        m.dof_damping[:] = 0.0
+        m.dof_armature[:] = 0.0
+        m.dof_frictionloss[:] = 0.0
+        flags = mujoco.mjtDisableBit
+        m.opt.disableflags |= int(flags.mjDSBL_CONSTRAINT | flags.mjDSBL_SPRING
+                                  | flags.mjDSBL_DAMPER)
+        m.opt.gravity[:] = GRAVITY
+        self.d = mujoco.MjData(m)
+        names = [None] * m.nv
+        for j in range(m.njnt):
+            if m.jnt_dofadr[j] >= 0:
+                if m.jnt_qposadr[j] != m.jnt_dofadr[j]:
+                    raise RuntimeError('mujoco: qpos and dof addresses differ')
+                names[m.jnt_dofadr[j]] = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
+        self.setup_index(names, kron_names)
+        self.make_m = getattr(mujoco, 'mj_makeM', mujoco.mj_crb)
+        self.out_M = np.zeros((m.nv, m.nv))
+        self.out_v = np.zeros(m.nv)
+        try:    # MuJoCo >= 3.3 / 4: mj_fullM(m, d, dst); before: mj_fullM(m, dst, d.qM)
+            mujoco.mj_fullM(m, self.d, self.out_M)
+            self.full_m = lambda: mujoco.mj_fullM(m, self.d, self.out_M)
+        except TypeError:
+            self.full_m = lambda: mujoco.mj_fullM(m, self.out_M, self.d.qM)
+
+    def _set(self, q, qd=None, qdd=None):
+        z = np.zeros(len(q))
+        self.d.qpos[:] = self.to_lib(q)
+        self.d.qvel[:] = self.to_lib(z if qd is None else qd)
+        self.d.qacc[:] = self.to_lib(z if qdd is None else qdd)
+
+    def _full_m(self):
+        mj, m, d = self.mj, self.m, self.d
+        mj.mj_kinematics(m, d)
+        mj.mj_comPos(m, d)
+        self.make_m(m, d)
+        self.full_m()
+        return self.out_M
+
+    def _rne(self, flg_acc):
+        mj, m, d = self.mj, self.m, self.d
+        mj.mj_kinematics(m, d)
+        mj.mj_comPos(m, d)
+        mj.mj_comVel(m, d)
+        mj.mj_rne(m, d, flg_acc, self.out_v)
+        return self.out_v
+
+    def M(self, q):
+        self._set(q)
+        return self.mat(self._full_m())
+
+    def G(self, q):
+        self._set(q)
+        return self.vec(self._rne(0))
+
+    def rnea(self, q, qd, qdd):
+        self._set(q, qd, qdd)
+        self.mj.mj_inverse(self.m, self.d)
+        return self.vec(self.d.qfrc_inverse)
+
+    def cvec(self, q, qd):
+        self._set(q, qd)
+        bias = self.vec(self._rne(0))
+        return bias - self.G(q)
+
+    def timers(self, q, qd, qdd, tau) -> dict:
+        mj, m, d = self.mj, self.m, self.d
+        self._set(q, qd, qdd)
+        return {
+            'mj_inverse': lambda: mj.mj_inverse(m, d),
+            'mj_rne (kinematics, comPos, comVel, rne)': lambda: self._rne(1),
+            'mj_fullM (kinematics, comPos, makeM, fullM)': self._full_m,
+        }
+
+
+# ---------------------------------------------------------------------------- agreement
+def samples(kron: Kron, count: int, seed: int = 7):
+    """Return `count` random (q, qd, qdd) inside the joint limits (at most +-1.5)."""
+    rng = np.random.default_rng(seed)
+    lo = np.array([max(kron.model.joints[j].lower, -1.5) for j in kron.joint_names])
+    hi = np.array([min(kron.model.joints[j].upper, 1.5) for j in kron.joint_names])
+    return [(rng.uniform(lo, hi), rng.uniform(-1, 1, kron.n), rng.uniform(-1, 1, kron.n))
+            for _ in range(count)]
+
+
+def mdot(kron: Kron, q, qd, h=1e-6):
+    """Return dM/dt along q' by central differences of kron_dynamics' M."""
+    return (kron.M(q + h * qd) - kron.M(q - h * qd)) / (2 * h)
+
+
+def kron_identities(kron: Kron, configs) -> dict:
+    """Check kron_dynamics against itself: the three readable M, C* and C, tau, q''."""
+    m = kron.model
+    err = {}
+
+    def note(key, value):
+        err[key] = max(err.get(key, 0.0), value)
+    for q, qd, qdd in configs:
+        M = m.mass_matrix(q)
+        for method in READABLE_M:
+            note(f"mass_matrix('{method}') vs default", relerr(m.mass_matrix(q, method), M))
+        cv = m.coriolis_vector(q, qd)
+        note('coriolis_star (qd kron qd) vs coriolis_vector',
+             relerr(m.coriolis_star(q) @ np.kron(qd, qd), cv))
+        C = m.coriolis_matrix(q, qd)
+        note('coriolis_matrix qd vs coriolis_vector', relerr(C @ qd, cv))
+        note("M' - 2C skew (finite-difference M')", skew_residual(mdot(kron, q, qd), C))
+        G = m.gravity_torque(q)
+        note('bias_torque vs coriolis_vector + gravity_torque', relerr(m.bias_torque(q, qd),
+                                                                       cv + G))
+        tau = m.inverse_dynamics(q, qd, qdd)
+        note('inverse_dynamics vs M qdd + C qd + G', relerr(tau, M @ qdd + cv + G))
+        note('forward_dynamics(inverse_dynamics) vs qdd',
+             relerr(m.forward_dynamics(q, qd, tau), qdd))
+    return err
+
+
+def _err(value) -> float:
+    return value if isinstance(value, float) else relerr(*value)
+
+
+def agreement(lib, kron: Kron, configs) -> dict:
+    """Return {quantity: max relative error over configs} of a library against kron."""
+    checks = {
+        'M': lambda q, qd, qdd: (lib.M(q), kron.M(q)),
+        'G': lambda q, qd, qdd: (lib.G(q), kron.G(q)),
+        'RNEA tau': lambda q, qd, qdd: (lib.rnea(q, qd, qdd), kron.rnea(q, qd, qdd)),
+        'Coriolis vector': lambda q, qd, qdd: (lib.cvec(q, qd), kron.cvec(q, qd)),
+    }
+    if hasattr(lib, 'C'):
+        checks['Coriolis matrix: C qd'] = lambda q, qd, qdd: (lib.C(q, qd) @ qd, kron.cvec(q, qd))
+        checks['Coriolis matrix: C itself (need not agree)'] = (
+            lambda q, qd, qdd: (lib.C(q, qd), kron.C(q, qd)))
+        checks["its M' - 2C skew (finite-difference M')"] = (
+            lambda q, qd, qdd: skew_residual(mdot(kron, q, qd), lib.C(q, qd)))
+    out = {}
+    for key, check in checks.items():
+        try:
+            out[key] = max(_err(check(q, qd, qdd)) for q, qd, qdd in configs)
+        except Exception as exc:
+            out[key] = f'{type(exc).__name__}: {exc}'
+    return out
+
+
+# ---------------------------------------------------------------------------- batch
+def bench_batch(kron: Kron, pin_lib, N: int, budget: float, repeat: int, log) -> dict:
+    """Per-configuration time of N configurations: kron batch call vs Python loops."""
+    rng = np.random.default_rng(11)
+    n = kron.n
+    Q, QD, QDD = (rng.uniform(-1, 1, (N, n)) for _ in range(3))
+    m = kron.model
+    out = {'N': N}
+    batch_ops = {'inverse_dynamics': lambda a, b, c: m.inverse_dynamics(a, b, c),
+                 'mass_matrix': lambda a, b, c: m.mass_matrix(a)}
+    single_rows = {'inverse_dynamics': lambda k: kron.rnea(Q[k], QD[k], QDD[k]),
+                   'mass_matrix': lambda k: kron.M(Q[k])}
+    for op, call in batch_ops.items():
+        entry = {}
+        try:   # a small batch first: compiles, and checks against single calls
+            small = call(Q[:4], QD[:4], QDD[:4])
+            err = max(relerr(small[k], single_rows[op](k)) for k in range(4))
+            if np.asarray(small).shape[0] != 4 or err > AGREE_TOL:
+                raise ValueError(f'batch result differs from single calls (rel. err. {err:.2g}, '
+                                 f'shape {np.asarray(small).shape})')
+            t = per_call(lambda: call(Q, QD, QDD), budget, repeat)
+            entry['kron batch'] = {k: v / N for k, v in t.items() if k.endswith('_us')}
+        except Exception as exc:
+            log(f'    batch {op}: not available ({type(exc).__name__}: {exc})')
+            entry['kron batch'] = {'error': f'not available: {type(exc).__name__}: {exc}'}
+
+        def kron_loop(op=op):
+            for k in range(N):
+                single_rows[op](k)
+        t = safe_time(kron_loop, budget, repeat, log)
+        entry['kron loop'] = {k: v / N for k, v in t.items() if k.endswith('_us')} or t
+        if pin_lib is not None:
+            pin, pm, pd = pin_lib.pin, pin_lib.model, pin_lib.data
+            Qp, QDp, QDDp = (X[:, np.argsort(pin_lib.index)] for X in (Q, QD, QDD))
+            res = np.empty((N, n)) if op == 'inverse_dynamics' else np.empty((N, n, n))
+
+            def pin_loop(op=op):
+                if op == 'inverse_dynamics':
+                    for k in range(N):
+                        res[k] = pin.rnea(pm, pd, Qp[k], QDp[k], QDDp[k])
+                else:
+                    for k in range(N):
+                        res[k] = pin.crba(pm, pd, Qp[k])
+            t = safe_time(pin_loop, budget, repeat, log)
+            entry['pinocchio loop'] = {k: v / N for k, v in t.items() if k.endswith('_us')} or t
+        kb, pl = entry['kron batch'], entry.get('pinocchio loop', {})
+        if 'min_us' in kb and 'min_us' in pl:
+            entry['speed-up vs pinocchio loop (min)'] = pl['min_us'] / kb['min_us']
+            entry['pass (>= 2x)'] = entry['speed-up vs pinocchio loop (min)'] >= 2.0
+        out[op] = entry
+    return out
+
+
+# ---------------------------------------------------------------------------- one model
+def bench_model(bm, libs: dict, settings: dict, log) -> dict:
+    """Agreement and single-call timings of every library on one model."""
+    budget, repeat = settings['budget'], settings['repeat']
+    result = {'n': bm.n, 'kind': bm.kind, 'note': bm.note, 'urdf': str(bm.path),
+              'agreement': {}, 'timing_us': {}, 'errors': {}}
+    kron = Kron(bm)
+    configs = samples(kron, settings['checks'])
+    log(f'  {bm.name} (n = {bm.n}): agreement')
+    result['agreement']['kron_dynamics (self)'] = kron_identities(kron, configs)
+    adapters = {}
+    builders = {
+        'pinocchio': lambda mod: Pinocchio(mod, bm, kron.joint_names),
+        'pybullet': lambda mod: PyBullet(mod, bm, kron.joint_names),
+        'mujoco': lambda mod: MuJoCo(mod, bm, kron.joint_names),
+    }
+    for key, build in builders.items():
+        module = libs.get(key)
+        if module is None:
+            continue
+        try:
+            adapters[key] = build(module)
+            result['agreement'][key] = agreement(adapters[key], kron, configs)
+        except Exception as exc:
+            result['errors'][key] = f'{type(exc).__name__}: {exc}'
+            log(f'    {key}: {result["errors"][key]}')
+    if libs.get('pybullet') is not None:   # what PyBullet does without the flag
+        try:
+            raw = PyBullet(libs['pybullet'], bm, kron.joint_names, inertia_from_file=False)
+            result['agreement']['pybullet (no URDF_USE_INERTIA_FROM_FILE)'] = {
+                'M': max(relerr(raw.M(q), kron.M(q)) for q, _, _ in configs)}
+            raw.close()
+            xml = rotate_base_inertial(bm.urdf)
+            path = bm.path.with_name(f'{bm.name}_rotated_base_inertial.urdf')
+            path.write_text(xml, encoding='utf-8')
+            rot = PyBullet(libs['pybullet'], BenchModel(bm.name, bm.kind, bm.n, xml, path),
+                           kron.joint_names)
+            result['agreement']['pybullet (base inertial frame rotated)'] = {
+                'G': max(relerr(rot.G(q), kron.G(q)) for q, _, _ in configs)}
+            rot.close()
+        except Exception as exc:
+            result['errors']['pybullet (variants)'] = f'{type(exc).__name__}: {exc}'
+    log(f'  {bm.name}: timing')
+    q, qd, qdd = configs[0]
+    tau = kron.rnea(q, qd, qdd)
+    timers = {'kron_dynamics': kron.timers(q, qd, qdd, tau,
+                                           readable=settings['readable'] or bm.n <= 12)}
+    for key, lib in adapters.items():
+        timers[key] = lib.timers(q, qd, qdd, tau)
+    for lib, ops in timers.items():
+        result['timing_us'][lib] = {}
+        for op, f in ops.items():
+            slow = op.startswith('mass_matrix(')    # readable NumPy: fewer repetitions
+            result['timing_us'][lib][op] = safe_time(
+                f, budget, max(2, repeat // 2) if slow else repeat, log)
+    ratios = {}
+    for op, (base, target) in TARGETS.items():
+        ours = result['timing_us']['kron_dynamics'].get(op, {})
+        theirs = result['timing_us'].get('pinocchio', {}).get(base, {})
+        if 'min_us' in ours and 'min_us' in theirs:
+            r_min = ours['min_us'] / theirs['min_us']
+            ratios[op] = {'baseline': base, 'target': target, 'ratio_min': r_min,
+                          'ratio_median': ours['median_us'] / theirs['median_us'],
+                          'pass': r_min <= target}
+    result['ratios'] = ratios
+    if settings['batch_n']:
+        log(f'  {bm.name}: batch N = {settings["batch_n"]}')
+        result['batch'] = bench_batch(kron, adapters.get('pinocchio'), settings['batch_n'],
+                                      settings['batch_budget'], settings['batch_repeat'], log)
+    if 'pybullet' in adapters:
+        adapters['pybullet'].close()
+    return result
+
+
+# ---------------------------------------------------------------------------- summaries
+def slope(ns, ts) -> float:
+    """Return the log-log least-squares slope of ts vs ns (nan with fewer than 2 points)."""
+    pts = [(n, t) for n, t in zip(ns, ts) if t is not None and t > 0]
+    if len(pts) < 2:
+        return math.nan
+    x, y = np.log([p[0] for p in pts]), np.log([p[1] for p in pts])
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def timing(results, model, lib, op, stat='min_us'):
+    """Return one timing from the results (None if missing or failed)."""
+    return results.get(model, {}).get('timing_us', {}).get(lib, {}).get(op, {}).get(stat)
+
+
+def scaling_summary(results) -> dict:
+    """Return times vs n over the chains (and the tree), log-log slopes and the criteria."""
+    chains = sorted((r['n'], name) for name, r in results.items() if r['kind'] == 'chain')
+    ns = [n for n, _ in chains]
+    out = {'n': ns, 'series': {}, 'slopes': {}, 'tree': {}}
+    series = {f'{label} {lib}': (lib, op) for label, (ok, op_p) in SCALING.items()
+              for lib, op in (('kron_dynamics', ok), ('pinocchio', op_p))}
+    series['C matrix kron_dynamics'] = ('kron_dynamics', 'coriolis_matrix')
+    for key, (lib, op) in series.items():
+        ts = [timing(results, name, lib, op) for _, name in chains]
+        out['series'][key] = ts
+        large = [(n, t) for n, t in zip(ns, ts) if n >= 12]
+        out['slopes'][key] = {'all n': slope(ns, ts),
+                              'n >= 12': slope([n for n, _ in large], [t for _, t in large])}
+        tree = [name for name, r in results.items() if r['kind'] == 'tree']
+        if tree:
+            out['tree'][key] = timing(results, tree[0], lib, op)
+    biggest = max((name for _, name in chains), key=lambda s: results[s]['n'], default=None)
+    criteria = {}
+    if biggest is not None:
+        ours = timing(results, biggest, 'kron_dynamics', 'inverse_dynamics')
+        theirs = timing(results, biggest, 'pinocchio', 'rnea')
+        if ours and theirs:
+            criteria[f'RNEA at n = {results[biggest]["n"]} no slower than Pinocchio'] = {
+                'value': ours / theirs, 'unit': 'ratio kron/pinocchio (min)',
+                'pass': ours <= theirs}
+    s = out['slopes'].get('M kron_dynamics', {}).get('n >= 12', math.nan)
+    criteria['M grows no faster than O(n^2) (chains, n >= 12)'] = {
+        'value': s, 'unit': f'log-log slope (tolerance {SLOPE_TOL})',
+        'pass': bool(s <= 2 + SLOPE_TOL) if not math.isnan(s) else None}
+    s = out['slopes'].get('C* / C kron_dynamics', {}).get('n >= 12', math.nan)
+    criteria['growth of C* (chains, n >= 12)'] = {
+        'value': s, 'pass': None,
+        'unit': 'log-log slope (C* has n^3 entries: tends to >= 3 as n grows)'}
+    out['criteria'] = criteria
+    return out
+
+
+def mass_matrix_summary(results) -> dict:
+    """Return the readable M algorithms' times on every model with 003's operation counts."""
+    rows = []
+    order = sorted(results, key=lambda k: (results[k]['kind'] != 'chain', results[k]['n']))
+    for name in order:
+        r = results[name]
+        row = {'model': name, 'n': r['n'], 'kind': r['kind']}
+        for method in READABLE_M:
+            row[method] = timing(results, name, 'kron_dynamics', f"mass_matrix('{method}')")
+        row['compiled'] = timing(results, name, 'kron_dynamics', 'mass_matrix')
+        for method in READABLE_M:
+            row[f'compiled {method}'] = timing(results, name, 'kron_dynamics',
+                                               f'compiled {method}')
+        for key in PAPER_003:
+            row[f'eqadd {key}'] = equivalent_additions(key, r['n'])
+        rows.append(row)
+    chains = [row for row in rows if row['kind'] == 'chain']
+    slopes = {m: slope([row['n'] for row in chains], [row[m] for row in chains])
+              for m in (*READABLE_M, 'compiled', *(f'compiled {k}' for k in READABLE_M))}
+    ns = [row['n'] for row in chains]
+    slopes.update({f'003 claim {key}': slope(ns, [row[f'eqadd {key}'] for row in chains])
+                   for key in PAPER_003})
+    claims = {key: {'method': c['method'], 'multiplications': c['multiplications'][0],
+                    'additions': c['additions'][0]} for key, c in PAPER_003.items()}
+    return {'rows': rows, 'slopes_chains': slopes, 'claims': claims,
+            'source': PAPER_003_SOURCE}
+
+
+# ---------------------------------------------------------------------------- output
+def fmt(x, digits=1) -> str:
+    """Format a number for a table cell ('–' for missing)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return '–'
+    if isinstance(x, str):
+        return x
+    if abs(x) >= 1e4:
+        return f'{x:.3g}'
+    return f'{x:.{digits}f}'
+
+
+def fmt_err(x) -> str:
+    """Format a relative error."""
+    return x if isinstance(x, str) else f'{x:.1e}'
+
+
+def verdict(p) -> str:
+    """Return PASS / FAIL / – for a boolean or None."""
+    return '–' if p is None else ('PASS' if p else 'FAIL')
+
+
+def markdown(report: dict) -> str:
+    """Return the Markdown report."""
+    meta, results = report['meta'], report['models']
+    lines = ['# Dynamics benchmark: kron_dynamics vs Pinocchio, PyBullet, MuJoCo', '',
+             f"{meta['date']} · {meta['cpu']} ({meta['cpu_count']} cores) · "
+             f"Python {meta['python']} · numpy {meta['numpy']} · numba {meta['numba']} · "
+             f"kron_dynamics {meta['kron_dynamics']}" + (' · **quick run**' if meta['quick']
+                                                         else ''), '',
+             'Libraries: ' + ', '.join(f'{k} {v}' for k, v in meta['libraries'].items()), '',
+             'Times are microseconds per call from Python (timeit, warm-up first); `min` is the '
+             'fastest repeat, `median` the median repeat. Ratios are kron / Pinocchio of the '
+             'minima (least disturbed by other load on the machine); the median ratio is '
+             'shown next to it.', '']
+    if meta.get('unavailable'):
+        missing = '; '.join(f'{k}: {v}' for k, v in meta['unavailable'].items())
+        lines += [f'Not available: {missing}', '']
+
+    lines += ['## Agreement', '',
+              'Largest relative error (max |a - b| / max |b|) over '
+              f"{meta['checks']} random configurations inside the joint limits; reference: "
+              f'kron_dynamics. Tolerance {AGREE_TOL:g} ({AGREE_TOL_LOOSE:g} for PyBullet).', '']
+    libs = ['pinocchio', 'pybullet', 'mujoco']
+    quantities = ['M', 'G', 'RNEA tau', 'Coriolis vector', 'Coriolis matrix: C qd']
+    lines += ['| model | library | ' + ' | '.join(quantities) + ' | verdict |',
+              '|---|---|' + '---|' * (len(quantities) + 1)]
+    for name, r in results.items():
+        for lib in libs:
+            a = r['agreement'].get(lib)
+            if a is None:
+                if lib in r['errors']:
+                    lines.append(f'| {name} | {lib} | failed: {r["errors"][lib]} |'
+                                 + ' |' * len(quantities))
+                continue
+            tol = AGREE_TOL_LOOSE if lib == 'pybullet' else AGREE_TOL
+            vals = [a.get(k) for k in quantities]
+            ok = all(isinstance(v, float) and v <= tol for v in vals if v is not None)
+            lines.append(f'| {name} | {lib} | ' + ' | '.join(
+                '–' if v is None else fmt_err(v) for v in vals) + f' | {verdict(ok)} |')
+    lines += ['', 'Other checks (largest relative error over the same configurations):', '',
+              '| model | check | value |', '|---|---|---|']
+    for name, r in results.items():
+        for lib, a in r['agreement'].items():
+            for k, v in a.items():
+                if lib in libs and k in quantities:
+                    continue
+                lines.append(f'| {name} | {lib}: {k} | {fmt_err(v)} |')
+    if report.get('agreement_notes'):
+        lines += ['', *[f'- {note}' for note in report['agreement_notes']]]
+
+    lines += ['', '## Single calls: kron_dynamics vs Pinocchio targets', '',
+              '| model | n | kron method | min | median | Pinocchio | min | median | '
+              'ratio (min) | ratio (median) | target | verdict |',
+              '|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for name, r in results.items():
+        for op, x in r.get('ratios', {}).items():
+            ours = r['timing_us']['kron_dynamics'][op]
+            theirs = r['timing_us']['pinocchio'][x['baseline']]
+            lines.append(
+                f"| {name} | {r['n']} | `{op}` | {fmt(ours['min_us'], 2)} | "
+                f"{fmt(ours['median_us'], 2)} | `{x['baseline']}` | {fmt(theirs['min_us'], 2)} "
+                f"| {fmt(theirs['median_us'], 2)} | {fmt(x['ratio_min'], 2)} | "
+                f"{fmt(x['ratio_median'], 2)} | <= {x['target']:g} | {verdict(x['pass'])} |")
+    lines += ['', '## All single-call timings [µs]', '',
+              '| model | library | operation | min | median |', '|---|---|---|---|---|']
+    for name, r in results.items():
+        for lib, ops in r['timing_us'].items():
+            for op, t in ops.items():
+                if 'error' in t:
+                    lines.append(f'| {name} | {lib} | {op} | {t["error"]} | |')
+                else:
+                    lines.append(f"| {name} | {lib} | {op} | {fmt(t['min_us'], 2)} | "
+                                 f"{fmt(t['median_us'], 2)} |")
+
+    sc = report['scaling']
+    lines += ['', '## Scaling over the serial chains (min µs per call)', '',
+              '| series | ' + ' | '.join(f'n = {n}' for n in sc['n'])
+              + ' | tree (n = 12) | slope (all n) | slope (n >= 12) |',
+              '|---|' + '---|' * (len(sc['n']) + 3)]
+    for key, ts in sc['series'].items():
+        sl = sc['slopes'][key]
+        lines.append(f'| {key} | ' + ' | '.join(fmt(t, 2) for t in ts)
+                     + f" | {fmt(sc['tree'].get(key), 2)} | {fmt(sl['all n'], 2)} | "
+                     f"{fmt(sl['n >= 12'], 2)} |")
+    lines += ['', '| criterion | value | unit | verdict |', '|---|---|---|---|']
+    for key, c in sc['criteria'].items():
+        lines.append(f"| {key} | {fmt(c['value'], 2)} | {c['unit']} | {verdict(c['pass'])} |")
+    lines += ['', '![scaling](scaling.png)']
+
+    lines += ['', '## Batch: N configurations per call vs a Python loop (µs per configuration)',
+              '', '| model | n | method | N | kron batch (min) | kron loop (min) | '
+              'Pinocchio loop (min) | speed-up vs Pinocchio | target | verdict |',
+              '|---|---|---|---|---|---|---|---|---|---|']
+    for name, r in results.items():
+        b = r.get('batch')
+        if not b:
+            continue
+        for op in ('inverse_dynamics', 'mass_matrix'):
+            e = b.get(op, {})
+            kb = e.get('kron batch', {})
+            lines.append(
+                f"| {name} | {r['n']} | `{op}` | {b['N']} | "
+                f"{fmt(kb.get('min_us'), 3) if 'min_us' in kb else 'not available'} | "
+                f"{fmt(e.get('kron loop', {}).get('min_us'), 3)} | "
+                f"{fmt(e.get('pinocchio loop', {}).get('min_us'), 3)} | "
+                f"{fmt(e.get('speed-up vs pinocchio loop (min)'), 2)} | >= 2 | "
+                f"{verdict(e.get('pass (>= 2x)'))} |")
+    errs = {f"{name} {op}": r['batch'][op]['kron batch']['error']
+            for name, r in results.items() if r.get('batch')
+            for op in ('inverse_dynamics', 'mass_matrix')
+            if 'error' in r['batch'].get(op, {}).get('kron batch', {})}
+    if errs:
+        first = next(iter(errs.values()))
+        lines += ['', f'kron batch not available for {len(errs)} cases, e.g.: {first}']
+
+    mm = report['mass_matrix_algorithms']
+    lines += ['', '## Mass-matrix algorithms vs the operation counts of 003', '',
+              f"Claims: {mm['source']}.", '']
+    for key, c in mm['claims'].items():
+        lines.append(f"- `{key}`: {c['method']}: {c['multiplications']} multiplications, "
+                     f"{c['additions']} additions")
+    paper = report['meta'].get('paper_003_check', {})
+    lines += ['', f"(formulas looked up in {paper.get('file')}: "
+              f"{'all found' if paper.get('verified') else 'NOT all found'})", '',
+              "Times: min µs per call of `mass_matrix(q, method)` (readable NumPy), and of "
+              "the compiled kernels of the same three algorithms called directly (no facade; "
+              "the default `mass_matrix(q)` is the compiled CRBA through the facade). "
+              "'eq. add.' = 1.1 x multiplications + additions (003 Fig. 3).",
+              '', '| model | n | readable: eq. 95 | 003 explicit | CRBA | '
+              'compiled: eq. 95 | 003 explicit | CRBA | eq. add. eq. 95 | eq. add. explicit | '
+              'compiled time explicit/eq. 95 | claim explicit/eq. 95 |',
+              '|---|---|---|---|---|---|---|---|---|---|---|---|']
+    for row in mm['rows']:
+        cj, ce = row.get('compiled jacobian'), row.get('compiled explicit')
+        t_ratio = ce / cj if ce and cj else None
+        c_ratio = row['eqadd explicit'] / row['eqadd jacobian']
+        lines.append(f"| {row['model']} | {row['n']} | {fmt(row['jacobian'])} | "
+                     f"{fmt(row['explicit'])} | {fmt(row['crba'])} | {fmt(cj, 2)} | "
+                     f"{fmt(ce, 2)} | {fmt(row.get('compiled crba'), 2)} | "
+                     f"{row['eqadd jacobian']:.0f} | {row['eqadd explicit']:.0f} | "
+                     f"{fmt(t_ratio, 2)} | {c_ratio:.2f} |")
+    lines += ['', 'Log-log slopes over the chains: ' + ', '.join(
+        f'{k} {fmt(v, 2)}' for k, v in mm['slopes_chains'].items()), '']
+    if report.get('mass_matrix_notes'):
+        lines += [*[f'- {note}' for note in report['mass_matrix_notes']], '']
+    return '\n'.join(lines) + '\n'
+
+
+def plot(report: dict, path: Path) -> None:
+    """Write the log-log plot of time vs n (chains) for RNEA, M, C* of ours and Pinocchio."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    sc = report['scaling']
+    ns = np.array(sc['n'], dtype=float)
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.5))
+    for ax, (label, _) in zip(axes, SCALING.items()):
+        for lib, style in (('kron_dynamics', 'o-'), ('pinocchio', 's--')):
+            ts = sc['series'].get(f'{label} {lib}', [])
+            pts = [(n, t) for n, t in zip(ns, ts) if t]
+            if pts:
+                s = sc['slopes'][f'{label} {lib}']['n >= 12']
+                ax.loglog(*zip(*pts), style, label=f'{lib} (slope n>=12: {s:.2f})')
+            tree = sc['tree'].get(f'{label} {lib}')
+            if tree:
+                ax.loglog([12], [tree], style[0], mfc='none', ms=10, color='gray')
+        anchor = [(n, t) for n, t in zip(ns, sc['series'].get(f'{label} kron_dynamics', []))
+                  if t and n >= 12]
+        for k, ls in ((1, ':'), (2, '-.'), (3, '--')):
+            if anchor:   # reference slopes through our first point with n >= 12
+                n0, t0 = anchor[0]
+                big = ns[ns >= n0]
+                ax.loglog(big, t0 * (big / n0) ** k, ls, color='gray', lw=1,
+                          label=f'O(n^{k})')
+        ax.set_xticks(ns)
+        ax.set_xticklabels([f'{n:g}' for n in ns])
+        ax.minorticks_off()
+        ax.set_title(label + (' (ours: C*, Pinocchio: computeCoriolisMatrix)'
+                              if label.startswith('C') else ''), fontsize=9)
+        ax.set_xlabel('n (serial chain; open gray marker: 12-DOF tree)')
+        ax.set_ylabel('µs per call (min)')
+        ax.grid(True, which='both', alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"kron_dynamics vs Pinocchio {report['meta']['libraries'].get('pin', '')}, "
+                 f"{report['meta']['date']}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------- notes
+def agreement_notes(results) -> list:
+    """Explain the disagreements that were found (and the setup that avoids others)."""
+    notes = [
+        'Same URDF text for every library. PyBullet loads it with URDF_USE_INERTIA_FROM_FILE '
+        '(otherwise Bullet recomputes inertias from collision shapes); MuJoCo gets '
+        '`<mujoco><compiler discardvisual fusestatic balanceinertia="false" '
+        'inertiafromgeom="false"/></mujoco>` and has joint damping, armature and '
+        'frictionloss zeroed and constraints, springs and dampers disabled (otherwise '
+        'mj_inverse subtracts passive and limit forces); gravity (0, 0, -9.81) everywhere. '
+        'The Panda loses its `<dynamics>` (damping) elements in bench_models.py for the same '
+        'reason.',
+        "Pinocchio's computeCoriolisMatrix and ours both satisfy M' - 2C skew but the "
+        'matrices need not be equal (any C + S with S skew and S q\' = 0 also works); '
+        'C q\' is compared instead, and the matrices only for information.',
+    ]
+    worst, pybullet_worst, c_diff = {}, 0.0, 0.0
+    for name, r in results.items():
+        for lib, a in r['agreement'].items():
+            for k, v in a.items():
+                if isinstance(v, float) and v > worst.get((lib, k), (0, ''))[0]:
+                    worst[(lib, k)] = (v, name)
+    for (lib, k), (v, name) in sorted(worst.items()):
+        if lib.startswith('pybullet (no'):
+            notes.append(f'Without URDF_USE_INERTIA_FROM_FILE PyBullet\'s M differs by up to '
+                         f'{v:.1e} (relative, {name}): Bullet then recomputes each link\'s '
+                         'inertia itself instead of using the URDF\'s.')
+        elif lib.startswith('pybullet (base'):
+            notes.append('PyBullet\'s calculateInverseDynamics mishandles a rotated inertial '
+                         'frame of the fixed root link (URDF <inertial><origin rpy> of the '
+                         'base; it has no effect on M, C, G): its G is then off by up to '
+                         f'{v:.1e} (relative, {name}). Checked on chain_6: PyBullet\'s G equals '
+                         'ours computed with gravity R g (R = that rotation) to 4e-14, i.e. '
+                         'Bullet applies the world gravity vector in the base\'s inertial '
+                         'frame (Bullet\'s base frame). The benchmark robots therefore keep '
+                         'the root link\'s inertial rpy at 0 (the Panda has 0 already).')
+        elif 'finite-difference' in k:
+            if v > FD_TOL:
+                notes.append(f'{lib}: {k}: {v:.1e} (worst on {name}) exceeds {FD_TOL:g}')
+        elif (lib in ('pinocchio', 'mujoco') and v > AGREE_TOL and 'need not' not in k) \
+                or (lib == 'pybullet' and v > AGREE_TOL_LOOSE):
+            notes.append(f'DISAGREEMENT {lib} {k}: {v:.1e} (worst on {name})')
+        elif lib == 'kron_dynamics (self)' and v > AGREE_TOL:
+            notes.append(f'kron_dynamics identity off: {k}: {v:.1e} ({name})')
+        elif lib == 'pybullet' and v > 1e-12:
+            pybullet_worst = max(pybullet_worst, v)
+        elif lib == 'pinocchio' and 'need not' in k:
+            c_diff = max(c_diff, v)
+    if pybullet_worst:
+        notes.append(f'PyBullet agrees to {pybullet_worst:.0e} at worst, not to round-off. '
+                     'Likely cause: Bullet keeps each link inertia as principal moments in a '
+                     'principal frame (its URDF importer hands over a diagonal inertia and '
+                     'an inertial frame), diagonalising the URDF tensor iteratively on load.')
+    if c_diff:
+        notes.append('Pinocchio\'s Coriolis matrix itself differs from ours by at most '
+                     f'{c_diff:.1e} (relative) on these models, i.e. the two constructions '
+                     'give the same C here, although only C q\' had to agree.')
+    return notes
+
+
+def mass_matrix_notes(mm) -> list:
+    """Say how the measured times compare with 003's counts."""
+    s = mm['slopes_chains']
+    chains = [row for row in mm['rows'] if row['kind'] == 'chain']
+    big = max(chains, key=lambda row: row['n'], default={'n': 0})
+    ratio = (big['compiled explicit'] / big['compiled jacobian']
+             if big.get('compiled explicit') and big.get('compiled jacobian') else None)
+    n_big = big['n'] or 1
+    claim = equivalent_additions('explicit', n_big) / equivalent_additions('jacobian', n_big)
+    return [
+        "003's counts are cubic for both explicit methods (Table 1, all-revolute chains; the "
+        "proposed method needs about 0.6 times the equivalent additions of the "
+        'generalized momentum method at large n: 7.35 n^3 vs 12.7 n^3). The readable '
+        'implementations are NumPy code whose time is dominated by Python overhead per '
+        'vectorised step (the explicit JSIM loops over element pairs in Python, eq. 95 does '
+        'O(n) vectorised products), so only the compiled kernels, written alike, compare the '
+        'algorithms.',
+        f'At n = {big["n"]} (the largest chain) the compiled time ratio explicit/eq. 95 is '
+        f'{fmt(ratio, 2)}, where 003 claims {claim:.2f} in equivalent additions.',
+        f"Measured log-log slopes over the chains: jacobian {fmt(s.get('jacobian'), 2)}, "
+        f"explicit {fmt(s.get('explicit'), 2)}, crba {fmt(s.get('crba'), 2)}, compiled "
+        f"{fmt(s.get('compiled'), 2)}; 003's claimed counts have slopes "
+        f"{fmt(s.get('003 claim jacobian'), 2)} (jacobian) and "
+        f"{fmt(s.get('003 claim explicit'), 2)} (explicit) over the same n (3 asymptotically).",
+        '003 gives no count for CRBA; for a chain it does O(n^2) work (n composite inertias, '
+        'each projected on the joints above it).',
+    ]
+
+
+# ---------------------------------------------------------------------------- main
+def cpu_name() -> str:
+    """Return the CPU model name."""
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_describe() -> str:
+    """Return the commit of the working tree, with '+dirty' if kron_dynamics/ has changes."""
+    try:
+        rev = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(['git', 'status', '--porcelain', 'kron_dynamics'], cwd=REPO,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return rev + ('+dirty' if dirty else '')
+    except (OSError, subprocess.SubprocessError):
+        return 'unknown'
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and write dynamics.json, dynamics.md and scaling.png."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
+    parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    parser.add_argument('--no-install', action='store_true',
+                        help='do not pip-install missing comparison libraries')
+    parser.add_argument('--models', default='', help='comma-separated subset of model names')
+    parser.add_argument('--report-only', action='store_true',
+                        help='measure nothing: rewrite dynamics.md and scaling.png (and the '
+                             'summaries in dynamics.json) from OUT/dynamics.json')
+    args = parser.parse_args(argv)
+    if args.report_only:
+        data = json.loads((Path(args.out) / 'dynamics.json').read_text())
+        write_reports({'meta': data['meta'], 'models': data['models']}, Path(args.out))
+        return 0
+    quick = args.quick
+    settings = {'budget': 0.02 if quick else 0.4, 'repeat': 3 if quick else 9,
+                'checks': 2 if quick else 5, 'readable': True,
+                'batch_n': 1000 if quick else 10_000,
+                'batch_budget': 0.05 if quick else 1.0, 'batch_repeat': 2 if quick else 5}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    log('comparison libraries')
+    numpy_before = np.__version__
+    libs, unavailable = {}, {}
+    for key in ('pinocchio', 'pybullet', 'mujoco'):
+        module, reason = comparison_libs.load(key, install=not args.no_install, log=log)
+        libs[key] = module
+        if module is None:
+            unavailable[key] = reason
+            log(f'  {key}: not available: {reason}')
+    robots = find_robots_dir(log) if not args.no_install else None
+    if args.no_install and comparison_libs.robots_dir() is not None:
+        robots = comparison_libs.robots_dir()
+    if robots is None:
+        unavailable['example-robot-data'] = 'not installed: no Panda'
+    versions = comparison_libs.versions()
+    if versions.get('numpy') != numpy_before:
+        log(f'WARNING: numpy changed from {numpy_before} to {versions.get("numpy")}')
+    models = build_models(robots, log=log)    # build/bench_models/*.urdf
+    if args.models:
+        models = [m for m in models if m.name in args.models.split(',')]
+    results = {}
+    for bm in models:
+        try:
+            results[bm.name] = bench_model(bm, libs, settings, log)
+        except Exception:
+            log(f'{bm.name}: FAILED\n{traceback.format_exc()}')
+            results[bm.name] = {'n': bm.n, 'kind': bm.kind, 'note': bm.note,
+                                'agreement': {}, 'timing_us': {},
+                                'errors': {'benchmark': traceback.format_exc()}}
+    import numba
+    meta = {
+        'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
+        'quick': quick, 'settings': settings, 'checks': settings['checks'],
+        'cpu': cpu_name(), 'cpu_count': os.cpu_count(), 'machine': platform.machine(),
+        'platform': platform.platform(), 'python': platform.python_version(),
+        'numpy': np.__version__, 'numba': numba.__version__,
+        'numba_threads': numba.config.NUMBA_NUM_THREADS,
+        'kron_dynamics': git_describe(), 'load_average': list(os.getloadavg()),
+        'libraries': {k: v for k, v in versions.items()
+                      if k in ('pin', 'example-robot-data', 'pybullet', 'mujoco')},
+        'unavailable': unavailable, 'paper_003_check': check_paper_counts(),
+        'wall_seconds': None,
+    }
+    meta['wall_seconds'] = round(time.time() - start, 1)
+    write_reports({'meta': meta, 'models': results}, out, log)
+    return 0
+
+
+def write_reports(report: dict, out: Path, log=print) -> None:
+    """Add the summaries to a report (meta + models) and write JSON, Markdown and plot."""
+    results = report['models']
+    report['scaling'] = scaling_summary(results)
+    report['mass_matrix_algorithms'] = mass_matrix_summary(results)
+    report['agreement_notes'] = agreement_notes(results)
+    report['mass_matrix_notes'] = mass_matrix_notes(report['mass_matrix_algorithms'])
+    (out / 'dynamics.json').write_text(json.dumps(report, indent=2, default=str) + '\n')
+    (out / 'dynamics.md').write_text(markdown(report))
+    try:
+        plot(report, out / 'scaling.png')
+    except Exception as exc:
+        log(f'plot failed: {type(exc).__name__}: {exc}')
+    log(f'wrote {out / "dynamics.json"}, {out / "dynamics.md"}, {out / "scaling.png"}')
+
+
+if __name__ == '__main__':
+    sys.exit(main())

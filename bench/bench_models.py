@@ -1,0 +1,274 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The robots of the dynamics benchmark, as URDF text that every library loads unchanged.
+
+- ``panda``: the 7-DOF Franka Emika Panda of ``example-robot-data``, with the two finger
+  joints made fixed (kron_dynamics rejects the ``mimic`` one), and no visual or collision
+  geometry (no meshes to resolve; PyBullet and MuJoCo cannot derive inertias from shapes);
+- ``chain_<n>`` for n = 2, 6, 12, 24, 48: serial chains of revolute joints, axes along x, y
+  or z or tilted, joint origins with xyz and rpy, full (non-diagonal) inertia tensors with
+  inertial rpy and non-zero centre-of-mass offsets, and one fixed joint with a massive link;
+- ``tree_12``: a 12-DOF branching tree: a waist joint carrying a torso with two 4-DOF arms
+  and a 3-DOF head whose neck is prismatic, and a fixed tool on each arm.
+
+Every link has a positive mass and an inertia obeying the triangle inequality (MuJoCo refuses
+massless moving bodies), every joint has limits wide enough for the sampled configurations,
+and there is no ``<dynamics>`` (damping) element. Run this file to write the URDFs to
+``build/bench_models/`` and check that kron_dynamics loads each of them.
+"""
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+import sys
+import xml.etree.ElementTree as ET
+
+from comparison_libs import example_robot_data
+import numpy as np
+
+from kron_dynamics import RobotModel
+from kron_dynamics.random_urdf import random_inertia
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = REPO / 'build' / 'bench_models'
+CHAIN_SIZES = (2, 6, 12, 24, 48)
+LIMIT = 3.0     # joint limits +-LIMIT (rad or m); configurations are sampled well inside
+PANDA_FINGERS = ('panda_finger_joint1', 'panda_finger_joint2')
+
+
+@dataclass
+class BenchModel:
+    """One benchmark robot: its URDF text, the file it was written to, its kind and size."""
+
+    name: str
+    kind: str            # 'panda', 'chain' or 'tree'
+    n: int
+    urdf: str
+    path: Path
+    note: str = ''
+
+
+def _v(x) -> str:
+    return ' '.join(f'{float(v):.12g}' for v in x)
+
+
+class _Writer:
+    """Build URDF text link by link (positive masses, full inertias, limited joints)."""
+
+    def __init__(self, name: str, rng: np.random.Generator):
+        self.rng = rng
+        self.lines = ['<?xml version="1.0"?>', f'<robot name="{name}">']
+        # the base's inertial frame is not rotated: PyBullet's inverse dynamics would take
+        # gravity in that frame (see rotate_base_inertial)
+        self.link('base_link', mass=3.0, com=(0.0, 0.0, 0.05), rpy=(0.0, 0.0, 0.0))
+
+    def link(self, name, mass=None, com=None, scale=None, rpy=None):
+        rng = self.rng
+        mass = float(rng.uniform(0.5, 5.0)) if mass is None else mass
+        com = rng.uniform(-0.1, 0.1, 3) + np.array([0.0, 0.0, 0.08]) if com is None else com
+        inertia = random_inertia(rng, rng.uniform(0.01, 0.1) if scale is None else scale)
+        rpy_ = rng.uniform(-np.pi, np.pi, 3) if rpy is None else rpy
+        ixx, ixy, ixz = inertia[0]
+        iyy, iyz, izz = inertia[1, 1], inertia[1, 2], inertia[2, 2]
+        self.lines += [
+            f'  <link name="{name}">', '    <inertial>',
+            f'      <origin xyz="{_v(com)}" rpy="{_v(rpy_)}"/>',
+            f'      <mass value="{mass:.12g}"/>',
+            f'      <inertia ixx="{ixx:.12g}" ixy="{ixy:.12g}" ixz="{ixz:.12g}" '
+            f'iyy="{iyy:.12g}" iyz="{iyz:.12g}" izz="{izz:.12g}"/>',
+            '    </inertial>', '  </link>']
+
+    def axis(self, k: int):
+        """Cycle z, y, x, tilted (unit vector); signs vary."""
+        rng = self.rng
+        if k % 4 == 3:
+            a = rng.normal(size=3)
+            return a / np.linalg.norm(a)
+        return np.eye(3)[2 - k % 3] * rng.choice([-1.0, 1.0])
+
+    def joint(self, name, jtype, parent, child, xyz, rpy, axis=None):
+        self.lines += [f'  <joint name="{name}" type="{jtype}">',
+                       f'    <parent link="{parent}"/>', f'    <child link="{child}"/>',
+                       f'    <origin xyz="{_v(xyz)}" rpy="{_v(rpy)}"/>']
+        if jtype != 'fixed':
+            axis_text = ' '.join(f'{float(a):.17g}' for a in axis)   # unit to round-off
+            self.lines += [f'    <axis xyz="{axis_text}"/>',
+                           f'    <limit lower="{-LIMIT}" upper="{LIMIT}" effort="100.0" '
+                           'velocity="10.0"/>']
+        self.lines.append('  </joint>')
+
+    def text(self) -> str:
+        return '\n'.join(self.lines + ['</robot>']) + '\n'
+
+
+def chain_urdf(n: int, seed: int = 0) -> str:
+    """Return URDF text of an n-joint revolute serial chain (plus one fixed tool link)."""
+    rng = np.random.default_rng(1000 + n + seed)
+    w = _Writer(f'chain_{n}', rng)
+    parent = 'base_link'
+    for k in range(n):
+        child = f'link{k + 1}'
+        w.joint(f'joint{k + 1}', 'revolute', parent, child,
+                xyz=rng.uniform(-0.05, 0.05, 3) + np.array([0.0, 0.0, 0.15]),
+                rpy=rng.uniform(-0.5, 0.5, 3), axis=w.axis(k))
+        w.link(child)
+        parent = child
+    w.joint('tool_joint', 'fixed', parent, 'tool', xyz=(0.02, 0.0, 0.1), rpy=(0.0, 0.3, 0.0))
+    w.link('tool', mass=0.8)
+    return w.text()
+
+
+def tree_urdf(seed: int = 0) -> str:
+    """Return URDF text of a 12-DOF tree: waist, two 4-DOF arms, 3-DOF head (prismatic neck)."""
+    rng = np.random.default_rng(2000 + seed)
+    w = _Writer('tree_12', rng)
+    w.joint('waist', 'revolute', 'base_link', 'torso', xyz=(0, 0, 0.3), rpy=(0, 0, 0),
+            axis=(0, 0, 1))
+    w.link('torso', mass=10.0, com=(0.0, 0.0, 0.25), scale=0.4)
+    k = 0
+    for side, y in (('left', 0.25), ('right', -0.25)):
+        parent = 'torso'
+        for j in range(4):
+            child = f'{side}_link{j + 1}'
+            xyz = (0.0, y, 0.45) if j == 0 else rng.uniform(-0.03, 0.03, 3) + (0.0, 0.0, 0.2)
+            rpy = (np.sign(y) * 0.5, 0.0, 0.0) if j == 0 else rng.uniform(-0.4, 0.4, 3)
+            w.joint(f'{side}_joint{j + 1}', 'revolute', parent, child, xyz=xyz, rpy=rpy,
+                    axis=w.axis(k))
+            w.link(child)
+            parent, k = child, k + 1
+        w.joint(f'{side}_tool_joint', 'fixed', parent, f'{side}_tool', xyz=(0, 0, 0.08),
+                rpy=(0, 0, 0.7))
+        w.link(f'{side}_tool', mass=0.5)
+    w.joint('neck_lift', 'prismatic', 'torso', 'neck', xyz=(0, 0, 0.55), rpy=(0, 0, 0),
+            axis=(0, 0, 1))
+    w.link('neck', mass=1.0)
+    w.joint('head_pan', 'revolute', 'neck', 'head_pan_link', xyz=(0, 0, 0.1), rpy=(0, 0, 0),
+            axis=(0, 0, 1))
+    w.link('head_pan_link', mass=0.7)
+    w.joint('head_tilt', 'revolute', 'head_pan_link', 'head', xyz=(0.02, 0, 0.05),
+            rpy=(0.1, 0, 0), axis=(0, 1, 0))
+    w.link('head', mass=2.0)
+    return w.text()
+
+
+def rotate_base_inertial(xml: str, rpy=(0.4, -0.3, 0.2)) -> str:
+    """
+    Return the URDF with the root link's inertial frame rotated by rpy.
+
+    The base is fixed, so M, C and G do not change. PyBullet's calculateInverseDynamics then
+    applies gravity in the rotated frame (Bullet's base frame is the base link's inertial
+    frame), so its G is wrong; the benchmark uses this to show that disagreement.
+    """
+    root = ET.fromstring(xml)
+    children = {j.find('child').get('link') for j in root.findall('joint')}
+    base = next(link for link in root.findall('link') if link.get('name') not in children)
+    inertial = base.find('inertial')
+    if inertial is None:
+        return xml
+    origin = inertial.find('origin')
+    if origin is None:
+        origin = ET.SubElement(inertial, 'origin', xyz='0 0 0')
+    origin.set('rpy', _v(rpy))
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+def panda_source(robots_dir) -> Path:
+    """Return the path of example-robot-data's panda.urdf (under share/example-robot-data)."""
+    candidates = [Path(robots_dir) / 'panda_description' / 'urdf' / 'panda.urdf',
+                  *sorted(Path(robots_dir).glob('**/panda.urdf'))]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f'no panda.urdf under {robots_dir}')
+
+
+def panda_urdf(source: Path) -> str:
+    """Return the Panda's URDF text: finger joints fixed, no mimic, no geometry, no damping."""
+    root = ET.fromstring(Path(source).read_text(encoding='utf-8'))
+    for link in root.findall('link'):
+        for child in list(link):
+            if child.tag in ('visual', 'collision'):
+                link.remove(child)
+    for joint in root.findall('joint'):
+        for child in list(joint):
+            # <dynamics> damping (MuJoCo would add it as a passive force) and the
+            # non-standard safety_controller attributes go; they do not enter M, C, G
+            if child.tag in ('dynamics', 'safety_controller'):
+                joint.remove(child)
+        if joint.get('name') in PANDA_FINGERS:
+            joint.set('type', 'fixed')
+            for child in list(joint):
+                if child.tag in ('axis', 'limit', 'mimic', 'dynamics'):
+                    joint.remove(child)
+    ET.indent(root)
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+def find_robots_dir(log=print):
+    """Return example-robot-data's robots directory (installing it if needed), or None."""
+    erd, reason = example_robot_data(log=log)
+    if erd is None:
+        log(f'example-robot-data: {reason}')
+        return None
+    robots = getattr(erd, 'robots_dir', None)
+    if robots is None:    # example-robot-data < 6 has a Python module
+        try:
+            robots = Path(erd.getModelPath('panda_description/urdf/panda.urdf'))
+        except Exception as exc:
+            log(f'example-robot-data: no panda: {exc}')
+    return robots
+
+
+def build_models(robots_dir=None, out_dir: Path = BUILD, chain_sizes=CHAIN_SIZES,
+                 log=print) -> list[BenchModel]:
+    """Write the benchmark URDFs to out_dir and return them (the Panda only if it is found)."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    models = []
+
+    def add(name, kind, xml, note=''):
+        path = out_dir / f'{name}.urdf'
+        path.write_text(xml, encoding='utf-8')
+        n = RobotModel.from_urdf_string(xml, source=str(path)).n   # kron_dynamics loads it
+        models.append(BenchModel(name, kind, n, xml, path, note))
+
+    if robots_dir is not None:
+        try:
+            source = panda_source(robots_dir)
+            add('panda', 'panda', panda_urdf(source),
+                f'example-robot-data {source.relative_to(Path(robots_dir).parent)}: fingers '
+                'fixed, no mimic, no geometry, no damping')
+        except (OSError, ValueError) as exc:
+            log(f'panda: not available: {exc}')
+    for n in chain_sizes:
+        add(f'chain_{n}', 'chain', chain_urdf(n), f'{n} revolute joints, 1 fixed tool')
+    add('tree_12', 'tree', tree_urdf(),
+        'waist + 2 arms x 4 + head 3 (prismatic neck), 2 fixed tools')
+    return models
+
+
+def main(argv=None) -> int:
+    """Write the benchmark URDFs and print their sizes."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--out', default=str(BUILD), help='directory for the URDF files')
+    args = parser.parse_args(argv)
+    for model in build_models(find_robots_dir(), Path(args.out)):
+        print(f'{model.name:>10}: n = {model.n:2d}  {model.path}  {model.note}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
