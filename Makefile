@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kron_dynamics_installed
 
-.PHONY: venv demo test urdf clean
+.PHONY: venv demo test urdf bench clean
 
 $(STAMP): requirements.txt setup.py setup.cfg package.xml kron_dynamics_interfaces/srv/*.srv \
 		kron_dynamics_interfaces/CMakeLists.txt scripts/build_interfaces.sh
@@ -26,6 +26,13 @@ test: venv
 
 urdf: venv
 	$(PY) -m kron_dynamics.machines urdf
+
+# Benchmarks (not tests): installs Pinocchio, PyBullet, MuJoCo, example-robot-data on demand and
+# rewrites bench/results/ (dynamics.md/json, scaling.png, ros_latency.json, startup.json)
+bench: venv
+	$(PY) bench/bench_dynamics.py
+	$(PY) bench/ros_latency.py
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) build install log .pytest_cache
