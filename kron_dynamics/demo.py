@@ -212,12 +212,12 @@ def plot(recording: Recording, path: str, title: str) -> None:
 def report(recording: Recording, model: RobotModel) -> str:
     """Return a table of the tracking statistics."""
     stats = recording.statistics()
-    lines = [f"{'joint':<14}{'type':<11}{'RMS error':>12}{'max error':>12}{'max |tau|':>14}"]
+    lines = [f"{'joint':<14}{'type':<11}{'RMS error':>13}{'max error':>14}{'max |tau|':>14}"]
     for i, name in enumerate(recording.joint_names):
         kind = model.joints[name].type
         unit, tunit = ('m', 'N') if kind == 'prismatic' else ('rad', 'N m')
-        lines.append(f"{name:<14}{kind:<11}{stats['rms_error'][i]:>9.3g} {unit:<3}"
-                     f"{stats['max_error'][i]:>8.3g} {unit:<3}"
+        lines.append(f"{name:<14}{kind:<11}{stats['rms_error'][i]:>9.3g} {unit:<3} "
+                     f"{stats['max_error'][i]:>9.3g} {unit:<3} "
                      f"{stats['max_torque'][i]:>10.4g} {tunit}")
     lines.append(f"({stats['samples']} joint states after the first {SETTLE_S:g} s; "
                  f'{len(recording.commands)} commands, {len(recording.bias)} bias torques, '
