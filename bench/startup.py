@@ -49,7 +49,6 @@ import json
 import os
 from pathlib import Path
 import platform
-import random
 import re
 import shutil
 import subprocess
@@ -68,8 +67,8 @@ from kron_dynamics import RobotModel
 from kron_dynamics.nodes.common import make_executor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros_latency import (BUILD, cpu_seconds, default_urdf, git_revision,  # noqa: E402
-                         node_env, PARAMS, snapshot_sources, Trajectory)
+from ros_latency import (add_common_arguments, cpu_seconds, git_revision,  # noqa: E402
+                         node_env, PARAMS, prepare, Trajectory)
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / 'bench'
@@ -255,24 +254,9 @@ def main(argv=None) -> int:
                         help='joint states per s while the node starts (1000)')
     parser.add_argument('--timeout', type=float, default=180.0, help='s per run (180)')
     parser.add_argument('--no-floor', action='store_true', help='skip the echo_node runs')
-    parser.add_argument('--urdf', help='URDF file (default: the 7-DOF Panda of bench_models)')
-    parser.add_argument('--in-tree', action='store_true',
-                        help='run the nodes from kron_dynamics/ itself, not from a copy')
-    parser.add_argument('--out', default=str(BENCH / 'results' / 'startup.json'))
+    add_common_arguments(parser, 'startup.json')
     args = parser.parse_args(argv)
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
-    if args.urdf:
-        urdf, label = Path(args.urdf).resolve(), Path(args.urdf).stem
-    else:
-        urdf, label = default_urdf()
-    print(f'model: {label} ({urdf})')
-    src, sources = None, 'in tree'
-    if not args.in_tree:
-        src = BUILD / 'startup_src'
-        sources = snapshot_sources(src)
-        print(f'nodes run from a copy of kron_dynamics/ in {src} (sha256 {sources})')
+    urdf, label, src, sources = prepare(args, 'startup_src')
     names = list(RobotModel.from_urdf_file(urdf).joint_names)
     tmp = Path(tempfile.mkdtemp(prefix='startup_bench_'))
     warm_dir = tmp / 'warm'
