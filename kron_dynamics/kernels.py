@@ -54,20 +54,22 @@ def _chunks(N):
 # columns of the packed real array, one row per body; row n holds gravity in columns 0:3
 AX, R0, P0, MASS, COM, INER, ARM = 0, 3, 12, 15, 16, 19, 28
 NREAL = 29
-# columns of the packed integer array: parent, revolute (0/1), internal index of user joint
-PARENT, REVOLUTE, PERM = 0, 1, 2
+# columns of the packed integer array: parent, revolute (0/1), internal index of user joint,
+# user index of internal joint
+PARENT, REVOLUTE, PERM, INV = 0, 1, 2, 3
 
 # rnea modes: what the Newton-Euler pass includes
 ID, GRAVITY, CORIOLIS, BIAS = 0, 1, 2, 3
 
 
 def pack(tree: KinematicTree, perm: np.ndarray, armature_user: np.ndarray):
-    """Pack a tree into (ints (n, 3) int64, reals (n + 1, 29) float64) for the kernels."""
+    """Pack a tree into (ints (n, 4) int64, reals (n + 1, 29) float64) for the kernels."""
     n = tree.n
-    ints = np.zeros((n, 3), dtype=np.int64)
+    ints = np.zeros((n, 4), dtype=np.int64)
     ints[:, PARENT] = tree.parent
     ints[:, REVOLUTE] = np.asarray(tree.revolute, dtype=bool)
     ints[:, PERM] = perm
+    ints[perm, INV] = np.arange(n)
     reals = np.zeros((n + 1, NREAL))
     reals[:n, AX:AX + 3] = tree.axis
     reals[:n, R0:R0 + 9] = np.asarray(tree.R0).reshape(n, 9)
@@ -393,23 +395,28 @@ def _crba_row(ints, reals, q, wk, out):
     if not _load(ints, q, n, wk, _CQ):
         return False
     _crba_pass(ints, reals, wk)
+    _assemble_mass_matrix(ints, reals, wk, out, True)
+    return True
+
+
+@_jit
+def _assemble_mass_matrix(ints, reals, wk, out, user_order):
+    """M_ij = S_i . F_j from a finished :func:`_crba_pass`, armature included, into out."""
+    n = ints.shape[0]
     for u in range(n):
         for v in range(n):
             out[u, v] = 0.0
-    inv = np.empty(n, dtype=np.int64)
-    for u in range(n):
-        inv[ints[u, PERM]] = u
     for j in range(n):
         fn, ff = _get3(wk, j, _CF), _get3(wk, j, _CF + 3)
-        uj = inv[j]
+        uj = ints[j, INV] if user_order else j
         i = j
         while i >= 0:
+            ui = ints[i, INV] if user_order else i
             v = _sdot(wk, i, fn, ff)
-            out[inv[i], uj] = v
-            out[uj, inv[i]] = v
+            out[ui, uj] = v
+            out[uj, ui] = v
             i = ints[i, PARENT]
         out[uj, uj] += reals[j, ARM]
-    return True
 
 
 @_jit
@@ -777,7 +784,7 @@ def _cholesky_solve(M, b, rcond):
 
 
 @_jit
-def _fd_internal(ints, reals, q, qd, tau, damping, wk, cw, M):
+def _fd_internal(ints, reals, q, qd, tau, damping, wk, cw, M, W):
     """(ok, q'') in internal order of (M + armature) q'' = tau - damping q' - C* - G."""
     n = ints.shape[0]
     for i in range(n):
@@ -785,20 +792,9 @@ def _fd_internal(ints, reals, q, qd, tau, damping, wk, cw, M):
         wk[i, _WQD] = qd[i]
         wk[i, _WQDD] = 0.0
         cw[i, _CQ] = q[i]
-    _rnea(ints, reals, 1.0, np.zeros((0, 6)), wk)
+    _rnea(ints, reals, 1.0, W, wk)
     _crba_pass(ints, reals, cw)
-    for j in range(n):
-        for i in range(n):
-            M[i, j] = 0.0
-    for j in range(n):
-        fn, ff = _get3(cw, j, _CF), _get3(cw, j, _CF + 3)
-        i = j
-        while i >= 0:
-            v = _sdot(cw, i, fn, ff)
-            M[i, j] = v
-            M[j, i] = v
-            i = ints[i, PARENT]
-        M[j, j] += reals[j, ARM]
+    _assemble_mass_matrix(ints, reals, cw, M, False)
     rhs = np.empty(n)
     for i in range(n):
         rhs[i] = tau[i] - damping[i] * qd[i] - wk[i, _WTAU]
@@ -829,7 +825,7 @@ def forward_dynamics(ints, reals, q, qd, tau, damping, out):
     if not (ok1 and ok2 and ok3 and ok4):
         return False
     ok, a = _fd_internal(ints, reals, qi, qdi, ti, di, np.empty((n, _NW)), np.empty((n, _NC)),
-                         np.empty((n, n)))
+                         np.empty((n, n)), np.zeros((0, 6)))
     if not ok:
         return False
     for u in range(n):
@@ -872,14 +868,15 @@ def rk4(ints, reals, q, qd, tau, damping, dt, steps, out):
     wk = np.empty((n, _NW))
     cw = np.empty((n, _NC))
     M = np.empty((n, n))
+    W = np.zeros((0, 6))
     for _ in range(steps):
-        ok1, a1 = _fd_internal(ints, reals, x, v, t, d, wk, cw, M)
+        ok1, a1 = _fd_internal(ints, reals, x, v, t, d, wk, cw, M, W)
         v2 = v + dt / 2 * a1
-        ok2, a2 = _fd_internal(ints, reals, x + dt / 2 * v, v2, t, d, wk, cw, M)
+        ok2, a2 = _fd_internal(ints, reals, x + dt / 2 * v, v2, t, d, wk, cw, M, W)
         v3 = v + dt / 2 * a2
-        ok3, a3 = _fd_internal(ints, reals, x + dt / 2 * v2, v3, t, d, wk, cw, M)
+        ok3, a3 = _fd_internal(ints, reals, x + dt / 2 * v2, v3, t, d, wk, cw, M, W)
         v4 = v + dt * a3
-        ok4, a4 = _fd_internal(ints, reals, x + dt * v3, v4, t, d, wk, cw, M)
+        ok4, a4 = _fd_internal(ints, reals, x + dt * v3, v4, t, d, wk, cw, M, W)
         if not (ok1 and ok2 and ok3 and ok4):
             return False
         x = x + dt / 6 * (v + 2 * v2 + 2 * v3 + v4)

@@ -148,19 +148,11 @@ class RobotModel:
 
     # ----------------------------------------------------------------- conversions
     def _vector(self, x, name: str) -> np.ndarray:
-        try:
-            v = np.asarray(x, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f'{name} must be an array of {self.n} numbers') from None
-        if v.shape != (self.n,):
-            raise ValueError(f'{name} must have shape ({self.n},), got {v.shape}')
-        bad = ~np.isfinite(v)
-        if bad.any():
-            names = [self.joint_names[i] for i in np.nonzero(bad)[0]]
-            raise ValueError(f'{name} is not finite at joint(s) {names}')
+        """Check one per-joint array of shape (n,) (no batch); ValueError naming the fault."""
+        (v,), _ = self._inputs(batch=False, **{name: x})
         return v
 
-    def _inputs(self, **arrays):
+    def _inputs(self, batch: bool = True, **arrays):
         """
         Check joint arrays given as (n,) or as a batch (N, n); return (arrays, N).
 
@@ -170,17 +162,19 @@ class RobotModel:
         n = self.n
         out = {}
         N = None
+        shapes = f'({n},) or (N, {n})' if batch else f'({n},)'
         for name, x in arrays.items():
             try:
                 v = np.asarray(x, dtype=float)
             except (TypeError, ValueError):
-                raise ValueError(f'{name} must be an array of {n} numbers (or N x {n})') from None
-            if v.ndim == 2 and v.shape[1] == n:
+                raise ValueError(f'{name} must be an array of {n} numbers'
+                                 + (f' (or N x {n})' if batch else '')) from None
+            if batch and v.ndim == 2 and v.shape[1] == n:
                 if N is not None and v.shape[0] != N:
                     raise ValueError(f'{name} has {v.shape[0]} rows, the other inputs {N}')
                 N = v.shape[0]
             elif v.shape != (n,):
-                raise ValueError(f'{name} must have shape ({n},) or (N, {n}), got {v.shape}')
+                raise ValueError(f'{name} must have shape {shapes}, got {v.shape}')
             bad = ~np.isfinite(v)
             if bad.any():
                 if v.ndim == 1:

@@ -93,6 +93,14 @@ def parameter_value(node: Node, name: str, overrides: dict | None = None):
         return None
 
 
+def required_model(node: Node) -> RobotModel:
+    """Return the model of a node that cannot wait for /robot_description; ModelError if unset."""
+    model = model_from_parameters(node)
+    if model is None:
+        raise ModelError(f'{node.get_name()} needs robot_description or urdf_file')
+    return model
+
+
 def model_from_parameters(node: Node, overrides: dict | None = None,
                           urdf_text: str | None = None) -> RobotModel | None:
     """

@@ -41,8 +41,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ModelError
 from .common import (all_finite, array_msg, declare_model_parameters, InputError,
-                     JointStateIndex, model_from_parameters, parameter_value, per_joint,
-                     point_arrays, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
+                     JointStateIndex, parameter_value, per_joint, point_arrays,
+                     required_model, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
                      trajectory_points, warm_up)
 
 
@@ -80,9 +80,7 @@ class ComputedTorqueController(Node):
         self.declare_parameter('max_reference_age', 0.02, ParameterDescriptor(
             description='a reference is extrapolated by its velocity and acceleration for at '
                         'most this long [s]; then it is held'))
-        model = model_from_parameters(self)
-        if model is None:
-            raise ModelError('computed_torque_controller needs robot_description or urdf_file')
+        model = required_model(self)
         n = model.n
         self.model = model.with_armature(per_joint(self.get_parameter('armature').value, n,
                                                    'armature'))

@@ -163,24 +163,34 @@ class DynamicsNode(Node):
             self._reject(str(exc))
 
     # --------------------------------------------------------------- services
-    def _get_mass_matrix(self, request, response):
+    def _answer(self, request, response, compute, what: str):
+        """
+        Fill a service response from compute(model, index, request) -> {field: array}.
+
+        success = false with the reason for a bad request or a non-finite result.
+        """
         try:
             model, index = self._require_model()
-            q, _ = index.from_joint_state(request.state, 'request.state', strict=True)
-            M = model.mass_matrix(q)
-            if not all_finite(M):
-                raise InputError('mass matrix not finite at this state')
+            fields = compute(model, index, request)
+            if not all_finite(*fields.values()):
+                raise InputError(f'{what} not finite at this state')
         except (InputError, ValueError) as exc:
             response.success, response.message = False, str(exc)
             return response
         response.success, response.message = True, ''
         response.joint_names = list(model.joint_names)
-        response.mass_matrix = array_msg(M)
+        for name, values in fields.items():
+            setattr(response, name, array_msg(values))
         return response
 
+    def _get_mass_matrix(self, request, response):
+        def compute(model, index, request):
+            q, _ = index.from_joint_state(request.state, 'request.state', strict=True)
+            return {'mass_matrix': model.mass_matrix(q)}
+        return self._answer(request, response, compute, 'mass matrix')
+
     def _get_dynamics(self, request, response):
-        try:
-            model, index = self._require_model()
+        def compute(model, index, request):
             state = request.state
             q, qd = index.from_joint_state(state, 'request.state', strict=True)
             if len(request.acceleration):
@@ -188,24 +198,12 @@ class DynamicsNode(Node):
                                        'request.acceleration')
             else:
                 qdd = np.zeros(model.n)
-            M = model.mass_matrix(q)
-            Cs = model.coriolis_star(q)
-            G = model.gravity_torque(q)
-            cv = model.coriolis_vector(q, qd)
-            tau = model.inverse_dynamics(q, qd, qdd)
-            if not all_finite(M, Cs, G, cv, tau):
-                raise InputError('dynamics not finite at this state')
-        except (InputError, ValueError) as exc:
-            response.success, response.message = False, str(exc)
-            return response
-        response.success, response.message = True, ''
-        response.joint_names = list(model.joint_names)
-        response.mass_matrix = array_msg(M)
-        response.coriolis_star = array_msg(Cs)
-        response.gravity_torque = array_msg(G)
-        response.coriolis_vector = array_msg(cv)
-        response.torque = array_msg(tau)
-        return response
+            return {'mass_matrix': model.mass_matrix(q),
+                    'coriolis_star': model.coriolis_star(q),
+                    'gravity_torque': model.gravity_torque(q),
+                    'coriolis_vector': model.coriolis_vector(q, qd),
+                    'torque': model.inverse_dynamics(q, qd, qdd)}
+        return self._answer(request, response, compute, 'dynamics')
 
     def _require_model(self):
         if self._active is None:

@@ -33,7 +33,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..algorithms.forward_dynamics import solve_mass_matrix
 from ..errors import ModelError, SingularMassMatrixError
-from .common import (declare_model_parameters, model_from_parameters, per_joint, run_node,
+from .common import (declare_model_parameters, per_joint, required_model, run_node,
                      ThrottledLogger, warm_up)
 
 MAX_STEPS_PER_TICK = 100
@@ -59,9 +59,7 @@ class PlantSimulator(Node):
         self.declare_parameter('on_command_timeout', 'brake', ParameterDescriptor(
             description="'brake': hold the plant at rest while commands are stale (as a "
                         "machine's holding brakes); 'zero': apply zero effort"))
-        model = model_from_parameters(self)
-        if model is None:
-            raise ModelError('plant_simulator needs robot_description or urdf_file')
+        model = required_model(self)
         n = model.n
         p = {name: self.get_parameter(name).value for name in (
             'armature', 'damping', 'initial_positions', 'initial_velocities',
