@@ -57,6 +57,13 @@ The nodes run from a copy of ``kron_dynamics/`` taken at the start (``--in-tree`
 it), so the run measures one version even while the sources are being edited; the driver's
 own RobotModel (joint names, expected outputs) comes from the working tree.
 
+Scheduling: both nodes and the driver run every thread under SCHED_FIFO at
+``--thread-priority`` (default 50, the nodes' ``thread_priority`` parameter, as
+config/dynamics.yaml sets it for deployment); ``--thread-priority 0`` measures them under
+normal scheduling. Real-time priority is what keeps the tail short when other processes
+compete for the cores: without it a joint state waits for the time slices of whatever else
+runs (README, Performance).
+
 Targets (Performance issue): median latency of dynamics_node at most 1.3 times the echo's,
 p99 at most 2 ms, no input dropped or processed twice.
 
@@ -88,6 +95,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics import RobotModel
+from kron_dynamics.nodes import realtime
 from kron_dynamics.nodes.common import make_executor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -150,13 +158,14 @@ def node_env(src) -> dict:
     return env
 
 
-def node_command(key: str, urdf: Path) -> list:
+def node_command(key: str, urdf: Path, priority: int) -> list:
     """Return the command line of the dynamics or the echo node on its own input topic."""
-    remap = ['-r', f'joint_states:=/bench/{key}/joint_states']
+    args = ['-r', f'joint_states:=/bench/{key}/joint_states',
+            '-p', f'thread_priority:={priority}']
     if key == 'dynamics':
         return [sys.executable, '-m', 'kron_dynamics.nodes.dynamics_node', '--ros-args',
-                '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}', *remap]
-    return [sys.executable, str(BENCH / 'echo_node.py'), '--ros-args', *remap]
+                '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}', *args]
+    return [sys.executable, str(BENCH / 'echo_node.py'), '--ros-args', *args]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -236,7 +245,7 @@ def wait_ready(node, pubs: dict, procs: dict, timeout: float = 180.0) -> None:
 
 
 def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, src=None,
-        log=print) -> dict:
+        log=print, priority: int = 0) -> dict:
     """Run the nodes and the driver; return the raw records of the run."""
     model = RobotModel.from_urdf_file(urdf, None, GRAVITY)
     names = list(model.joint_names)
@@ -263,7 +272,7 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
     for key in NODES:
         logs[key] = logdir / f'{key}.log'
         with open(logs[key], 'w') as out:
-            procs[key] = subprocess.Popen(node_command(key, urdf), cwd=src or REPO, env=env,
+            procs[key] = subprocess.Popen(node_command(key, urdf, priority), cwd=src or REPO, env=env,
                                           stdout=out, stderr=subprocess.STDOUT)
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -292,6 +301,11 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
     load_before = os.getloadavg()
     try:
         wait_ready(node, pubs, procs)
+        # the driver runs at the nodes' priority (all its threads: the DDS threads that
+        # timestamp the receptions, and this one, which publishes on schedule)
+        driver_realtime = realtime.apply(priority)
+        for line in driver_realtime:
+            log(f'driver: {line}')
         settle = time.monotonic() + 1.0
         while time.monotonic() < settle:
             executor.spin_once(timeout_sec=0.05)
@@ -366,8 +380,15 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
             'measured': measured, 'target': target, 'offsets': offsets, 't0': t0, 't_end': t_end,
             'send_mono': send_mono, 'send_real': send_real, 'received': received,
             'cpu': cpu, 'foreign': foreign, 'late': late, 'node_executor': node_executor,
-            'alive': alive, 'logs': node_logs,
+            'alive': alive, 'logs': node_logs, 'driver_realtime': driver_realtime,
             'load_before': load_before, 'load_after': os.getloadavg()}
+
+
+def realtime_lines(node_log: str) -> list:
+    """Return what a node's log says about its real-time settings (applied or refused)."""
+    keys = ('SCHED_FIFO', 'CPU affinity', 'mlockall')
+    return [line.split(']: ', 1)[-1] for line in node_log.splitlines()
+            if any(k in line for k in keys)]
 
 
 def fingerprints(key: str, rec: dict, inputs: np.ndarray) -> np.ndarray:
@@ -590,10 +611,14 @@ def main(argv=None) -> int:
                         help='seconds per interleaved block (5)')
     parser.add_argument('--warmup', type=float, default=2.0,
                         help='seconds per node before the blocks, not counted (2)')
+    parser.add_argument('--thread-priority', type=int, default=50,
+                        help='SCHED_FIFO priority of both nodes (their thread_priority '
+                             'parameter) and of the driver; 0: normal scheduling (50)')
     add_common_arguments(parser, 'ros_latency.json')
     args = parser.parse_args(argv)
     urdf, label, src, sources = prepare(args, 'latency_src')
-    rec = run(urdf, args.duration, args.rate, args.block, args.warmup, src)
+    rec = run(urdf, args.duration, args.rate, args.block, args.warmup, src,
+              priority=args.thread_priority)
     nodes = {key: analyse(key, rec) for key in NODES}
     quiet = quiet_pairs(nodes, rec['foreign'])
     result = {
@@ -608,6 +633,9 @@ def main(argv=None) -> int:
                    'latency': 'driver publish() to DDS reception of the output '
                               '(message info received_timestamp)',
                    'node_executor': rec['node_executor'],
+                   'thread_priority': args.thread_priority,
+                   'realtime': {'driver': rec['driver_realtime'],
+                                **{key: realtime_lines(rec['logs'][key]) for key in NODES}},
                    'params_file': str(PARAMS.relative_to(REPO))},
         'meta': {'git': git_revision(), 'sources_sha256': sources,
                  'python': platform.python_version(),
@@ -646,6 +674,10 @@ def main(argv=None) -> int:
           f"{pub['lateness_ms']['median']:.3f} ms, p99 {pub['lateness_ms']['p99']:.3f} ms, "
           f"{pub['later_than_1ms']} more than 1 ms late; load average before/after "
           f"{rec['load_before'][0]:.2f}/{rec['load_after'][0]:.2f}")
+    settings = result['config']['realtime']
+    print('scheduling: ' + ('normal (thread_priority 0)' if not args.thread_priority else
+                            '; '.join(f"{who}: {', '.join(lines) or 'nothing logged'}"
+                                      for who, lines in settings.items())))
     for key in NODES:
         r = nodes[key]
         if not r['alive_at_end'] or r['dropped'] or 'rejected' in rec['logs'][key]:

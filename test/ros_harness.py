@@ -44,15 +44,20 @@ def pick_domain() -> None:
 
 
 class NodeProcess:
-    """A node module of kron_dynamics run as a process with ROS arguments."""
+    """A node module of kron_dynamics run as a process with ROS arguments (after prefix)."""
 
-    def __init__(self, module: str, ros_args: list):
-        cmd = [sys.executable, '-m', f'kron_dynamics.nodes.{module}', '--ros-args', *ros_args]
+    def __init__(self, module: str, ros_args: list, prefix: tuple = ()):
+        cmd = [*prefix, sys.executable, '-m', f'kron_dynamics.nodes.{module}', '--ros-args',
+               *ros_args]
         self.proc = start_logged(cmd, cwd=REPO, env=isolated_env())
 
     def alive(self) -> bool:
         """Return True while the process runs."""
         return self.proc.poll() is None
+
+    def output(self) -> str:
+        """Return what the process has written so far."""
+        return output(self.proc)
 
     def stop(self, timeout: float = 10.0) -> str:
         """Interrupt the process; return its output."""

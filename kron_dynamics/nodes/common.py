@@ -34,6 +34,8 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayou
 
 from ..errors import ModelError
 from ..model import RobotModel
+from . import realtime
+from .wire import float64_multiarray_bytes
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity')
 THROTTLE_S = 1.0
@@ -161,7 +163,10 @@ class JointStateIndex:
             rows = self._rows
         q = np.asarray(position, dtype=float)[rows]
         qd = np.asarray(velocity, dtype=float)[rows] if len(velocity) else np.zeros(self.n)
-        if not (all_finite(q) and all_finite(qd)):
+        # the built-in sum of the message's own arrays is the cheapest test (NaN or inf if an
+        # entry is, of our joints or of ignored ones); the per-joint check only runs then
+        if not (math.isfinite(sum(position) + sum(velocity)) or (all_finite(q)
+                                                                 and all_finite(qd))):
             for label, values in (('position', q), ('velocity', qd)):
                 bad = [self.joint_names[i] for i in np.nonzero(~np.isfinite(values))[0]]
                 if bad:
@@ -189,6 +194,11 @@ class JointStateIndex:
         """Return (q, qd) of a sensor_msgs/JointState."""
         return self.extract(msg.name, msg.position, msg.velocity, what, strict)
 
+    @property
+    def last_match(self):
+        """Return (names, rows) of the last message extract accepted (non-strict), or None."""
+        return None if self._names is None else (self._names, self._rows)
+
 
 class StampGuard:
     """
@@ -205,7 +215,10 @@ class StampGuard:
 
     def check(self, header, what: str = 'joint_states') -> int:
         """Return the stamp in ns; raise InputError if it goes backwards."""
-        stamp = header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+        return self.check_ns(header.stamp.sec * 1_000_000_000 + header.stamp.nanosec, what)
+
+    def check_ns(self, stamp: int, what: str = 'joint_states') -> int:
+        """Return the stamp (ns); raise InputError if it goes backwards."""
         if stamp and stamp < self.last and time.monotonic() - self.last_accept < self.restart_s:
             raise InputError(f'{what}: stamp {stamp * 1e-9:.6f} s is older than the previous '
                              f'{self.last * 1e-9:.6f} s')
@@ -288,6 +301,23 @@ def array_msg(values: np.ndarray) -> Float64MultiArray:
     return msg
 
 
+class ArrayPublisher:
+    """
+    Publish arrays as Float64MultiArray (array_msg's layout) in serialized form.
+
+    The bytes are written directly (wire.float64_multiarray_bytes: a prefix per shape, then
+    the doubles), which costs a fraction of building a message and having rclpy convert
+    and serialize it; subscribers receive the same message.
+    """
+
+    def __init__(self, publisher):
+        self.publisher = publisher
+
+    def publish(self, values: np.ndarray) -> None:
+        """Publish a 1-D or 2-D float array."""
+        self.publisher.publish(float64_multiarray_bytes(values))
+
+
 def warm_up(model: RobotModel) -> None:
     """Evaluate the model once so that compiled kernels are loaded before the first message."""
     z = np.zeros(model.n)
@@ -339,6 +369,9 @@ def run_node(node_class, args=None) -> int:
     executor = make_executor()
     try:
         node = node_class()
+        for line in realtime.configure_node(node):
+            log = node.get_logger()
+            (log.warning if line.startswith('could not') else log.info)(line)
         executor.add_node(node)
         while not stop.is_set() and rclpy.ok():
             executor.spin_once(timeout_sec=0.1)

@@ -40,10 +40,11 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ModelError
-from .common import (all_finite, array_msg, declare_model_parameters, InputError,
+from .common import (all_finite, ArrayPublisher, declare_model_parameters, InputError,
                      JointStateIndex, parameter_value, per_joint, point_arrays,
                      required_model, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
                      trajectory_points, warm_up)
+from . import realtime
 
 
 def feasible_scale(tau0: np.ndarray, dtau: np.ndarray, limits: np.ndarray) -> float:
@@ -61,6 +62,7 @@ class ComputedTorqueController(Node):
 
     def __init__(self, **kwargs):
         super().__init__('computed_torque_controller', **kwargs)
+        realtime.declare_parameters(self)   # applied by run_node
         self._log = ThrottledLogger(self.get_logger())
         declare_model_parameters(self)
         self.declare_parameter('kp', [100.0], ParameterDescriptor(
@@ -110,7 +112,7 @@ class ComputedTorqueController(Node):
                        'clamped': 0, 'stale_stops': 0}
 
         topic = self.get_parameter('command_topic').value
-        self.pub = self.create_publisher(Float64MultiArray, topic, 10)
+        self.pub = ArrayPublisher(self.create_publisher(Float64MultiArray, topic, 10))
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
                                  STATE_QUEUE)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
@@ -208,7 +210,7 @@ class ComputedTorqueController(Node):
         if self.stale:
             self.stale = False
             self.get_logger().info('joint states are fresh again: commanding resumed')
-        self.pub.publish(array_msg(tau))
+        self.pub.publish(tau)
         self.counts['commands'] += 1
 
     def _watchdog(self) -> None:
@@ -218,7 +220,7 @@ class ComputedTorqueController(Node):
         if age > self.timeout:
             self.stale = True
             self.counts['stale_stops'] += 1
-            self.pub.publish(array_msg(np.zeros(self.model.n)))
+            self.pub.publish(np.zeros(self.model.n))
             self.get_logger().error(
                 f'joint states are {age:.3f} s old (timeout {self.timeout} s): published zero '
                 'effort and stopped commanding until fresh states arrive')

@@ -24,16 +24,19 @@ from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.serialization import deserialize_message
 from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ModelError
-from .common import (all_finite, array_msg, declare_model_parameters, InputError,
-                     JointStateIndex, MODEL_PARAMETERS, model_from_parameters, point_arrays,
-                     run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
+from .common import (all_finite, array_msg, ArrayPublisher, declare_model_parameters,
+                     InputError, JointStateIndex, MODEL_PARAMETERS, model_from_parameters,
+                     point_arrays, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
                      trajectory_points, warm_up)
+from . import realtime
+from .wire import JointStateReader
 
 
 class DynamicsNode(Node):
@@ -41,12 +44,13 @@ class DynamicsNode(Node):
 
     def __init__(self, **kwargs):
         super().__init__('dynamics_node', **kwargs)
+        realtime.declare_parameters(self)   # applied by run_node
         declare_model_parameters(self)
         self.declare_parameter('publish_mass_matrix', True)
         self.declare_parameter('publish_coriolis_star', False)
         self._publish_mass_matrix = bool(self.get_parameter('publish_mass_matrix').value)
         self._publish_coriolis_star = bool(self.get_parameter('publish_coriolis_star').value)
-        self._active = None            # (model, index), replaced as a whole
+        self._active = None            # (model, index, reader), replaced as a whole
         self._stamps = StampGuard()
         self._log = ThrottledLogger(self.get_logger())
         self.counts = {'accepted': 0, 'rejected': 0}
@@ -59,13 +63,19 @@ class DynamicsNode(Node):
                                      latched)
             self.get_logger().info('waiting for the URDF on /robot_description')
 
-        self._pub_gravity = self.create_publisher(Float64MultiArray, '~/gravity_torque', 10)
-        self._pub_bias = self.create_publisher(Float64MultiArray, '~/bias_torque', 10)
-        self._pub_mass = self.create_publisher(Float64MultiArray, '~/mass_matrix', 10)
-        self._pub_cstar = self.create_publisher(Float64MultiArray, '~/coriolis_star', 10)
-        self._pub_ff = self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10)
+        self._pub_gravity = ArrayPublisher(
+            self.create_publisher(Float64MultiArray, '~/gravity_torque', 10))
+        self._pub_bias = ArrayPublisher(
+            self.create_publisher(Float64MultiArray, '~/bias_torque', 10))
+        self._pub_mass = ArrayPublisher(
+            self.create_publisher(Float64MultiArray, '~/mass_matrix', 10))
+        self._pub_cstar = ArrayPublisher(
+            self.create_publisher(Float64MultiArray, '~/coriolis_star', 10))
+        self._pub_ff = ArrayPublisher(
+            self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10))
+        # serialized: read by wire.JointStateReader, rclpy's deserializer only as fallback
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
-                                 STATE_QUEUE)
+                                 STATE_QUEUE, raw=True)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
         self.create_subscription(JointTrajectory, '~/reference_trajectory',
                                  self._on_reference_trajectory, 10)
@@ -76,7 +86,7 @@ class DynamicsNode(Node):
     # --------------------------------------------------------------- model
     def _activate(self, model) -> None:
         warm_up(model)
-        self._active = (model, JointStateIndex(model.joint_names))
+        self._active = (model, JointStateIndex(model.joint_names), JointStateReader(model.n))
         self._stamps.reset()
         self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
 
@@ -108,44 +118,66 @@ class DynamicsNode(Node):
         self.counts['rejected'] += 1
         self._log.warning('rejected', f'rejected: {reason}')
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, data: bytes) -> None:
         active = self._active
         if active is None:
             self._reject('no robot model yet')
             return
-        model, index = active
+        model, index, reader = active
         try:
-            stamp = self._stamps.check(msg.header)
-            q, qd = index.from_joint_state(msg)
+            state = reader.read(data)
+            if state is None:   # new names, another encoding, or a bad message
+                state = self._read_joint_state(data, index, reader)
+            stamp, q, qd = state
+            stamp = self._stamps.check_ns(stamp)
             bias = model.bias_torque(q, qd)
-            gravity = model.gravity_torque(q)
-            # bias torque first: it is what a feedforward loop waits for
-            outputs = [(self._pub_bias, bias), (self._pub_gravity, gravity)]
-            if self._publish_mass_matrix:
-                outputs.append((self._pub_mass, model.mass_matrix(q)))
-            if self._publish_coriolis_star:
-                outputs.append((self._pub_cstar, model.coriolis_star(q)))
-            if not all_finite(*(values for _, values in outputs)):
-                raise InputError('joint_states: dynamics not finite at this state')
+            if not all_finite(bias):
+                raise InputError('joint_states: bias torque not finite at this state')
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
             return
         self._stamps.accept(stamp)
         self.counts['accepted'] += 1
-        for publisher, values in outputs:
-            publisher.publish(array_msg(values))
+        # the bias torque is published before anything else is computed: it is what a
+        # feedforward loop waits for (G, M and C* of a finite state with a finite bias are
+        # finite; they are checked all the same and left out, logged, if not)
+        self._pub_bias.publish(bias)
+        outputs = [(self._pub_gravity, model.gravity_torque, 'gravity torque')]
+        if self._publish_mass_matrix:
+            outputs.append((self._pub_mass, model.mass_matrix, 'mass matrix'))
+        if self._publish_coriolis_star:
+            outputs.append((self._pub_cstar, model.coriolis_star, 'C*'))
+        for publisher, compute, what in outputs:
+            values = compute(q)
+            if all_finite(values):
+                publisher.publish(values)
+            else:
+                self._log.warning(what, f'joint_states: {what} not finite at this state, '
+                                        'not published')
+
+    @staticmethod
+    def _read_joint_state(data: bytes, index: JointStateIndex, reader: JointStateReader):
+        """Deserialize with rclpy and check; teach the reader the accepted names."""
+        try:
+            msg = deserialize_message(data, JointState)
+        except Exception as exc:   # rclpy raises several types for malformed data
+            raise InputError(f'joint_states: cannot deserialize ({exc})') from None
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        q, qd = index.from_joint_state(msg)
+        reader.remember(*index.last_match)
+        return stamp, q, qd
 
     def _publish_feedforward(self, model, q, qd, qdd) -> None:
         tau = model.inverse_dynamics(q, qd, qdd)
         if not all_finite(tau):
             raise InputError('reference: feedforward torque not finite')
-        self._pub_ff.publish(array_msg(tau))
+        self._pub_ff.publish(tau)
 
     def _on_reference(self, msg: JointTrajectoryPoint) -> None:
         if self._active is None:
             self._reject('no robot model yet')
             return
-        model, _ = self._active
+        model = self._active[0]
         try:
             self._publish_feedforward(model, *point_arrays(msg, model.n))
         except (InputError, ValueError) as exc:
@@ -155,7 +187,7 @@ class DynamicsNode(Node):
         if self._active is None:
             self._reject('no robot model yet')
             return
-        model, _ = self._active
+        model = self._active[0]
         try:
             for point in trajectory_points(msg, model.joint_names):
                 self._publish_feedforward(model, *point)
@@ -170,7 +202,7 @@ class DynamicsNode(Node):
         success = false with the reason for a bad request or a non-finite result.
         """
         try:
-            model, index = self._require_model()
+            model, index, _ = self._require_model()
             fields = compute(model, index, request)
             if not all_finite(*fields.values()):
                 raise InputError(f'{what} not finite at this state')

@@ -35,6 +35,7 @@ from ..algorithms.forward_dynamics import solve_mass_matrix
 from ..errors import ModelError, SingularMassMatrixError
 from .common import (declare_model_parameters, per_joint, required_model, run_node,
                      ThrottledLogger, warm_up)
+from . import realtime
 
 MAX_STEPS_PER_TICK = 100
 
@@ -44,6 +45,7 @@ class PlantSimulator(Node):
 
     def __init__(self, **kwargs):
         super().__init__('plant_simulator', **kwargs)
+        realtime.declare_parameters(self)   # applied by run_node
         self._log = ThrottledLogger(self.get_logger())
         declare_model_parameters(self)
         for name, default, text in (

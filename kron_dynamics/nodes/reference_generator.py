@@ -38,6 +38,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..errors import ModelError
 from .common import per_joint, run_node
+from . import realtime
 
 
 def sine(t, offset, amplitude, frequency, phase, ramp_time=0.0):
@@ -90,6 +91,7 @@ class ReferenceGenerator(Node):
 
     def __init__(self, **kwargs):
         super().__init__('reference_generator', **kwargs)
+        realtime.declare_parameters(self)   # applied by run_node
         self.declare_parameter('joints', Parameter.Type.STRING_ARRAY, ParameterDescriptor(
             description='joint order of the published points (sets n)'))
         self.declare_parameter('mode', 'sine')

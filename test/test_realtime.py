@@ -1,0 +1,205 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Real-time settings (thread_priority, cpu_affinity, lock_memory) of the node processes."""
+
+import importlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import rclpy
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from conftest import URDF_DIR
+from kron_dynamics import ModelError, RobotModel
+from kron_dynamics.nodes import realtime
+from ros_harness import NodeProcess, Probe, wait_for
+
+STACKER = str(URDF_DIR / 'stacker.urdf')
+JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
+NO_RT_CAPS = ('setpriv', '--inh-caps=-sys_nice,-ipc_lock',
+              '--bounding-set=-sys_nice,-ipc_lock')
+
+
+def fifo_permitted() -> bool:
+    """Return True if this machine lets a child process switch to SCHED_FIFO."""
+    return subprocess.run(['chrt', '-f', '1', 'true'], capture_output=True).returncode == 0
+
+
+needs_fifo = pytest.mark.skipif(
+    shutil.which('chrt') is None or not fifo_permitted(),
+    reason='SCHED_FIFO is not permitted here; the refusal path is test_no_permission_*')
+
+
+def threads_of(pid: int) -> dict:
+    """Return {tid: (policy, priority, affinity)} of every thread of a process."""
+    result = {}
+    for tid in os.listdir(f'/proc/{pid}/task'):
+        tid = int(tid)
+        try:
+            result[tid] = (os.sched_getscheduler(tid), os.sched_getparam(tid).sched_priority,
+                           sorted(os.sched_getaffinity(tid)))
+        except ProcessLookupError:
+            pass
+    return result
+
+
+@pytest.mark.parametrize('values,message', [
+    ((150, None, False), 'thread_priority'),
+    ((-3, None, False), 'thread_priority'),
+    ((True, None, False), 'thread_priority'),
+    (('50', None, False), 'thread_priority'),
+    ((0, [0, 4096], False), 'cpu_affinity names CPU(s) [4096]'),
+    ((0, None, 'yes'), 'lock_memory'),
+])
+def test_invalid_values_raise_model_error_naming_the_parameter(values, message):
+    with pytest.raises(ModelError) as info:
+        realtime.apply(*values)
+    assert message in str(info.value)
+
+
+def test_defaults_change_nothing():
+    before = threads_of(os.getpid())
+    assert realtime.apply(0, None, False) == []
+    assert realtime.apply(0, [], False) == []
+    after = threads_of(os.getpid())
+    common = set(before) & set(after)
+    assert common and all(after[t] == before[t] for t in common)
+
+
+CHILD = textwrap.dedent('''
+    import json, os, sys, threading
+    from kron_dynamics.nodes import realtime
+    stop = threading.Event()
+    early = [threading.Thread(target=stop.wait) for _ in range(3)]
+    for t in early:
+        t.start()
+    before = len(os.listdir('/proc/self/task'))   # with NumPy's (OpenBLAS) threads
+    lines = realtime.apply(7, [0], False)
+    late = threading.Thread(target=stop.wait)   # started afterwards: inherits
+    late.start()
+    tids = [int(t) for t in os.listdir('/proc/self/task')]
+    state = {t: [os.sched_getscheduler(t), os.sched_getparam(t).sched_priority,
+                 sorted(os.sched_getaffinity(t))] for t in tids}
+    stop.set()
+    print(json.dumps({'lines': lines, 'state': state, 'late': late.native_id,
+                      'before': before}))
+''')
+
+
+@needs_fifo
+def test_apply_sets_every_thread_and_later_threads_inherit():
+    out = subprocess.run([sys.executable, '-c', CHILD], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    before = result['before']
+    assert before >= 4
+    assert result['lines'] == [f'CPU affinity [0] on {before} threads',
+                               f'SCHED_FIFO priority 7 on {before} threads']
+    state = result['state']
+    assert len(state) == before + 1 and str(result['late']) in state
+    for tid, (policy, priority, cpus) in state.items():
+        assert (policy, priority, cpus) == (os.SCHED_FIFO, 7, [0]), tid
+
+
+@needs_fifo
+def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
+    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}',
+                                         '-p', 'thread_priority:=10', '-p', 'cpu_affinity:=[0]'])
+    probe = Probe('realtime_probe')
+    try:
+        out = probe.collect(Float64MultiArray, '/dynamics_node/bias_torque')
+        pub = probe.node.create_publisher(JointState, '/joint_states', 10)
+        assert wait_for(lambda: pub.get_subscription_count() > 0 and node.alive(), 30), \
+            node.stop()
+        assert wait_for(lambda: 'SCHED_FIFO priority 10' in node.output(), 10), node.output()
+        threads = threads_of(node.proc.pid)
+        assert len(threads) > 5   # rclpy and DDS threads, not only the main thread
+        assert all(v == (os.SCHED_FIFO, 10, [0]) for v in threads.values()), threads
+        q, qd = np.array([1.0, 0.3, 0.2]), np.array([0.1, -0.2, 0.3])
+
+        def answered():
+            pub.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
+            return len(out) > 0
+        assert wait_for(answered, 10, period=0.2)
+        model = RobotModel.from_urdf_file(STACKER)
+        np.testing.assert_allclose(out[-1].data, model.bias_torque(q, qd), rtol=1e-12)
+    finally:
+        probe.close()
+        node.stop()
+
+
+@pytest.mark.skipif(shutil.which('setpriv') is None or os.geteuid() != 0,
+                    reason='needs root and setpriv to drop CAP_SYS_NICE and CAP_IPC_LOCK')
+def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
+    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}',
+                                         '-p', 'thread_priority:=10', '-p', 'lock_memory:=true'],
+                       prefix=NO_RT_CAPS)
+    probe = Probe('realtime_probe_noperm')
+    try:
+        out = probe.collect(Float64MultiArray, '/dynamics_node/bias_torque')
+        pub = probe.node.create_publisher(JointState, '/joint_states', 10)
+        assert wait_for(lambda: pub.get_subscription_count() > 0 and node.alive(), 30), \
+            node.stop()
+        assert wait_for(lambda: 'could not set SCHED_FIFO priority 10' in node.output(), 10)
+        log = node.output()
+        assert 'could not lock memory (mlockall)' in log and 'rtprio' in log, log
+        assert all(v[0] != os.SCHED_FIFO for v in threads_of(node.proc.pid).values())
+
+        def answered():
+            pub.publish(JointState(name=JOINTS, position=[0.0, 0.0, 0.2]))
+            return len(out) > 0
+        assert wait_for(answered, 10, period=0.2)
+    finally:
+        probe.close()
+        node.stop()
+
+
+@pytest.mark.parametrize('args,message', [
+    (['-p', 'thread_priority:=150'], 'thread_priority must be 0'),
+    (['-p', 'cpu_affinity:=[4096]'], 'cpu_affinity names CPU(s) [4096]'),
+])
+def test_bad_realtime_parameters_exit_non_zero_with_a_clear_error(args, message):
+    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}', *args]).wait(60)
+    assert code == 1 and message in out, out
+    assert 'Traceback' not in out
+
+
+@pytest.mark.parametrize('module', ['dynamics_node', 'computed_torque_controller',
+                                    'plant_simulator', 'reference_generator'])
+def test_every_node_declares_the_realtime_parameters_read_only(module):
+    names = {'dynamics_node': 'DynamicsNode',
+             'computed_torque_controller': 'ComputedTorqueController',
+             'plant_simulator': 'PlantSimulator', 'reference_generator': 'ReferenceGenerator'}
+    node_class = getattr(importlib.import_module(f'kron_dynamics.nodes.{module}'),
+                         names[module])
+    context = rclpy.Context()
+    rclpy.init(context=context, args=['--ros-args', '-p', f'urdf_file:={STACKER}',
+                                      '-p', 'joints:=[q1_travel, q2_slew, q3_luff]'])
+    try:
+        node = node_class(context=context)
+        for name in realtime.PARAMETERS:
+            assert node.has_parameter(name)
+            assert node.describe_parameter(name).read_only
+        node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)

@@ -1,0 +1,169 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The serialized hot path (kron_dynamics.nodes.wire) against rclpy's own (de)serializer.
+
+The reader must return exactly what rclpy's deserializer plus JointStateIndex give, or None
+(then the node takes that slow path): never a different value, never an exception.
+"""
+
+import math
+import random
+
+import numpy as np
+import pytest
+from rclpy.serialization import deserialize_message, serialize_message
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from kron_dynamics.nodes.common import array_msg, InputError, JointStateIndex
+from kron_dynamics.nodes.wire import float64_multiarray_bytes, JointStateReader
+
+JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
+
+
+def slow_path(data: bytes, index: JointStateIndex):
+    """Return (stamp_ns, q, qd) as the node's fallback computes it, or the InputError."""
+    msg = deserialize_message(data, JointState)
+    try:
+        q, qd = index.from_joint_state(msg)
+    except InputError as exc:
+        return exc
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, q, qd
+
+
+def random_name(rng: random.Random) -> str:
+    alphabet = 'abcdefghijklmnopqrstuvwxyz_0123456789/äöü雪'
+    return ''.join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+
+
+def random_state(rng: random.Random, joints: list, names: list | None = None) -> JointState:
+    """Return a JointState with our joints among others (shuffled), or the given names."""
+    if names is None:
+        names = list(joints) + [random_name(rng) + f'_x{i}' for i in range(rng.randint(0, 3))]
+        rng.shuffle(names)
+    n = len(names)
+    msg = JointState(name=names, position=[rng.uniform(-1e3, 1e3) for _ in range(n)])
+    if rng.random() < 0.8:
+        msg.velocity = [rng.uniform(-1e3, 1e3) for _ in range(n)]
+    if rng.random() < 0.5:
+        msg.effort = [rng.uniform(-10, 10) for _ in range(rng.choice([0, 1, n]))]
+    msg.header.stamp.sec = rng.choice([0, 1, 2 ** 31 - 1, -(2 ** 31), rng.randint(-5, 10 ** 9)])
+    msg.header.stamp.nanosec = rng.randint(0, 999_999_999)
+    msg.header.frame_id = ''.join(rng.choice('ab_/') for _ in range(rng.randint(0, 9)))
+    return msg
+
+
+def taught_reader(msg: JointState, joints: list):
+    """Return (index, reader) after the slow path accepted msg's names."""
+    index = JointStateIndex(joints)
+    reader = JointStateReader(len(joints))
+    index.from_joint_state(msg)
+    reader.remember(*index.last_match)
+    return index, reader
+
+
+@pytest.mark.parametrize('seed', range(200))
+def test_reader_gives_exactly_what_rclpy_gives(seed):
+    rng = random.Random(seed)
+    joints = [random_name(rng) + f'_j{i}' for i in range(rng.randint(1, 8))]
+    first = random_state(rng, joints)
+    index, reader = taught_reader(first, joints)
+    for msg in [first] + [random_state(rng, joints, first.name) for _ in range(5)]:
+        data = serialize_message(msg)
+        fast = reader.read(data)
+        assert fast is not None
+        expected = slow_path(data, index)
+        assert fast[0] == expected[0]
+        assert np.array_equal(fast[1], expected[1]) and np.array_equal(fast[2], expected[2])
+
+
+def test_other_names_or_order_fall_back():
+    index, reader = taught_reader(JointState(name=JOINTS, position=[1.0, 2.0, 3.0]), JOINTS)
+    for names in (JOINTS[::-1], JOINTS + ['extra'], ['q1_travel', 'q2_slew', 'q3_lufx'],
+                  ['q1_travel', 'q2_slew', 'q3_luf'], ['q1_travel', 'q2_slew']):
+        msg = JointState(name=names, position=[0.0] * len(names))
+        assert reader.read(serialize_message(msg)) is None, names
+
+
+@pytest.mark.parametrize('change', [
+    {'position': [0.0, math.nan, 0.0]},
+    {'position': [0.0, 0.0, 0.0], 'velocity': [math.inf, 0.0, 0.0]},
+    {'position': [0.0, 0.0]},
+    {'position': [0.0, 0.0, 0.0], 'velocity': [0.0]},
+    {'position': [0.0, 0.0, 0.0, 0.0]},
+])
+def test_bad_values_and_lengths_fall_back_to_the_descriptive_errors(change):
+    index, reader = taught_reader(JointState(name=JOINTS, position=[1.0, 2.0, 3.0]), JOINTS)
+    data = serialize_message(JointState(name=JOINTS, **change))
+    assert reader.read(data) is None
+    assert isinstance(slow_path(data, index), InputError)
+
+
+def test_untaught_reader_and_other_encodings_fall_back():
+    msg = JointState(name=JOINTS, position=[1.0, 2.0, 3.0])
+    data = serialize_message(msg)
+    assert JointStateReader(3).read(data) is None
+    _, reader = taught_reader(msg, JOINTS)
+    assert reader.read(data) is not None
+    big_endian = b'\x00\x00' + data[2:]
+    assert reader.read(big_endian) is None
+    assert reader.read(b'') is None and reader.read(data[:3]) is None
+
+
+def test_truncated_and_corrupted_messages_never_give_a_wrong_state():
+    rng = random.Random(7)
+    msg = JointState(name=JOINTS, position=[1.0, 2.0, 3.0], velocity=[4.0, 5.0, 6.0],
+                     effort=[7.0, 8.0, 9.0])
+    msg.header.frame_id = 'base_link'
+    index, reader = taught_reader(msg, JOINTS)
+    data = serialize_message(msg)
+    for cut in range(len(data)):
+        assert reader.read(data[:cut]) is None, cut
+    checked = 0
+    for _ in range(20000):
+        corrupt = bytearray(data)
+        for _ in range(rng.randint(1, 3)):
+            corrupt[rng.randrange(len(corrupt))] = rng.randrange(256)
+        corrupt = bytes(corrupt)
+        fast = reader.read(corrupt)
+        if fast is None:
+            continue
+        # whatever the reader accepts, rclpy reads the same way
+        expected = slow_path(corrupt, index)
+        assert not isinstance(expected, InputError)
+        assert fast[0] == expected[0]
+        assert np.array_equal(fast[1], expected[1]) and np.array_equal(fast[2], expected[2])
+        checked += 1
+    assert checked > 100   # most single-byte changes hit values, stamps or padding
+
+
+@pytest.mark.parametrize('shape', [(0,), (1,), (3,), (7,), (2, 3), (3, 9), (7, 7), (1, 1)])
+def test_float64_multiarray_bytes_is_the_message_array_msg_builds(shape):
+    values = np.random.default_rng(1).normal(size=shape)
+    received = deserialize_message(float64_multiarray_bytes(values), Float64MultiArray)
+    assert received == array_msg(values)
+    # and the same bytes as rclpy's serializer, apart from padding (left undefined there)
+    reference = serialize_message(array_msg(values))
+    assert len(reference) == len(float64_multiarray_bytes(values))
+    assert reference[-values.size * 8 or len(reference):] == values.tobytes()
+
+
+def test_float64_multiarray_bytes_takes_any_float_array():
+    values = np.arange(12.0).reshape(3, 4)
+    for variant in (values.T.copy().T, values.astype(np.float32), values.astype('>f8'),
+                    np.asfortranarray(values)):
+        received = deserialize_message(float64_multiarray_bytes(variant), Float64MultiArray)
+        assert list(received.data) == list(values.ravel())
