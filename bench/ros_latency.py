@@ -272,8 +272,8 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
     for key in NODES:
         logs[key] = logdir / f'{key}.log'
         with open(logs[key], 'w') as out:
-            procs[key] = subprocess.Popen(node_command(key, urdf, priority), cwd=src or REPO, env=env,
-                                          stdout=out, stderr=subprocess.STDOUT)
+            procs[key] = subprocess.Popen(node_command(key, urdf, priority), cwd=src or REPO,
+                                          env=env, stdout=out, stderr=subprocess.STDOUT)
     context = rclpy.Context()
     rclpy.init(context=context)
     node = rclpy.create_node('ros_latency_driver', context=context)

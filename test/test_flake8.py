@@ -19,7 +19,7 @@ import pytest
 
 from conftest import REPO
 
-PATHS = [str(REPO / p) for p in ('kron_dynamics', 'test', 'launch', 'setup.py')]
+PATHS = [str(REPO / p) for p in ('kron_dynamics', 'test', 'launch', 'bench', 'setup.py')]
 
 
 @pytest.mark.flake8

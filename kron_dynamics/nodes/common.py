@@ -29,13 +29,15 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.serialization import deserialize_message
 from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
 
 from ..errors import ModelError
 from ..model import RobotModel
 from . import realtime
-from .wire import float64_multiarray_bytes
+from .wire import float64_multiarray_bytes, JointStateReader
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity')
 THROTTLE_S = 1.0
@@ -198,6 +200,28 @@ class JointStateIndex:
     def last_match(self):
         """Return (names, rows) of the last message extract accepted (non-strict), or None."""
         return None if self._names is None else (self._names, self._rows)
+
+
+def read_joint_state(data: bytes, index: JointStateIndex, reader: JointStateReader,
+                     what: str = 'joint_states'):
+    """
+    Return (stamp_ns, q, qd) of a serialized JointState (a ``raw=True`` subscription).
+
+    The compiled reader takes the common case; anything else is deserialized by rclpy and
+    checked by the index (InputError naming the problem), and names it accepts are taught
+    to the reader for the next message.
+    """
+    state = reader.read(data)
+    if state is not None:
+        return state
+    try:
+        msg = deserialize_message(data, JointState)
+    except Exception as exc:   # rclpy raises several types for malformed data
+        raise InputError(f'{what}: cannot deserialize ({exc})') from None
+    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+    q, qd = index.from_joint_state(msg, what)
+    reader.remember(*index.last_match)
+    return stamp, q, qd
 
 
 class StampGuard:

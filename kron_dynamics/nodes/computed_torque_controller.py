@@ -42,9 +42,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, ArrayPublisher, declare_model_parameters, InputError,
                      JointStateIndex, parameter_value, per_joint, point_arrays,
-                     required_model, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
-                     trajectory_points, warm_up)
+                     read_joint_state, required_model, run_node, StampGuard, STATE_QUEUE,
+                     ThrottledLogger, trajectory_points, warm_up)
 from . import realtime
+from .wire import JointStateReader
 
 
 def feasible_scale(tau0: np.ndarray, dtau: np.ndarray, limits: np.ndarray) -> float:
@@ -102,6 +103,7 @@ class ComputedTorqueController(Node):
             raise ModelError('parameter state_timeout must be > 0')
         self.limits = self.model.effort_limits
         self.index = JointStateIndex(self.model.joint_names)
+        self.reader = JointStateReader(self.model.n)
         warm_up(self.model)
         self.reference = None          # (q_d, qd_d, qdd_d)
         self.reference_time = None     # monotonic time it arrived
@@ -114,7 +116,7 @@ class ComputedTorqueController(Node):
         topic = self.get_parameter('command_topic').value
         self.pub = ArrayPublisher(self.create_publisher(Float64MultiArray, topic, 10))
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
-                                 STATE_QUEUE)
+                                 STATE_QUEUE, raw=True)   # serialized: common.read_joint_state
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
         self.create_subscription(JointTrajectory, '~/reference_trajectory',
                                  self._on_reference_trajectory, 10)
@@ -194,10 +196,10 @@ class ComputedTorqueController(Node):
                           + ('' if scale > 0 else ' and feedforward clamped'))
         return tau
 
-    def _on_joint_state(self, msg: JointState) -> None:
+    def _on_joint_state(self, data: bytes) -> None:
         try:
-            stamp = self.stamps.check(msg.header)
-            q, qd = self.index.from_joint_state(msg)
+            stamp, q, qd = read_joint_state(data, self.index, self.reader)
+            stamp = self.stamps.check_ns(stamp)
             tau = self.control(q, qd)
             if not all_finite(tau):
                 raise InputError('computed torque is not finite')

@@ -24,7 +24,6 @@ from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
-from rclpy.serialization import deserialize_message
 from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -33,8 +32,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, array_msg, ArrayPublisher, declare_model_parameters,
                      InputError, JointStateIndex, MODEL_PARAMETERS, model_from_parameters,
-                     point_arrays, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
-                     trajectory_points, warm_up)
+                     point_arrays, read_joint_state, run_node, StampGuard, STATE_QUEUE,
+                     ThrottledLogger, trajectory_points, warm_up)
 from . import realtime
 from .wire import JointStateReader
 
@@ -125,10 +124,7 @@ class DynamicsNode(Node):
             return
         model, index, reader = active
         try:
-            state = reader.read(data)
-            if state is None:   # new names, another encoding, or a bad message
-                state = self._read_joint_state(data, index, reader)
-            stamp, q, qd = state
+            stamp, q, qd = read_joint_state(data, index, reader)
             stamp = self._stamps.check_ns(stamp)
             bias = model.bias_torque(q, qd)
             if not all_finite(bias):
@@ -154,18 +150,6 @@ class DynamicsNode(Node):
             else:
                 self._log.warning(what, f'joint_states: {what} not finite at this state, '
                                         'not published')
-
-    @staticmethod
-    def _read_joint_state(data: bytes, index: JointStateIndex, reader: JointStateReader):
-        """Deserialize with rclpy and check; teach the reader the accepted names."""
-        try:
-            msg = deserialize_message(data, JointState)
-        except Exception as exc:   # rclpy raises several types for malformed data
-            raise InputError(f'joint_states: cannot deserialize ({exc})') from None
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        q, qd = index.from_joint_state(msg)
-        reader.remember(*index.last_match)
-        return stamp, q, qd
 
     def _publish_feedforward(self, model, q, qd, qdd) -> None:
         tau = model.inverse_dynamics(q, qd, qdd)
