@@ -28,10 +28,17 @@ urdf: venv
 	$(PY) -m kron_dynamics.machines urdf
 
 # Benchmarks (not tests): installs Pinocchio, PyBullet, MuJoCo, example-robot-data on demand and
-# rewrites bench/results/ (dynamics.md/json, scaling.png, ros_latency.json, startup.json)
+# rewrites bench/results/ (dynamics.md/json, scaling.png, ros_latency*.json, startup.json)
 bench: venv
 	$(PY) bench/bench_dynamics.py
 	$(PY) bench/ros_latency.py
+	$(PY) bench/ros_latency.py --thread-priority 0 \
+		--out bench/results/ros_latency_normal_scheduling.json
+	$(PY) bench/ros_latency.py --duration 30 --background-load 2 \
+		--out bench/results/ros_latency_loaded.json
+	# expected to miss the p99 target (normal scheduling on a busy machine): not an error here
+	-$(PY) bench/ros_latency.py --duration 30 --background-load 2 --thread-priority 0 \
+		--out bench/results/ros_latency_loaded_normal_scheduling.json
 	$(PY) bench/startup.py
 
 clean:

@@ -64,6 +64,9 @@ normal scheduling. Real-time priority is what keeps the tail short when other pr
 compete for the cores: without it a joint state waits for the time slices of whatever else
 runs (README, Performance).
 
+``--background-load N`` runs N busy-looping processes (normal scheduling) during the run, to
+see how the nodes fare on a machine that is doing other work.
+
 Targets (Performance issue): median latency of dynamics_node at most 1.3 times the echo's,
 p99 at most 2 ms, no input dropped or processed twice.
 
@@ -244,8 +247,19 @@ def wait_ready(node, pubs: dict, procs: dict, timeout: float = 180.0) -> None:
         time.sleep(0.05)
 
 
+def start_load(count: int, seconds: float) -> list:
+    """Start count busy-looping processes (normal scheduling) that end after seconds."""
+    code = ('import time\nend = time.monotonic() + %r\nwhile time.monotonic() < end:\n'
+            '    pass\n' % seconds)
+
+    def normal_scheduling():   # not the driver's SCHED_FIFO, which children inherit
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    return [subprocess.Popen([sys.executable, '-c', code], preexec_fn=normal_scheduling)
+            for _ in range(count)]
+
+
 def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, src=None,
-        log=print, priority: int = 0) -> dict:
+        log=print, priority: int = 0, load: int = 0) -> dict:
     """Run the nodes and the driver; return the raw records of the run."""
     model = RobotModel.from_urdf_file(urdf, None, GRAVITY)
     names = list(model.joint_names)
@@ -296,6 +310,7 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
         node.create_subscription(Float64MultiArray, OUTPUT_TOPIC[key], on_output, keep_all)
 
     cpu = {key: 0.0 for key in NODES}
+    hogs = []
     foreign = {key: [] for key in NODES}   # cores used by other processes, per block
     late = 0
     load_before = os.getloadavg()
@@ -306,6 +321,9 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
         driver_realtime = realtime.apply(priority)
         for line in driver_realtime:
             log(f'driver: {line}')
+        if load:
+            hogs = start_load(load, total / rate + 30.0)
+            log(f'background load: {load} busy-looping processes')
         settle = time.monotonic() + 1.0
         while time.monotonic() < settle:
             executor.spin_once(timeout_sec=0.05)
@@ -362,6 +380,9 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
         raise
     finally:
         gc.enable()
+        for p in hogs:
+            p.kill()
+            p.wait()
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
@@ -614,11 +635,13 @@ def main(argv=None) -> int:
     parser.add_argument('--thread-priority', type=int, default=50,
                         help='SCHED_FIFO priority of both nodes (their thread_priority '
                              'parameter) and of the driver; 0: normal scheduling (50)')
+    parser.add_argument('--background-load', type=int, default=0,
+                        help='busy-looping processes competing for the cores meanwhile (0)')
     add_common_arguments(parser, 'ros_latency.json')
     args = parser.parse_args(argv)
     urdf, label, src, sources = prepare(args, 'latency_src')
     rec = run(urdf, args.duration, args.rate, args.block, args.warmup, src,
-              priority=args.thread_priority)
+              priority=args.thread_priority, load=args.background_load)
     nodes = {key: analyse(key, rec) for key in NODES}
     quiet = quiet_pairs(nodes, rec['foreign'])
     result = {
@@ -629,6 +652,7 @@ def main(argv=None) -> int:
         'config': {'model': label, 'urdf': str(urdf), 'joints': rec['names'],
                    'duration_s_per_node': args.duration, 'rate_hz': args.rate,
                    'block_s': args.block, 'warmup_s_per_node': args.warmup,
+                   'background_load_processes': args.background_load,
                    'mode': 'interleaved blocks, one node fed at a time',
                    'latency': 'driver publish() to DDS reception of the output '
                               '(message info received_timestamp)',

@@ -14,6 +14,7 @@
 
 """Real-time settings (thread_priority, cpu_affinity, lock_memory) of the node processes."""
 
+import contextlib
 import importlib
 import json
 import os
@@ -121,57 +122,56 @@ def test_apply_sets_every_thread_and_later_threads_inherit():
         assert (policy, priority, cpus) == (os.SCHED_FIFO, 7, [0]), tid
 
 
-@needs_fifo
-def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
-    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}',
-                                         '-p', 'thread_priority:=10', '-p', 'cpu_affinity:=[0]'])
+@contextlib.contextmanager
+def dynamics_node(args: list, prefix: tuple = ()):
+    """Run dynamics_node on the stacker; yield (node, answer) where answer(q, qd) -> bias."""
+    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}', *args], prefix=prefix)
     probe = Probe('realtime_probe')
     try:
         out = probe.collect(Float64MultiArray, '/dynamics_node/bias_torque')
         pub = probe.node.create_publisher(JointState, '/joint_states', 10)
         assert wait_for(lambda: pub.get_subscription_count() > 0 and node.alive(), 30), \
             node.stop()
+
+        def answer(q, qd):
+            count = len(out)
+
+            def answered():
+                pub.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
+                return len(out) > count
+            assert wait_for(answered, 10, period=0.2), node.output()
+            return np.array(out[-1].data)
+        yield node, answer
+    finally:
+        probe.close()
+        node.stop()
+
+
+@needs_fifo
+def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
+    args = ['-p', 'thread_priority:=10', '-p', 'cpu_affinity:=[0]']
+    with dynamics_node(args) as (node, answer):
         assert wait_for(lambda: 'SCHED_FIFO priority 10' in node.output(), 10), node.output()
         threads = threads_of(node.proc.pid)
         assert len(threads) > 5   # rclpy and DDS threads, not only the main thread
         assert all(v == (os.SCHED_FIFO, 10, [0]) for v in threads.values()), threads
         q, qd = np.array([1.0, 0.3, 0.2]), np.array([0.1, -0.2, 0.3])
-
-        def answered():
-            pub.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
-            return len(out) > 0
-        assert wait_for(answered, 10, period=0.2)
         model = RobotModel.from_urdf_file(STACKER)
-        np.testing.assert_allclose(out[-1].data, model.bias_torque(q, qd), rtol=1e-12)
-    finally:
-        probe.close()
-        node.stop()
+        np.testing.assert_allclose(answer(q, qd), model.bias_torque(q, qd), rtol=1e-12)
 
 
 @pytest.mark.skipif(shutil.which('setpriv') is None or os.geteuid() != 0,
                     reason='needs root and setpriv to drop CAP_SYS_NICE and CAP_IPC_LOCK')
 def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
-    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}',
-                                         '-p', 'thread_priority:=10', '-p', 'lock_memory:=true'],
-                       prefix=NO_RT_CAPS)
-    probe = Probe('realtime_probe_noperm')
-    try:
-        out = probe.collect(Float64MultiArray, '/dynamics_node/bias_torque')
-        pub = probe.node.create_publisher(JointState, '/joint_states', 10)
-        assert wait_for(lambda: pub.get_subscription_count() > 0 and node.alive(), 30), \
-            node.stop()
+    args = ['-p', 'thread_priority:=10', '-p', 'lock_memory:=true']
+    with dynamics_node(args, prefix=NO_RT_CAPS) as (node, answer):
         assert wait_for(lambda: 'could not set SCHED_FIFO priority 10' in node.output(), 10)
         log = node.output()
         assert 'could not lock memory (mlockall)' in log and 'rtprio' in log, log
         assert all(v[0] != os.SCHED_FIFO for v in threads_of(node.proc.pid).values())
-
-        def answered():
-            pub.publish(JointState(name=JOINTS, position=[0.0, 0.0, 0.2]))
-            return len(out) > 0
-        assert wait_for(answered, 10, period=0.2)
-    finally:
-        probe.close()
-        node.stop()
+        q = np.array([0.0, 0.0, 0.2])
+        model = RobotModel.from_urdf_file(STACKER)
+        np.testing.assert_allclose(answer(q, 0 * q), model.gravity_torque(q), rtol=1e-12)
 
 
 @pytest.mark.parametrize('args,message', [
