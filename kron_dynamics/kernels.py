@@ -303,6 +303,13 @@ def rnea(ints, reals, q, qd, qdd, mode, W, out):
     return _rnea_row(ints, reals, q, qd, qdd, mode, W, np.empty((ints.shape[0], _NW)), out)
 
 
+@_jit
+def gravity(ints, reals, q, out):
+    """G(q) into out (n,) by Newton-Euler at rest: rnea's GRAVITY mode with fewer arguments."""
+    return _rnea_row(ints, reals, q, q, q, GRAVITY, np.zeros((0, 6)),
+                     np.empty((ints.shape[0], _NW)), out)
+
+
 @_pjit
 def rnea_batch(ints, reals, Q, Qd, Qdd, mode, out):
     """:func:`rnea` over the rows of (N, n) arrays into out (N, n); False on a bad input."""
@@ -898,6 +905,7 @@ _O3 = nt.float64[:, :, ::1]
 _SIGNATURES = {
     'rnea': (rnea, (_I, _R, _V, _V, _V, nt.int64, _A2, _O1)),
     'rnea_batch': (rnea_batch, (_I, _R, _A2, _A2, _A2, nt.int64, _O2)),
+    'gravity': (gravity, (_I, _R, _V, _O1)),
     'crba': (crba, (_I, _R, _V, _O2)),
     'crba_batch': (crba_batch, (_I, _R, _A2, _O3)),
     'mass_matrix_jacobian': (mass_matrix_jacobian, (_I, _R, _V, _O2)),

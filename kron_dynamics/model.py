@@ -363,7 +363,7 @@ class RobotModel:
         try:
             if q.dtype is _F64 and q.ndim == 1:
                 tau = np.empty(self._n)
-                if native.rnea(self._ints, self._reals, q, q, q, GRAVITY, _NO_WRENCH, tau):
+                if native.gravity(self._ints, self._reals, q, tau):
                     return tau
         except AttributeError:
             pass

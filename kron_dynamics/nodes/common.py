@@ -346,6 +346,8 @@ def warm_up(model: RobotModel) -> None:
     """Evaluate the model once so that compiled kernels are loaded before the first message."""
     z = np.zeros(model.n)
     model.inverse_dynamics(z, z, z)
+    model.bias_torque(z, z)
+    model.gravity_torque(z)
     model.mass_matrix(z)
     model.coriolis_star(z)
 
