@@ -67,11 +67,11 @@ def random_state(rng: random.Random, joints: list, names: list | None = None) ->
 
 
 def taught_reader(msg: JointState, joints: list):
-    """Return (index, reader) after the slow path accepted msg's names."""
+    """Return (index, reader) with the reader taught msg's names (rows found here, by name)."""
     index = JointStateIndex(joints)
     reader = JointStateReader(len(joints))
-    index.from_joint_state(msg)
-    reader.remember(*index.last_match)
+    names = list(msg.name)
+    reader.remember(names, [names.index(j) for j in joints])
     return index, reader
 
 
@@ -167,3 +167,25 @@ def test_float64_multiarray_bytes_takes_any_float_array():
                     np.asfortranarray(values)):
         received = deserialize_message(float64_multiarray_bytes(variant), Float64MultiArray)
         assert list(received.data) == list(values.ravel())
+
+
+def test_index_from_serialized_teaches_itself_and_keeps_the_descriptive_errors():
+    index = JointStateIndex(JOINTS)
+    names = ['wheel', 'q3_luff', 'q1_travel', 'q2_slew']
+    for k in range(3):   # the first goes through rclpy, the others through the reader
+        msg = JointState(name=names, position=[9.0, 0.3 + k, 0.1, 0.2],
+                         velocity=[1.0, 3.0, 1.0, 2.0])
+        msg.header.stamp.sec, msg.header.stamp.nanosec = 5, k
+        stamp, q, qd = index.from_serialized(serialize_message(msg))
+        assert stamp == 5_000_000_000 + k
+        assert list(q) == [0.1, 0.2, 0.3 + k] and list(qd) == [1.0, 2.0, 3.0]
+    bad = serialize_message(JointState(name=names, position=[0.0, math.nan, 0.0, 0.0]))
+    with pytest.raises(InputError, match=r"non-finite position of joint\(s\) \['q3_luff'\]"):
+        index.from_serialized(bad)
+    with pytest.raises(InputError, match='cannot deserialize'):
+        index.from_serialized(b'\x00\x01\x00\x00' + b'\xff' * 7)
+    with pytest.raises(InputError, match="missing joint"):
+        index.from_serialized(serialize_message(JointState(name=['q1_travel'], position=[0.0])))
+    # after the errors the stream's own names still take the fast path
+    msg.position = [9.0, 0.5, 0.1, 0.2]
+    assert list(index.from_serialized(serialize_message(msg))[1]) == [0.1, 0.2, 0.5]

@@ -140,6 +140,7 @@ class JointStateIndex:
     joint_names: list
     _names: list = field(default=None, init=False, repr=False)   # the last names seen
     _rows: np.ndarray = field(default=None, init=False, repr=False)
+    _reader: JointStateReader = field(default=None, init=False, repr=False)  # from_serialized
 
     def __post_init__(self):
         self.n = len(self.joint_names)
@@ -196,32 +197,26 @@ class JointStateIndex:
         """Return (q, qd) of a sensor_msgs/JointState."""
         return self.extract(msg.name, msg.position, msg.velocity, what, strict)
 
-    @property
-    def last_match(self):
-        """Return (names, rows) of the last message extract accepted (non-strict), or None."""
-        return None if self._names is None else (self._names, self._rows)
+    def from_serialized(self, data: bytes, what: str = 'joint_states'):
+        """
+        Return (stamp_ns, q, qd) of a serialized JointState (a ``raw=True`` subscription).
 
-
-def read_joint_state(data: bytes, index: JointStateIndex, reader: JointStateReader,
-                     what: str = 'joint_states'):
-    """
-    Return (stamp_ns, q, qd) of a serialized JointState (a ``raw=True`` subscription).
-
-    The compiled reader takes the common case; anything else is deserialized by rclpy and
-    checked by the index (InputError naming the problem), and names it accepts are taught
-    to the reader for the next message.
-    """
-    state = reader.read(data)
-    if state is not None:
-        return state
-    try:
-        msg = deserialize_message(data, JointState)
-    except Exception as exc:   # rclpy raises several types for malformed data
-        raise InputError(f'{what}: cannot deserialize ({exc})') from None
-    stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-    q, qd = index.from_joint_state(msg, what)
-    reader.remember(*index.last_match)
-    return stamp, q, qd
+        A compiled reader (wire.JointStateReader) takes the common case; anything else is
+        deserialized by rclpy and checked by extract (InputError naming the problem), and
+        names it accepts are taught to the reader for the next message.
+        """
+        if self._reader is None:
+            self._reader = JointStateReader(self.n)
+        state = self._reader.read(data)
+        if state is not None:
+            return state
+        try:
+            msg = deserialize_message(data, JointState)
+        except Exception as exc:   # rclpy raises several types for malformed data
+            raise InputError(f'{what}: cannot deserialize ({exc})') from None
+        q, qd = self.from_joint_state(msg, what)
+        self._reader.remember(self._names, self._rows)
+        return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec, q, qd
 
 
 class StampGuard:

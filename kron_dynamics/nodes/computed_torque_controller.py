@@ -42,10 +42,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, ArrayPublisher, declare_model_parameters, InputError,
                      JointStateIndex, parameter_value, per_joint, point_arrays,
-                     read_joint_state, required_model, run_node, StampGuard, STATE_QUEUE,
-                     ThrottledLogger, trajectory_points, warm_up)
+                     required_model, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
+                     trajectory_points, warm_up)
 from . import realtime
-from .wire import JointStateReader
 
 
 def feasible_scale(tau0: np.ndarray, dtau: np.ndarray, limits: np.ndarray) -> float:
@@ -103,7 +102,6 @@ class ComputedTorqueController(Node):
             raise ModelError('parameter state_timeout must be > 0')
         self.limits = self.model.effort_limits
         self.index = JointStateIndex(self.model.joint_names)
-        self.reader = JointStateReader(self.model.n)
         warm_up(self.model)
         self.reference = None          # (q_d, qd_d, qdd_d)
         self.reference_time = None     # monotonic time it arrived
@@ -116,7 +114,7 @@ class ComputedTorqueController(Node):
         topic = self.get_parameter('command_topic').value
         self.pub = ArrayPublisher(self.create_publisher(Float64MultiArray, topic, 10))
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
-                                 STATE_QUEUE, raw=True)   # serialized: common.read_joint_state
+                                 STATE_QUEUE, raw=True)   # JointStateIndex.from_serialized
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
         self.create_subscription(JointTrajectory, '~/reference_trajectory',
                                  self._on_reference_trajectory, 10)
@@ -198,7 +196,7 @@ class ComputedTorqueController(Node):
 
     def _on_joint_state(self, data: bytes) -> None:
         try:
-            stamp, q, qd = read_joint_state(data, self.index, self.reader)
+            stamp, q, qd = self.index.from_serialized(data)
             stamp = self.stamps.check_ns(stamp)
             tau = self.control(q, qd)
             if not all_finite(tau):

@@ -32,10 +32,9 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ModelError
 from .common import (all_finite, array_msg, ArrayPublisher, declare_model_parameters,
                      InputError, JointStateIndex, MODEL_PARAMETERS, model_from_parameters,
-                     point_arrays, read_joint_state, run_node, StampGuard, STATE_QUEUE,
-                     ThrottledLogger, trajectory_points, warm_up)
+                     point_arrays, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
+                     trajectory_points, warm_up)
 from . import realtime
-from .wire import JointStateReader
 
 
 class DynamicsNode(Node):
@@ -49,7 +48,7 @@ class DynamicsNode(Node):
         self.declare_parameter('publish_coriolis_star', False)
         self._publish_mass_matrix = bool(self.get_parameter('publish_mass_matrix').value)
         self._publish_coriolis_star = bool(self.get_parameter('publish_coriolis_star').value)
-        self._active = None            # (model, index, reader), replaced as a whole
+        self._active = None            # (model, index), replaced as a whole
         self._stamps = StampGuard()
         self._log = ThrottledLogger(self.get_logger())
         self.counts = {'accepted': 0, 'rejected': 0}
@@ -72,7 +71,7 @@ class DynamicsNode(Node):
             self.create_publisher(Float64MultiArray, '~/coriolis_star', 10))
         self._pub_ff = ArrayPublisher(
             self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10))
-        # serialized: read by wire.JointStateReader, rclpy's deserializer only as fallback
+        # serialized: JointStateIndex.from_serialized, rclpy's deserializer only as fallback
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
                                  STATE_QUEUE, raw=True)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
@@ -85,7 +84,7 @@ class DynamicsNode(Node):
     # --------------------------------------------------------------- model
     def _activate(self, model) -> None:
         warm_up(model)
-        self._active = (model, JointStateIndex(model.joint_names), JointStateReader(model.n))
+        self._active = (model, JointStateIndex(model.joint_names))
         self._stamps.reset()
         self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
 
@@ -122,9 +121,9 @@ class DynamicsNode(Node):
         if active is None:
             self._reject('no robot model yet')
             return
-        model, index, reader = active
+        model, index = active
         try:
-            stamp, q, qd = read_joint_state(data, index, reader)
+            stamp, q, qd = index.from_serialized(data)
             stamp = self._stamps.check_ns(stamp)
             bias = model.bias_torque(q, qd)
             if not all_finite(bias):
@@ -161,7 +160,7 @@ class DynamicsNode(Node):
         if self._active is None:
             self._reject('no robot model yet')
             return
-        model = self._active[0]
+        model, _ = self._active
         try:
             self._publish_feedforward(model, *point_arrays(msg, model.n))
         except (InputError, ValueError) as exc:
@@ -171,7 +170,7 @@ class DynamicsNode(Node):
         if self._active is None:
             self._reject('no robot model yet')
             return
-        model = self._active[0]
+        model, _ = self._active
         try:
             for point in trajectory_points(msg, model.joint_names):
                 self._publish_feedforward(model, *point)
@@ -186,7 +185,7 @@ class DynamicsNode(Node):
         success = false with the reason for a bad request or a non-finite result.
         """
         try:
-            model, index, _ = self._require_model()
+            model, index = self._require_model()
             fields = compute(model, index, request)
             if not all_finite(*fields.values()):
                 raise InputError(f'{what} not finite at this state')
