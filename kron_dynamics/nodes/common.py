@@ -37,7 +37,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayou
 from ..errors import ModelError
 from ..model import RobotModel
 from . import realtime
-from .wire import float64_multiarray_bytes, JointStateReader
+from .wire import float64_multiarray_bytes, JointStateReader, layout_dims
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity')
 THROTTLE_S = 1.0
@@ -301,12 +301,8 @@ def _layout(shape) -> MultiArrayLayout:
     """Return the (shared, never modified) layout of a 1-D or 2-D array shape."""
     layout = _LAYOUTS.get(shape)
     if layout is None:
-        if len(shape) == 1:
-            dims = [MultiArrayDimension(label='rows', size=shape[0], stride=shape[0])]
-        else:
-            rows, cols = shape
-            dims = [MultiArrayDimension(label='rows', size=rows, stride=rows * cols),
-                    MultiArrayDimension(label='cols', size=cols, stride=cols)]
+        dims = [MultiArrayDimension(label=label, size=size, stride=stride)
+                for label, size, stride in layout_dims(shape)]
         layout = _LAYOUTS[shape] = MultiArrayLayout(dim=dims)
     return layout
 

@@ -75,6 +75,14 @@ def float64_multiarray_prefix(dims) -> bytes:
     return _HEADER + bytes(out)
 
 
+def layout_dims(shape) -> list:
+    """Return [(label, size, stride)] of a 1-D ('rows') or 2-D ('rows', 'cols') array shape."""
+    if len(shape) == 1:
+        return [('rows', shape[0], shape[0])]
+    rows, cols = shape
+    return [('rows', rows, rows * cols), ('cols', cols, cols)]
+
+
 _PREFIXES = {}
 
 
@@ -83,12 +91,7 @@ def float64_multiarray_bytes(values: np.ndarray) -> bytes:
     values = np.ascontiguousarray(values, dtype='<f8')
     prefix = _PREFIXES.get(values.shape)
     if prefix is None:
-        if values.ndim == 1:
-            dims = [('rows', values.shape[0], values.shape[0])]
-        else:
-            rows, cols = values.shape
-            dims = [('rows', rows, rows * cols), ('cols', cols, cols)]
-        prefix = _PREFIXES[values.shape] = float64_multiarray_prefix(dims)
+        prefix = _PREFIXES[values.shape] = float64_multiarray_prefix(layout_dims(values.shape))
     return prefix + values.tobytes()
 
 
