@@ -25,7 +25,7 @@ test: venv
 	$(PY) -m pytest -q test
 
 urdf: venv
-	$(PY) -m kron_dynamics.machines urdf
+	$(PY) -m kron_dynamics.model.machines urdf
 
 # Benchmarks (not tests): installs Pinocchio, PyBullet, MuJoCo, example-robot-data on demand and
 # rewrites bench/results/ (dynamics.md/json, scaling.png, ros_latency*.json, startup.json)

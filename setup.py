@@ -22,6 +22,7 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test']),
+    package_data={package_name: ['py.typed']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
@@ -29,7 +30,8 @@ setup(
         ('share/' + package_name + '/config', glob('config/*.yaml')),
         ('share/' + package_name + '/urdf', glob('urdf/*.urdf')),
     ],
-    install_requires=['setuptools', 'numpy', 'scipy', 'numba', 'sympy', 'urdfdom-py', 'pyyaml'],
+    install_requires=['setuptools', 'numpy>=1.24', 'scipy>=1.10', 'numba>=0.60,<0.69',
+                      'sympy>=1.12', 'urdfdom-py>=1.2', 'pyyaml>=6', 'matplotlib>=3.7'],
     zip_safe=True,
     maintainer='kron_dynamics developers',
     maintainer_email='kron_dynamics@example.com',

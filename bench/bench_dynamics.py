@@ -55,6 +55,7 @@ import traceback
 
 from bench_models import BenchModel, build_models, find_robots_dir, rotate_base_inertial
 import comparison_libs
+from compiled_jsim import entry_points as jsim_entry_points
 import numpy as np
 
 from kron_dynamics import RobotModel
@@ -222,8 +223,9 @@ class Kron:
                 ops[f"mass_matrix('{method}')"] = (lambda k: lambda: m.mass_matrix(q, k))(method)
         out = np.empty((m.n, m.n))
         ints, reals = m._ints, m._reals
-        ops['compiled jacobian'] = lambda: native.mass_matrix_jacobian(ints, reals, q, out)
-        ops['compiled explicit'] = lambda: native.jsim_explicit(ints, reals, q, out)
+        jsim = jsim_entry_points()
+        ops['compiled jacobian'] = lambda: jsim['mass_matrix_jacobian'](ints, reals, q, out)
+        ops['compiled explicit'] = lambda: jsim['jsim_explicit'](ints, reals, q, out)
         ops['compiled crba'] = lambda: native.crba(ints, reals, q, out)
         return ops
 

@@ -40,7 +40,7 @@ from comparison_libs import example_robot_data
 import numpy as np
 
 from kron_dynamics import RobotModel
-from kron_dynamics.random_urdf import random_inertia
+from kron_dynamics.testing.random_urdf import random_inertia
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / 'build' / 'bench_models'

@@ -48,8 +48,8 @@ from kron_dynamics.algorithms.crba import crba
 from kron_dynamics.algorithms.jsim_explicit import jsim_explicit
 from kron_dynamics.algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from kron_dynamics.algorithms.rnea import rnea
-from kron_dynamics.codegen import load_module
-from kron_dynamics.dh import DHRow, model_from_dh
+from kron_dynamics.symbolic.codegen import load_module
+from kron_dynamics.model.dh import DHRow
 from kron_dynamics.kernels import GRAVITY, ID, native
 from kron_dynamics.symbolic import SymbolicModel
 
@@ -86,7 +86,7 @@ def ur5_like() -> RobotModel:
                   inertia=(0.002, 0.002, 0.002)),
             DHRow('j6', d=0.0823, mass=0.1879, com=(0, 0, -0.001159),
                   inertia=(0.000132, 0.000132, 0.000192))]
-    return model_from_dh(rows, 'ur5_like')
+    return RobotModel.from_dh(rows, 'ur5_like')
 
 
 def load(name: str) -> RobotModel:

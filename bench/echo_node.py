@@ -30,7 +30,8 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from kron_dynamics.nodes.common import run_node, STATE_QUEUE
+from kron_dynamics.nodes.executor import run_node
+from kron_dynamics.nodes.joint_states import STATE_QUEUE
 
 
 class EchoNode(Node):

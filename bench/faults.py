@@ -43,9 +43,9 @@ import time
 
 import numpy as np
 
-from kron_dynamics.demo import node_command, plot, Recording, start_recorder
-from kron_dynamics.graph import demo_graph
-from kron_dynamics.model import RobotModel
+from kron_dynamics.demo.run import node_command, plot, Recording, start_recorder
+from kron_dynamics.demo.graph import demo_graph
+from kron_dynamics import RobotModel
 
 REPO = Path(__file__).resolve().parent.parent
 

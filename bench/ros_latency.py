@@ -99,7 +99,7 @@ from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics import RobotModel
 from kron_dynamics.nodes import realtime
-from kron_dynamics.nodes.common import make_executor
+from kron_dynamics.nodes.executor import make_executor
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / 'bench'

@@ -43,8 +43,8 @@ from rclpy.qos import HistoryPolicy, QoSProfile
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from kron_dynamics.nodes.common import make_executor
-from kron_dynamics import processes
+from kron_dynamics.nodes.executor import make_executor
+from kron_dynamics.demo import processes
 
 REPO = Path(__file__).resolve().parent.parent
 URDF = REPO / 'urdf' / 'stacker.urdf'

@@ -64,7 +64,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics import RobotModel
-from kron_dynamics.nodes.common import make_executor
+from kron_dynamics.nodes.executor import make_executor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ros_latency import (add_common_arguments, cpu_seconds, git_revision,  # noqa: E402

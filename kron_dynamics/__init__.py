@@ -12,10 +12,21 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Rigid-body dynamics of URDF trees in the Kronecker-product form of Tuan et al. (2019)."""
+"""
+Rigid-body dynamics of URDF trees in the Kronecker-product form of Tuan et al. (2019).
 
-from .errors import ModelError, SingularMassMatrixError
-from .model import RobotModel
+``from kron_dynamics import RobotModel`` is the entry point. Importing the package is cheap:
+the model, the kernels (numba) and the ROS nodes load when first used.
+"""
 
-__all__ = ['ModelError', 'RobotModel', 'SingularMassMatrixError']
+from .errors import ConfigurationError, ModelError, SingularMassMatrixError
+
+__all__ = ['ConfigurationError', 'ModelError', 'RobotModel', 'SingularMassMatrixError']
 __version__ = '0.1.0'
+
+
+def __getattr__(name: str):
+    if name == 'RobotModel':
+        from .robot_model import RobotModel
+        return RobotModel
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -15,27 +15,13 @@
 """The ``kron-dynamics`` command: ``info URDF``, ``demo MACHINE``, ``equations SOURCE``."""
 
 import argparse
-from pathlib import Path
 import sys
 
 import numpy as np
 
-from .errors import ModelError
-from .model import RobotModel
-
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def data_dir(kind: str) -> Path:
-    """Directory of the package's ``urdf``/``config``/``launch`` files (source or installed)."""
-    source = PACKAGE_DIR.parent / kind
-    if source.is_dir():
-        return source
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        return Path(get_package_share_directory('kron_dynamics')) / kind
-    except Exception:  # not installed with ament: fall back to the source tree path
-        return source
+from .errors import ConfigurationError, ModelError
+from .resources import data_dir
+from .robot_model import RobotModel
 
 
 def _matrix(name: str, A: np.ndarray) -> str:
@@ -51,10 +37,8 @@ def info(path: str) -> int:
           f'total mass {model.total_mass:.6g} kg, gravity {model.gravity.tolist()}')
     print(f"{'joint':<24}{'type':<12}{'lower':>12}{'upper':>12}{'effort':>12}{'velocity':>12}"
           f"{'moved mass':>14}")
-    for i, name in enumerate(model.joint_names):
+    for name, moved in zip(model.joint_names, model.moved_mass()):
         j = model.joints[name]
-        internal = model._perm[i]
-        moved = model.tree.mass[model.tree.subtree(internal)].sum()
         print(f'{name:<24}{j.type:<12}{j.lower:>12.6g}{j.upper:>12.6g}{j.effort:>12.6g}'
               f'{j.velocity:>12.6g}{moved:>14.6g}')
     q0 = np.zeros(model.n)
@@ -79,7 +63,7 @@ def demo_static(machine: str) -> int:
 
 def demo(machine: str, duration: float, plot_file: str) -> int:
     """Run the computed-torque demo graph and print the tracking statistics."""
-    from .demo import plot, report, run_demo
+    from .demo.run import plot, report, run_demo
     share = data_dir('urdf').parent
     print(f'running the {machine} demo for {duration:g} s (plant simulator, reference '
           'generator, computed-torque controller, dynamics node)...', flush=True)
@@ -96,7 +80,7 @@ def demo(machine: str, duration: float, plot_file: str) -> int:
 
 def recording_urdf(machine: str) -> str:
     """Return the bundled URDF file name of a demo machine."""
-    from .graph import DEMO_URDFS
+    from .demo.graph import DEMO_URDFS
     return DEMO_URDFS[machine]
 
 
@@ -133,13 +117,13 @@ def main(argv=None) -> int:
         if args.command == 'info':
             return info(args.urdf)
         if args.command == 'equations':
-            from .codegen import equations_command
+            from .symbolic.command import equations_command
             return equations_command(args.source, args.symbolic_parameters, args.format,
                                      args.max_seconds, args.max_operations, args.output)
         if args.static:
             return demo_static(args.machine)
         return demo(args.machine, args.duration, args.plot or f'{args.machine}_demo.png')
-    except ModelError as exc:
+    except (ModelError, ConfigurationError) as exc:
         print(f'kron-dynamics: {exc}', file=sys.stderr)
         return 2
 

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Exceptions raised by kron_dynamics."""
+"""Exceptions raised by kron_dynamics; each message names the file, element, joint or field."""
 
 
 class ModelError(ValueError):
@@ -25,3 +25,7 @@ class SingularMassMatrixError(ModelError):
     def __init__(self, message: str, joints: list[str] | None = None):
         super().__init__(message)
         self.joints = list(joints or [])
+
+
+class ConfigurationError(ValueError):
+    """A node parameter (or another setting outside the model) is invalid; names it."""

@@ -15,7 +15,7 @@
 """Computed-torque demo of the stacker: simulator, reference, controller, dynamics node."""
 
 from ament_index_python.packages import get_package_share_directory
-from kron_dynamics.graph import demo_graph, PACKAGE
+from kron_dynamics.demo.graph import demo_graph, PACKAGE
 from launch import LaunchDescription
 from launch_ros.actions import Node
 

@@ -23,7 +23,7 @@ import time
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
-from kron_dynamics.processes import output, start_logged, stop
+from kron_dynamics.demo.processes import output, start_logged, stop
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

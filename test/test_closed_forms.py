@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from conftest import ORACLE
-from kron_dynamics.machines import STACKER
+from kron_dynamics.model.machines import STACKER
 
 P = STACKER
 g = 9.81

@@ -31,8 +31,8 @@ import pytest
 
 from conftest import REPO
 from kron_dynamics import RobotModel
-from kron_dynamics.demo import run_demo
-from kron_dynamics.graph import demo_graph
+from kron_dynamics.demo.run import run_demo
+from kron_dynamics.demo.graph import demo_graph
 
 RMS_DEAD_TIME = 0.010
 MAX_DEAD_TIME = 0.050

@@ -21,9 +21,9 @@ import pytest
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
-from kron_dynamics.dh import DHRow, dh_to_urdf, model_from_dh
-from kron_dynamics.machines import stacker_dh_rows, URDFS
-from kron_dynamics.random_urdf import random_inertia
+from kron_dynamics.model.dh import DHRow, dh_to_urdf
+from kron_dynamics.model.machines import stacker_dh_rows, URDFS
+from kron_dynamics.testing.random_urdf import random_inertia
 
 
 def dh_matrix(theta, d, a, alpha):
@@ -48,8 +48,8 @@ def random_rows(rng, n):
 def test_dh_frames_are_products_of_dh_matrices(seed):
     rng = np.random.default_rng(seed)
     rows = random_rows(rng, 5)
-    model = model_from_dh(rows)
-    assert model.joint_names == [r.joint for r in rows]
+    model = RobotModel.from_dh(rows)
+    assert model.joint_names == tuple(r.joint for r in rows)
     q = rng.uniform(-2, 2, 5)
     T = np.eye(4)
     for i, (row, qi) in enumerate(zip(rows, q), start=1):
@@ -66,7 +66,7 @@ def test_dh_model_inertia_is_in_dh_frame():
     """A single revolute body: M = I_zz(frame 0 axis) + m |com offset from axis|^2."""
     I_ = np.diag([0.1, 0.2, 0.3])
     row = DHRow('j1', a=0.5, alpha=math.pi / 2, mass=2.0, com=(-0.2, 0.0, 0.0), inertia=I_)
-    model = model_from_dh([row])
+    model = RobotModel.from_dh([row])
     # for alpha = 90 deg the joint axis z0 is y1: I_yy about it, CoM 0.5 - 0.2 from it
     expected = 0.2 + 2.0 * (0.5 - 0.2) ** 2
     np.testing.assert_allclose(model.mass_matrix([0.7]), [[expected]], rtol=1e-12)

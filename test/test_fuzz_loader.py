@@ -16,8 +16,8 @@
 Property-based fuzzing of the URDF loader: mutated valid URDFs load or raise ModelError.
 
 Each example takes one valid document (the project's URDFs, random trees of
-``kron_dynamics.random_urdf``) and applies one to four mutations: delete, duplicate, reorder
-or move elements; replace, delete or add attributes with junk (NaN, inf, huge, negative,
+``kron_dynamics.testing.random_urdf``) and applies one to four mutations: delete, duplicate,
+reorder or move elements; replace, delete or add attributes with junk (NaN, inf, huge, negative,
 empty, text); rename links (breaking references) or point references elsewhere; change
 joint types; truncate the text, inject characters (including lone surrogates, NUL, markup
 and DTDs), delete or repeat slices. A second test replaces one number of one numeric
@@ -46,7 +46,7 @@ import numpy as np
 import pytest
 
 from kron_dynamics import ModelError, RobotModel
-from kron_dynamics.random_urdf import random_urdf
+from kron_dynamics.testing.random_urdf import random_urdf
 
 from conftest import URDF_DIR
 

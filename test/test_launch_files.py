@@ -29,7 +29,7 @@ import rclpy
 import yaml
 
 from conftest import REPO
-from kron_dynamics.graph import DEMO_NODES, DEMO_URDFS, demo_graph
+from kron_dynamics.demo.graph import DEMO_NODES, DEMO_URDFS, demo_graph
 
 LAUNCH_FILES = sorted(REPO.glob('launch/*.launch.py'))
 SETUP = (REPO / 'setup.py').read_text()

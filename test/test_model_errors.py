@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from kron_dynamics import ModelError, RobotModel
-from kron_dynamics.dh import DHRow, model_from_dh
+from kron_dynamics.model.dh import DHRow
 
 from conftest import URDF_DIR
 
@@ -199,7 +199,7 @@ def test_bad_urdf_raises_model_error_naming_culprit(xml, pattern):
 
 def test_base_urdf_is_valid():
     model = RobotModel.from_urdf_string(BASE)
-    assert model.joint_names == ['j1', 'j2']
+    assert model.joint_names == ('j1', 'j2')
     assert model.total_mass == pytest.approx(3.0)
 
 
@@ -293,7 +293,7 @@ BAD_DH = {
 @pytest.mark.parametrize('rows, pattern', list(BAD_DH.values()), ids=list(BAD_DH))
 def test_bad_dh_table(rows, pattern):
     with pytest.raises(ModelError, match=pattern):
-        model_from_dh(rows)
+        RobotModel.from_dh(rows)
 
 
 # ----------------------------------------------------------------- valid but unusual
@@ -303,7 +303,7 @@ def test_massless_leaf_link_loads_with_warning(caplog):
                '<inertia ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"/>', xml)
     with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
         model = RobotModel.from_urdf_string(xml, source=SOURCE)
-    assert model.joint_names == ['j1', 'j2']
+    assert model.joint_names == ('j1', 'j2')
     warnings = [r for r in caplog.records
                 if r.name == 'kron_dynamics' and r.levelno == logging.WARNING]
     assert any("joint 'j2'" in r.getMessage() and SOURCE in r.getMessage()

@@ -49,7 +49,7 @@ import pytest
 from kron_dynamics import RobotModel, SingularMassMatrixError
 from kron_dynamics.algorithms.kinematics import com_positions, forward_kinematics
 from kron_dynamics.algorithms.rnea import rnea
-from kron_dynamics.random_urdf import random_urdf
+from kron_dynamics.testing.random_urdf import random_urdf
 
 from conftest import URDF_DIR
 

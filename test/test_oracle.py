@@ -43,7 +43,7 @@ def models():
 
 def test_joint_names_and_gravity(models):
     for name, model in models.items():
-        assert model.joint_names == ORACLE['models'][name]['joint_names']
+        assert list(model.joint_names) == ORACLE['models'][name]['joint_names']
         np.testing.assert_allclose(model.gravity, [0.0, 0.0, -9.81])  # z-up base_link
 
 

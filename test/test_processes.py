@@ -17,7 +17,7 @@
 import sys
 import time
 
-from kron_dynamics.processes import output, start_logged, stop
+from kron_dynamics.demo.processes import output, start_logged, stop
 
 
 def test_a_megabyte_of_output_does_not_block_the_child():

@@ -25,8 +25,8 @@ import numpy as np
 import pytest
 
 from kron_dynamics import RobotModel
-from kron_dynamics.random_urdf import random_urdf
-from kron_dynamics.rotations import skew
+from kron_dynamics.testing.random_urdf import random_urdf
+from kron_dynamics.model.rotations import skew
 
 SEEDS = range(12)
 H = 1e-6
@@ -258,7 +258,7 @@ def test_default_joint_order_is_depth_first():
       <link name="B"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1"
         iyz="0" izz="1"/></inertial></link>
     </robot>'''
-    assert RobotModel.from_urdf_string(xml).joint_names == ['a', 'a1', 'b', 'a2']
+    assert RobotModel.from_urdf_string(xml).joint_names == ('a', 'a1', 'b', 'a2')
 
 
 def test_friction_torque_from_urdf_dynamics():

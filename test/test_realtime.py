@@ -30,7 +30,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from conftest import URDF_DIR
-from kron_dynamics import ModelError, RobotModel
+from kron_dynamics import ConfigurationError, RobotModel
 from kron_dynamics.nodes import realtime
 from ros_harness import NodeProcess, Probe, wait_for
 
@@ -71,8 +71,8 @@ def threads_of(pid: int) -> dict:
     ((0, [0, 4096], False), 'cpu_affinity names CPU(s) [4096]'),
     ((0, None, 'yes'), 'lock_memory'),
 ])
-def test_invalid_values_raise_model_error_naming_the_parameter(values, message):
-    with pytest.raises(ModelError) as info:
+def test_invalid_values_raise_configuration_error_naming_the_parameter(values, message):
+    with pytest.raises(ConfigurationError) as info:
         realtime.apply(*values)
     assert message in str(info.value)
 

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Closed-form equations of motion (kron_dynamics.symbolic, kron_dynamics.codegen).
+Closed-form equations of motion (kron_dynamics.symbolic, kron_dynamics.symbolic.codegen).
 
 The stacker's eqs. (102)-(107) of 000 with the typos corrected, the rover arm's explicit
 elements of 003, generated straight-line code against the numeric core, the bounds and the
@@ -31,8 +31,8 @@ import sympy as sp
 
 from conftest import REPO, URDF_DIR
 from kron_dynamics import ModelError, RobotModel
-from kron_dynamics.codegen import load_module
-from kron_dynamics.random_urdf import random_urdf
+from kron_dynamics.symbolic.codegen import load_module
+from kron_dynamics.testing.random_urdf import random_urdf
 from kron_dynamics.symbolic import (load_dh_yaml, stacker_symbolic, SymbolicModel,
                                     SymbolicTooLarge)
 
@@ -236,7 +236,7 @@ def test_generated_python_stacker_symbolic(stacker_eom):
     module = load_module(eom.to_python(), 'kron_gen_stacker_symbolic')
     numeric = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
     compare_module(module, numeric, np.random.default_rng(1))
-    assert module.JOINT_NAMES == numeric.joint_names
+    assert module.JOINT_NAMES == list(numeric.joint_names)
     q = np.array([1.0, 0.3, -0.2])
     heavier = numeric.mass_matrix(q)
     M = module.mass_matrix(q, m1=300000.0)

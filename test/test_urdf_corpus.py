@@ -34,8 +34,9 @@ import numpy as np
 import pytest
 import yaml
 
-from kron_dynamics import ModelError, RobotModel, urdf_loader
-from kron_dynamics.random_urdf import random_urdf
+from kron_dynamics import ModelError, RobotModel
+from kron_dynamics.model import inertia, urdf as urdf_loader
+from kron_dynamics.testing.random_urdf import random_urdf
 
 from conftest import TEST_DIR
 
@@ -107,7 +108,7 @@ def test_tiny_inertia_warnings_are_capped(caplog):
         RobotModel.from_urdf_string(chain_urdf(1000), source='chain.urdf')
     warnings = _warnings(caplog)
     assert re.search(r'chain\.urdf: \d+ joints move a tiny inertia', warnings[0]), warnings
-    assert len(warnings) == 1 + urdf_loader.MAX_TINY_WARNINGS
+    assert len(warnings) == 1 + inertia.MAX_TINY_WARNINGS
     assert re.search(r"chain\.urdf: joint 'j\d+' \(link 'l\d+'\) moves a tiny", warnings[1])
 
 

@@ -28,7 +28,8 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from kron_dynamics.nodes.common import array_msg, InputError, JointStateIndex
+from kron_dynamics.nodes.joint_states import InputError, JointStateIndex
+from kron_dynamics.nodes.messages import array_msg
 from kron_dynamics.nodes.wire import float64_multiarray_bytes, JointStateReader
 
 JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Pure dynamics algorithms over a :class:`~kron_dynamics.tree.KinematicTree`, one per module.
+Pure dynamics algorithms over a :class:`~kron_dynamics.model.tree.KinematicTree`, one per module.
 
 All functions take and return arrays in the tree's internal joint order (parents first).
 """

@@ -16,8 +16,8 @@
 
 import numpy as np
 
-from ..rotations import skew
-from ..tree import KinematicTree
+from ..model.rotations import skew
+from ..model.tree import KinematicTree
 from .jacobians import hessian_r, hessian_t
 from .mass_matrix_jacobian import body_jacobians
 

@@ -12,11 +12,27 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Forward dynamics q'' = M^-1 (tau - C*(q' kron q') - G), refusing a singular M."""
+"""
+Forward dynamics q'' = M^-1 (tau - C*(q)(q' kron q') - G(q)), refusing a singular M.
+
+M by the composite-rigid-body algorithm, the bias by Newton-Euler with q'' = 0 (002); the
+solve is a Cholesky factorisation with a guaranteed conditioning test (scipy.linalg).
+"""
 
 import numpy as np
 
 from ..errors import SingularMassMatrixError
+from ..model.tree import KinematicTree
+from .crba import crba
+from .rnea import rnea
+
+
+def forward_dynamics(tree: KinematicTree, q: np.ndarray, qd: np.ndarray, tau: np.ndarray,
+                     joint_names=None) -> np.ndarray:
+    """Return q'' (internal order); SingularMassMatrixError naming the joints if M is singular."""
+    names = list(joint_names) if joint_names is not None else [str(i) for i in range(tree.n)]
+    bias = rnea(tree, q, qd, np.zeros(tree.n))
+    return solve_mass_matrix(crba(tree, q), tau - bias, names)
 
 
 def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray, joint_names: list[str],
@@ -32,18 +48,22 @@ def solve_mass_matrix(M: np.ndarray, rhs: np.ndarray, joint_names: list[str],
         raise SingularMassMatrixError('mass matrix has non-finite entries', [])
     if M.shape == (0, 0):
         return np.zeros(0)
+    # here, not at the top: scipy.linalg takes 0.4 s to import, and only this path needs it
+    from scipy.linalg import cho_factor, cho_solve, eigh, LinAlgError, solve_triangular
     try:
-        L = np.linalg.cholesky(M)
+        factor = cho_factor(M, lower=True, check_finite=False)
         with np.errstate(all='ignore'):    # inf or NaN just fail the test below
-            inv_norm = float(np.sum(np.linalg.inv(L) ** 2))
+            L_inv = solve_triangular(factor[0], np.eye(len(M)), lower=True,
+                                     check_finite=False)
+            inv_norm = float(np.sum(np.tril(L_inv) ** 2))
         # cheap test that never accepts a singular M: lambda_min(M) >= 1 / ||L^-1||_F^2 and
         # lambda_max(M) <= trace(M). (Cholesky pivots alone are no such bound: a boom on a
         # rail gives pivots 1e-4 apart for cond(M) = 1e16.)
         if inv_norm * rcond * np.trace(M) < 1.0:
-            return np.linalg.solve(L.T, np.linalg.solve(L, rhs))
-    except np.linalg.LinAlgError:
+            return cho_solve(factor, rhs, check_finite=False)
+    except LinAlgError:
         pass
-    evals, evecs = np.linalg.eigh(M)
+    evals, evecs = eigh(M)
     scale = max(float(np.max(np.abs(evals))), np.finfo(float).tiny)
     if evals[0] <= rcond * scale:
         # The joints taking part in the null motions. Units differ (a rail travel of 1 m and

@@ -23,7 +23,7 @@ Khang's derivatives H = dJ/dq (000 eqs. 5, 51, 60), 3 x n^2 with
 
 import numpy as np
 
-from ..tree import KinematicTree
+from ..model.tree import KinematicTree
 
 
 def jacobian_t(tree: KinematicTree, body: int, x: np.ndarray, axes: np.ndarray,

@@ -23,8 +23,8 @@ Joints on different branches give 0.
 
 import numpy as np
 
-from ..rotations import skew
-from ..tree import KinematicTree
+from ..model.rotations import skew
+from ..model.tree import KinematicTree
 from .kinematics import com_positions, forward_kinematics, world_axes, world_inertias
 
 

@@ -16,8 +16,8 @@
 
 import numpy as np
 
-from ..rotations import axis_angle
-from ..tree import KinematicTree
+from ..model.rotations import axis_angle
+from ..model.tree import KinematicTree
 
 
 def forward_kinematics(tree: KinematicTree, q: np.ndarray):

@@ -16,7 +16,7 @@
 
 import numpy as np
 
-from ..tree import KinematicTree
+from ..model.tree import KinematicTree
 from .jacobians import jacobian_r, jacobian_t
 from .kinematics import com_positions, forward_kinematics, world_axes, world_inertias
 

@@ -22,7 +22,7 @@ moment each joint transmits; the joint torque is its projection on the joint axi
 
 import numpy as np
 
-from ..tree import KinematicTree
+from ..model.tree import KinematicTree
 from .kinematics import joint_transform
 
 

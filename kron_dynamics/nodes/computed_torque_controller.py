@@ -39,11 +39,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..errors import ModelError
-from .common import (all_finite, ArrayPublisher, declare_model_parameters, InputError,
-                     JointStateIndex, parameter_value, per_joint, point_arrays,
-                     required_model, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
-                     trajectory_points, warm_up)
+from ..errors import ConfigurationError
+from .executor import run_node, warm_up
+from .joint_states import (InputError, JointStateIndex, point_arrays, StampGuard, STATE_QUEUE,
+                           trajectory_points)
+from .messages import all_finite, ArrayPublisher
+from .parameters import declare_model_parameters, parameter_value, per_joint, required_model
+from .throttled_logger import ThrottledLogger
 from . import realtime
 
 
@@ -89,7 +91,7 @@ class ComputedTorqueController(Node):
         self.kp = per_joint(self.get_parameter('kp').value, n, 'kp')
         self.kd = per_joint(self.get_parameter('kd').value, n, 'kd')
         if np.any(self.kp < 0) or np.any(self.kd <= 0):
-            raise ModelError('kp must be >= 0 and kd > 0')
+            raise ConfigurationError('kp must be >= 0 and kd > 0')
         self.kp_over_kd = self.kp / self.kd
         v_max = parameter_value(self, 'max_approach_velocity')
         if v_max:
@@ -99,7 +101,7 @@ class ComputedTorqueController(Node):
         self.timeout = float(self.get_parameter('state_timeout').value)
         self.max_reference_age = float(self.get_parameter('max_reference_age').value)
         if not self.timeout > 0:
-            raise ModelError('parameter state_timeout must be > 0')
+            raise ConfigurationError('parameter state_timeout must be > 0')
         self.limits = self.model.effort_limits
         self.index = JointStateIndex(self.model.joint_names)
         warm_up(self.model)
@@ -129,17 +131,18 @@ class ComputedTorqueController(Node):
                 if p.name in ('kp', 'kd'):
                     gains = {'kp': self.kp, 'kd': self.kd, p.name: per_joint(p.value, n, p.name)}
                     if np.any(gains['kp'] < 0) or np.any(gains['kd'] <= 0):
-                        raise ModelError('kp must be >= 0 and kd > 0')
+                        raise ConfigurationError('kp must be >= 0 and kd > 0')
                     self.kp, self.kd = gains['kp'], gains['kd']
                     self.kp_over_kd = self.kp / self.kd
                 elif p.name == 'state_timeout':
                     if not float(p.value) > 0:
-                        raise ModelError('state_timeout must be > 0')
+                        raise ConfigurationError('state_timeout must be > 0')
                     self.timeout = float(p.value)
                 elif p.name in ('robot_description', 'urdf_file', 'joints', 'gravity',
                                 'armature', 'command_topic'):
-                    raise ModelError(f'{p.name} cannot change while running; restart the node')
-        except ModelError as exc:
+                    raise ConfigurationError(f'{p.name} cannot change while running; '
+                                             'restart the node')
+        except ConfigurationError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 

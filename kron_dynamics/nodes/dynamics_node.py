@@ -29,11 +29,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ..errors import ModelError
-from .common import (all_finite, array_msg, ArrayPublisher, declare_model_parameters,
-                     InputError, JointStateIndex, MODEL_PARAMETERS, model_from_parameters,
-                     point_arrays, run_node, StampGuard, STATE_QUEUE, ThrottledLogger,
-                     trajectory_points, warm_up)
+from ..errors import ConfigurationError, ModelError
+from .executor import run_node, warm_up
+from .joint_states import (InputError, JointStateIndex, point_arrays, StampGuard, STATE_QUEUE,
+                           trajectory_points)
+from .messages import all_finite, array_msg, ArrayPublisher
+from .parameters import declare_model_parameters, model_from_parameters, MODEL_PARAMETERS
+from .throttled_logger import ThrottledLogger
 from . import realtime
 
 
@@ -91,7 +93,7 @@ class DynamicsNode(Node):
     def _on_description(self, msg: String) -> None:
         try:
             model = model_from_parameters(self, urdf_text=msg.data)
-        except ModelError as exc:
+        except (ModelError, ConfigurationError) as exc:
             self.get_logger().error(f'rejected /robot_description, keeping the old model: {exc}')
             return
         self._activate(model)
@@ -101,7 +103,7 @@ class DynamicsNode(Node):
         if any(name in changes for name in MODEL_PARAMETERS):
             try:
                 model = model_from_parameters(self, overrides=changes)
-            except ModelError as exc:
+            except (ModelError, ConfigurationError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
             if model is not None:
                 self._activate(model)

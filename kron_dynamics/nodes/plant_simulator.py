@@ -31,10 +31,10 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..algorithms.forward_dynamics import solve_mass_matrix
-from ..errors import ModelError, SingularMassMatrixError
-from .common import (declare_model_parameters, per_joint, required_model, run_node,
-                     ThrottledLogger, warm_up)
+from ..errors import ConfigurationError, ModelError, SingularMassMatrixError
+from .executor import run_node, warm_up
+from .parameters import declare_model_parameters, per_joint, required_model
+from .throttled_logger import ThrottledLogger
 from . import realtime
 
 MAX_STEPS_PER_TICK = 100
@@ -71,17 +71,17 @@ class PlantSimulator(Node):
         self.q = per_joint(p['initial_positions'], n, 'initial_positions')
         self.qd = per_joint(p['initial_velocities'], n, 'initial_velocities')
         if not p['integration_rate'] > 0 or not p['publish_rate'] > 0:
-            raise ModelError('integration_rate and publish_rate must be > 0')
+            raise ConfigurationError('parameters integration_rate and publish_rate must be > 0')
         self.dt = 1.0 / float(p['integration_rate'])
         self.command_timeout = float(p['command_timeout'])
         mode = self.get_parameter('on_command_timeout').value
         if mode not in ('brake', 'zero'):
-            raise ModelError(f"on_command_timeout must be 'brake' or 'zero', got {mode!r}")
+            raise ConfigurationError("parameter on_command_timeout must be 'brake' or 'zero', "
+                                     f'got {mode!r}')
         self.brake = mode == 'brake'
         # refuse a plant whose M is singular: forward dynamics would be garbage
-        M = self.model.mass_matrix(self.q)
         try:
-            solve_mass_matrix(M, np.zeros(n), self.model.joint_names)
+            self.model.forward_dynamics(self.q, np.zeros(n), np.zeros(n))
         except SingularMassMatrixError as exc:
             raise ModelError(f'{exc} (set the armature parameter)') from None
         warm_up(self.model)

@@ -29,7 +29,7 @@ The settings of ros2_control's controller_manager (``thread_priority``, ``cpu_af
 They are applied to every thread of the process, because rclpy's and the DDS middleware's
 threads (which receive the messages) already exist when a node reads its parameters;
 threads started later inherit them from the thread that starts them. Values that cannot be
-valid raise ModelError (the node exits with the reason); missing permissions
+valid raise ConfigurationError (the node exits with the reason); missing permissions
 (``CAP_SYS_NICE``, ``rtprio`` and ``memlock`` limits) are reported by ``apply`` so that the
 node can warn and run on with normal scheduling, as ros2_control does.
 """
@@ -44,7 +44,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ..errors import ModelError
+from ..errors import ConfigurationError
 
 PARAMETERS = ('thread_priority', 'cpu_affinity', 'lock_memory')
 MCL_CURRENT, MCL_FUTURE = 1, 2
@@ -70,14 +70,14 @@ def thread_ids() -> list:
 
 
 def validate(priority, cpus, lock) -> tuple:
-    """Return (priority, cpus or None, lock) checked; ModelError naming the parameter."""
+    """Return (priority, cpus or None, lock) checked; ConfigurationError naming the parameter."""
     if isinstance(priority, bool) or not isinstance(priority, int):
-        raise ModelError(f'parameter thread_priority must be an integer, got {priority!r}')
+        raise ConfigurationError(f'parameter thread_priority must be an integer, got {priority!r}')
     low = os.sched_get_priority_min(os.SCHED_FIFO)
     high = os.sched_get_priority_max(os.SCHED_FIFO)
     if priority != 0 and not low <= priority <= high:
-        raise ModelError(f'parameter thread_priority must be 0 (normal scheduling) or a '
-                         f'SCHED_FIFO priority {low}-{high}, got {priority}')
+        raise ConfigurationError(f'parameter thread_priority must be 0 (normal scheduling) '
+                                 f'or a SCHED_FIFO priority {low}-{high}, got {priority}')
     cpus = [int(c) for c in (cpus or [])]
     if not cpus:
         cpus = None
@@ -85,11 +85,11 @@ def validate(priority, cpus, lock) -> tuple:
         available = sorted(os.sched_getaffinity(0))
         unknown = [c for c in cpus if c not in available]
         if unknown:
-            raise ModelError(f'parameter cpu_affinity names CPU(s) {unknown} that this process '
-                             f'cannot use (available: {available})')
+            raise ConfigurationError(f'parameter cpu_affinity names CPU(s) {unknown} that this '
+                                     f'process cannot use (available: {available})')
         cpus = sorted(set(cpus))
     if not isinstance(lock, bool):
-        raise ModelError(f'parameter lock_memory must be true or false, got {lock!r}')
+        raise ConfigurationError(f'parameter lock_memory must be true or false, got {lock!r}')
     return priority, cpus, lock
 
 
@@ -131,7 +131,7 @@ def apply(priority: int = 0, cpus=None, lock: bool = False) -> list:
     Apply validated settings to the whole process; return what was done, one line each.
 
     A setting the process has no permission for is skipped and its line starts with
-    ``'could not'`` (the caller warns); invalid values raise ModelError before anything is
+    ``'could not'`` (the caller warns); invalid values raise ConfigurationError before anything is
     changed.
     """
     priority, cpus, lock = validate(priority, cpus, lock)

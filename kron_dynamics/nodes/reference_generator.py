@@ -36,8 +36,9 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from ..errors import ModelError
-from .common import per_joint, run_node
+from ..errors import ConfigurationError
+from .executor import run_node
+from .parameters import per_joint
 from . import realtime
 
 
@@ -109,7 +110,7 @@ class ReferenceGenerator(Node):
         except Exception:
             joints = []
         if not joints:
-            raise ModelError('reference_generator needs the joints parameter')
+            raise ConfigurationError('reference_generator needs the joints parameter')
         n = len(joints)
         mode = self.get_parameter('mode').value
         if mode == 'sine':
@@ -117,24 +118,25 @@ class ReferenceGenerator(Node):
                     for p in ('offset', 'amplitude', 'frequency', 'phase')]
             ramp = float(self.get_parameter('ramp_time').value)
             if not ramp >= 0:
-                raise ModelError('parameter ramp_time must be >= 0')
+                raise ConfigurationError('parameter ramp_time must be >= 0')
             self.trajectory = lambda t: sine(t, *args, ramp_time=ramp)
         elif mode == 'quintic':
             flat = np.asarray(self.get_parameter('waypoints').value, dtype=float)
             if flat.size < 2 * n or flat.size % n or not np.all(np.isfinite(flat)):
-                raise ModelError(f'waypoints must hold at least 2 rows of {n} finite numbers')
+                raise ConfigurationError(f'parameter waypoints must hold at least 2 rows of {n} '
+                                         'finite numbers')
             waypoints = flat.reshape(-1, n)
             durations = per_joint(self.get_parameter('segment_durations').value,
                                   len(waypoints) - 1, 'segment_durations')
             if np.any(durations <= 0):
-                raise ModelError('segment_durations must be > 0')
+                raise ConfigurationError('segment_durations must be > 0')
             self.trajectory = QuinticPath(waypoints, durations,
                                           bool(self.get_parameter('loop').value))
         else:
-            raise ModelError(f"parameter mode must be 'sine' or 'quintic', got {mode!r}")
+            raise ConfigurationError(f"parameter mode must be 'sine' or 'quintic', got {mode!r}")
         rate = float(self.get_parameter('rate').value)
         if not rate > 0:
-            raise ModelError('parameter rate must be > 0')
+            raise ConfigurationError('parameter rate must be > 0')
         self.joints = joints
         self.pub = self.create_publisher(JointTrajectoryPoint, 'reference', 10)
         self.start = None

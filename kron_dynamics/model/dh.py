@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Standard Denavit-Hartenberg tables to URDF text and RobotModel.
+Standard Denavit-Hartenberg tables to URDF text (``RobotModel.from_dh`` builds the model).
 
 Body i moves with DH frame i, A_i = Rz(theta) Tz(d) Tx(a) Rx(alpha), and the joint
 variable q_i is theta_i (revolute) or d_i (prismatic) exactly, including its zero: the
@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from .errors import ModelError
-from .urdf_loader import check_inertia
+from ..errors import ModelError
+from .inertia import check_inertia
 
 
 @dataclass
@@ -119,12 +119,3 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
         ]
     out.append('</robot>')
     return '\n'.join(out) + '\n'
-
-
-def model_from_dh(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.0),
-                  base_rpy=(0.0, 0.0, 0.0), gravity=(0.0, 0.0, -9.81)):
-    """Build a RobotModel for a DH table (see :func:`dh_to_urdf`); q_i is the i-th DH variable."""
-    from .model import RobotModel
-    xml = dh_to_urdf(rows, name, base_xyz, base_rpy)
-    return RobotModel.from_urdf_string(xml, joint_names=[r.joint for r in rows],
-                                       gravity=gravity, source=f'DH table {name}')

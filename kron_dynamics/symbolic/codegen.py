@@ -25,7 +25,6 @@ subexpressions eliminated with ``sympy.cse``) that need only ``math`` and ``nump
 import importlib.util
 from pathlib import Path
 import re
-import sys
 import tempfile
 
 import sympy as sp
@@ -34,7 +33,8 @@ from sympy.printing.precedence import precedence
 from sympy.printing.pycode import PythonCodePrinter
 from sympy.printing.str import StrPrinter
 
-from . import __version__
+from .. import __version__
+from .budget import SymbolicTooLarge
 
 GREEK = {'alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta', 'iota',
          'kappa', 'lambda', 'mu', 'nu', 'xi', 'rho', 'sigma', 'tau', 'upsilon', 'phi', 'chi',
@@ -360,7 +360,6 @@ def python_module(eom) -> str:
     """Return the source of a module evaluating M, C*, G and tau for this robot."""
     predicted = eom.operations * CSE_SECONDS_PER_OPERATION
     if eom.max_seconds is not None and predicted > eom.max_seconds:
-        from .symbolic import SymbolicTooLarge
         raise SymbolicTooLarge(
             f"'{eom.name}': generating Python code for {eom.operations} operations would take "
             f'about {predicted:.0f} s, over the time bound max_seconds={eom.max_seconds:g}. '
@@ -486,22 +485,3 @@ def load_module(source: str, name: str = 'kron_generated'):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def equations_command(source: str, symbolic_parameters: bool = False, fmt: str = 'text',
-                      max_seconds: float | None = None, max_operations: int | None = None,
-                      output: str | None = None) -> int:
-    """Run ``kron-dynamics equations``: print (or write) the equations in one format."""
-    from .symbolic import DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS, load_source
-    seconds = DEFAULT_MAX_SECONDS if max_seconds is None else (max_seconds or None)
-    operations = DEFAULT_MAX_OPERATIONS if max_operations is None else (max_operations or None)
-    model = load_source(source, symbolic_parameters, max_seconds=seconds,
-                        max_operations=operations)
-    eom = model.equations()
-    text = {'text': eom.to_text, 'latex': eom.to_latex, 'python': eom.to_python}[fmt]()
-    if output:
-        Path(output).write_text(text)
-        print(f'wrote {output}', file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0

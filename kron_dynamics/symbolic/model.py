@@ -50,10 +50,10 @@ rotations and joint axes stay numeric. The numbers of the URDF are kept as the p
 values (``parameter_values``; the defaults of generated code).
 
 DH tables. :meth:`SymbolicModel.from_dh` takes standard DH rows (dicts or
-:class:`~kron_dynamics.dh.DHRow`), A_i = Rz(theta + q_i) Tz(d) Tx(a) Rx(alpha) (revolute) or
+:class:`~kron_dynamics.model.dh.DHRow`), A_i = Rz(theta + q_i) Tz(d) Tx(a) Rx(alpha) (revolute) or
 Rz(theta) Tz(d + q_i) Tx(a) Rx(alpha) (prismatic), with body i in DH frame i (``link{i}``),
 DH frame 0 ``link0`` placed in the root ``base_link`` by ``base_xyz``/``base_rpy``, exactly
-like :func:`kron_dynamics.dh.dh_to_urdf`. Any entry may be a number, a sympy expression or a
+like :func:`kron_dynamics.model.dh.dh_to_urdf`. Any entry may be a number, a sympy expression or a
 string that sympy parses (``"l3 - a3"``, ``"pi/2"``, ``"m3"``; names other than ``pi``,
 ``sin``, ``cos``, ``tan`` and ``sqrt`` are real symbols). The DH YAML file
 (:func:`load_dh_yaml`) is::
@@ -98,23 +98,18 @@ import sympy as sp
 from sympy.polys.domains import QQ, RR
 from sympy.polys.rings import PolyRing
 
-from .errors import ModelError
+from ..errors import ModelError
+from .budget import Budget, DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS
+from .codegen import latex_document, python_module, text_equations
 
-DEFAULT_MAX_SECONDS = 30.0
-DEFAULT_MAX_OPERATIONS = 500_000
 ZERO_TOL = 1e-12                 # |x| below this is 0
 DECIMAL_TOL = 1e-12              # relative distance to a short decimal that makes it exact
 CHOP_TOL = 1e-14                 # float-domain terms below this (relative) are round-off
 TRIG_OPS = 60                    # elements up to this size get sympy.trigsimp for display
 TRIG_SECONDS = 5.0               # at most this much trigsimp per model (display only)
-SECONDS_PER_TERM_PRODUCT = 4e-6  # cost model of one term product (predictive time check)
 RESERVED = {'q', 'qd', 'qdd', 'np', 'math', 'params', 'kwargs', 'tau', 'pi'}
 RESERVED_PATTERN = re.compile(r'^(q|qd|qdd|s|c|tau)\d+$|^_')
 FUNCTIONS = {'pi': sp.pi, 'sin': sp.sin, 'cos': sp.cos, 'tan': sp.tan, 'sqrt': sp.sqrt}
-
-
-class SymbolicTooLarge(ModelError):
-    """The closed-form equations exceed the time or size bound; the message says which."""
 
 
 # --------------------------------------------------------------------------- numbers and text
@@ -308,50 +303,6 @@ class BodySpec:
                         self.R0.applyfunc(f), self.p0.applyfunc(f), self.Rpost.applyfunc(f),
                         self.ppost.applyfunc(f), f(self.mass), self.com.applyfunc(f),
                         self.inertia.applyfunc(f), self.joint_type)
-
-
-# --------------------------------------------------------------------------- budget
-class _Budget:
-    """Signal-free time and size bound: checked between steps and before each product."""
-
-    def __init__(self, what: str, max_seconds, max_operations):
-        self.what = what
-        self.max_seconds = max_seconds
-        self.max_operations = max_operations
-        self.start = time.perf_counter()
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
-
-    def _time_error(self, where: str, detail: str):
-        return SymbolicTooLarge(
-            f'{self.what}: the closed-form equations of motion are too large for the time bound '
-            f'max_seconds={self.max_seconds:g} ({detail}, at {where}). Raise it with '
-            'SymbolicModel(..., max_seconds=S) or `kron-dynamics equations --max-seconds S`, '
-            'or use the numeric RobotModel')
-
-    def check(self, where: str):
-        t = self.elapsed()
-        if self.max_seconds is not None and t > self.max_seconds:
-            raise self._time_error(where, f'{t:.1f} s spent')
-
-    def charge(self, products: int, where: str):
-        if self.max_seconds is None:
-            return
-        t = self.elapsed()
-        predicted = products * SECONDS_PER_TERM_PRODUCT
-        if t + predicted > self.max_seconds:
-            raise self._time_error(where, f'{t:.1f} s spent, the next product alone needs '
-                                          f'about {predicted:.0f} s')
-
-    def size(self, ops: int, where: str):
-        if self.max_operations is not None and ops > self.max_operations:
-            raise SymbolicTooLarge(
-                f'{self.what}: the closed-form equations of motion are too large for the size '
-                f'bound max_operations={self.max_operations} ({where} alone has about {ops} '
-                'operations when expanded). Raise it with SymbolicModel(..., '
-                'max_operations=N) or `kron-dynamics equations --max-operations N`, or use '
-                'the numeric RobotModel')
 
 
 # --------------------------------------------------------------------------- the algebra
@@ -681,11 +632,11 @@ class SymbolicModel:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_model(cls, model, symbolic_parameters: bool = False, **options) -> 'SymbolicModel':
-        """Build from a :class:`~kron_dynamics.model.RobotModel` (its joint order and armature)."""
+        """Build from a :class:`~kron_dynamics.RobotModel` (its joint order and armature)."""
         tree = model.tree
-        parsed = model._parsed
+        parsed = model.description
         n = tree.n
-        order = [int(b) for b in model._perm]
+        order = [parsed.joint_names.index(j) for j in model.joint_names]
         user = [0] * n
         for u, b in enumerate(order):
             user[b] = u
@@ -733,7 +684,7 @@ class SymbolicModel:
                          symbolic_parameters: bool = False, source: str = '<string>',
                          **options) -> 'SymbolicModel':
         """Build from URDF text (see the module docstring for the parameter names)."""
-        from .model import RobotModel
+        from ..robot_model import RobotModel
         model = RobotModel.from_urdf_string(xml, joint_names, gravity, source=source)
         sm = cls.from_model(model, symbolic_parameters, **options)
         sm.source = source
@@ -852,7 +803,7 @@ class SymbolicModel:
     def _budget(self, what):
         if self._active is not None:      # inside equations(): one bound for everything
             return self._active
-        return _Budget(f"'{self.name}' ({what})", self.max_seconds, self.max_operations)
+        return Budget(f"'{self.name}' ({what})", self.max_seconds, self.max_operations)
 
     # ------------------------------------------------------------------ ring and kinematics
     def _algebra(self, budget) -> _Algebra:
@@ -1275,12 +1226,10 @@ class EquationsOfMotion:
 
     def to_text(self) -> str:
         """Return the equations as plain text (see :mod:`kron_dynamics.codegen`)."""
-        from .codegen import text_equations
         return text_equations(self)
 
     def to_latex(self) -> str:
         """Return a compilable LaTeX document."""
-        from .codegen import latex_document
         return latex_document(self)
 
     def to_python(self) -> str:
@@ -1290,113 +1239,4 @@ class EquationsOfMotion:
         Raises SymbolicTooLarge when the common-subexpression elimination is predicted to
         take longer than ``max_seconds``.
         """
-        from .codegen import python_module
         return python_module(self)
-
-
-# --------------------------------------------------------------------------- DH YAML, stacker
-def load_dh_yaml(path_or_text, **options) -> SymbolicModel:
-    """Load a DH table YAML file (schema in the module docstring), or YAML text."""
-    import yaml
-    text, source = path_or_text, '<yaml>'
-    if isinstance(path_or_text, Path) or (isinstance(path_or_text, str)
-                                          and '\n' not in path_or_text):
-        source = str(path_or_text)
-        try:
-            text = Path(path_or_text).read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ModelError(f'cannot read DH YAML file {path_or_text}: {exc}') from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ModelError(f'{source}: malformed YAML: {exc}') from None
-    if not isinstance(data, dict) or not isinstance(data.get('rows'), list):
-        raise ModelError(f"{source}: a DH YAML file is a mapping with a list 'rows' "
-                         '(see kron_dynamics.symbolic)')
-    keys = {'robot', 'base_xyz', 'base_rpy', 'gravity', 'parameters', 'rows'}
-    unknown = sorted(set(data) - keys)
-    if unknown:
-        raise ModelError(f'{source}: unknown key(s) {unknown}; allowed: {sorted(keys)}')
-    if not all(isinstance(r, dict) for r in data['rows']):
-        raise ModelError(f'{source}: every entry of rows must be a mapping')
-    values = data.get('parameters') or {}
-    if not isinstance(values, dict):
-        raise ModelError(f'{source}: parameters must be a mapping name: value')
-    for k, v in list(values.items()):
-        if isinstance(v, str):      # YAML 1.1 reads 2.05e6 (no dot before e+) as a string
-            try:
-                values[k] = v = float(v)
-            except ValueError:
-                pass
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ModelError(f"{source}: parameter '{k}' must be a number, got {v!r}")
-    name = str(data.get('robot') or Path(source).stem)
-    return SymbolicModel.from_dh(
-        data['rows'], name, base_xyz=data.get('base_xyz', (0, 0, 0)),
-        base_rpy=data.get('base_rpy', (0, 0, 0)), gravity=data.get('gravity', (0, 0, -9.81)),
-        parameter_values={str(k): float(v) for k, v in values.items()}, source=source,
-        **options)
-
-
-def stacker_dh_table() -> list:
-    """Return the stacker's DH rows (000 Table 1) with the papers' symbols, as dicts."""
-    from .machines import stacker_dh_rows
-    numeric = stacker_dh_rows()
-    symbolic = [
-        dict(alpha='pi/2', mass='m1', inertia=['I1x', 'I1y', 'I1z']),
-        dict(d='d2', alpha='pi/2', mass='m2', com=[0, 'yG2', 0], inertia=['I2x', 'I2y', 'I2z']),
-        dict(a='a3', mass='m3', com=['l3 - a3', 0, 0], inertia=['I3x', 'I3y', 'I3z']),
-    ]
-    return [dict(joint=row.joint, type=row.type, **entries)
-            for row, entries in zip(numeric, symbolic)]
-
-
-def stacker_parameter_values() -> dict:
-    """Return the values of the stacker's symbols (000 Tables 1-2) and g = 9.81."""
-    from .machines import STACKER as P
-    values = {k: P[k] for k in ('m1', 'm2', 'm3', 'd2', 'yG2', 'a3', 'l3')}
-    for body in (1, 2, 3):
-        moments = P[f'I{body}'] if body > 1 else (P['I1'],) * 3
-        values.update({f'I{body}{a}': float(v) for a, v in zip('xyz', moments)})
-    values['g'] = 9.81
-    return values
-
-
-def stacker_symbolic(**options) -> SymbolicModel:
-    """
-    Return the stacker of 000 (Table 1) with symbolic parameters.
-
-    Symbols m1, m2, m3, d2, yG2, a3, l3, I1x..I1z, I2x..I2z, I3x..I3z and g (values in
-    ``parameter_values``). Root ``base_link`` is z up with gravity (0, 0, -g); DH frame 0 is
-    ``link0`` (y0 down), the boom tip frame 3 is ``link3``.
-    """
-    return SymbolicModel.from_dh(stacker_dh_table(), 'stacker', base_rpy=('-pi/2', 0, 0),
-                                 gravity=(0, 0, '-g'),
-                                 parameter_values=stacker_parameter_values(), **options)
-
-
-def load_source(source: str, symbolic_parameters: bool = False, **options) -> SymbolicModel:
-    """
-    Load what ``kron-dynamics equations`` accepts: a URDF file, a DH YAML file or a name.
-
-    Names: ``stacker`` (the symbolic DH stacker) or a bundled URDF (``rover_arm``, ...).
-    Without ``symbolic_parameters`` every symbol with a known value is replaced by it.
-    """
-    path = Path(source)
-    if path.is_file():
-        if path.suffix.lower() in ('.yaml', '.yml'):
-            model = load_dh_yaml(path, **options)
-        else:
-            return SymbolicModel.from_urdf_file(path, symbolic_parameters=symbolic_parameters,
-                                                **options)
-    elif source == 'stacker':
-        model = stacker_symbolic(**options)
-    else:
-        from .cli import data_dir
-        urdf = data_dir('urdf') / f'{source}.urdf'
-        if not urdf.is_file():
-            raise ModelError(f"'{source}' is neither a file nor a bundled machine (stacker or "
-                             f"one of {sorted(p.stem for p in data_dir('urdf').glob('*.urdf'))})")
-        return SymbolicModel.from_urdf_file(urdf, symbolic_parameters=symbolic_parameters,
-                                            **options)
-    return model if symbolic_parameters else model.with_parameters()

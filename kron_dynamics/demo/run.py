@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
+from ..robot_model import RobotModel
 from .graph import COMMAND_TOPIC, demo_graph, REFERENCE_TOPIC
-from .model import RobotModel
 from .processes import interrupt, start_logged, stop
 
 SETTLE_S = 1.0   # statistics exclude the first second after the first command
@@ -103,7 +103,8 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
     from std_msgs.msg import Float64MultiArray
     from trajectory_msgs.msg import JointTrajectoryPoint
 
-    from .nodes.common import JointStateIndex, make_executor
+    from ..nodes.executor import make_executor
+    from ..nodes.joint_states import JointStateIndex
 
     context = rclpy.Context()
     rclpy.init(context=context)

@@ -22,7 +22,7 @@ import numpy as np
 @dataclass(frozen=True)
 class KinematicTree:
     """
-    Arrays describing a fixed-base tree of n bodies, parents before children.
+    Arrays describing a fixed-base tree of n bodies, parents before children (read-only).
 
     Body i is moved by joint i relative to body ``parent[i]`` (-1 is the fixed root).
     Its frame is ``T_parent * (R0[i], p0[i]) * joint(q_i)``: a rotation by q_i about
@@ -57,6 +57,11 @@ class KinematicTree:
             support[i, i] = True
         object.__setattr__(self, 'support', support)
         object.__setattr__(self, 'children', tuple(tuple(c) for c in children))
+        for name in ('parent', 'revolute', 'axis', 'R0', 'p0', 'mass', 'com', 'inertia',
+                     'gravity', 'support'):
+            array = np.array(getattr(self, name))     # a copy: nobody else can write it
+            array.setflags(write=False)
+            object.__setattr__(self, name, array)
 
     @property
     def n(self) -> int:

@@ -15,7 +15,7 @@
 """
 The example machines of the papers, as URDF text generated from their parameter tables.
 
-``python -m kron_dynamics.machines DIR`` writes the URDFs shipped in ``urdf/``.
+``python -m kron_dynamics.model.machines DIR`` writes the URDFs shipped in ``urdf/``.
 """
 
 import math

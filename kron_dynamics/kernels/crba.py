@@ -1,0 +1,140 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Composite-rigid-body algorithm for M(q), compiled, with spatial quantities in the root frame.
+
+Mirrors :mod:`kron_dynamics.algorithms.crba`. :func:`crba_pass` leaves in the work array
+everything that M and its derivatives (:mod:`.coriolis_star`) are made of: root-frame body
+frames, motion subspaces S, composite inertias Ic and F = Ic S.
+"""
+
+import numba
+import numpy as np
+
+from .algebra import (add, chunks, cross, dot, get3, get9, jit, mm, mmt, mv, pjit, scl,
+                      set3, set9)
+from .kinematics import FP, FR, frames, load
+from .layout import ARM, AX, COM, INER, INV, MASS, PARENT, REVOLUTE
+
+# work array columns (root frame): frame block (R 9, p 3), S (6), composite m, h (3),
+# Io (9), F = Ic S (6), q, qd
+CS, CM, CH, CI, CF, CQ, CQD = 12, 18, 19, 22, 31, 37, 38
+NC = 39
+
+
+@jit
+def inertia_times(wk, k, sw, sv):
+    """Composite spatial inertia of body k times the motion vector (sw, sv)."""
+    m = wk[k, CM]
+    h = get3(wk, k, CH)
+    Io = get9(wk, k, CI)
+    return add(mv(Io, sw), cross(h, sv)), add(scl(sv, m), cross(sw, h))
+
+
+@jit
+def crba_pass(ints, reals, wk):
+    """Kinematics, motion subspaces S, composite inertias Ic and F = Ic S, about the root."""
+    n = ints.shape[0]
+    frames(ints, reals, wk, CQ, True)
+    for i in range(n):
+        R, p = get9(wk, i, FR), get3(wk, i, FP)
+        a = mv(R, get3(reals, i, AX))
+        if ints[i, REVOLUTE]:
+            set3(wk, i, CS, a)
+            set3(wk, i, CS + 3, cross(p, a))
+        else:
+            set3(wk, i, CS, (0.0, 0.0, 0.0))
+            set3(wk, i, CS + 3, a)
+        m = reals[i, MASS]
+        c = add(p, mv(R, get3(reals, i, COM)))
+        IG = mmt(mm(R, get9(reals, i, INER)), R)
+        cc = dot(c, c)
+        wk[i, CM] = m
+        set3(wk, i, CH, scl(c, m))
+        set9(wk, i, CI, (IG[0] + m * (cc - c[0] * c[0]), IG[1] - m * c[0] * c[1],
+                         IG[2] - m * c[0] * c[2], IG[3] - m * c[1] * c[0],
+                         IG[4] + m * (cc - c[1] * c[1]), IG[5] - m * c[1] * c[2],
+                         IG[6] - m * c[2] * c[0], IG[7] - m * c[2] * c[1],
+                         IG[8] + m * (cc - c[2] * c[2])))
+    for i in range(n - 1, -1, -1):
+        par = ints[i, PARENT]
+        if par >= 0:
+            for k in range(CM, CI + 9):
+                wk[par, k] += wk[i, k]
+    for j in range(n):
+        fn, ff = inertia_times(wk, j, get3(wk, j, CS), get3(wk, j, CS + 3))
+        set3(wk, j, CF, fn)
+        set3(wk, j, CF + 3, ff)
+
+
+@jit
+def sdot(wk, i, fn, ff):
+    """S_i . (fn, ff)."""
+    return dot(get3(wk, i, CS), fn) + dot(get3(wk, i, CS + 3), ff)
+
+
+@jit
+def assemble_mass_matrix(ints, reals, wk, out, user_order):
+    """M_ij = S_i . F_j from a finished :func:`crba_pass`, armature included, into out."""
+    n = ints.shape[0]
+    for u in range(n):
+        for v in range(n):
+            out[u, v] = 0.0
+    for j in range(n):
+        fn, ff = get3(wk, j, CF), get3(wk, j, CF + 3)
+        uj = ints[j, INV] if user_order else j
+        i = j
+        while i >= 0:
+            ui = ints[i, INV] if user_order else i
+            v = sdot(wk, i, fn, ff)
+            out[ui, uj] = v
+            out[uj, ui] = v
+            i = ints[i, PARENT]
+        out[uj, uj] += reals[j, ARM]
+
+
+@jit
+def _crba_row(ints, reals, q, wk, out):
+    """M(q) in user order into out (n, n), armature included; False on a bad q."""
+    n = ints.shape[0]
+    if not load(ints, q, n, wk, CQ):
+        return False
+    crba_pass(ints, reals, wk)
+    assemble_mass_matrix(ints, reals, wk, out, True)
+    return True
+
+
+@jit
+def crba(ints, reals, q, out):
+    """Composite-rigid-body M(q) in user order into out, armature included; False on bad q."""
+    return _crba_row(ints, reals, q, np.empty((ints.shape[0], NC)), out)
+
+
+@pjit
+def crba_batch(ints, reals, Q, out):
+    """:func:`crba` over the rows of an (N, n) array into out (N, n, n); False on bad input."""
+    n = ints.shape[0]
+    N = Q.shape[0]
+    if Q.shape[1] != n:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, NC))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _crba_row(ints, reals, Q[r], wk, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)

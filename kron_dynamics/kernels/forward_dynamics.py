@@ -1,0 +1,181 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Forward dynamics q'' = M^-1 (tau - C*(q' kron q') - G) and RK4 integration, compiled.
+
+Mirrors :mod:`kron_dynamics.algorithms.forward_dynamics`: M by CRBA, the bias by
+Newton-Euler, a Cholesky solve that refuses an ill-conditioned M by the same rule.
+"""
+
+import numba
+import numpy as np
+
+from .algebra import chunks, jit, pjit
+from .crba import assemble_mass_matrix, CQ, crba_pass, NC
+from .kinematics import to_internal
+from .layout import PERM
+from .rnea import NW, rnea_pass, WQ, WQD, WQDD, WTAU
+
+
+@jit
+def cholesky_solve(M, b, rcond):
+    """
+    Solve M x = b for symmetric M by Cholesky; ok is False if cond(M) > 1/rcond.
+
+    Same rule as :func:`kron_dynamics.algorithms.forward_dynamics.solve_mass_matrix`: accept
+    at once when trace(M) ||L^-1||_F^2 < 1/rcond (a guaranteed bound on cond(M)), otherwise
+    decide on the exact eigenvalues.
+    """
+    n = M.shape[0]
+    L = np.zeros((n, n))
+    pd = True
+    for j in range(n):
+        s = M[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 0.0:
+            pd = False
+            break
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            t = M[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    if pd:
+        # ||L^-1||_F^2 by forward substitution on the identity
+        inv_norm = 0.0
+        trace = 0.0
+        col = np.zeros(n)
+        for c in range(n):
+            trace += M[c, c]
+            for i in range(c, n):
+                t = 1.0 if i == c else 0.0
+                for k in range(c, i):
+                    t -= L[i, k] * col[k]
+                col[i] = t / L[i, i]
+                inv_norm += col[i] * col[i]
+        pd = inv_norm * rcond * trace < 1.0
+        if not pd:
+            ev = np.linalg.eigvalsh(M)
+            pd = ev[0] > rcond * max(abs(ev[0]), abs(ev[-1]))
+    if not pd:
+        return False, np.full(n, np.nan)
+    y = np.empty(n)
+    for i in range(n):
+        t = b[i]
+        for k in range(i):
+            t -= L[i, k] * y[k]
+        y[i] = t / L[i, i]
+    x = np.empty(n)
+    for i in range(n - 1, -1, -1):
+        t = y[i]
+        for k in range(i + 1, n):
+            t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+    return True, x
+
+
+@jit
+def _fd_internal(ints, reals, q, qd, tau, damping, wk, cw, M, W):
+    """(ok, q'') in internal order of (M + armature) q'' = tau - damping q' - C* - G."""
+    n = ints.shape[0]
+    for i in range(n):
+        wk[i, WQ] = q[i]
+        wk[i, WQD] = qd[i]
+        wk[i, WQDD] = 0.0
+        cw[i, CQ] = q[i]
+    rnea_pass(ints, reals, 1.0, W, wk)
+    crba_pass(ints, reals, cw)
+    assemble_mass_matrix(ints, reals, cw, M, False)
+    rhs = np.empty(n)
+    for i in range(n):
+        rhs[i] = tau[i] - damping[i] * qd[i] - wk[i, WTAU]
+    return cholesky_solve(M, rhs, 1e-12)
+
+
+@jit
+def forward_dynamics(ints, reals, q, qd, tau, damping, out):
+    """Write q'' in user order into out; False on a bad input or a singular M."""
+    n = ints.shape[0]
+    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n:
+        return False
+    ok1, qi = to_internal(ints, q, n)
+    ok2, qdi = to_internal(ints, qd, n)
+    ok3, ti = to_internal(ints, tau, n)
+    ok4, di = to_internal(ints, damping, n)
+    if not (ok1 and ok2 and ok3 and ok4):
+        return False
+    ok, a = _fd_internal(ints, reals, qi, qdi, ti, di, np.empty((n, NW)), np.empty((n, NC)),
+                         np.empty((n, n)), np.zeros((0, 6)))
+    if not ok:
+        return False
+    for u in range(n):
+        out[u] = a[ints[u, PERM]]
+    return True
+
+
+@pjit
+def forward_dynamics_batch(ints, reals, Q, Qd, Tau, damping, out):
+    """:func:`forward_dynamics` over the rows of (N, n) arrays into out; False on failure."""
+    N = Q.shape[0]
+    if Q.shape[1] != ints.shape[0] or Qd.shape[0] != N or Tau.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not forward_dynamics(ints, reals, Q[r], Qd[r], Tau[r], damping, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@jit
+def rk4(ints, reals, q, qd, tau, damping, dt, steps, out):
+    """
+    Integrate ``steps`` RK4 steps of length dt with tau held, user order.
+
+    Writes (q, q') into out (2, n); False on a bad input or a singular M.
+    """
+    n = ints.shape[0]
+    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n:
+        return False
+    ok1, x = to_internal(ints, q, n)
+    ok2, v = to_internal(ints, qd, n)
+    ok3, t = to_internal(ints, tau, n)
+    ok4, d = to_internal(ints, damping, n)
+    if not (ok1 and ok2 and ok3 and ok4 and np.isfinite(dt)):
+        return False
+    wk = np.empty((n, NW))
+    cw = np.empty((n, NC))
+    M = np.empty((n, n))
+    W = np.zeros((0, 6))
+    for _ in range(steps):
+        ok1, a1 = _fd_internal(ints, reals, x, v, t, d, wk, cw, M, W)
+        v2 = v + dt / 2 * a1
+        ok2, a2 = _fd_internal(ints, reals, x + dt / 2 * v, v2, t, d, wk, cw, M, W)
+        v3 = v + dt / 2 * a2
+        ok3, a3 = _fd_internal(ints, reals, x + dt / 2 * v2, v3, t, d, wk, cw, M, W)
+        v4 = v + dt * a3
+        ok4, a4 = _fd_internal(ints, reals, x + dt * v3, v4, t, d, wk, cw, M, W)
+        if not (ok1 and ok2 and ok3 and ok4):
+            return False
+        x = x + dt / 6 * (v + 2 * v2 + 2 * v3 + v4)
+        v = v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+    for u in range(n):
+        out[0, u] = x[ints[u, PERM]]
+        out[1, u] = v[ints[u, PERM]]
+    return True

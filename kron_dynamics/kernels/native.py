@@ -1,0 +1,53 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The kernels' argument types, and their compiled entry points (imports numba)."""
+
+from importlib import import_module
+
+from numba import types as nt
+
+_I = nt.int64[:, ::1]
+_R = nt.float64[:, ::1]
+_V = nt.float64[:]
+_A2 = nt.float64[:, :]
+_O1 = nt.float64[::1]
+_O2 = nt.float64[:, ::1]
+_O3 = nt.float64[:, :, ::1]
+# entry point -> (kernel module, argument types)
+SIGNATURES = {
+    'rnea': ('rnea', (_I, _R, _V, _V, _V, nt.int64, _A2, _O1)),
+    'rnea_batch': ('rnea', (_I, _R, _A2, _A2, _A2, nt.int64, _O2)),
+    'gravity': ('rnea', (_I, _R, _V, _O1)),
+    'crba': ('crba', (_I, _R, _V, _O2)),
+    'crba_batch': ('crba', (_I, _R, _A2, _O3)),
+    'coriolis_star': ('coriolis_star', (_I, _R, _V, _O2)),
+    'coriolis_star_batch': ('coriolis_star', (_I, _R, _A2, _O3)),
+    'coriolis_matrix': ('coriolis_star', (_I, _R, _V, _V, _O2)),
+    'coriolis_matrix_batch': ('coriolis_star', (_I, _R, _A2, _A2, _O3)),
+    'forward_dynamics': ('forward_dynamics', (_I, _R, _V, _V, _V, _V, _O1)),
+    'forward_dynamics_batch': ('forward_dynamics', (_I, _R, _A2, _A2, _A2, _V, _O2)),
+    'rk4': ('forward_dynamics', (_I, _R, _V, _V, _V, _V, nt.float64, nt.int64, _O2)),
+}
+
+
+def entry_point(name: str):
+    """Return the compiled entry point of a kernel for its SIGNATURES types."""
+    try:
+        module, signature = SIGNATURES[name]
+    except KeyError:
+        raise AttributeError(f'no kernel entry point {name!r}; choose one of '
+                             f'{sorted(SIGNATURES)}') from None
+    kernel = getattr(import_module(f'{__package__}.{module}'), name)
+    return kernel.compile(signature)

@@ -1,0 +1,71 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Arrays out: std_msgs/Float64MultiArray messages and serialized publishing."""
+
+import array
+import math
+
+import numpy as np
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension, MultiArrayLayout
+
+from .wire import float64_multiarray_bytes, layout_dims
+
+
+def all_finite(*arrays) -> bool:
+    """Return True if every value of every array is finite."""
+    for a in arrays:
+        # the sum is NaN or inf if an entry is (and, rarely, when finite entries overflow)
+        if not math.isfinite(a.sum()) and not np.isfinite(a).all():
+            return False
+    return True
+
+
+_LAYOUTS = {}
+
+
+def _layout(shape) -> MultiArrayLayout:
+    """Return the (shared, never modified) layout of a 1-D or 2-D array shape."""
+    layout = _LAYOUTS.get(shape)
+    if layout is None:
+        dims = [MultiArrayDimension(label=label, size=size, stride=stride)
+                for label, size, stride in layout_dims(shape)]
+        layout = _LAYOUTS[shape] = MultiArrayLayout(dim=dims)
+    return layout
+
+
+def array_msg(values: np.ndarray) -> Float64MultiArray:
+    """Return a Float64MultiArray with a 1-D ('rows') or 2-D ('rows', 'cols') layout."""
+    values = np.ascontiguousarray(values, dtype=float)
+    msg = Float64MultiArray()
+    msg.layout = _layout(values.shape)
+    msg.data = array.array('d', values.tobytes())
+    return msg
+
+
+class ArrayPublisher:
+    """
+    Publish arrays as Float64MultiArray (array_msg's layout) in serialized form.
+
+    The bytes are written directly (wire.float64_multiarray_bytes: a prefix per shape, then
+    the doubles), which costs a fraction of building a message and having rclpy convert
+    and serialize it; subscribers receive the same message.
+    """
+
+    def __init__(self, publisher):
+        self.publisher = publisher
+
+    def publish(self, values: np.ndarray) -> None:
+        """Publish a 1-D or 2-D float array."""
+        self.publisher.publish(float64_multiarray_bytes(values))

@@ -1,0 +1,139 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The layering of docs/architecture.md, checked: who may import whom, no cycles, cheap imports.
+
+Every import statement in the package (module level or inside a function) is an edge; the
+layers are the folders. A move that breaks the page fails here.
+"""
+
+import ast
+from pathlib import Path
+import subprocess
+import sys
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / 'kron_dynamics'
+
+# layer -> the layers it may import (itself included)
+ALLOWED = {
+    'base': {'base'},
+    'model': {'base', 'model'},
+    'algorithms': {'base', 'model', 'algorithms'},
+    'kernels': {'base', 'model', 'kernels'},
+    'facade': {'base', 'model', 'algorithms', 'kernels', 'facade'},
+    'symbolic': {'base', 'model', 'facade', 'symbolic'},
+    'testing': {'base', 'model', 'testing'},
+    'nodes': {'base', 'model', 'facade', 'nodes'},
+    'demo': {'base', 'model', 'facade', 'nodes', 'demo'},
+    'cli': {'base', 'model', 'facade', 'symbolic', 'demo', 'cli'},
+    'package': {'base', 'facade', 'package'},
+}
+FOLDERS = {'model', 'algorithms', 'kernels', 'symbolic', 'testing', 'nodes', 'demo'}
+FILES = {'errors': 'base', 'resources': 'base', 'robot_model': 'facade', 'cli': 'cli',
+         '__init__': 'package'}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix('').parts
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def layer(module: str) -> str:
+    parts = module.split('.')
+    if len(parts) == 1:
+        return 'package'
+    return parts[1] if parts[1] in FOLDERS else FILES[parts[1]]
+
+
+def imports(path: Path) -> set:
+    """Return the kron_dynamics modules a file imports, anywhere in it."""
+    module = module_name(path)
+    package = module if path.name == '__init__.py' else module.rpartition('.')[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split('.')[0] == 'kron_dynamics'}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split('.')
+                base = base[:len(base) - node.level + 1]
+                target = '.'.join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ''
+            if target.split('.')[0] != 'kron_dynamics':
+                continue
+            for alias in node.names:    # `from . import x` imports the module x
+                sub = f'{target}.{alias.name}'
+                found.add(sub if (PACKAGE.parent / sub.replace('.', '/')).with_suffix(
+                    '.py').exists() or (PACKAGE.parent / sub.replace('.', '/')).is_dir()
+                    else target)
+    found.discard(module)
+    return found
+
+
+GRAPH = {module_name(p): imports(p) for p in sorted(PACKAGE.rglob('*.py'))}
+
+
+@pytest.mark.parametrize('module', sorted(GRAPH))
+def test_imports_follow_the_layers(module):
+    allowed = ALLOWED[layer(module)] | {'package'}    # __version__ and the exceptions
+    bad = sorted(t for t in GRAPH[module] if layer(t) not in allowed)
+    assert not bad, (f'{module} ({layer(module)}) imports {bad}; docs/architecture.md allows '
+                     f'{sorted(allowed)}')
+
+
+def test_no_import_cycles():
+    state = {}
+
+    def visit(module, path):
+        state[module] = 'open'
+        for target in sorted(GRAPH.get(module, ())):
+            if state.get(target) == 'open':
+                cycle = path[path.index(target):] + [target]
+                pytest.fail('import cycle: ' + ' -> '.join(cycle))
+            if target not in state:
+                visit(target, path + [target])
+        state[module] = 'done'
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module, [module])
+
+
+HEAVY = ('numba', 'scipy', 'sympy', 'rclpy', 'matplotlib')
+
+
+@pytest.mark.parametrize('statement, allowed', [
+    ('import kron_dynamics', ()),
+    ('from kron_dynamics import RobotModel', ()),
+    ('import kron_dynamics.symbolic', ('sympy',)),
+])
+def test_importing_is_cheap(statement, allowed):
+    """Importing the package or the facade loads no compiler, ROS or plotting library."""
+    code = f'{statement}; import sys; print(sorted(m for m in {HEAVY!r} if m in sys.modules))'
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         check=True).stdout
+    assert eval(out) == sorted(allowed), out
+
+
+def test_the_facade_loads_kernels_on_first_use():
+    code = ('import numpy as np, sys; from kron_dynamics import RobotModel; '
+            "m = RobotModel.from_urdf_file('urdf/stacker.urdf'); a = 'numba' in sys.modules; "
+            'm.mass_matrix(np.zeros(3)); print(a, "numba" in sys.modules)')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parent).stdout.split()
+    assert out == ['False', 'True']

@@ -1,0 +1,44 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The hand-written rotations of the model layer against scipy.spatial.transform.Rotation."""
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from kron_dynamics.model.rotations import axis_angle, rpy_to_matrix, skew
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_rpy_is_scipys_extrinsic_xyz(seed):
+    rpy = np.random.default_rng(seed).uniform(-4, 4, 3)
+    np.testing.assert_allclose(rpy_to_matrix(rpy),
+                               Rotation.from_euler('xyz', rpy).as_matrix(), atol=1e-15)
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_axis_angle_is_scipys_rotation_vector(seed):
+    rng = np.random.default_rng(seed)
+    axis = rng.normal(size=3)
+    axis /= np.linalg.norm(axis)
+    angle = rng.uniform(-7, 7)
+    np.testing.assert_allclose(axis_angle(axis, angle),
+                               Rotation.from_rotvec(angle * axis).as_matrix(), atol=1e-14)
+
+
+def test_skew_is_the_cross_product():
+    rng = np.random.default_rng(0)
+    v, w = rng.normal(size=(2, 3))
+    np.testing.assert_allclose(skew(v) @ w, np.cross(v, w), atol=1e-15)
