@@ -16,8 +16,9 @@
 Where a benchmark result comes from: the stamp every bench script writes into its JSON.
 
 ``stamp()`` returns the git revision of the sources that ran (``+dirty`` when the package,
-the bench scripts, config/ or urdf/ had uncommitted changes), the date, and the machine (CPU
-model, cores, architecture, Python). bench/report.py prints it under every table it renders,
+the bench scripts, config/ or urdf/ had uncommitted changes), the date, the machine (CPU
+model, cores, architecture, Python) and its 1-minute load average when the run ended (other
+work on a shared machine moves the timings). bench/report.py prints it under every table it renders,
 so a number in docs/ always says which code on which machine produced it.
 ``regenerate_docs()`` is what every bench script calls after writing its JSON.
 """
@@ -61,7 +62,7 @@ def stamp() -> dict:
     return {'git': git_revision(),
             'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
             'cpu': cpu_model(), 'cpu_count': os.cpu_count(), 'machine': platform.machine(),
-            'python': platform.python_version()}
+            'python': platform.python_version(), 'loadavg': os.getloadavg()[0]}
 
 
 def regenerate_docs(log=print) -> None:

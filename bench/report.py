@@ -28,8 +28,8 @@ bench_dynamics.markdown.
 
 To add a table: write ``def xxx_table(r: Results) -> str`` (Markdown, ending with
 ``source(...)`` for its stamp) and add it to a page in ``PAGES``; to add a page, add an entry
-to ``PAGES`` with its hand-written intro. A table whose JSON is missing says so instead of
-failing.
+to ``PAGES`` with its hand-written intro. A table whose JSON is missing (or lacks what the
+table needs, e.g. after a partial run) says so in the page instead of failing.
 """
 
 import argparse
@@ -125,7 +125,9 @@ def provenance(data: dict) -> str:
     date = str(meta.get('date') or '')[:10] or 'date not recorded'
     machine = meta.get('cpu') or 'CPU model not recorded'
     details = [f"{meta['cpu_count']} cores" if meta.get('cpu_count') else '',
-               meta.get('machine') or '']
+               meta.get('machine') or '',
+               f"load average {meta['loadavg']:.1f}" if meta.get('loadavg') is not None
+               else '']
     details = ', '.join(d for d in details if d)
     quick = ' · **quick run** (few repeats)' if meta.get('quick') else ''
     return f'{rev} · {date} · {machine}' + (f' ({details})' if details else '') + quick
@@ -536,9 +538,9 @@ last row's tail on a busy machine.""",
 `bench/bench_symbolic.py`: the straight-line module `kron-dynamics equations URDF --format
 python` writes (`generated`), against `RobotModel` (argument checks and joint-order
 permutation included), the compiled kernels called directly (`kernel`) and the readable
-algorithms of `kron_dynamics/algorithms/` (`readable`). The UR5-like arm shows how the
-closed forms grow with n: beyond a few joints the O(n) Newton-Euler kernel is faster than
-the straight-line τ.""",
+algorithms of `kron_dynamics/algorithms/` (`readable`), on the stacker, the rover arm and
+a 6-DOF arm with the UR5's DH table, which shows how the closed forms grow with n (second
+table).""",
      [symbolic_table, symbolic_cost_table]),
 ]
 
@@ -652,6 +654,8 @@ def render_page(intro: str, sections: list, r: Results) -> str:
                 parts.append(make(r))
             except Missing as exc:
                 parts.append(f'*{make.__name__}: {exc} is missing: run `make bench`.*')
+            except KeyError as exc:     # e.g. a partial run (bench_dynamics --models)
+                parts.append(f'*{make.__name__}: the results have no {exc}: run `make bench`.*')
     return '\n\n'.join(parts) + '\n'
 
 
@@ -670,6 +674,8 @@ def readme_with_block(text: str, r: Results) -> str:
         block = readme_block(r)
     except Missing as exc:
         block = f'*{exc} is missing: run `make bench`.*'
+    except KeyError as exc:
+        block = f'*the results have no {exc}: run `make bench`.*'
     return text[:start + len(BEGIN)] + '\n' + block + '\n' + text[end:]
 
 
