@@ -18,8 +18,8 @@ Where a benchmark result comes from: the stamp every bench script writes into it
 ``stamp()`` returns the git revision of the sources that ran (``+dirty`` when the package,
 the bench scripts, config/ or urdf/ had uncommitted changes), the date, the machine (CPU
 model, cores, architecture, Python) and its 1-minute load average when the run ended (other
-work on a shared machine moves the timings). bench/report.py prints it under every table it renders,
-so a number in docs/ always says which code on which machine produced it.
+work on a shared machine moves the timings). bench/report.py prints it under every table it
+renders, so a number in docs/ always says which code on which machine produced it.
 ``regenerate_docs()`` is what every bench script calls after writing its JSON.
 """
 
