@@ -562,9 +562,9 @@ TESTS = """\
   project's URDFs; the stacker's closed forms, 000 eqs. (102)-(107) with the typos
   corrected (listed in `shared/reference/README.md`); the rover arm's zero blocks, singular
   diagonal and M[2][1] along the reference trajectory.
-- **Random URDF trees** (`kron_dynamics/testing/random_urdf.py`: revolute, continuous,
-  prismatic and fixed joints, branches, tilted axes, full inertia tensors, inertial rpy,
-  massless links): the three mass-matrix methods agree; C* against finite differences of M;
+- **Random URDF trees** (`test/test_random_trees.py`, trees from
+  `kron_dynamics/testing/random_urdf.py`: revolute, continuous, prismatic and fixed joints,
+  branches, tilted axes, full inertia tensors, inertial rpy, massless links): the three mass-matrix methods agree; C* against finite differences of M;
   C*(q' ⊗ q') against Newton-Euler and the Coriolis matrix; M' − 2C skew; J and H against
   finite differences of forward kinematics; G = dV/dq; forward dynamics inverts inverse
   dynamics; energy balance d(T + V)/dt = q'ᵀτ along RK4 trajectories; external wrenches as
