@@ -564,9 +564,10 @@ TESTS = """\
   diagonal and M[2][1] along the reference trajectory.
 - **Random URDF trees** (`test/test_random_trees.py`, trees from
   `kron_dynamics/testing/random_urdf.py`: revolute, continuous, prismatic and fixed joints,
-  branches, tilted axes, full inertia tensors, inertial rpy, massless links): the three mass-matrix methods agree; C* against finite differences of M;
-  C*(q' ⊗ q') against Newton-Euler and the Coriolis matrix; M' − 2C skew; J and H against
-  finite differences of forward kinematics; G = dV/dq; forward dynamics inverts inverse
+  branches, tilted axes, full inertia tensors, inertial rpy, massless links): the three
+  mass-matrix methods agree; C* against finite differences of M; C*(q' ⊗ q') against
+  Newton-Euler and the Coriolis matrix; M' − 2C skew; J and H against finite differences
+  of forward kinematics; G = dV/dq; forward dynamics inverts inverse
   dynamics; energy balance d(T + V)/dt = q'ᵀτ along RK4 trajectories; external wrenches as
   Jᵀ F; fixed joints behave as locked revolute joints; any joint order permutes every output.
 - **Compiled against readable** (`test/test_kernels.py`): every kernel of
