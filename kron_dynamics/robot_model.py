@@ -465,9 +465,9 @@ class RobotModel:
                      point: ArrayLike | None = None,
                      frame: str = 'local_world_aligned') -> Array:
         """
-        Return the classical acceleration (6,): the point's, then the angular one.
+        Return the classical acceleration of a link or point: 6 values, linear then angular.
 
-        J q'' + H (q' kron q') (000 eqs. 52, 62, 66); with q'' = 0, the acceleration term
+        It is J q'' + H (q' kron q') (000 eqs. 52, 62, 66); with q'' = 0, the term
         H (q' kron q') alone (computed without forming H). 'local_world_aligned': root-frame
         axes; 'local': the link's axes (000 eq. 59, the starred Hessian; not
         d/dt of the local velocity, 000 eq. 55). 'world' is refused: a spatial velocity has

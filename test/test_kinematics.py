@@ -59,7 +59,7 @@ def user_cols(model, A):
 
 
 def user_hessian(model, H):
-    """A 3 or 6 x n^2 Hessian in internal order, in user order."""
+    """Return a 3 or 6 x n^2 Hessian in internal order in user order."""
     n, p = model.n, model._perm
     return H.reshape(-1, n, n)[:, p][:, :, p].reshape(-1, n * n)
 

@@ -141,7 +141,7 @@ def hessian_local(H: np.ndarray, J: np.ndarray, JR: np.ndarray, A: np.ndarray) -
 
 
 def hessian_star(H: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """The starred Hessian H*^(b) = A_a^(b) H^(a) = A^T H (000 eq. 58)."""
+    """Return the starred Hessian H*^(b) = A_a^(b) H^(a) = A^T H (000 eq. 58)."""
     return A.T @ H
 
 
