@@ -60,6 +60,7 @@ _NO_WRENCH = np.zeros((0, 6))
 
 _ORIGIN = np.zeros(3)
 _ORIGIN.setflags(write=False)
+_SHAPE_44 = (4, 4)
 _PARTS = {'full': slice(0, 6), 'linear': slice(0, 3), 'angular': slice(3, 6)}
 
 
@@ -144,6 +145,8 @@ class RobotModel:
         self._n = self.n
         self._nn = (self.n, self.n)
         self._nnn = (self.n, self.n * self.n)
+        self._6n, self._23n = (6, self.n), (2, 3, self.n)
+        self._6nn, self._23nn = (6, self.n * self.n), (2, 3, self.n * self.n)
 
     def _joint_order(self, joint_names) -> tuple[str, ...]:
         """Check a user joint order against the movable joints; ModelError naming the fault."""
@@ -390,14 +393,17 @@ class RobotModel:
         ``T[:3, :3]`` is the link's orientation R and ``T[:3, 3]`` its origin p, so that a
         point x (link frame) is at ``R @ x + p``. Only the link's ancestors are computed.
         """
-        k = self._site(link)
-        if _is_vector(q):
-            T = np.empty((4, 4))
+        try:
+            k = self._site_rows[link]
+        except (KeyError, TypeError):
+            k = self._site(link)                # raises, naming the links
+        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:     # _is_vector, inlined
+            T = np.empty(_SHAPE_44)
             if native.link_pose(self._ints, self._reals, self._sites, k, q, T):
                 return T
         (q,), N = self._inputs(q=q)
-        return self._run(native.link_pose, native.link_pose_batch, N, (4, 4), self._sites, k,
-                         q)
+        return self._run(native.link_pose, native.link_pose_batch, N, _SHAPE_44, self._sites,
+                         k, q)
 
     def link_poses(self, q: ArrayLike) -> Array:
         """Return the 4 x 4 poses of all links, (L, 4, 4) in ``link_names`` order, in one pass."""
@@ -422,14 +428,18 @@ class RobotModel:
         rows: velocity of the body point at the root origin, J_T + x~ J_R, the same for every
         point of the link).
         """
-        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
-        if _is_vector(q):
-            J = np.empty((6, self._n))
-            if native.jacobian(self._ints, self._reals, self._sites, k, p, q, code, J):
+        try:    # fast path: a link, a frame name, no point, a 1-D float64 q (_is_vector)
+            k, code = self._site_rows[link], FRAMES[frame]
+        except (KeyError, TypeError):
+            k = code = -1
+        if code >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            J = np.empty(self._6n)
+            if native.jacobian(self._ints, self._reals, self._sites, k, _ORIGIN, q, code, J):
                 return J
+        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
         (q,), N = self._inputs(q=q)
-        return self._run(native.jacobian, native.jacobian_batch, N, (6, self._n), self._sites,
-                         k, p, q, code)
+        return self._run(native.jacobian, native.jacobian_batch, N, self._6n, self._sites, k,
+                         p, q, code)
 
     def jacobians(self, q: ArrayLike, link: str,
                   point: ArrayLike | None = None) -> tuple[Array, Array]:
@@ -438,6 +448,14 @@ class RobotModel:
 
         ``point`` is expressed in the link frame. 000 eqs. (29), (37), (45).
         """
+        try:    # fast path as in jacobian
+            k = self._site_rows[link]
+        except (KeyError, TypeError):
+            k = -1
+        if k >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            J = np.empty(self._23n)
+            if native.jacobians(self._ints, self._reals, self._sites, k, q, J):
+                return J[0], J[1]
         J = self.jacobian(q, link, point)
         return J[..., :3, :], J[..., 3:, :]
 
@@ -497,19 +515,30 @@ class RobotModel:
         (000 eqs. 53, 61; the starred form of eq. 58 is R^T times the first). Pinocchio:
         ``getJointKinematicHessian`` (a 6 x n x n tensor: ``H.reshape(6, n, n)``).
         """
-        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
-        shape = (6, self._n * self._n)
-        if _is_vector(q):
-            H = np.empty(shape)
-            if native.hessian(self._ints, self._reals, self._sites, k, p, q, code, H):
+        try:    # fast path as in jacobian
+            k, code = self._site_rows[link], FRAMES[frame]
+        except (KeyError, TypeError):
+            k = code = -1
+        if code >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            H = np.empty(self._6nn)
+            if native.hessian(self._ints, self._reals, self._sites, k, _ORIGIN, q, code, H):
                 return H
+        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
         (q,), N = self._inputs(q=q)
-        return self._run(native.hessian, native.hessian_batch, N, shape, self._sites, k, p, q,
-                         code)
+        return self._run(native.hessian, native.hessian_batch, N, self._6nn, self._sites, k,
+                         p, q, code)
 
     def hessians(self, q: ArrayLike, link: str,
                  point: ArrayLike | None = None) -> tuple[Array, Array]:
         """(H_T, H_R), each 3 x n^2: H[:, s*n + k] = dJ[:, s]/dq_k (000 eqs. 5, 51, 60, 67)."""
+        try:    # fast path as in jacobian
+            k = self._site_rows[link]
+        except (KeyError, TypeError):
+            k = -1
+        if k >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            H = np.empty(self._23nn)
+            if native.hessians(self._ints, self._reals, self._sites, k, _ORIGIN, q, H):
+                return H[0], H[1]
         H = self.hessian(q, link, point)
         return H[..., :3, :], H[..., 3:, :]
 

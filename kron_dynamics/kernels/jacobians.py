@@ -15,9 +15,10 @@
 """
 Jacobians, their time derivative, Hessians and accelerations of a link or point (000 sec. 3).
 
-Mirrors :mod:`kron_dynamics.algorithms.jacobians`. Every kernel starts from
-:func:`.kinematics.site_frame` (the frames of the link's body and its ancestors only) and
-visits the joints on that path, so its cost grows with the depth of the link, not with n.
+Mirrors :mod:`kron_dynamics.algorithms.jacobians`. The kernels visit only the joints on
+the path from the root to the link, so their cost grows with the depth of the link, not
+with n: the Jacobian by :func:`.kinematics.to_root`'s leaf-to-root composition (no work
+array), the others from :func:`.kinematics.site_frame` (the root-frame frames of the path).
 
 For a point x fixed on body b and a joint s on its path (a_s its axis, p_s its origin, both
 in the root frame): J_T[:, s] = a_s x (x - p_s) and J_R[:, s] = a_s if s is revolute,
@@ -42,15 +43,17 @@ velocity w_s and origin velocity v_s of every body on it, then J'(q, q') column 
 import numba
 import numpy as np
 
-from .algebra import add, chunks, cross, get3, get9, jit, mtv, mv, pjit, scl, set3, sub
-from .kinematics import FP, FR, load, site_frame
-from .layout import AX, INV, LOCAL, LOCAL_WORLD_ALIGNED, REVOLUTE, WORLD
+from .algebra import add, chunks, cross, get3, get9, jit, mm, mtv, mv, pjit, scl, set3, sub
+from .kinematics import finite, FP, FR, joint, load, site_frame
+from .layout import (AX, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, REVOLUTE, SITE_BODY, SITE_P,
+                     SITE_R, WORLD)
 
 # work array columns: frame block (R 9, p 3, root frame), q, q', q'', axis a (3), angular
 # velocity w (3), origin velocity v (3), J_T column (3)
 JQ, JQD, JQDD, JA, JW, JV, JT = 12, 13, 14, 15, 18, 21, 24
 NJ = 27
 _ZERO = (0.0, 0.0, 0.0)
+_ORIGIN = np.zeros(3)           # a global array: numba compiles it in as a constant
 
 
 @jit
@@ -86,18 +89,43 @@ def _put6(out, u, lin, ang, frame, R, x):
 
 
 @jit
-def _jacobian_row(ints, reals, sites, k, point, q, frame, wk, path, out):
-    """6 x n Jacobian of ``point`` on link k in frame, user order, into out."""
+def _jacobian_row(ints, reals, sites, k, point, q, frame, out):
+    """
+    6 x n Jacobian of ``point`` on link k in frame, user order, into out.
+
+    Leaf to root, with no work array: at joint i, (R, x) is the link frame and the point in
+    body i's frame, where the column is a_i x x (revolute) or a_i (prismatic); it is stored
+    in the link's axes (LOCAL), then (R, x) moves into the parent's frame. At the root
+    (R, x) is the link's orientation and the point in the root frame, which turn the
+    columns into the other frames.
+    """
     n = ints.shape[0]
-    if not (_good_site(sites, k, point, frame) and load(ints, q, n, wk, JQ)):
+    if not (_good_site(sites, k, point, frame) and finite(q, n)):
         return False
-    m, body, R, x = site_frame(ints, reals, sites, k, point, wk, JQ, path)
     out[:, :] = 0.0
-    _columns(ints, reals, wk, path, m, x)
-    for t in range(m):
-        s = path[t]
-        ang = get3(wk, s, JA) if ints[s, REVOLUTE] else _ZERO
-        _put6(out, ints[s, INV], get3(wk, s, JT), ang, frame, R, x)
+    body = int(sites[k, SITE_BODY])
+    R = get9(sites, k, SITE_R)
+    x = add(get3(sites, k, SITE_P), mv(R, (point[0], point[1], point[2])))
+    i = body
+    while i >= 0:
+        a = get3(reals, i, AX)
+        u = ints[i, INV]
+        if ints[i, REVOLUTE]:
+            lin, ang = mtv(R, cross(a, x)), mtv(R, a)
+        else:
+            lin, ang = mtv(R, a), _ZERO
+        out[0, u], out[1, u], out[2, u] = lin
+        out[3, u], out[4, u], out[5, u] = ang
+        Rj, pj = joint(ints, reals, i, q[u])
+        R, x = mm(Rj, R), add(pj, mv(Rj, x))
+        i = ints[i, PARENT]
+    if frame != LOCAL:
+        i = body
+        while i >= 0:
+            u = ints[i, INV]
+            _put6(out, u, mv(R, (out[0, u], out[1, u], out[2, u])),
+                  mv(R, (out[3, u], out[4, u], out[5, u])), frame, R, x)
+            i = ints[i, PARENT]
     return True
 
 
@@ -230,8 +258,7 @@ def _work(n):
 @jit
 def jacobian(ints, reals, sites, k, point, q, frame, out):
     """6 x n Jacobian of point (link frame) on link k in frame into out; False on bad input."""
-    wk, path = _work(ints.shape[0])
-    return _jacobian_row(ints, reals, sites, k, point, q, frame, wk, path, out)
+    return _jacobian_row(ints, reals, sites, k, point, q, frame, out)
 
 
 @jit
@@ -255,6 +282,22 @@ def hessian(ints, reals, sites, k, point, q, frame, out):
     return _hessian_row(ints, reals, sites, k, point, q, frame, wk, path, out)
 
 
+@jit
+def jacobians(ints, reals, sites, k, q, out):
+    """(J_T, J_R) of link k's origin into out (2, 3, n), root axes; False on bad input."""
+    return _jacobian_row(ints, reals, sites, k, _ORIGIN, q, LOCAL_WORLD_ALIGNED,
+                         out.reshape(6, ints.shape[0]))
+
+
+@jit
+def hessians(ints, reals, sites, k, point, q, out):
+    """(H_T, H_R) of point on link k into out (2, 3, n^2), root axes; False on bad input."""
+    n = ints.shape[0]
+    wk, path = _work(n)
+    return _hessian_row(ints, reals, sites, k, point, q, LOCAL_WORLD_ALIGNED, wk, path,
+                        out.reshape(6, n * n))
+
+
 @pjit
 def jacobian_batch(ints, reals, sites, k, point, Q, frame, out):
     """:func:`jacobian` over the rows of Q (N, n) into out (N, 6, n)."""
@@ -264,9 +307,8 @@ def jacobian_batch(ints, reals, sites, k, point, Q, frame, out):
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
     for c in numba.prange(K):
-        wk, path = _work(ints.shape[0])
         for r in range(c * N // K, (c + 1) * N // K):
-            if not _jacobian_row(ints, reals, sites, k, point, Q[r], frame, wk, path, out[r]):
+            if not _jacobian_row(ints, reals, sites, k, point, Q[r], frame, out[r]):
                 ok[c] = False
                 break
     return np.all(ok)

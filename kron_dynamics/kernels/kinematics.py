@@ -19,20 +19,38 @@ Mirrors :mod:`kron_dynamics.algorithms.kinematics`. :func:`frames` writes every 
 into columns ``0:12`` of a kernel's work array (rotation row-major in 0:9, origin in 9:12):
 relative to its parent (Newton-Euler works in body frames) or in the root frame (CRBA,
 dM/dq, centre of mass). :func:`path_frames` does the same step for one body and its
-ancestors only (the Jacobians and Hessians of a link need no other frame).
+ancestors only (the Hessians and velocity terms of a link need no other frame), and
+:func:`to_root` applies it from a body up to the root to one frame (poses and Jacobians:
+no work array).
 """
 
 import numba
 import numpy as np
 
 from .algebra import add, chunks, get3, get9, jit, mm, mv, pjit, set3, set9
-from .layout import AX, P0, PARENT, PERM, R0, REVOLUTE, SITE_BODY, SITE_P, SITE_R
+from .layout import AX, AXIS, INV, P0, PARENT, PERM, R0, REVOLUTE, SITE_BODY, SITE_P, SITE_R
 
 # the frame block at the start of every work array
 FR, FP = 0, 9
 # work array of the pose kernels: frame block, q
 KQ = 12
 NK = 13
+
+
+@jit
+def _turn(R, c, s, k):
+    """R times the rotation by (cos, sin) = (c, s) about coordinate axis k (1 x, 2 y, 3 z)."""
+    if k == 3:      # columns 0, 1 turn
+        return (c * R[0] + s * R[1], c * R[1] - s * R[0], R[2],
+                c * R[3] + s * R[4], c * R[4] - s * R[3], R[5],
+                c * R[6] + s * R[7], c * R[7] - s * R[6], R[8])
+    if k == 2:      # columns 2, 0 turn
+        return (c * R[0] - s * R[2], R[1], c * R[2] + s * R[0],
+                c * R[3] - s * R[5], R[4], c * R[5] + s * R[3],
+                c * R[6] - s * R[8], R[7], c * R[8] + s * R[6])
+    return (R[0], c * R[1] + s * R[2], c * R[2] - s * R[1],     # x: columns 1, 2 turn
+            R[3], c * R[4] + s * R[5], c * R[5] - s * R[4],
+            R[6], c * R[7] + s * R[8], c * R[8] - s * R[7])
 
 
 @jit
@@ -43,6 +61,9 @@ def joint(ints, reals, i, qi):
     x, y, z = reals[i, AX], reals[i, AX + 1], reals[i, AX + 2]
     if ints[i, REVOLUTE]:
         c, s = np.cos(qi), np.sin(qi)
+        k = ints[i, AXIS]
+        if k != 0:      # a coordinate axis (most URDFs): R0 Rq by turning two columns
+            return (_turn(Rz, c, s, k) if k > 0 else _turn(Rz, c, -s, -k)), pz
         t = 1.0 - c
         Rq = (t * x * x + c, t * x * y - s * z, t * x * z + s * y,
               t * x * y + s * z, t * y * y + c, t * y * z - s * x,
@@ -118,6 +139,33 @@ def site_frame(ints, reals, sites, k, point, wk, qcol, path):
 
 
 @jit
+def finite(q, n):
+    """Return True if q has length n and finite entries."""
+    if q.shape[0] != n:
+        return False
+    for u in range(n):
+        if not np.isfinite(q[u]):
+            return False
+    return True
+
+
+@jit
+def to_root(ints, reals, q, body, R, p):
+    """
+    Compose (R, p), a frame given in body's frame, with the joints up to the root.
+
+    The same per-joint step as :func:`frames`, applied from the body upward, so that a pose
+    needs neither a work array nor the other frames; q in user order.
+    """
+    i = body
+    while i >= 0:
+        Rj, pj = joint(ints, reals, i, q[ints[i, INV]])
+        R, p = mm(Rj, R), add(pj, mv(Rj, p))
+        i = ints[i, PARENT]
+    return R, p
+
+
+@jit
 def load(ints, x, n, wk, col):
     """Copy user-order x into column col of wk in internal order; False if not finite."""
     if x.shape[0] != n:
@@ -152,13 +200,13 @@ def pose4(R, p, out):
 
 
 @jit
-def _link_pose_row(ints, reals, sites, k, q, wk, path, out):
-    """4 x 4 pose of link k in the root frame into out (its body's path only)."""
-    n = ints.shape[0]
-    if k < 0 or k >= sites.shape[0] or not load(ints, q, n, wk, KQ):
+def _link_pose_row(ints, reals, sites, k, q, out):
+    """4 x 4 pose of link k in the root frame into out (its body's ancestors only)."""
+    if k < 0 or k >= sites.shape[0] or not finite(q, ints.shape[0]):
         return False
-    m, body, R, x = site_frame(ints, reals, sites, k, (0.0, 0.0, 0.0), wk, KQ, path)
-    pose4(R, x, out)
+    R, p = to_root(ints, reals, q, int(sites[k, SITE_BODY]), get9(sites, k, SITE_R),
+                   get3(sites, k, SITE_P))
+    pose4(R, p, out)
     return True
 
 
@@ -182,9 +230,7 @@ def _link_poses_row(ints, reals, sites, q, wk, out):
 @jit
 def link_pose(ints, reals, sites, k, q, out):
     """4 x 4 pose of link k (row of sites) in the root frame into out; False on bad input."""
-    n = ints.shape[0]
-    return _link_pose_row(ints, reals, sites, k, q, np.empty((n, NK)),
-                          np.empty(n, dtype=np.int64), out)
+    return _link_pose_row(ints, reals, sites, k, q, out)
 
 
 @jit
@@ -203,10 +249,8 @@ def link_pose_batch(ints, reals, sites, k, Q, out):
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
     for c in numba.prange(K):
-        wk = np.empty((n, NK))
-        path = np.empty(n, dtype=np.int64)
         for r in range(c * N // K, (c + 1) * N // K):
-            if not _link_pose_row(ints, reals, sites, k, Q[r], wk, path, out[r]):
+            if not _link_pose_row(ints, reals, sites, k, Q[r], out[r]):
                 ok[c] = False
                 break
     return np.all(ok)
