@@ -29,7 +29,10 @@ independent joints; geometry, transmissions and gazebo tags dropped).
    per-repeat ratios next to it. Targets (issue 13): Jacobians, the frame Jacobian and
    link_pose at most 2x Pinocchio, Hessians at most 2x computeJointKinematicHessians;
    M, G, RNEA at most 1.2x on the Panda.
-3. Batches of N configurations in one call against Pinocchio's parallel API
+3. Anatomy of the M, G and RNEA calls: the facade, the compiled entry point alone, the
+   argument unboxing alone (an empty kernel with the same signature) and the output array,
+   each timed alternately with the Pinocchio call.
+4. Batches of N configurations in one call against Pinocchio's parallel API
    (rneaInParallel, abaInParallel with a ModelPool, all cores) where it has one, and against
    a Python loop of single calls where it has none (Jacobians): target >= 2x faster per
    configuration.
@@ -264,6 +267,53 @@ def single_calls(pin, pair: Pair, rng, budget, repeat, log) -> dict:
     return out
 
 
+def anatomy(pin, pair: Pair, rng, budget, repeat, log) -> dict:
+    """
+    Where a single M, G or RNEA call spends its time: each part timed against Pinocchio.
+
+    facade (RobotModel method) = Python (checks, output array) + compiled entry point;
+    entry point = argument unboxing (an empty kernel with the same signature) + kernel.
+    """
+    import numba
+    from numba import types as nt
+    from kron_dynamics.kernels import ID, native
+    m, d, k = pair.model, pair.data, pair.kron
+    q, qd, qdd = rng.uniform(-1, 1, (3, pair.n))
+    pq, pv, pa = pair.p(q), pair.p(qd), pair.p(qdd)
+    ints, reals = k._ints, k._reals
+    M, tau, W = np.empty((pair.n, pair.n)), np.empty(pair.n), np.zeros((0, 6))
+    I2, R2, V = nt.int64[:, ::1], nt.float64[:, ::1], nt.float64[:]
+    empty4 = numba.njit(lambda a, b, c, o: True).compile((I2, R2, V, R2))
+    empty8 = numba.njit(lambda a, b, c, e, f, g, h, o: True).compile(
+        (I2, R2, V, V, V, nt.int64, nt.float64[:, :], nt.float64[::1]))
+    parts = {
+        'mass_matrix': (lambda: pin.crba(m, d, pq), [
+            ('facade', lambda: k.mass_matrix(q)),
+            ('entry point', lambda: native.crba(ints, reals, q, M)),
+            ('unboxing (empty kernel)', lambda: empty4(ints, reals, q, M)),
+            ('output array', lambda: np.empty(k._nn))]),
+        'gravity_torque': (lambda: pin.computeGeneralizedGravity(m, d, pq), [
+            ('facade', lambda: k.gravity_torque(q)),
+            ('entry point', lambda: native.gravity(ints, reals, q, tau)),
+            ('unboxing (empty kernel)', lambda: empty4(ints, reals, q, M)),
+            ('output array', lambda: np.empty(k._n))]),
+        'inverse_dynamics': (lambda: pin.rnea(m, d, pq, pv, pa), [
+            ('facade', lambda: k.inverse_dynamics(q, qd, qdd)),
+            ('entry point', lambda: native.rnea(ints, reals, q, qd, qdd, ID, W, tau)),
+            ('unboxing (empty kernel)', lambda: empty8(ints, reals, q, qd, qdd, ID, W, tau)),
+            ('output array', lambda: np.empty(k._n))]),
+    }
+    out = {}
+    for name, (baseline, steps) in parts.items():
+        out[name] = {}
+        for step, f in steps:
+            r = alternate(f, baseline, budget, repeat)
+            out[name][step] = r
+            log(f'    {name:18s} {step:25s} {r["kron_min_us"]:6.3f} us  Pinocchio call '
+                f'{r["pin_min_us"]:6.3f} us  ratio {r["ratio_min"]:.2f}')
+    return out
+
+
 def batches(pin, pair: Pair, rng, N: int, budget: float, repeat: int, log) -> dict:
     """Per-configuration time of one batch call against Pinocchio (parallel API or loop)."""
     m, k, link = pair.model, pair.kron, pair.link
@@ -349,6 +399,16 @@ def markdown(report: dict) -> str:
                          f"{fmt(t['pin_min_us'])} | {fmt(t['ratio_min'])} "
                          f"({fmt(t['ratio_median'])}) | {fmt(target, 1) if target else ''} | "
                          f'{verdict} |')
+        lines += ['', 'Anatomy of a dynamics call (each part timed alternately with the '
+                  'Pinocchio call; ratio = part / whole Pinocchio call):', '',
+                  '| method | facade | entry point | unboxing | output array | Pinocchio |',
+                  '|---|---|---|---|---|---|']
+        for op, steps in r['anatomy'].items():
+            cells = [f"{fmt(steps[s]['kron_min_us'])} ({fmt(steps[s]['ratio_min'])})"
+                     for s in ('facade', 'entry point', 'unboxing (empty kernel)',
+                               'output array')]
+            lines.append(f"| `{op}` | {' | '.join(cells)} | "
+                         f"{fmt(steps['facade']['pin_min_us'])} |")
         b = r['batch']
         lines += ['', f"Batches of N = {b['N']} in one call ({b['threads']} threads for both):",
                   '', '| call | kron µs/config | Pinocchio | µs/config | speedup | target |',
@@ -397,6 +457,7 @@ def main(argv=None) -> int:
             log(f'  DISAGREEMENT beyond {AGREE_TOL}: {bad}')
         results[name] = {'n': pair.n, 'link': pair.link, 'agreement': agree,
                          'single': single_calls(pin, pair, rng, budget, repeat, log),
+                         'anatomy': anatomy(pin, pair, rng, budget, repeat, log),
                          'batch': batches(pin, pair, rng, N, 4 * budget, max(3, repeat // 3),
                                           log)}
     import numba

@@ -51,6 +51,10 @@ class _Native:
 
     def __getattr__(self, name):
         from .native import entry_point
+        # importing the submodule .native set this package's attribute ``native`` to it:
+        # put this object back, or a later ``from kron_dynamics.kernels import native``
+        # would get the module
+        globals()['native'] = self
         entry = entry_point(name)
         setattr(self, name, entry)
         return entry
