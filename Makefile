@@ -28,9 +28,11 @@ urdf: venv
 	$(PY) -m kron_dynamics.model.machines urdf
 
 # Benchmarks (not tests): installs Pinocchio, PyBullet, MuJoCo, example-robot-data on demand and
-# rewrites bench/results/ (dynamics.md/json, scaling.png, ros_latency*.json, startup.json)
+# rewrites bench/results/ (dynamics.md/json, kinematics.md/json, scaling.png, ros_latency*.json,
+# startup.json)
 bench: venv
 	$(PY) bench/bench_dynamics.py
+	$(PY) bench/bench_kinematics.py
 	$(PY) bench/ros_latency.py
 	$(PY) bench/ros_latency.py --thread-priority 0 \
 		--out bench/results/ros_latency_normal_scheduling.json
