@@ -34,6 +34,7 @@ urdf: venv
 SOAK_SECONDS ?= 600
 bench: venv
 	$(PY) bench/bench_dynamics.py
+	$(PY) bench/bench_kinematics.py
 	$(PY) bench/bench_symbolic.py
 	$(PY) bench/startup.py
 	$(PY) bench/ros_latency.py

@@ -434,6 +434,66 @@ def agreement_table(r: Results) -> str:
 
 
 # ------------------------------------------------------------------------------ README
+# ------------------------------------------------------------------------------ kinematics
+KINEMATICS_ROBOTS = {'panda': 'Panda (n = 7)', 'talos': 'Talos (n = 32)'}
+
+
+def kinematics_table(r: Results) -> str:
+    """Single kinematics (and dynamics) calls against Pinocchio, alternately timed."""
+    d = r['kinematics']
+    robots = [k for k in KINEMATICS_ROBOTS if k in d['robots']]
+    first = d['robots'][robots[0]]['single']
+    rows = []
+    for op, entry in first.items():
+        row = [f'`{op}`', entry.get('pinocchio', '')]
+        verdicts = []
+        for robot in robots:
+            e = d['robots'][robot]['single'].get(op, {})
+            row += [fmt(e.get('kron_min_us')), fmt(e.get('pin_min_us')),
+                    f"{fmt(e.get('ratio_min'))} ({fmt(e.get('ratio_median'))})"]
+            if entry.get('target') and e.get('ratio_min') is not None:
+                verdicts.append(e['ratio_min'] <= entry['target'])
+        target = entry.get('target')
+        row += [f'≤ {target:g}' if target else '',
+                met(all(verdicts) if verdicts else None)]
+        rows.append(row)
+    header = ['kron_dynamics', 'Pinocchio']
+    for robot in robots:
+        name = KINEMATICS_ROBOTS[robot]
+        header += [f'{name} µs', 'Pinocchio µs', 'ratio min (median)']
+    return table(header + ['target', 'verdict'], rows) + '\n\n' + source(r, 'kinematics')
+
+
+def kinematics_batch_table(r: Results) -> str:
+    """Batches of N configurations in one call, per configuration, against Pinocchio."""
+    d = r['kinematics']
+    rows = []
+    for robot, name in KINEMATICS_ROBOTS.items():
+        if robot not in d['robots']:
+            continue
+        batch = d['robots'][robot]['batch']
+        for op, e in batch.items():
+            if op == 'N':
+                continue
+            rows.append([name, f'`{op}`', fmt(e.get('kron_min_us'), 3),
+                         fmt(e.get('pin_min_us'), 3), fmt(e.get('speedup_min'))])
+    header = ['robot', f"operation (N = {d['robots']['panda']['batch']['N']:,})",
+              'µs per configuration', 'Pinocchio µs', 'speed-up']
+    return table(header, rows) + '\n\n' + source(r, 'kinematics')
+
+
+def call_anatomy_table(r: Results) -> str:
+    """Where a Panda dynamics call goes: facade, compiled entry point, unboxing, output."""
+    d = r['kinematics']['robots']['panda']['anatomy']
+    rows = []
+    for op, parts in d.items():
+        for part, e in parts.items():
+            rows.append([f'`{op}`', part, fmt(e.get('kron_min_us')),
+                         fmt(e.get('pin_min_us')), fmt(e.get('ratio_min'))])
+    return table(['method', 'part timed', 'µs', 'Pinocchio whole call µs', 'ratio'],
+                 rows) + '\n\n' + source(r, 'kinematics')
+
+
 def readme_block(r: Results) -> str:
     """The few headline figures the README shows, each linked to its full table."""
     d = r['dynamics']
@@ -515,6 +575,18 @@ written to visit only the joint pairs on a common path, eq. 95 needs fewer opera
 every subtree inertia and lever arm. CRBA, O(n²) on chains, is the default of
 `mass_matrix`.""",
      [mass_matrix_table]),
+    ('## Kinematics', """\
+`bench/bench_kinematics.py` on the Panda and on Talos (32 joints, example-robot-data's
+`talos_reduced`): each call and its Pinocchio counterpart are timed alternately, so load on
+the machine hits both alike; ratios kron / Pinocchio of the minima, the median of the
+per-repeat ratios in brackets. `jacobians` returns two arrays (J_T, J_R) where Pinocchio
+returns one. The batch rows time N configurations in one call (threads as given); Pinocchio
+has no batch API for kinematics, so a Python loop of its calls is the comparison, and its
+`rneaInParallel` / `abaInParallel` for the dynamics (our forward dynamics factorises M,
+O(n³), where ABA is O(n)). The anatomy rows split one Panda dynamics call: the facade, the
+compiled entry point called directly, an empty kernel with the same arguments (unboxing) and
+the output array alone.""",
+     [kinematics_table, kinematics_batch_table, call_anatomy_table]),
     ('## Start-up', """\
 `bench/startup.py`: time from creating a `dynamics_node` process to the first
 `~/bias_torque` it publishes, while joint states are already streaming. numba caches the

@@ -19,9 +19,11 @@ Rigid-body dynamics of URDF trees in the Kronecker-product form of Tuan et al. (
 the model, the kernels (numba) and the ROS nodes load when first used.
 """
 
-from .errors import ConfigurationError, ModelError, SingularMassMatrixError
+from .errors import (ConfigurationError, ModelError, SingularJacobianError,
+                     SingularMassMatrixError)
 
-__all__ = ['ConfigurationError', 'ModelError', 'RobotModel', 'SingularMassMatrixError']
+__all__ = ['ConfigurationError', 'ModelError', 'RobotModel', 'SingularJacobianError',
+           'SingularMassMatrixError']
 __version__ = '0.1.0'
 
 

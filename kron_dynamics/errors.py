@@ -29,3 +29,11 @@ class SingularMassMatrixError(ModelError):
 
 class ConfigurationError(ValueError):
     """A node parameter (or another setting outside the model) is invalid; names it."""
+
+
+class SingularJacobianError(ValueError):
+    """A task-space matrix (J M^-1 J^T) is singular: a kinematic singularity of the link."""
+
+    def __init__(self, message: str, condition: float = float('inf')):
+        super().__init__(message)
+        self.condition = float(condition)

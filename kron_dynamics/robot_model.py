@@ -25,6 +25,7 @@ other dtypes, batches, bad values) takes the general path with the descriptive e
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+import dataclasses
 from pathlib import Path
 from types import MappingProxyType
 
@@ -34,13 +35,14 @@ from numpy.typing import ArrayLike, NDArray
 from .algorithms.coriolis_star import coriolis_star as coriolis_star_hessian
 from .algorithms.crba import crba
 from .algorithms.forward_dynamics import solve_mass_matrix
-from .algorithms.jacobians import hessian_r, hessian_t, jacobian_r, jacobian_t
 from .algorithms.jsim_explicit import jsim_explicit
-from .algorithms.kinematics import com_positions, forward_kinematics, world_axes
+from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
+from .algorithms.operational_space import operational_space_inertia
 from .errors import ModelError, SingularMassMatrixError
-from .kernels import BIAS, CORIOLIS, GRAVITY, ID, native, pack
+from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .model.dh import DHRow, dh_to_urdf
+from .model.reduce import lock_joints
 from .model.urdf import JointInfo, parse_urdf, RobotDescription
 
 Array = NDArray[np.float64]
@@ -56,9 +58,33 @@ _F64 = np.dtype(np.float64)
 _NO_WRENCH = np.zeros((0, 6))
 
 
+_ORIGIN = np.zeros(3)
+_ORIGIN.setflags(write=False)
+_SHAPE_44 = (4, 4)
+_PARTS = {'full': slice(0, 6), 'linear': slice(0, 3), 'angular': slice(3, 6)}
+
+
 def _is_vector(x) -> bool:
     """Return True for a 1-D float64 ndarray: what the compiled entry points take as is."""
     return type(x) is _ND and x.dtype is _F64 and x.ndim == 1
+
+
+def _frame_code(frame) -> int:
+    """Return the kernels' code of a reference frame name; ValueError listing the names."""
+    try:
+        return FRAMES[frame]
+    except (KeyError, TypeError):
+        raise ValueError(f'frame must be one of {list(FRAMES)}, got {frame!r}') from None
+
+
+def _lock_unlisted(description: RobotDescription, joint_names) -> RobotDescription:
+    """Lock at 0 the movable joints a joint_names list leaves out (RobotModel lock_others)."""
+    if joint_names is None or isinstance(joint_names, str) \
+            or not isinstance(joint_names, Iterable):
+        return description        # RobotModel._joint_order reports the bad argument
+    listed = {str(j) for j in joint_names}
+    others = {j: 0.0 for j in description.joint_names if j not in listed}
+    return lock_joints(description, others) if others else description
 
 
 class RobotModel:
@@ -74,17 +100,22 @@ class RobotModel:
     """
 
     def __init__(self, description: RobotDescription, joint_names: Sequence[str] | None = None,
-                 armature: ArrayLike | None = None):
+                 armature: ArrayLike | None = None, lock_others: bool = False):
         """
         Build the model of a validated description (:func:`kron_dynamics.model.parse_urdf`).
 
-        ``joint_names`` sets the order of q (it must name exactly the movable joints);
-        ``armature`` adds rotor inertia to M's diagonal, one value per joint.
+        ``joint_names`` sets the order of q (it must name exactly the movable joints, or,
+        with ``lock_others=True``, a subset: the others are locked at 0, as by
+        :meth:`locked`); ``armature`` adds rotor inertia to M's diagonal, one value per joint.
         """
         if not isinstance(description, RobotDescription):
             raise TypeError('RobotModel(description): use RobotModel.from_urdf_file, '
                             'from_urdf_string or from_dh, or pass the RobotDescription of '
                             f'kron_dynamics.model.parse_urdf, not {type(description).__name__}')
+        if lock_others:
+            if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
+                joint_names = list(joint_names)       # read twice: may be an iterator
+            description = _lock_unlisted(description, joint_names)
         self._description = description
         self.tree = description.tree
         self.name: str = description.name
@@ -105,12 +136,17 @@ class RobotModel:
             raise ModelError('armature must be >= 0')
         armature.setflags(write=False)
         self.armature: Array = armature
-        self._ints, self._reals = pack(self.tree, self._perm, self.armature)
+        root_mass, root_com, _ = description.root_inertia
+        self._ints, self._reals = pack(self.tree, self._perm, self.armature, root_mass, root_com)
+        self._sites = pack_sites(description.frames)      # one row per link (kinematics)
+        self._site_rows = {link: k for k, link in enumerate(description.frames)}
         self._zeros = np.zeros(self.n)
         self._zeros.setflags(write=False)
         self._n = self.n
         self._nn = (self.n, self.n)
         self._nnn = (self.n, self.n * self.n)
+        self._6n, self._23n = (6, self.n), (2, 3, self.n)
+        self._6nn, self._23nn = (6, self.n * self.n), (2, 3, self.n * self.n)
 
     def _joint_order(self, joint_names) -> tuple[str, ...]:
         """Check a user joint order against the movable joints; ModelError naming the fault."""
@@ -129,7 +165,8 @@ class RobotModel:
             raise ModelError(f'joint_names: duplicate joint(s) {dup}')
         missing = [j for j in movable if j not in names]
         if missing:
-            raise ModelError(f'joint_names: missing movable joint(s) {missing}')
+            raise ModelError(f'joint_names: missing movable joint(s) {missing} (pass '
+                             'lock_others=True to lock them at 0)')
         return tuple(names)
 
     # ----------------------------------------------------------------- construction
@@ -137,20 +174,26 @@ class RobotModel:
     def from_urdf_string(cls, xml: str, joint_names: Sequence[str] | None = None,
                          gravity: ArrayLike = (0.0, 0.0, -9.81),
                          armature: ArrayLike | None = None,
-                         source: str = '<string>') -> RobotModel:
-        """Build a model from URDF text; gravity is a 3-vector in the root link frame."""
-        return cls(parse_urdf(xml, source, gravity), joint_names, armature)
+                         source: str = '<string>', lock_others: bool = False) -> RobotModel:
+        """
+        Build a model from URDF text; gravity is a 3-vector in the root link frame.
+
+        ``lock_others=True`` locks the movable joints that ``joint_names`` leaves out at 0.
+        """
+        return cls(parse_urdf(xml, source, gravity), joint_names, armature, lock_others)
 
     @classmethod
     def from_urdf_file(cls, path: str | Path, joint_names: Sequence[str] | None = None,
                        gravity: ArrayLike = (0.0, 0.0, -9.81),
-                       armature: ArrayLike | None = None) -> RobotModel:
-        """Build a model from a URDF file."""
+                       armature: ArrayLike | None = None,
+                       lock_others: bool = False) -> RobotModel:
+        """Build a model from a URDF file (arguments as :meth:`from_urdf_string`)."""
         try:
             xml = Path(path).read_text(encoding='utf-8')
         except (OSError, UnicodeDecodeError) as exc:
             raise ModelError(f'cannot read URDF file {path}: {exc}') from None
-        return cls.from_urdf_string(xml, joint_names, gravity, armature, source=str(path))
+        return cls.from_urdf_string(xml, joint_names, gravity, armature, source=str(path),
+                                    lock_others=lock_others)
 
     @classmethod
     def from_dh(cls, rows: Sequence[DHRow], name: str = 'dh_robot',
@@ -206,8 +249,7 @@ class RobotModel:
         if g is None or g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ModelError(f'gravity must be 3 finite numbers, got {gravity!r}')
         d = self._description
-        description = RobotDescription(d.name, d.tree.with_gravity(g), d.joint_names, d.joints,
-                                       d.frames, d.root_link, d.total_mass)
+        description = dataclasses.replace(d, tree=d.tree.with_gravity(g))
         return RobotModel(description, self.joint_names, self.armature)
 
     def with_armature(self, armature: ArrayLike | Mapping[str, float]) -> RobotModel:
@@ -320,33 +362,84 @@ class RobotModel:
         return out
 
     # ----------------------------------------------------------------- kinematics
-    def link_pose(self, q: ArrayLike, link: str) -> tuple[Array, Array]:
-        """Return (R, p): orientation and origin of a link frame in the root frame."""
-        body, Rb, pb = self._frame(link)
-        (q,), N = self._inputs(q=q)
-        if N is not None:
-            return self._per_row(lambda x: self.link_pose(x, link), N, q)
-        if body < 0:
-            return np.array(Rb), np.array(pb)
-        R, p = forward_kinematics(self.tree, self._internal(q, 'q'))
-        return R[body] @ Rb, p[body] + R[body] @ pb
+    # 000 section 3, compiled: kernels/kinematics.py (poses), kernels/jacobians.py,
+    # kernels/center_of_mass.py; the readable references are algorithms/jacobians.py,
+    # relative_motion.py (000 eqs. 77-91), center_of_mass.py and operational_space.py.
+    def _site(self, link: str) -> int:
+        """Return a link's row in the packed link table; ModelError naming the links if unknown."""
+        try:
+            return self._site_rows[link]
+        except (KeyError, TypeError):
+            raise ModelError(f'unknown link {link!r}; links are '
+                             f'{list(self._description.frames)}') from None
 
-    def _point(self, q, link, point):
-        body, Rb, pb = self._frame(link)
+    @staticmethod
+    def _point3(point) -> Array:
+        """Check a point in link coordinates (3 finite numbers); None is the link origin."""
         if point is None:
-            offset = pb
-        else:
-            try:
-                local = np.asarray(point, dtype=float).reshape(3)
-            except (TypeError, ValueError):
-                raise ValueError(f'point must be 3 numbers (link frame), got {point!r}') from None
-            if not np.all(np.isfinite(local)):
-                raise ValueError(f'point must be finite, got {point!r}')
-            offset = pb + Rb @ local
-        R, p = forward_kinematics(self.tree, self._internal(q, 'q'))
-        axes = world_axes(self.tree, R)
-        x = (R[body] @ offset + p[body]) if body >= 0 else offset
-        return body, x, axes, p
+            return _ORIGIN
+        try:
+            local = np.array(point, dtype=float).reshape(3)
+        except (TypeError, ValueError):
+            raise ValueError(f'point must be 3 numbers (link frame), got {point!r}') from None
+        if not np.all(np.isfinite(local)):
+            raise ValueError(f'point must be finite, got {point!r}')
+        return local
+
+    def link_pose(self, q: ArrayLike, link: str) -> Array:
+        """
+        Return the pose of a link frame in the root frame as a 4 x 4 homogeneous transform.
+
+        ``T[:3, :3]`` is the link's orientation R and ``T[:3, 3]`` its origin p, so that a
+        point x (link frame) is at ``R @ x + p``. Only the link's ancestors are computed.
+        """
+        try:
+            k = self._site_rows[link]
+        except (KeyError, TypeError):
+            k = self._site(link)                # raises, naming the links
+        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:     # _is_vector, inlined
+            T = np.empty(_SHAPE_44)
+            if native.link_pose(self._ints, self._reals, self._sites, k, q, T):
+                return T
+        (q,), N = self._inputs(q=q)
+        return self._run(native.link_pose, native.link_pose_batch, N, _SHAPE_44, self._sites,
+                         k, q)
+
+    def link_poses(self, q: ArrayLike) -> Array:
+        """Return the 4 x 4 poses of all links, (L, 4, 4) in ``link_names`` order, in one pass."""
+        shape = (len(self._site_rows), 4, 4)
+        if _is_vector(q):
+            T = np.empty(shape)
+            if native.link_poses(self._ints, self._reals, self._sites, q, T):
+                return T
+        (q,), N = self._inputs(q=q)
+        return self._run(native.link_poses, native.link_poses_batch, N, shape, self._sites, q)
+
+    def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
+                 frame: str = 'local_world_aligned') -> Array:
+        """
+        Return the 6 x n Jacobian of a link (or a point on it): rows (linear, angular).
+
+        ``point`` is in link coordinates (None: the link origin). ``frame`` is one of
+        Pinocchio's three conventions (``pinocchio.getFrameJacobian``):
+        'local_world_aligned' (default): the point's velocity and the angular velocity in
+        root-frame axes, i.e. (J_T, J_R) of 000 eqs. 29, 37, 45; 'local': the same in the
+        link's axes (000 eqs. 31, 42); 'world': the spatial velocity in the root frame (linear
+        rows: velocity of the body point at the root origin, J_T + x~ J_R, the same for every
+        point of the link).
+        """
+        try:    # fast path: a link, a frame name, no point, a 1-D float64 q (_is_vector)
+            k, code = self._site_rows[link], FRAMES[frame]
+        except (KeyError, TypeError):
+            k = code = -1
+        if code >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            J = np.empty(self._6n)
+            if native.jacobian(self._ints, self._reals, self._sites, k, _ORIGIN, q, code, J):
+                return J
+        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
+        (q,), N = self._inputs(q=q)
+        return self._run(native.jacobian, native.jacobian_batch, N, self._6n, self._sites, k,
+                         p, q, code)
 
     def jacobians(self, q: ArrayLike, link: str,
                   point: ArrayLike | None = None) -> tuple[Array, Array]:
@@ -355,28 +448,191 @@ class RobotModel:
 
         ``point`` is expressed in the link frame. 000 eqs. (29), (37), (45).
         """
-        self._frame(link)
+        try:    # fast path as in jacobian
+            k = self._site_rows[link]
+        except (KeyError, TypeError):
+            k = -1
+        if k >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            J = np.empty(self._23n)
+            if native.jacobians(self._ints, self._reals, self._sites, k, q, J):
+                return J[0], J[1]
+        J = self.jacobian(q, link, point)
+        return J[..., :3, :], J[..., 3:, :]
+
+    def jacobian_derivative(self, q: ArrayLike, qd: ArrayLike, link: str,
+                            point: ArrayLike | None = None,
+                            frame: str = 'local_world_aligned') -> Array:
+        """
+        Return J'(q, q') = dJ/dt, the time derivative of :meth:`jacobian` (same frame).
+
+        J' = H (E_n kron q') (000 eq. 8) with H the :meth:`hessian` of the same frame, and
+        J' q' = H (q' kron q'); computed without forming H. Pinocchio:
+        ``getFrameJacobianTimeVariation`` (equal in all three frames).
+        """
+        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
+        if _is_vector(q) and _is_vector(qd):
+            D = np.empty((6, self._n))
+            if native.jacobian_derivative(self._ints, self._reals, self._sites, k, p, q, qd,
+                                          code, D):
+                return D
+        (q, qd), N = self._inputs(q=q, qd=qd)
+        return self._run(native.jacobian_derivative, native.jacobian_derivative_batch, N,
+                         (6, self._n), self._sites, k, p, q, qd, code)
+
+    def acceleration(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, link: str,
+                     point: ArrayLike | None = None,
+                     frame: str = 'local_world_aligned') -> Array:
+        """
+        Return the classical acceleration of a link or point: 6 values, linear then angular.
+
+        It is J q'' + H (q' kron q') (000 eqs. 52, 62, 66); with q'' = 0, the term
+        H (q' kron q') alone (computed without forming H). 'local_world_aligned': root-frame
+        axes; 'local': the link's axes (000 eq. 59, the starred Hessian; not
+        d/dt of the local velocity, 000 eq. 55). 'world' is refused: a spatial velocity has
+        no classical acceleration. Pinocchio: ``getFrameClassicalAcceleration``.
+        """
+        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
+        if frame == 'world':
+            raise ValueError("acceleration: frame 'world' has no classical acceleration (its "
+                             "linear part is not a point's velocity); use "
+                             "'local_world_aligned' or 'local'")
+        if _is_vector(q) and _is_vector(qd) and _is_vector(qdd):
+            a = np.empty(6)
+            if native.acceleration(self._ints, self._reals, self._sites, k, p, q, qd, qdd,
+                                   code, a):
+                return a
+        (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
+        return self._run(native.acceleration, native.acceleration_batch, N, 6, self._sites, k,
+                         p, q, qd, qdd, code)
+
+    def hessian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
+                frame: str = 'local_world_aligned') -> Array:
+        """
+        Return the 6 x n^2 Hessian of :meth:`jacobian`: H[:, s*n + k] = dJ[:, s]/dq_k.
+
+        Khang's derivative (000 eq. 5) of the Jacobian in the same frame: in
+        'local_world_aligned' (H_T, H_R) of 000 eqs. 51, 60, 67; in 'local' dJ^(b)/dq
+        (000 eqs. 53, 61; the starred form of eq. 58 is R^T times the first). Pinocchio:
+        ``getJointKinematicHessian`` (a 6 x n x n tensor: ``H.reshape(6, n, n)``).
+        """
+        try:    # fast path as in jacobian
+            k, code = self._site_rows[link], FRAMES[frame]
+        except (KeyError, TypeError):
+            k = code = -1
+        if code >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            H = np.empty(self._6nn)
+            if native.hessian(self._ints, self._reals, self._sites, k, _ORIGIN, q, code, H):
+                return H
+        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
         (q,), N = self._inputs(q=q)
-        if N is not None:
-            return self._per_row(lambda x: self.jacobians(x, link, point), N, q)
-        body, x, axes, p = self._point(q, link, point)
-        return (self._cols(jacobian_t(self.tree, body, x, axes, p)),
-                self._cols(jacobian_r(self.tree, body, axes)))
+        return self._run(native.hessian, native.hessian_batch, N, self._6nn, self._sites, k,
+                         p, q, code)
 
     def hessians(self, q: ArrayLike, link: str,
                  point: ArrayLike | None = None) -> tuple[Array, Array]:
         """(H_T, H_R), each 3 x n^2: H[:, s*n + k] = dJ[:, s]/dq_k (000 eqs. 5, 51, 60, 67)."""
-        self._frame(link)
+        try:    # fast path as in jacobian
+            k = self._site_rows[link]
+        except (KeyError, TypeError):
+            k = -1
+        if k >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            H = np.empty(self._23nn)
+            if native.hessians(self._ints, self._reals, self._sites, k, _ORIGIN, q, H):
+                return H[0], H[1]
+        H = self.hessian(q, link, point)
+        return H[..., :3, :], H[..., 3:, :]
+
+    def center_of_mass(self, q: ArrayLike, include_root: bool = False) -> Array:
+        """
+        Return the centre of mass of the moving bodies (3,), root frame.
+
+        Mass welded to the fixed root link (by fixed joints) is left out, as in Pinocchio's
+        ``centerOfMass`` of a fixed-base model: it never moves. ``include_root=True`` counts
+        it (the centre of mass of the whole robot). ValueError if the bodies counted have no
+        mass.
+        """
+        root = bool(include_root)
+        if _is_vector(q):
+            c = np.empty(3)
+            if native.center_of_mass(self._ints, self._reals, q, root, c):
+                return c
         (q,), N = self._inputs(q=q)
+        return self._run_com(native.center_of_mass, native.center_of_mass_batch, N, 3, q, root)
+
+    def center_of_mass_jacobian(self, q: ArrayLike, include_root: bool = False) -> Array:
+        """
+        Return the 3 x n Jacobian of :meth:`center_of_mass`: sum m_i J_TGi / m (000 eq. 45).
+
+        ``include_root`` as for :meth:`center_of_mass` (the root's mass only scales it).
+        Pinocchio: ``jacobianCenterOfMass``.
+        """
+        root = bool(include_root)
+        if _is_vector(q):
+            J = np.empty((3, self._n))
+            if native.center_of_mass_jacobian(self._ints, self._reals, q, root, J):
+                return J
+        (q,), N = self._inputs(q=q)
+        return self._run_com(native.center_of_mass_jacobian,
+                             native.center_of_mass_jacobian_batch, N, (3, self._n), q, root)
+
+    def _run_com(self, single, batch, N, shape, q, root):
+        try:
+            return self._run(single, batch, N, shape, q, root)
+        except RuntimeError:      # q was checked: the only refusal left is a massless robot
+            raise ValueError('center of mass: the bodies counted have no mass'
+                             + ('' if root else ' (include_root=True adds the mass welded '
+                                'to the root)')) from None
+
+    def operational_space_inertia(self, q: ArrayLike, link: str,
+                                  point: ArrayLike | None = None,
+                                  frame: str = 'local_world_aligned', part: str = 'full',
+                                  damping: float = 0.0) -> Array:
+        """
+        Return Lambda = (J M^-1 J^T)^-1, the operational-space inertia of a link or point.
+
+        J is :meth:`jacobian` (same ``point`` and ``frame``), all six rows (``part='full'``,
+        6 x 6) or only the 'linear' or 'angular' ones (3 x 3). SingularJacobianError when
+        J M^-1 J^T is singular or nearly so (condition number above 1e8: a kinematic
+        singularity, or fewer joints than task directions move the link);
+        SingularMassMatrixError when M is. ``damping`` > 0 gives the damped inverse
+        (J M^-1 J^T + damping^2 E)^-1, defined everywhere.
+        """
+        rows = _PARTS.get(part) if isinstance(part, str) else None
+        if rows is None:
+            raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
+        try:
+            damping = float(damping)
+        except (TypeError, ValueError):
+            damping = -1.0
+        if not (np.isfinite(damping) and damping >= 0.0):
+            raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+        self._site(link)
+        self._point3(point)
+        _frame_code(frame)
+        (q,), N = self._inputs(q=q)
+        size = rows.stop - rows.start
+        if N == 0:
+            return np.empty((0, size, size))
         if N is not None:
-            return self._per_row(lambda x: self.hessians(x, link, point), N, q)
-        body, x, axes, p = self._point(q, link, point)
-        JT = jacobian_t(self.tree, body, x, axes, p)
-        n = self.n
-        perm = self._perm
-        HT = hessian_t(self.tree, body, JT, axes).reshape(3, n, n)[:, perm][:, :, perm]
-        HR = hessian_r(self.tree, body, axes).reshape(3, n, n)[:, perm][:, :, perm]
-        return HT.reshape(3, n * n), HR.reshape(3, n * n)
+            return self._per_row(lambda x: self.operational_space_inertia(
+                x, link, point, frame, part, damping), N, q)
+        J = self.jacobian(q, link, point, frame)[rows]
+        return operational_space_inertia(
+            J, self.mass_matrix(q), list(self.joint_names), damping,
+            f"J M^-1 J^T of link '{link}' ({part} rows, frame '{frame}')")
+
+    def locked(self, values: Mapping[str, float]) -> RobotModel:
+        """
+        Return a model with the given joints locked at the given coordinates (rad or m).
+
+        Pinocchio's ``buildReducedModel``: ``model.locked({'elbow': 0.5})`` has the other
+        joints, in the same order, with the same gravity and armature; the locked bodies
+        are welded to their parents (their inertia merged), and every link stays a frame.
+        """
+        description = lock_joints(self._description, values)
+        keep = [i for i, j in enumerate(self.joint_names) if j not in values]
+        return RobotModel(description, [self.joint_names[i] for i in keep],
+                          self.armature[keep])
 
     # ----------------------------------------------------------------- dynamics
     def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:

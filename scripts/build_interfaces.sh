@@ -49,7 +49,7 @@ BUILD_WHEELS=(
   ros-ament-cmake-include-directories
 )
 # Runtime wheels the interface package depends on.
-RUNTIME_WHEELS=(ros-rclpy ros-sensor-msgs ros-std-msgs ros-rosidl-default-runtime ros-rmw-fastrtps-cpp)
+RUNTIME_WHEELS=(ros-rclpy ros-sensor-msgs ros-std-msgs ros-geometry-msgs ros-rosidl-default-runtime ros-rmw-fastrtps-cpp)
 
 log() { echo "[build_interfaces] $*"; }
 die() { echo "[build_interfaces] ERROR: $*" >&2; exit 1; }
@@ -101,7 +101,7 @@ VENV="$PREFIX"
 need_wheels=0
 for d in ament_cmake ament_cmake_python ament_package rosidl_default_generators rosidl_core_generators \
          ament_cmake_ros_core ament_cmake_include_directories \
-         rclpy sensor_msgs std_msgs rosidl_default_runtime rosidl_generator_py rosidl_typesupport_fastrtps_c; do
+         rclpy sensor_msgs std_msgs geometry_msgs rosidl_default_runtime rosidl_generator_py rosidl_typesupport_fastrtps_c; do
   [[ -d "$VENV/share/$d" ]] || { need_wheels=1; break; }
 done
 if [[ $need_wheels == 1 ]]; then
@@ -129,6 +129,7 @@ OUTPUTS=(
   "$VENV/$PY_INSTALL_DIR/$PKG/srv/__init__.py"
   "$VENV/$PY_INSTALL_DIR/$PKG/srv/_get_mass_matrix.py"
   "$VENV/$PY_INSTALL_DIR/$PKG/srv/_get_dynamics.py"
+  "$VENV/$PY_INSTALL_DIR/$PKG/srv/_get_kinematics.py"
   "$VENV/lib/lib${PKG}__rosidl_typesupport_c.so"
   "$VENV/lib/lib${PKG}__rosidl_typesupport_fastrtps_c.so"
   "$VENV/lib/lib${PKG}__rosidl_generator_py.so"
@@ -255,9 +256,9 @@ cp -f "$BUILD_DIR/install_manifest.txt" "$INSTALL_SHARE/install_manifest.txt"
 # Smoke test: import + type support loads in a fresh interpreter
 # --------------------------------------------------------------------------
 "$PY" - <<'PY' || die "installed $PKG cannot be imported by $PY"
-from kron_dynamics_interfaces.srv import GetMassMatrix, GetDynamics
+from kron_dynamics_interfaces.srv import GetMassMatrix, GetDynamics, GetKinematics
 from rclpy.type_support import check_for_type_support
-for srv in (GetMassMatrix, GetDynamics):
+for srv in (GetMassMatrix, GetDynamics, GetKinematics):
     check_for_type_support(srv)
 PY
 

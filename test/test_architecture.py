@@ -137,3 +137,14 @@ def test_the_facade_loads_kernels_on_first_use():
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True, cwd=PACKAGE.parent).stdout.split()
     assert out == ['False', 'True']
+
+
+def test_kernels_native_stays_the_entry_point_object_after_first_use():
+    """Importing kernels/native.py on first use must not replace kernels.native by it."""
+    code = ('import numpy as np; from kron_dynamics import RobotModel; '
+            "m = RobotModel.from_urdf_file('urdf/stacker.urdf'); m.mass_matrix(np.zeros(3)); "
+            'from kron_dynamics.kernels import native; print(type(native).__name__, '
+            "callable(native.crba))")
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parent).stdout.split()
+    assert out == ['_Native', 'True']

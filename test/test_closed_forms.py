@@ -28,7 +28,7 @@ STATES = [np.zeros(3)] + [RNG.uniform([-50, -np.pi, -0.6], [50, np.pi, 0.6]) for
 
 def in_frame0(stacker, q, A):
     """Express root-frame (base_link) columns in DH frame 0 (link0), as the paper does."""
-    R0, _ = stacker.link_pose(q, 'link0')
+    R0 = stacker.link_pose(q, 'link0')[:3, :3]
     return R0.T @ A
 
 

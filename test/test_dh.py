@@ -57,7 +57,8 @@ def test_dh_frames_are_products_of_dh_matrices(seed):
             T = T @ dh_matrix(row.theta + qi, row.d, row.a, row.alpha)
         else:
             T = T @ dh_matrix(row.theta, row.d + qi, row.a, row.alpha)
-        R, p = model.link_pose(q, f'link{i}')
+        T = model.link_pose(q, f'link{i}')
+        R, p = T[:3, :3], T[:3, 3]
         np.testing.assert_allclose(R, T[:3, :3], atol=1e-12)
         np.testing.assert_allclose(p, T[:3, 3], atol=1e-12)
 
@@ -85,6 +86,6 @@ def test_bundled_urdfs_match_their_generators(filename):
 
 
 def test_stacker_base_link_is_z_up(stacker):
-    R0, _ = stacker.link_pose(np.zeros(3), 'link0')
+    R0 = stacker.link_pose(np.zeros(3), 'link0')[:3, :3]
     np.testing.assert_allclose(R0 @ [0, 1, 0], [0, 0, -1], atol=1e-15)   # y0 points down
     np.testing.assert_allclose(R0 @ [0, 0, 1], [0, 1, 0], atol=1e-15)    # z0: the rail

@@ -276,8 +276,10 @@ def test_stacker_rail_travel_changes_only_the_position():
             near_value, far_value = f(q), f(far)   # M: see the module docstring
             np.testing.assert_allclose(far_value, near_value, rtol=0,
                                        atol=1e-12 * np.abs(near_value).max())
-        R0, p0 = STACKER.link_pose(q, 'link3')
-        R1, p1 = STACKER.link_pose(far, 'link3')
+        T0 = STACKER.link_pose(q, 'link3')
+        R0, p0 = T0[:3, :3], T0[:3, 3]
+        T1 = STACKER.link_pose(far, 'link3')
+        R1, p1 = T1[:3, :3], T1[:3, 3]
         np.testing.assert_allclose(R1, R0, atol=1e-15)
         rail = STACKER.jacobians(q, 'link3')[0][:, 0]      # unit vector along the rail
         np.testing.assert_allclose(p1 - p0, 400.0 * rail, rtol=0, atol=1e-12 * 400)
@@ -323,13 +325,15 @@ def check_jacobians(model: RobotModel, q, link: str, point=None):
     """Compare J_T, J_R with central differences of the pose, relative to |J| and |p|."""
     JT, JR = model.jacobians(q, link, point)
     offset = np.zeros(3) if point is None else np.asarray(point, dtype=float)
-    R0, p0 = model.link_pose(q, link)
+    T0 = model.link_pose(q, link)
+    R0, p0 = T0[:3, :3], T0[:3, 3]
     scale = max(1.0, np.abs(JT).max())
     for k in range(model.n):
         h = 1e-6 * max(1.0, abs(q[k]))
         dq = np.zeros(model.n)
         dq[k] = h
-        (Rp, pp), (Rm, pm) = model.link_pose(q + dq, link), model.link_pose(q - dq, link)
+        Tp, Tm = model.link_pose(q + dq, link), model.link_pose(q - dq, link)
+        (Rp, pp), (Rm, pm) = (Tp[:3, :3], Tp[:3, 3]), (Tm[:3, :3], Tm[:3, 3])
         dp = ((pp + Rp @ offset) - (pm + Rm @ offset)) / (2 * h)
         tol = 1e-6 * scale + 10 * EPS * (np.abs(p0).max() + np.abs(offset).max()) / h
         np.testing.assert_allclose(JT[:, k], dp, rtol=0, atol=tol)

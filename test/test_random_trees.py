@@ -111,13 +111,13 @@ def test_jacobians_and_hessians_against_finite_differences(seed):
         HT, HR = model.hessians(q, link, point)
 
         def position(x):
-            R, p = model.link_pose(x, link)
-            return p + R @ point
+            T = model.link_pose(x, link)
+            return T[:3, 3] + T[:3, :3] @ point
 
-        R = model.link_pose(q, link)[0]
+        R = model.link_pose(q, link)[:3, :3]
         for k in range(n):
             np.testing.assert_allclose(JT[:, k], fd(position, q, k), atol=1e-8)
-            dR = fd(lambda x: model.link_pose(x, link)[0], q, k)
+            dR = fd(lambda x: model.link_pose(x, link)[:3, :3], q, k)
             np.testing.assert_allclose(skew(JR[:, k]), dR @ R.T, atol=1e-8)
             dJT = fd(lambda x: model.jacobians(x, link, point)[0], q, k)
             dJR = fd(lambda x: model.jacobians(x, link, point)[1], q, k)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from kron_dynamics.model.rotations import axis_angle, rpy_to_matrix, skew
+from kron_dynamics.model.rotations import axis_angle, matrix_to_quaternion, rpy_to_matrix, skew
 
 
 @pytest.mark.parametrize('seed', range(20))
@@ -42,3 +42,20 @@ def test_skew_is_the_cross_product():
     rng = np.random.default_rng(0)
     v, w = rng.normal(size=(2, 3))
     np.testing.assert_allclose(skew(v) @ w, np.cross(v, w), atol=1e-15)
+
+
+@pytest.mark.parametrize('seed', range(5))
+def test_matrix_to_quaternion_is_scipys_quaternion(seed):
+    rng = np.random.default_rng(seed)
+    rotations = [Rotation.random(random_state=100 * seed + k).as_matrix() for k in range(200)]
+    axis = rng.normal(size=3)
+    rotations += [np.eye(3), np.diag([1.0, -1, -1]), np.diag([-1.0, 1, -1]),
+                  np.diag([-1.0, -1, 1]), axis_angle(axis / np.linalg.norm(axis), np.pi)]
+    for R in rotations:
+        q = matrix_to_quaternion(R)
+        expected = Rotation.from_matrix(R).as_quat()
+        expected = -expected if expected[3] < 0 else expected
+        if abs(q[3]) < 1e-12:     # w = 0: q and -q both have w >= 0
+            expected = expected * np.sign(expected @ q)
+        np.testing.assert_allclose(q, expected, atol=1e-12)
+        np.testing.assert_allclose(Rotation.from_quat(q).as_matrix(), R, atol=1e-12)

@@ -13,16 +13,25 @@
 # limitations under the License.
 
 """
-Translational and rotational Jacobians and Hessians (seed 000, section 3).
+Translational and rotational Jacobians and Hessians (seed 000, sections 3.1 and 3.2).
 
 ``jacobian_t`` / ``jacobian_r`` give J_T = d r / d q (000 eq. 29) and J_R with
-omega = J_R q' (000 eq. 37) in the root frame. ``hessian_t`` / ``hessian_r`` are
+omega = J_R q' (000 eq. 37) in the root frame (a). ``hessian_t`` / ``hessian_r`` are
 Khang's derivatives H = dJ/dq (000 eqs. 5, 51, 60), 3 x n^2 with
 ``H[:, s*n + k] = dJ[:, s]/dq_k``, so that the acceleration is J q'' + H (q' kron q').
+
+The body-frame forms, for a frame (b) with orientation A = A_b^(a): J^(b) = A^T J^(a)
+(eqs. 31, 42, 48), its Khang derivative H^(b) = dJ^(b)/dq (eqs. 53, 61) from eq. (57), and
+the starred Hessian H*^(b) = A^T H^(a) (eq. 58), which gives the acceleration in (b),
+a^(b) = J^(b) q'' + H*^(b) (q' kron q') (eq. 59), where H^(b) gives d/dt (v^(b)) instead
+(eqs. 54, 55). The time derivative of any of them is J' = H (E_n kron q') (eq. 8).
+``jacobian_world`` is Pinocchio's WORLD convention (not in the paper): the linear rows are
+the velocity of the body point at the root origin, J_T + x~ J_R.
 """
 
 import numpy as np
 
+from ..model.rotations import skew
 from ..model.tree import KinematicTree
 
 
@@ -90,3 +99,62 @@ def hessian_r(tree: KinematicTree, body: int, axes: np.ndarray) -> np.ndarray:
     a_k_x_a_s = np.cross(axes[None, :, :], axes[:, None, :])
     H = np.where(mask[:, :, None], a_k_x_a_s, 0.0)
     return H.transpose(2, 0, 1).reshape(3, n * n)
+
+
+def block_skew(A: np.ndarray) -> np.ndarray:
+    """
+    Return the 3 x 3m block skew-symmetric matrix of a 3 x m matrix A (000 eq. 16).
+
+    Its product with (x kron E_m) is -x~ A (eq. 18); with (X kron E_m), X 3 x m, column
+    (s, k) is A[:, k] x X[:, s].
+    """
+    a1, a2, a3 = A
+    z = np.zeros_like(a1)
+    return np.block([[z, -a3, a2], [a3, z, -a1], [-a2, a1, z]]).reshape(3, -1)
+
+
+def khang_derivative_of_rotation(A: np.ndarray, JR: np.ndarray) -> np.ndarray:
+    """
+    dA/dq (000 eq. 5), 3 x 3n, of a rotation A whose angular velocity (root frame) is JR q'.
+
+    Block i is d(a_i)/dq for the column a_i of A; its column k is JR[:, k] x a_i.
+    """
+    return np.hstack([np.cross(JR.T, A[:, i]).T for i in range(3)])
+
+
+def jacobian_local(J: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """J^(b) = A_a^(b) J^(a) = A^T J (000 eqs. 31, 42, 48), for J_T, J_R or J_TG."""
+    return A.T @ J
+
+
+def hessian_local(H: np.ndarray, J: np.ndarray, JR: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """
+    H^(b) = dJ^(b)/dq (000 eqs. 53, 61) from H^(a) = dJ^(a)/dq by eq. (57).
+
+    Eq. (57), H^(a) = A H^(b) + dA/dq (J^(b) kron E_n), solved for H^(b); JR is the
+    rotational Jacobian (root frame) of frame (b) and J the root-frame Jacobian that H
+    differentiates.
+    """
+    n = J.shape[1]
+    Jb = jacobian_local(J, A)
+    return A.T @ (H - khang_derivative_of_rotation(A, JR) @ np.kron(Jb, np.eye(n)))
+
+
+def hessian_star(H: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Return the starred Hessian H*^(b) = A_a^(b) H^(a) = A^T H (000 eq. 58)."""
+    return A.T @ H
+
+
+def jacobian_derivative(H: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """J'(q, q') = dJ/dq (E_n kron q') (000 eq. 8), from Khang's derivative H of J."""
+    return H @ np.kron(np.eye(len(qd)), qd[:, None])
+
+
+def acceleration(J: np.ndarray, H: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarray:
+    """J q'' + H (q' kron q') (000 eqs. 52, 59, 62, 66)."""
+    return J @ qdd + H @ np.kron(qd, qd)
+
+
+def jacobian_world(JT: np.ndarray, JR: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Pinocchio's WORLD 6 x n Jacobian of a body carrying the point x: (J_T + x~ J_R, J_R)."""
+    return np.vstack([JT + skew(x) @ JR, JR])

@@ -17,7 +17,9 @@ Compiled (numba) kernels: the fast paths of :class:`~kron_dynamics.RobotModel`.
 
 One module per algorithm, mirroring :mod:`kron_dynamics.algorithms` (the readable reference
 they are tested against): :mod:`.kinematics` (the one forward pass every kernel starts
-from), :mod:`.rnea`, :mod:`.crba`, :mod:`.coriolis_star`, :mod:`.forward_dynamics`;
+from), :mod:`.rnea`, :mod:`.crba`, :mod:`.coriolis_star`, :mod:`.forward_dynamics`,
+:mod:`.jacobians` (Jacobians, their time derivative, Hessians, accelerations of a link or
+point), :mod:`.center_of_mass`;
 :mod:`.algebra` has the tuple arithmetic, :mod:`.layout` the packed model.
 
 A kernel writes into an output array the caller allocates (returning a new array from
@@ -31,7 +33,11 @@ from the disk cache) the entry point of a kernel for fixed argument types on fir
 which also skips numba's type dispatch on every call.
 """
 
-from .layout import BIAS, CORIOLIS, GRAVITY, ID, pack
+from .layout import (BIAS, CORIOLIS, GRAVITY, ID, LOCAL, LOCAL_WORLD_ALIGNED, pack, pack_sites,
+                     WORLD)
+
+# the reference frames of the kinematics kernels by name (Pinocchio's ReferenceFrame)
+FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED}
 
 
 class _Native:
@@ -45,6 +51,10 @@ class _Native:
 
     def __getattr__(self, name):
         from .native import entry_point
+        # importing the submodule .native set this package's attribute ``native`` to it:
+        # put this object back, or a later ``from kron_dynamics.kernels import native``
+        # would get the module
+        globals()['native'] = self
         entry = entry_point(name)
         setattr(self, name, entry)
         return entry
@@ -52,4 +62,4 @@ class _Native:
 
 native = _Native()
 
-__all__ = ['BIAS', 'CORIOLIS', 'GRAVITY', 'ID', 'native', 'pack']
+__all__ = ['BIAS', 'CORIOLIS', 'FRAMES', 'GRAVITY', 'ID', 'native', 'pack', 'pack_sites']

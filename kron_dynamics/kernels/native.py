@@ -25,6 +25,8 @@ _A2 = nt.float64[:, :]
 _O1 = nt.float64[::1]
 _O2 = nt.float64[:, ::1]
 _O3 = nt.float64[:, :, ::1]
+_O4 = nt.float64[:, :, :, ::1]
+_K = nt.int64        # a row of the site array (a link), or a frame code (layout.WORLD, ...)
 # entry point -> (kernel module, argument types)
 SIGNATURES = {
     'rnea': ('rnea', (_I, _R, _V, _V, _V, nt.int64, _A2, _O1)),
@@ -39,6 +41,24 @@ SIGNATURES = {
     'forward_dynamics': ('forward_dynamics', (_I, _R, _V, _V, _V, _V, _O1)),
     'forward_dynamics_batch': ('forward_dynamics', (_I, _R, _A2, _A2, _A2, _V, _O2)),
     'rk4': ('forward_dynamics', (_I, _R, _V, _V, _V, _V, nt.float64, nt.int64, _O2)),
+    'link_pose': ('kinematics', (_I, _R, _R, _K, _V, _O2)),
+    'link_pose_batch': ('kinematics', (_I, _R, _R, _K, _A2, _O3)),
+    'link_poses': ('kinematics', (_I, _R, _R, _V, _O3)),
+    'link_poses_batch': ('kinematics', (_I, _R, _R, _A2, _O4)),
+    'jacobian': ('jacobians', (_I, _R, _R, _K, _V, _V, _K, _O2)),
+    'jacobian_batch': ('jacobians', (_I, _R, _R, _K, _V, _A2, _K, _O3)),
+    'jacobian_derivative': ('jacobians', (_I, _R, _R, _K, _V, _V, _V, _K, _O2)),
+    'jacobian_derivative_batch': ('jacobians', (_I, _R, _R, _K, _V, _A2, _A2, _K, _O3)),
+    'acceleration': ('jacobians', (_I, _R, _R, _K, _V, _V, _V, _V, _K, _O1)),
+    'acceleration_batch': ('jacobians', (_I, _R, _R, _K, _V, _A2, _A2, _A2, _K, _O2)),
+    'jacobians': ('jacobians', (_I, _R, _R, _K, _V, _O3)),
+    'hessian': ('jacobians', (_I, _R, _R, _K, _V, _V, _K, _O2)),
+    'hessians': ('jacobians', (_I, _R, _R, _K, _V, _V, _O3)),
+    'hessian_batch': ('jacobians', (_I, _R, _R, _K, _V, _A2, _K, _O3)),
+    'center_of_mass': ('center_of_mass', (_I, _R, _V, nt.boolean, _O1)),
+    'center_of_mass_batch': ('center_of_mass', (_I, _R, _A2, nt.boolean, _O2)),
+    'center_of_mass_jacobian': ('center_of_mass', (_I, _R, _V, nt.boolean, _O2)),
+    'center_of_mass_jacobian_batch': ('center_of_mass', (_I, _R, _A2, nt.boolean, _O3)),
 }
 
 

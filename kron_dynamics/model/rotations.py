@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Small rotation helpers: rpy, axis-angle and the skew (cross-product) matrix.
+Small rotation helpers: rpy, axis-angle, quaternions and the skew (cross-product) matrix.
 
 Written out rather than taken from scipy.spatial.transform.Rotation, which gives the same
 matrices (test/test_rotations.py checks them against it) but costs 55 us a call against
@@ -45,3 +45,24 @@ def axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
     """Return the rotation by angle [rad] about the unit vector axis (Rodrigues)."""
     K = skew(axis)
     return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
+
+
+def matrix_to_quaternion(R: np.ndarray) -> np.ndarray:
+    """Return the unit quaternion (x, y, z, w), w >= 0, of a rotation matrix (Shepperd)."""
+    R = np.asarray(R, dtype=float)
+    t = np.trace(R)
+    k = int(np.argmax([R[0, 0], R[1, 1], R[2, 2], t]))
+    if k == 3:
+        s = 2.0 * np.sqrt(1.0 + t)
+        q = np.array([(R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s,
+                      (R[1, 0] - R[0, 1]) / s, 0.25 * s])
+    else:
+        i, j, m = k, (k + 1) % 3, (k + 2) % 3
+        s = 2.0 * np.sqrt(max(1.0 + R[i, i] - R[j, j] - R[m, m], 0.0))
+        q = np.empty(4)
+        q[i] = 0.25 * s
+        q[j] = (R[j, i] + R[i, j]) / s
+        q[m] = (R[m, i] + R[i, m]) / s
+        q[3] = (R[m, j] - R[j, m]) / s
+    q /= np.linalg.norm(q)
+    return -q if q[3] < 0 else q

@@ -119,7 +119,9 @@ class RobotDescription:
 
     ``joint_names`` are the movable joints in the tree's order (depth first, children in
     document order); ``frames`` maps every link to (body index, or -1 for the root; R; p):
-    the link frame in the frame of the body that carries it.
+    the link frame in the frame of the body that carries it. ``root_inertia`` is
+    (mass, centre of mass, central inertia) of what is welded to the fixed root link, in
+    the root frame (it never moves, so it is not part of the tree).
     """
 
     name: str
@@ -129,8 +131,14 @@ class RobotDescription:
     frames: Mapping[str, tuple]
     root_link: str
     total_mass: float
+    root_inertia: tuple = (0.0, np.zeros(3), np.zeros((3, 3)))
 
     def __post_init__(self):
+        mass, com, inertia = self.root_inertia
+        com, inertia = np.array(com, dtype=float), np.array(inertia, dtype=float)
+        com.setflags(write=False)
+        inertia.setflags(write=False)
+        object.__setattr__(self, 'root_inertia', (float(mass), com, inertia))
         object.__setattr__(self, 'joint_names', tuple(self.joint_names))
         object.__setattr__(self, 'joints', MappingProxyType(dict(self.joints)))
         for _, R, p in self.frames.values():
@@ -465,4 +473,5 @@ def parse_urdf(xml: str, source: str = '<string>',
         inertia=np.array(inertia, dtype=float).reshape(n, 3, 3), gravity=gravity)
     warn_unusual(tree, joint_names, frames, source)
     total = float(sum(mass)) + sum(part[0] for part in root_parts)
-    return RobotDescription(robot.name or '', tree, joint_names, joints, frames, root, total)
+    return RobotDescription(robot.name or '', tree, joint_names, joints, frames, root, total,
+                            merge_inertias(root_parts))

@@ -15,13 +15,18 @@
 """
 dynamics_node: joint states in; gravity, bias torque, mass matrix (and C*) out.
 
-Also publishes the feedforward torque of references and serves M and the full dynamics.
+Also publishes the feedforward torque of references, serves M, the full dynamics and the
+kinematics of a link, and takes an optional external wrench (F/T sensor) that enters the
+bias and feedforward torques as -J^T F.
 """
 
 import sys
+import time
 
-from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
+from geometry_msgs.msg import WrenchStamped
+from kron_dynamics_interfaces.srv import GetDynamics, GetKinematics, GetMassMatrix
 import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rcl_interfaces.msg import SetParametersResult
@@ -30,6 +35,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ConfigurationError, ModelError
+from ..model.rotations import matrix_to_quaternion
 from .executor import run_node, warm_up
 from .joint_states import (InputError, JointStateIndex, point_arrays, StampGuard, STATE_QUEUE,
                            trajectory_points)
@@ -50,6 +56,12 @@ class DynamicsNode(Node):
         self.declare_parameter('publish_coriolis_star', False)
         self._publish_mass_matrix = bool(self.get_parameter('publish_mass_matrix').value)
         self._publish_coriolis_star = bool(self.get_parameter('publish_coriolis_star').value)
+        self.declare_parameter('external_wrench_timeout', 0.0, ParameterDescriptor(
+            description='seconds after its last message an external wrench stops being '
+                        'applied (0: applied until the next one replaces it)'))
+        self._wrench_timeout = _wrench_timeout(
+            self.get_parameter('external_wrench_timeout').value)
+        self._wrench = None            # (link, F (6,), monotonic receive time), or None
         self._active = None            # (model, index), replaced as a whole
         self._stamps = StampGuard()
         self._log = ThrottledLogger(self.get_logger())
@@ -81,6 +93,9 @@ class DynamicsNode(Node):
                                  self._on_reference_trajectory, 10)
         self.create_service(GetMassMatrix, '~/get_mass_matrix', self._get_mass_matrix)
         self.create_service(GetDynamics, '~/get_dynamics', self._get_dynamics)
+        self.create_service(GetKinematics, '~/get_kinematics', self._get_kinematics)
+        self.create_subscription(WrenchStamped, '~/external_wrench', self._on_external_wrench,
+                                 10)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     # --------------------------------------------------------------- model
@@ -111,6 +126,11 @@ class DynamicsNode(Node):
             self._publish_mass_matrix = bool(changes['publish_mass_matrix'])
         if 'publish_coriolis_star' in changes:
             self._publish_coriolis_star = bool(changes['publish_coriolis_star'])
+        if 'external_wrench_timeout' in changes:
+            try:
+                self._wrench_timeout = _wrench_timeout(changes['external_wrench_timeout'])
+            except ConfigurationError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
         return SetParametersResult(successful=True)
 
     # --------------------------------------------------------------- topics
@@ -128,6 +148,8 @@ class DynamicsNode(Node):
             stamp, q, qd = index.from_serialized(data)
             stamp = self._stamps.check_ns(stamp)
             bias = model.bias_torque(q, qd)
+            if self._wrench is not None:
+                bias = self._minus_wrench_torque(model, q, bias)
             if not all_finite(bias):
                 raise InputError('joint_states: bias torque not finite at this state')
         except (InputError, ValueError) as exc:
@@ -154,6 +176,8 @@ class DynamicsNode(Node):
 
     def _publish_feedforward(self, model, q, qd, qdd) -> None:
         tau = model.inverse_dynamics(q, qd, qdd)
+        if self._wrench is not None:
+            tau = self._minus_wrench_torque(model, q, tau)
         if not all_finite(tau):
             raise InputError('reference: feedforward torque not finite')
         self._pub_ff.publish(tau)
@@ -179,6 +203,54 @@ class DynamicsNode(Node):
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
 
+    # --------------------------------------------------------------- external wrench
+    def _on_external_wrench(self, msg: WrenchStamped) -> None:
+        """Keep the latest valid wrench: its link must be a link of the model."""
+        link = msg.header.frame_id
+        f, t = msg.wrench.force, msg.wrench.torque
+        F = np.array([f.x, f.y, f.z, t.x, t.y, t.z])
+        active = self._active
+        if not link:
+            kind, error = 'empty', ('external_wrench: header.frame_id is empty; it must name '
+                                    "the link the wrench acts on (the wrench is in that "
+                                    "link's frame)")
+        elif active is None:
+            kind, error = 'model', 'external_wrench: no robot model yet'
+        elif link not in active[0].link_names:
+            kind, error = 'link', (f"external_wrench: frame '{link}' is not a link of model "
+                                   f"'{active[0].name}'; links are "
+                                   f'{list(active[0].link_names)}')
+        elif not np.all(np.isfinite(F)):
+            kind, error = 'value', (f"external_wrench: wrench on '{link}' is not finite: "
+                                    f'{F.tolist()}')
+        else:
+            self._wrench = (link, F, time.monotonic())
+            return
+        # throttled per kind of problem (a bounded set of keys), so one does not hide another
+        self._log.error(f'external_wrench {kind}', f'{error}; message ignored')
+
+    def _minus_wrench_torque(self, model, q, tau):
+        """
+        Return tau - J^T F for the current external wrench (none if it timed out).
+
+        F (force, torque) is expressed in its link's frame and acts at the link origin, so
+        J is the link's 'local' Jacobian (J_local^T F_local = J^T F in any common frame).
+        """
+        link, F, received = self._wrench
+        if self._wrench_timeout > 0.0 and time.monotonic() - received > self._wrench_timeout:
+            self._wrench = None
+            self._log.warning('external_wrench_timeout',
+                              f"external_wrench: none for {self._wrench_timeout} s; the wrench "
+                              f"on '{link}' is no longer applied")
+            return tau
+        try:
+            return tau - model.jacobian(q, link, None, 'local').T @ F
+        except ModelError:     # the model changed and has no such link
+            self._wrench = None
+            self._log.error('external_wrench', f"external_wrench: link '{link}' is not in "
+                                               f"model '{model.name}'; wrench dropped")
+            return tau
+
     # --------------------------------------------------------------- services
     def _answer(self, request, response, compute, what: str):
         """
@@ -197,7 +269,8 @@ class DynamicsNode(Node):
         response.success, response.message = True, ''
         response.joint_names = list(model.joint_names)
         for name, values in fields.items():
-            setattr(response, name, array_msg(values))
+            if not name.startswith('_'):       # '_name': checked, not a response field
+                setattr(response, name, array_msg(values))
         return response
 
     def _get_mass_matrix(self, request, response):
@@ -222,10 +295,51 @@ class DynamicsNode(Node):
                     'torque': model.inverse_dynamics(q, qd, qdd)}
         return self._answer(request, response, compute, 'dynamics')
 
+    def _get_kinematics(self, request, response):
+        def compute(model, index, request):
+            state = request.state
+            q, qd = index.from_joint_state(state, 'request.state', strict=True)
+            if len(request.point) not in (0, 3):
+                raise InputError(f'request.point must be empty or 3 numbers, got '
+                                 f'{len(request.point)}')
+            point = list(request.point) if len(request.point) else None
+            frame = request.frame or 'local_world_aligned'
+            try:
+                T = model.link_pose(q, request.link)
+                jacobian = model.jacobian(q, request.link, point, frame)
+            except ModelError as exc:
+                raise InputError(f'request.link: {exc}') from None
+            except ValueError as exc:
+                raise InputError(f'request: {exc}') from None
+            x = T[:3, 3] if point is None else T[:3, 3] + T[:3, :3] @ np.asarray(point)
+            response.pose.header.stamp = state.header.stamp
+            response.pose.header.frame_id = model.root_link
+            position, orientation = response.pose.pose.position, response.pose.pose.orientation
+            position.x, position.y, position.z = (float(v) for v in x)
+            (orientation.x, orientation.y, orientation.z,
+             orientation.w) = (float(v) for v in matrix_to_quaternion(T[:3, :3]))
+            return {'jacobian': jacobian,
+                    'jacobian_dot_qd': model.jacobian_derivative(q, qd, request.link, point,
+                                                                 frame) @ qd,
+                    '_pose': T}
+        return self._answer(request, response, compute, 'kinematics')
+
     def _require_model(self):
         if self._active is None:
             raise InputError('no robot model yet')
         return self._active
+
+
+def _wrench_timeout(value) -> float:
+    """Return the checked parameter external_wrench_timeout: seconds >= 0 (0 = never)."""
+    try:
+        timeout = float(value)
+    except (TypeError, ValueError):
+        timeout = -1.0
+    if not (timeout >= 0.0 and timeout < float('inf')):
+        raise ConfigurationError(f'parameter external_wrench_timeout must be a finite number '
+                                 f'>= 0 (s; 0: never), got {value!r}')
+    return timeout
 
 
 def main(args=None) -> int:

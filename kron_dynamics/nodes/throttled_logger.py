@@ -38,10 +38,17 @@ class ThrottledLogger:
 
     def warning(self, key: str, text: str) -> None:
         """Log a warning unless one with the same key was logged less than period ago."""
+        self._log(self._logger.warning, key, text)
+
+    def error(self, key: str, text: str) -> None:
+        """Log an error unless one with the same key was logged less than period ago."""
+        self._log(self._logger.error, key, text)
+
+    def _log(self, log, key: str, text: str) -> None:
         now = time.monotonic()
         if now < self._next.get(key, 0.0):
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
             return
         self._next[key] = now + self._period
         count = self._suppressed.pop(key, 0)
-        self._logger.warning(text if not count else f'{text} ({count} similar suppressed)')
+        log(text if not count else f'{text} ({count} similar suppressed)')

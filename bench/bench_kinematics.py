@@ -1,0 +1,499 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Benchmark: the kinematics (and the single-call dynamics) of kron_dynamics against Pinocchio.
+
+Robots of example-robot-data, the same URDF text for both libraries: the 7-DOF Franka Panda
+(fingers fixed, bench_models.panda_urdf) and the 32-DOF Talos humanoid (talos_reduced.urdf,
+fixed base at the pelvis, its gripper ``<mimic>`` tags removed so that both libraries see 32
+independent joints; geometry, transmissions and gazebo tags dropped).
+
+1. Agreement first: poses, 6 x n frame Jacobians in the three frames, their time
+   variation, classical accelerations, kinematic Hessians, the centre of mass and its
+   Jacobian, M, G and RNEA, at random configurations (relative to the largest entry).
+2. Single calls from Python, each kron_dynamics call and its Pinocchio counterpart timed
+   alternately (repeat by repeat, the order swapped every time) so that load on the shared
+   machine hits both alike; ratio = min(kron) / min(Pinocchio), with the median of the
+   per-repeat ratios next to it. Targets (issue 13): Jacobians, the frame Jacobian and
+   link_pose at most 2x Pinocchio, Hessians at most 2x computeJointKinematicHessians;
+   M, G, RNEA at most 1.2x on the Panda.
+3. Anatomy of the M, G and RNEA calls: the facade, the compiled entry point alone, the
+   argument unboxing alone (an empty kernel with the same signature) and the output array,
+   each timed alternately with the Pinocchio call.
+4. Batches of N configurations in one call against Pinocchio's parallel API
+   (rneaInParallel, abaInParallel with a ModelPool, all cores) where it has one, and against
+   a Python loop of single calls where it has none (Jacobians): target >= 2x faster per
+   configuration.
+
+Writes bench/results/kinematics.json and kinematics.md::
+
+    .venv/bin/python bench/bench_kinematics.py            # full run (about 5 minutes)
+    .venv/bin/python bench/bench_kinematics.py --quick    # smoke test
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+from pathlib import Path
+import platform
+import sys
+import time
+import timeit
+import xml.etree.ElementTree as ET
+
+from bench_dynamics import cpu_name, git_describe, relerr, symmetric_from_upper
+from bench_models import find_robots_dir, panda_source, panda_urdf
+import comparison_libs
+import numpy as np
+import provenance
+
+from kron_dynamics import RobotModel
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / 'bench' / 'results'
+AGREE_TOL = 1e-9
+# (robot, end-effector link) of the benchmark
+ROBOTS = {'panda': 'panda_link7', 'talos': 'arm_left_7_link'}
+# kron op -> target ratio kron / Pinocchio (None: reported only)
+TARGETS = {
+    'jacobian (local_world_aligned)': 2.0, 'jacobian (local)': 2.0, 'jacobians (J_T, J_R)': 2.0,
+    'link_pose': 2.0, 'hessian': 2.0, 'hessians (H_T, H_R)': 2.0,
+    'mass_matrix': 1.2, 'gravity_torque': 1.2, 'inverse_dynamics': 1.2,
+}
+
+
+def talos_urdf(robots_dir: Path) -> str:
+    """Return talos_reduced.urdf without mimic tags, geometry, transmissions, gazebo tags."""
+    path = Path(robots_dir) / 'talos_data' / 'robots' / 'talos_reduced.urdf'
+    root = ET.parse(path).getroot()
+    for element in list(root):
+        if element.tag in ('transmission', 'gazebo'):
+            root.remove(element)
+    for element in root.iter():
+        for child in list(element):
+            if child.tag in ('visual', 'collision', 'mimic', 'safety_controller'):
+                element.remove(child)
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+class Pair:
+    """kron_dynamics and Pinocchio on one URDF, joint orders mapped."""
+
+    def __init__(self, pin, name: str, xml: str, link: str):
+        self.pin, self.name, self.link = pin, name, link
+        self.kron = RobotModel.from_urdf_string(xml, source=name)
+        self.model = pin.buildModelFromXML(xml)
+        self.data = self.model.createData()
+        if self.model.nq != self.model.nv or self.model.nv != self.kron.n:
+            raise RuntimeError(f'{name}: Pinocchio nq {self.model.nq}, nv {self.model.nv}, '
+                               f'kron n {self.kron.n}')
+        jid = {self.model.names[j]: j for j in range(1, self.model.njoints)}
+        self.iv = np.array([self.model.joints[jid[j]].idx_v for j in self.kron.joint_names])
+        self.fid = self.model.getFrameId(link)
+        self.jid = self.model.frames[self.fid].parentJoint
+        self.n = self.kron.n
+
+    def p(self, x):
+        """Kron-order vector -> Pinocchio order."""
+        y = np.empty(self.n)
+        y[self.iv] = x
+        return y
+
+    def cols(self, A):
+        return np.asarray(A)[..., self.iv]
+
+
+def hessian_tensor(pin, pair, q, rf):
+    """Pinocchio's kinematic Hessian T[:, s, k] = dJ_s/dq_k in kron order (see tests)."""
+    pin.computeJointKinematicHessians(pair.model, pair.data, q)
+    H = np.asarray(pin.getJointKinematicHessian(pair.model, pair.data, pair.jid, rf))
+    T = H.reshape(-1).reshape(H.shape, order='F')
+    return T[:, pair.iv][:, :, pair.iv]
+
+
+def agreement(pin, pair: Pair, rng, checks: int) -> dict:
+    """Return the worst relative difference of each quantity over random configurations."""
+    m, d, k, link = pair.model, pair.data, pair.kron, pair.link
+    worst = {}
+
+    def note(key, a, b):
+        worst[key] = max(worst.get(key, 0.0), relerr(a, b))
+    rfs = {'world': pin.WORLD, 'local': pin.LOCAL, 'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
+    for _ in range(checks):
+        q, qd, qdd = rng.uniform(-1, 1, (3, pair.n))
+        pq, pv, pa = pair.p(q), pair.p(qd), pair.p(qdd)
+        pin.forwardKinematics(m, d, pq, pv, pa)
+        pin.updateFramePlacements(m, d)
+        pin.computeJointJacobians(m, d, pq)
+        pin.computeJointJacobiansTimeVariation(m, d, pq, pv)
+        note('link_pose', k.link_pose(q, link), d.oMf[pair.fid].homogeneous)
+        poses = k.link_poses(q)
+        note('link_poses', poses, np.stack([d.oMf[m.getFrameId(name)].homogeneous
+                                            for name in k.link_names]))
+        for name, rf in rfs.items():
+            note(f'jacobian ({name})', k.jacobian(q, link, None, name),
+                 pair.cols(pin.getFrameJacobian(m, d, pair.fid, rf)))
+            note(f'jacobian_derivative ({name})', k.jacobian_derivative(q, qd, link, None, name),
+                 pair.cols(pin.getFrameJacobianTimeVariation(m, d, pair.fid, rf)))
+        note('acceleration', k.acceleration(q, qd, qdd, link),
+             pin.getFrameClassicalAcceleration(m, d, pair.fid, pin.LOCAL_WORLD_ALIGNED).vector)
+        joint_link = k.joints[m.names[pair.jid]].child_link
+        note('hessian (joint frame)', k.hessian(q, joint_link).reshape(6, pair.n, pair.n),
+             hessian_tensor(pin, pair, pq, pin.LOCAL_WORLD_ALIGNED))
+        note('center_of_mass', k.center_of_mass(q), pin.centerOfMass(m, d, pq))
+        note('center_of_mass_jacobian', k.center_of_mass_jacobian(q),
+             pair.cols(pin.jacobianCenterOfMass(m, d, pq)))
+        M = symmetric_from_upper(np.array(pin.crba(m, d, pq)))
+        note('mass_matrix', k.mass_matrix(q), M[np.ix_(pair.iv, pair.iv)])
+        note('gravity_torque', k.gravity_torque(q),
+             pin.computeGeneralizedGravity(m, d, pq)[pair.iv])
+        note('inverse_dynamics', k.inverse_dynamics(q, qd, qdd),
+             pin.rnea(m, d, pq, pv, pa)[pair.iv])
+    return worst
+
+
+def alternate(f, g, budget: float, repeat: int) -> dict:
+    """Time f and g alternately: per repeat both, order swapped each time; microseconds."""
+    f()
+    g()
+    numbers = []
+    for h in (f, g):
+        number = 1
+        while True:
+            t = timeit.timeit(h, number=number)
+            if t >= budget / repeat or number >= 1 << 20:
+                break
+            number *= 2 if t > 0.2 * budget / repeat else 8
+        numbers.append(number)
+    tf, tg = [], []
+    for r in range(repeat):
+        order = ((f, numbers[0], tf), (g, numbers[1], tg))
+        for h, number, out in (order if r % 2 == 0 else order[::-1]):
+            out.append(timeit.timeit(h, number=number) / number * 1e6)
+    tf, tg = np.array(tf), np.array(tg)
+    return {'kron_min_us': float(tf.min()), 'kron_median_us': float(np.median(tf)),
+            'pin_min_us': float(tg.min()), 'pin_median_us': float(np.median(tg)),
+            'ratio_min': float(tf.min() / tg.min()),
+            'ratio_median': float(np.median(tf / tg)), 'repeat': repeat,
+            'numbers': numbers}
+
+
+def single_calls(pin, pair: Pair, rng, budget, repeat, log) -> dict:
+    """Alternate-timed pairs: kron method vs its Pinocchio counterpart."""
+    m, d, k, link = pair.model, pair.data, pair.kron, pair.link
+    q, qd, qdd = rng.uniform(-1, 1, (3, pair.n))
+    pq, pv, pa = pair.p(q), pair.p(qd), pair.p(qdd)
+    fid, jid = pair.fid, pair.jid
+    LWA, LOCAL = pin.LOCAL_WORLD_ALIGNED, pin.LOCAL
+    joint_link = k.joints[m.names[jid]].child_link
+
+    def pose():
+        pin.forwardKinematics(m, d, pq)
+        return pin.updateFramePlacement(m, d, fid)
+
+    def hessian():
+        pin.computeJointKinematicHessians(m, d, pq)
+        return pin.getJointKinematicHessian(m, d, jid, LWA)
+
+    def jdot():
+        pin.computeJointJacobiansTimeVariation(m, d, pq, pv)
+        return pin.getFrameJacobianTimeVariation(m, d, fid, LWA)
+
+    def classical():
+        pin.forwardKinematics(m, d, pq, pv, pa)
+        return pin.getFrameClassicalAcceleration(m, d, fid, LWA)
+
+    pairs = {
+        'link_pose': (lambda: k.link_pose(q, link), pose,
+                      'forwardKinematics + updateFramePlacement'),
+        'link_pose vs framesForwardKinematics': (
+            lambda: k.link_pose(q, link), lambda: pin.framesForwardKinematics(m, d, pq),
+            'framesForwardKinematics (all frames)'),
+        'link_poses (all links)': (lambda: k.link_poses(q),
+                                   lambda: pin.framesForwardKinematics(m, d, pq),
+                                   'framesForwardKinematics'),
+        'jacobian (local_world_aligned)': (
+            lambda: k.jacobian(q, link), lambda: pin.computeFrameJacobian(m, d, pq, fid, LWA),
+            'computeFrameJacobian (LOCAL_WORLD_ALIGNED)'),
+        'jacobian (local)': (
+            lambda: k.jacobian(q, link, None, 'local'),
+            lambda: pin.computeFrameJacobian(m, d, pq, fid, LOCAL),
+            'computeFrameJacobian (LOCAL)'),
+        'jacobians (J_T, J_R)': (lambda: k.jacobians(q, link),
+                                 lambda: pin.computeFrameJacobian(m, d, pq, fid, LWA),
+                                 'computeFrameJacobian (LOCAL_WORLD_ALIGNED)'),
+        'hessian': (lambda: k.hessian(q, joint_link), hessian,
+                    'computeJointKinematicHessians + getJointKinematicHessian'),
+        'hessians (H_T, H_R)': (lambda: k.hessians(q, joint_link), hessian,
+                                'computeJointKinematicHessians + getJointKinematicHessian'),
+        'jacobian_derivative': (lambda: k.jacobian_derivative(q, qd, link), jdot,
+                                'computeJointJacobiansTimeVariation + '
+                                'getFrameJacobianTimeVariation'),
+        'acceleration': (lambda: k.acceleration(q, qd, qdd, link), classical,
+                         'forwardKinematics(q, v, a) + getFrameClassicalAcceleration'),
+        'center_of_mass': (lambda: k.center_of_mass(q), lambda: pin.centerOfMass(m, d, pq),
+                           'centerOfMass'),
+        'center_of_mass_jacobian': (lambda: k.center_of_mass_jacobian(q),
+                                    lambda: pin.jacobianCenterOfMass(m, d, pq),
+                                    'jacobianCenterOfMass'),
+        'mass_matrix': (lambda: k.mass_matrix(q), lambda: pin.crba(m, d, pq), 'crba'),
+        'gravity_torque': (lambda: k.gravity_torque(q),
+                           lambda: pin.computeGeneralizedGravity(m, d, pq),
+                           'computeGeneralizedGravity'),
+        'inverse_dynamics': (lambda: k.inverse_dynamics(q, qd, qdd),
+                             lambda: pin.rnea(m, d, pq, pv, pa), 'rnea'),
+    }
+    out = {}
+    for name, (f, g, baseline) in pairs.items():
+        r = alternate(f, g, budget, repeat)
+        r['pinocchio'] = baseline
+        r['target'] = TARGETS.get(name)
+        out[name] = r
+        log(f'    {name:40s} {r["kron_min_us"]:8.2f} us  Pinocchio {r["pin_min_us"]:8.2f} us'
+            f'  ratio {r["ratio_min"]:.2f} (median {r["ratio_median"]:.2f})')
+    return out
+
+
+def anatomy(pin, pair: Pair, rng, budget, repeat, log) -> dict:
+    """
+    Where a single M, G or RNEA call spends its time: each part timed against Pinocchio.
+
+    facade (RobotModel method) = Python (checks, output array) + compiled entry point;
+    entry point = argument unboxing (an empty kernel with the same signature) + kernel.
+    """
+    import numba
+    from numba import types as nt
+    from kron_dynamics.kernels import ID, native
+    m, d, k = pair.model, pair.data, pair.kron
+    q, qd, qdd = rng.uniform(-1, 1, (3, pair.n))
+    pq, pv, pa = pair.p(q), pair.p(qd), pair.p(qdd)
+    ints, reals = k._ints, k._reals
+    M, tau, W = np.empty((pair.n, pair.n)), np.empty(pair.n), np.zeros((0, 6))
+    I2, R2, V = nt.int64[:, ::1], nt.float64[:, ::1], nt.float64[:]
+    empty4 = numba.njit(lambda a, b, c, o: True).compile((I2, R2, V, R2))
+    empty8 = numba.njit(lambda a, b, c, e, f, g, h, o: True).compile(
+        (I2, R2, V, V, V, nt.int64, nt.float64[:, :], nt.float64[::1]))
+    parts = {
+        'mass_matrix': (lambda: pin.crba(m, d, pq), [
+            ('facade', lambda: k.mass_matrix(q)),
+            ('entry point', lambda: native.crba(ints, reals, q, M)),
+            ('unboxing (empty kernel)', lambda: empty4(ints, reals, q, M)),
+            ('output array', lambda: np.empty(k._nn))]),
+        'gravity_torque': (lambda: pin.computeGeneralizedGravity(m, d, pq), [
+            ('facade', lambda: k.gravity_torque(q)),
+            ('entry point', lambda: native.gravity(ints, reals, q, tau)),
+            ('unboxing (empty kernel)', lambda: empty4(ints, reals, q, M)),
+            ('output array', lambda: np.empty(k._n))]),
+        'inverse_dynamics': (lambda: pin.rnea(m, d, pq, pv, pa), [
+            ('facade', lambda: k.inverse_dynamics(q, qd, qdd)),
+            ('entry point', lambda: native.rnea(ints, reals, q, qd, qdd, ID, W, tau)),
+            ('unboxing (empty kernel)', lambda: empty8(ints, reals, q, qd, qdd, ID, W, tau)),
+            ('output array', lambda: np.empty(k._n))]),
+    }
+    out = {}
+    for name, (baseline, steps) in parts.items():
+        out[name] = {}
+        for step, f in steps:
+            r = alternate(f, baseline, budget, repeat)
+            out[name][step] = r
+            log(f'    {name:18s} {step:25s} {r["kron_min_us"]:6.3f} us  Pinocchio call '
+                f'{r["pin_min_us"]:6.3f} us  ratio {r["ratio_min"]:.2f}')
+    return out
+
+
+def batches(pin, pair: Pair, rng, N: int, budget: float, repeat: int, log) -> dict:
+    """
+    Per-configuration time of one batch call against Pinocchio (parallel API or loop).
+
+    With every core and with one thread (numba.set_num_threads, Pinocchio's num_threads):
+    on a machine shared with other jobs, thread pools that wait for each other at the end
+    of a batch are slowed far more than one thread is.
+    """
+    import numba
+    m, k, link = pair.model, pair.kron, pair.link
+    Q, Qd, Qdd = rng.uniform(-1, 1, (3, N, pair.n))
+    PQ, PV, PA = (np.asfortranarray(X[:, np.argsort(pair.iv)].T) for X in (Q, Qd, Qdd))
+    d = m.createData()
+    fid = pair.fid
+    loop_q = [np.ascontiguousarray(PQ[:, i]) for i in range(N)]
+    safe = k.with_armature(np.full(pair.n, 0.1))   # M positive definite for ABA
+    m_arm = pin.Model(m)
+    m_arm.armature = np.full(pair.n, 0.1)
+    tau = np.asfortranarray(np.empty((pair.n, N)))
+    acc = np.asfortranarray(np.empty((pair.n, N)))
+    out = {'N': N}
+    all_threads = numba.config.NUMBA_NUM_THREADS
+    for threads in sorted({all_threads, 1}, reverse=True):
+        numba.set_num_threads(threads)
+        cases = {
+            'jacobian (loop of computeFrameJacobian)': (
+                lambda: k.jacobian(Q, link),
+                lambda: [pin.computeFrameJacobian(m, d, x, fid, pin.LOCAL_WORLD_ALIGNED)
+                         for x in loop_q]),
+            'link_pose (loop of forwardKinematics + updateFramePlacement)': (
+                lambda: k.link_pose(Q, link),
+                lambda: [(pin.forwardKinematics(m, d, x), pin.updateFramePlacement(m, d, fid))
+                         for x in loop_q]),
+        }
+        try:
+            pool, pool_arm = pin.ModelPool(m, threads), pin.ModelPool(m_arm, threads)
+            pin.rneaInParallel(threads, pool, PQ, PV, PA, tau)
+            np.testing.assert_allclose(tau.T[:, pair.iv], k.inverse_dynamics(Q, Qd, Qdd),
+                                       atol=1e-8 * max(1.0, np.abs(tau).max()))
+            pin.abaInParallel(threads, pool_arm, PQ, PV, PA, acc)
+            np.testing.assert_allclose(acc.T[:, pair.iv], safe.forward_dynamics(Q, Qd, Qdd),
+                                       atol=1e-6 * max(1.0, np.abs(acc).max()))
+            cases['inverse_dynamics (rneaInParallel)'] = (
+                lambda: k.inverse_dynamics(Q, Qd, Qdd),
+                lambda: pin.rneaInParallel(threads, pool, PQ, PV, PA, tau))
+            cases['forward_dynamics (abaInParallel)'] = (
+                lambda: safe.forward_dynamics(Q, Qd, Qdd),
+                lambda: pin.abaInParallel(threads, pool_arm, PQ, PV, PA, acc))
+        except Exception as exc:       # a Pinocchio built without OpenMP has no parallel API
+            out['parallel_api_error'] = f'{type(exc).__name__}: {exc}'
+            log(f'    Pinocchio parallel API: {out["parallel_api_error"]}')
+        for name, (f, g) in cases.items():
+            r = alternate(f, g, budget, repeat)
+            r = {key: (v / N if key.endswith('_us') else v) for key, v in r.items()}
+            r['speedup_min'] = 1.0 / r['ratio_min']
+            r['speedup_median'] = 1.0 / r['ratio_median']
+            r['threads'] = threads
+            out[f'{name} [{threads} thread{"s" if threads > 1 else ""}]'] = r
+            log(f'    batch {threads} thread(s) {name:55s} {r["kron_min_us"]:7.3f} us/config  '
+                f'Pinocchio {r["pin_min_us"]:7.3f}  speedup {r["speedup_min"]:.2f}x')
+    numba.set_num_threads(all_threads)
+    return out
+
+
+def fmt(x, digits=2):
+    return '–' if x is None or (isinstance(x, float) and not math.isfinite(x)) \
+        else f'{x:.{digits}f}'
+
+
+def markdown(report: dict) -> str:
+    meta = report['meta']
+    lines = ['# Kinematics benchmark: kron_dynamics vs Pinocchio', '',
+             f"{meta['date']}, {meta['cpu']} ({meta['cpu_count']} cores), Python "
+             f"{meta['python']}, numba {meta['numba']}, pin {meta['libraries'].get('pin')}, "
+             f"example-robot-data {meta['libraries'].get('example-robot-data')}, "
+             f"kron_dynamics {meta['kron_dynamics']}, load average at the end "
+             f"{', '.join(f'{x:.1f}' for x in meta['load_average'])}.", '',
+             'Each kron_dynamics call and its Pinocchio counterpart were timed alternately '
+             '(repeat by repeat, order swapped each time). Times in microseconds per call '
+             'from Python; ratio = min kron / min Pinocchio (median of the per-repeat ratios '
+             'in brackets).', '']
+    for name, r in report['robots'].items():
+        lines += [f"## {name} (n = {r['n']}, link {r['link']})", '',
+                  '| quantity | worst relative difference |', '|---|---|']
+        lines += [f'| {k} | {v:.1e} |' for k, v in r['agreement'].items()]
+        lines += ['', '| kron_dynamics | µs | Pinocchio | µs | ratio | target | verdict |',
+                  '|---|---|---|---|---|---|---|']
+        for op, t in r['single'].items():
+            target = t['target']
+            verdict = '' if target is None else ('met' if t['ratio_min'] <= target
+                                                 else '**not met**')
+            lines.append(f"| `{op}` | {fmt(t['kron_min_us'])} | {t['pinocchio']} | "
+                         f"{fmt(t['pin_min_us'])} | {fmt(t['ratio_min'])} "
+                         f"({fmt(t['ratio_median'])}) | {fmt(target, 1) if target else ''} | "
+                         f'{verdict} |')
+        lines += ['', 'Anatomy of a dynamics call (each part timed alternately with the '
+                  'Pinocchio call; ratio = part / whole Pinocchio call):', '',
+                  '| method | facade | entry point | unboxing | output array | Pinocchio |',
+                  '|---|---|---|---|---|---|']
+        for op, steps in r['anatomy'].items():
+            cells = [f"{fmt(steps[s]['kron_min_us'])} ({fmt(steps[s]['ratio_min'])})"
+                     for s in ('facade', 'entry point', 'unboxing (empty kernel)',
+                               'output array')]
+            lines.append(f"| `{op}` | {' | '.join(cells)} | "
+                         f"{fmt(steps['facade']['pin_min_us'])} |")
+        b = r['batch']
+        lines += ['', f"Batches of N = {b['N']} in one call (the same number of threads for "
+                  'both; a Python loop of single calls where Pinocchio has no batch API):', '',
+                  '| call | threads | kron µs/config | Pinocchio | µs/config | speedup |',
+                  '|---|---|---|---|---|---|']
+        for op, t in b.items():
+            if isinstance(t, dict):
+                name_, baseline = op.split(' (', 1)
+                baseline = baseline.split(')')[0]
+                lines.append(f"| `{name_}` | {t['threads']} | {fmt(t['kron_min_us'], 3)} | "
+                             f"{baseline} | {fmt(t['pin_min_us'], 3)} | "
+                             f"{fmt(t['speedup_min'])}x ({fmt(t['speedup_median'])}x) |")
+        if 'parallel_api_error' in b:
+            lines.append(f"\nPinocchio's parallel API failed: {b['parallel_api_error']}")
+        lines.append('')
+    return '\n'.join(lines) + '\n'
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and write kinematics.json and kinematics.md."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
+    parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    parser.add_argument('--robots', default=','.join(ROBOTS), help='subset of robots')
+    args = parser.parse_args(argv)
+    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
+    N = 1000 if args.quick else 10_000
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    pin, reason = comparison_libs.pinocchio(log=log)
+    robots_dir = find_robots_dir(log)
+    if pin is None or robots_dir is None:
+        log(f'Pinocchio or example-robot-data missing: {reason}')
+        return 1
+    sources = {'panda': lambda: panda_urdf(panda_source(robots_dir)),
+               'talos': lambda: talos_urdf(robots_dir)}
+    rng = np.random.default_rng(0)
+    results = {}
+    for name in args.robots.split(','):
+        pair = Pair(pin, name, sources[name](), ROBOTS[name])
+        log(f'{name}: n = {pair.n}, link {pair.link}')
+        agree = agreement(pin, pair, rng, 3 if args.quick else 10)
+        bad = {k: v for k, v in agree.items() if v > AGREE_TOL}
+        if bad:
+            log(f'  DISAGREEMENT beyond {AGREE_TOL}: {bad}')
+        results[name] = {'n': pair.n, 'link': pair.link, 'agreement': agree,
+                         'single': single_calls(pin, pair, rng, budget, repeat, log),
+                         'anatomy': anatomy(pin, pair, rng, budget, repeat, log),
+                         'batch': batches(pin, pair, rng, N, 4 * budget, max(3, repeat // 3),
+                                          log)}
+    import numba
+    versions = comparison_libs.versions()
+    meta = {**provenance.stamp(),
+            'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
+            'quick': args.quick, 'budget_s': budget, 'repeat': repeat, 'cpu': cpu_name(),
+            'cpu_count': os.cpu_count(), 'python': platform.python_version(),
+            'numpy': np.__version__, 'numba': numba.__version__,
+            'numba_threads': numba.config.NUMBA_NUM_THREADS,
+            'kron_dynamics': git_describe(), 'load_average': list(os.getloadavg()),
+            'libraries': {k: v for k, v in versions.items()
+                          if k in ('pin', 'example-robot-data')},
+            'wall_seconds': round(time.time() - start, 1)}
+    report = {'meta': meta, 'robots': results}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'kinematics.json').write_text(json.dumps(report, indent=2) + '\n')
+    (out / 'kinematics.md').write_text(markdown(report))
+    log(f'wrote {out / "kinematics.json"} and {out / "kinematics.md"}')
+    provenance.regenerate_docs(log)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

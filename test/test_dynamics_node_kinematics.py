@@ -1,0 +1,209 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""dynamics_node as a real process: ~/get_kinematics and the ~/external_wrench input."""
+
+import math
+
+from geometry_msgs.msg import WrenchStamped
+from kron_dynamics_interfaces.srv import GetKinematics
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from conftest import URDF_DIR
+from kron_dynamics import RobotModel
+from ros_harness import NodeProcess, Probe, wait_for
+
+STACKER = str(URDF_DIR / 'stacker.urdf')
+JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
+
+
+@pytest.fixture(scope='module')
+def model():
+    return RobotModel.from_urdf_file(STACKER)
+
+
+@pytest.fixture(scope='module')
+def graph():
+    node = NodeProcess('dynamics_node', ['-r', '__node:=kin_node', '-p', f'urdf_file:={STACKER}',
+                                         '-p', 'publish_mass_matrix:=false'])
+    probe = Probe('kinematics_probe')
+    bias = probe.collect(Float64MultiArray, '/kin_node/bias_torque')
+    ff = probe.collect(Float64MultiArray, '/kin_node/feedforward_torque')
+    states = probe.node.create_publisher(JointState, '/joint_states', 100)
+    refs = probe.node.create_publisher(JointTrajectoryPoint, '/kin_node/reference', 10)
+    wrenches = probe.node.create_publisher(WrenchStamped, '/kin_node/external_wrench', 10)
+    assert wait_for(lambda: states.get_subscription_count() > 0
+                    and wrenches.get_subscription_count() > 0 and node.alive(), 30), node.stop()
+    yield node, probe, bias, ff, states, refs, wrenches
+    probe.close()
+    print(node.stop())
+
+
+def state(q, qd=()):
+    return JointState(name=list(JOINTS), position=list(q), velocity=list(qd))
+
+
+def wrench(frame, values):
+    msg = WrenchStamped()
+    msg.header.frame_id = frame
+    f, t = msg.wrench.force, msg.wrench.torque
+    f.x, f.y, f.z, t.x, t.y, t.z = (float(v) for v in values)
+    return msg
+
+
+def request(q, qd, link, point=(), frame=''):
+    return GetKinematics.Request(state=state(q, qd), link=link, point=list(point), frame=frame)
+
+
+def layout(msg):
+    return [(d.label, d.size, d.stride) for d in msg.layout.dim]
+
+
+@pytest.mark.parametrize('frame', ['', 'local', 'world', 'local_world_aligned'])
+def test_get_kinematics_answers_pose_jacobian_and_velocity_term(graph, model, frame):
+    _, probe, *_ = graph
+    q, qd = np.array([2.0, -0.7, 0.25]), np.array([0.3, 0.1, -0.2])
+    point = (-17.0, 0.5, 0.0)
+    res = probe.call(GetKinematics, '/kin_node/get_kinematics',
+                     request(q, qd, 'link3', point, frame))
+    assert res.success, res.message
+    assert list(res.joint_names) == JOINTS
+    name = frame or 'local_world_aligned'
+    J = model.jacobian(q, 'link3', point, name)
+    np.testing.assert_allclose(np.reshape(res.jacobian.data, (6, 3)), J, rtol=1e-12, atol=1e-12)
+    assert layout(res.jacobian) == [('rows', 6, 18), ('cols', 3, 3)]
+    np.testing.assert_allclose(res.jacobian_dot_qd.data,
+                               model.jacobian_derivative(q, qd, 'link3', point, name) @ qd,
+                               rtol=1e-12, atol=1e-12)
+    T = model.link_pose(q, 'link3')
+    p = res.pose.pose.position
+    np.testing.assert_allclose([p.x, p.y, p.z], T[:3, 3] + T[:3, :3] @ point, atol=1e-12)
+    o = res.pose.pose.orientation
+    np.testing.assert_allclose(Rotation.from_quat([o.x, o.y, o.z, o.w]).as_matrix(),
+                               T[:3, :3], atol=1e-12)
+    assert res.pose.header.frame_id == model.root_link
+
+
+def test_get_kinematics_of_the_link_origin_in_the_default_frame(graph, model):
+    _, probe, *_ = graph
+    q = np.array([1.0, 0.2, -0.1])
+    res = probe.call(GetKinematics, '/kin_node/get_kinematics', request(q, (), 'link2'))
+    assert res.success, res.message
+    np.testing.assert_allclose(np.reshape(res.jacobian.data, (6, 3)),
+                               np.vstack(model.jacobians(q, 'link2')), atol=1e-12)
+    np.testing.assert_allclose(res.jacobian_dot_qd.data, 0.0)       # qd = 0
+
+
+@pytest.mark.parametrize('req, reason', [
+    (request([0, 0, 0], (), 'nope'), "request.link: unknown link 'nope'; links are"),
+    (request([0, 0, 0], (), 'link3', frame='base'), "frame must be one of"),
+    (request([0, 0, 0], (), 'link3', point=(1.0, 2.0)), 'request.point must be empty or 3'),
+    (request([0, 0, 0], (), 'link3', point=(1.0, math.nan, 0.0)), 'point must be finite'),
+    (request([0, math.nan, 0], (), 'link3'), 'non-finite position'),
+    (request([0, 0], (), 'link3'), 'positions'),
+])
+def test_bad_kinematics_requests_answer_success_false(graph, req, reason):
+    node, probe, *_ = graph
+    res = probe.call(GetKinematics, '/kin_node/get_kinematics', req)
+    assert not res.success and reason in res.message, res.message
+    assert node.alive()
+
+
+def test_external_wrench_enters_bias_and_feedforward_as_minus_J_transpose_F(graph, model):
+    node, probe, bias, ff, states, refs, wrenches = graph
+    q, qd = np.array([0.5, 0.3, 0.2]), np.array([0.1, -0.2, 0.3])
+    F = np.array([1e4, -2e3, 5e4, 1e3, 2e5, -3e4])     # a payload on the boom tip frame
+
+    def bias_becomes(expected):
+        def check():
+            states.publish(state(q, qd))
+            return bool(bias) and np.allclose(bias[-1].data, expected, rtol=1e-9, atol=1e-6)
+        return wait_for(check, 20, period=0.05)
+
+    plain = model.bias_torque(q, qd)
+    J = model.jacobian(q, 'link3', frame='local')
+    with_wrench = plain - J.T @ F
+    # the same as inverse dynamics with the wrench in root axes at the link origin
+    R = model.link_pose(q, 'link3')[:3, :3]
+    f_ext = {'link3': np.concatenate([R @ F[:3], R @ F[3:]])}
+    np.testing.assert_allclose(with_wrench,
+                               model.inverse_dynamics(q, qd, np.zeros(3), f_ext=f_ext),
+                               rtol=1e-10)
+    assert bias_becomes(plain), node.output()
+    wrenches.publish(wrench('link3', F))
+    assert bias_becomes(with_wrench), node.output()
+    qdd = np.array([0.5, -1.0, 2.0])
+    n0 = len(ff)
+    refs.publish(JointTrajectoryPoint(positions=list(q), velocities=list(qd),
+                                      accelerations=list(qdd)))
+    assert wait_for(lambda: len(ff) > n0)
+    np.testing.assert_allclose(ff[-1].data, model.inverse_dynamics(q, qd, qdd) - J.T @ F,
+                               rtol=1e-9)
+    # bad wrenches are refused with a clear error and the last good one stays
+    wrenches.publish(wrench('no_such_link', F))
+    wrenches.publish(wrench('', F))
+    wrenches.publish(wrench('link3', [math.nan, 0, 0, 0, 0, 0]))
+    assert wait_for(lambda: "frame 'no_such_link' is not a link of model" in node.output()
+                    and 'header.frame_id is empty' in node.output()
+                    and "wrench on 'link3' is not finite" in node.output()), node.output()
+    assert bias_becomes(with_wrench)
+    # a zero wrench replaces it
+    wrenches.publish(wrench('link2', np.zeros(6)))
+    assert bias_becomes(plain)
+    assert node.alive()
+
+
+def test_external_wrench_times_out_when_asked():
+    node = NodeProcess('dynamics_node', ['-r', '__node:=kin_timeout', '-p',
+                                         f'urdf_file:={STACKER}', '-p',
+                                         'external_wrench_timeout:=0.3'])
+    probe = Probe('timeout_probe')
+    try:
+        model = RobotModel.from_urdf_file(STACKER)
+        bias = probe.collect(Float64MultiArray, '/kin_timeout/bias_torque')
+        states = probe.node.create_publisher(JointState, '/joint_states', 10)
+        wrenches = probe.node.create_publisher(WrenchStamped, '/kin_timeout/external_wrench',
+                                               10)
+        assert wait_for(lambda: states.get_subscription_count() > 0
+                        and wrenches.get_subscription_count() > 0, 30), node.stop()
+        q = np.array([0.0, 0.4, 0.3])
+        F = np.array([0, 0, -5e4, 0, 0, 0])
+        plain = model.bias_torque(q, np.zeros(3))
+        loaded = plain - model.jacobian(q, 'link3', frame='local').T @ F
+
+        def seen(expected, resend_wrench):
+            def check():
+                if resend_wrench:
+                    wrenches.publish(wrench('link3', F))
+                states.publish(state(q))
+                return bool(bias) and np.allclose(bias[-1].data, expected, rtol=1e-9)
+            return wait_for(check, 20, period=0.05)
+        assert seen(loaded, True), node.output()      # applied while it keeps coming
+        assert seen(plain, False), node.output()      # dropped once it stops
+        assert wait_for(lambda: 'is no longer applied' in node.output())
+    finally:
+        probe.close()
+        node.stop()
+
+
+def test_bad_external_wrench_timeout_stops_the_node():
+    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}', '-p',
+                                              'external_wrench_timeout:=-1.0']).wait(60)
+    assert code != 0 and 'external_wrench_timeout must be a finite number >= 0' in out, out
+    assert 'Traceback' not in out
