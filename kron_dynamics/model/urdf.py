@@ -74,6 +74,10 @@ _EYE = np.eye(3)
 _ZERO = np.zeros(3)
 _EYE.setflags(write=False)
 _ZERO.setflags(write=False)
+# attribute text -> its numbers, for texts whose numbers are all within +-MAX_MAGNITUDE
+# (valid wherever numbers are read): real URDFs repeat "0 0 0", "0", "1" ... thousands of times
+_PARSED: dict = {}
+MAX_PARSED = 10_000
 _NO_INERTIA = np.zeros((3, 3))
 _NO_INERTIA.setflags(write=False)
 
@@ -236,6 +240,9 @@ class _Reader:
         text = elem.get(attr)
         if text is None:
             return None
+        values = _PARSED.get(text)
+        if values is not None and len(values) == count:
+            return values               # seen before: valid in every mode
         try:
             values = list(map(float, text.split()))
         except ValueError:
@@ -255,6 +262,10 @@ class _Reader:
             if bounded and abs(v) > MAX_MAGNITUDE:
                 self.fail(owner, f'<{elem.tag} {attr}="{text}"> is out of range (|value| > '
                                  f'{MAX_MAGNITUDE:g}; SI units expected)')
+        if all(-MAX_MAGNITUDE <= v <= MAX_MAGNITUDE for v in values):
+            if len(_PARSED) >= MAX_PARSED:
+                _PARSED.clear()
+            _PARSED[text] = values = tuple(values)
         return values
 
     def required(self, elem, attr: str, count: int, owner: str, **kw):
@@ -398,8 +409,13 @@ def _mimic_tag(joint: _Joint, reader: _Reader):
 def _link_inertia(link, reader: _Reader):
     """Return (mass, com, inertia in the inertial frame, R of that frame) of a link, or None."""
     owner = f"link '{link.get('name')}'"
-    found = reader.children(link, ('inertial',), owner)
-    inertial = found.get('inertial')
+    if reader.ignored is None:
+        inertials = link.findall('inertial')
+        if len(inertials) > 1:
+            raise ModelError(f'{reader.source}: {owner} has more than one <inertial> element')
+        inertial = inertials[0] if inertials else None
+    else:
+        inertial = reader.children(link, ('inertial',), owner).get('inertial')
     if inertial is None:
         return None
     parts = reader.children(inertial, INERTIAL_ELEMENTS, owner, ' <inertial>')
