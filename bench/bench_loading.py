@@ -21,9 +21,10 @@ load too) and Pinocchio's ``buildModelFromUrdf`` (reading and parsing with urdfd
 its model) are timed alternately in the same process, ``--repeats`` times each; the best
 (minimum) of each is kept, as timeit recommends (the machine is shared: the minimum is the
 time without interference, for both alike), and the ratio ours / Pinocchio per robot.
-Reported: the median ratio over the robots both load and the worst one, and the time to load a generated 5000-link chain
-(``MAX_LINKS`` links, 4999 revolute joints; Pinocchio's time for the same file alongside, in a
-child process: Pinocchio 4.1 overflows its stack on it and dies with SIGSEGV).
+Reported: the median ratio over the robots both load and the worst one, and the time to
+load a generated 5000-link chain (``MAX_LINKS`` links, 4999 revolute joints; Pinocchio's
+time for the same file alongside, in a child process: Pinocchio 4.1 overflows its stack on
+it and dies with SIGSEGV).
 
 Targets (issue 12): median ratio within 3, the 5000-link chain under 2 s.
 

@@ -190,9 +190,13 @@ class RobotModel:
     def from_dh(cls, rows: Sequence[DHRow], name: str = 'dh_robot',
                 base_xyz: ArrayLike = (0.0, 0.0, 0.0), base_rpy: ArrayLike = (0.0, 0.0, 0.0),
                 gravity: ArrayLike = (0.0, 0.0, -9.81)) -> RobotModel:
-        """Build a model of a standard DH table; q_i is the i-th DH variable (model.dh)."""
+        """
+        Build a model of a standard DH table; q_i is the i-th DH variable (model.dh).
+
+        Rows with ``mimic`` follow another joint and are no coordinates.
+        """
         xml = dh_to_urdf(list(rows), name, base_xyz, base_rpy)
-        return cls.from_urdf_string(xml, [r.joint for r in rows], gravity,
+        return cls.from_urdf_string(xml, [r.joint for r in rows if r.mimic is None], gravity,
                                     source=f'DH table {name}')
 
     # ----------------------------------------------------------------- properties
@@ -230,6 +234,11 @@ class RobotModel:
     def full_joint_names(self) -> tuple[str, ...]:
         """Every movable joint: ``joint_names``, then the mimic joints (tree order)."""
         return self.joint_names
+
+    @property
+    def unconstrained(self) -> RobotModel:
+        """Return the tree without its mimic constraints (this model if it has none)."""
+        return self
 
     def coupling(self) -> tuple[Array, Array]:
         """
@@ -718,6 +727,11 @@ class CoupledRobotModel(RobotModel):
     def full_joint_names(self) -> tuple[str, ...]:
         """Every movable joint: ``joint_names``, then the mimic joints (tree order)."""
         return self._full_names
+
+    @property
+    def unconstrained(self) -> RobotModel:
+        """Return the tree without the mimic constraints, joints in full_joint_names order."""
+        return self._full
 
     def coupling(self) -> tuple[Array, Array]:
         """Return (B, d): the positions of ``full_joint_names`` are q = B u + d."""

@@ -127,7 +127,8 @@ def _compare(model, path):
                    'coriolis': B.T @ full['coriolis']}
         # a quantity that vanishes (G of a planar robot, C of parallel axes) is compared on
         # the scale of the other terms
-        floor = 1e-6 * (np.max(np.abs(ref['M']), initial=1e-12) * (1 + np.max(np.abs(ud), initial=0.0) ** 2)
+        speed = np.max(np.abs(ud), initial=0.0)
+        floor = 1e-6 * (np.max(np.abs(ref['M']), initial=1e-12) * (1 + speed ** 2)
                         + np.max(np.abs(ref['G']), initial=0.0))
         ours = {'M': model.mass_matrix(u), 'G': model.gravity_torque(u),
                 'tau': model.inverse_dynamics(u, ud, udd),
