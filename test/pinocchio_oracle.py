@@ -77,3 +77,67 @@ def relative_error(ours, theirs, floor: float = 0.0) -> float:
         return 0.0
     scale = max(float(np.max(np.abs(theirs))), floor, 1e-300)
     return float(np.max(np.abs(ours - theirs))) / scale
+
+
+def hand_coupling(model):
+    """B, d from the resolved tags, rows in full_joint_names order (not model.coupling())."""
+    B = np.zeros((len(model.full_joint_names), model.n))
+    d = np.zeros(len(model.full_joint_names))
+    for i, name in enumerate(model.full_joint_names):
+        mimic = model.mimic_joints.get(name)
+        if mimic is None:
+            B[i, model.joint_names.index(name)] = 1.0
+        else:
+            B[i, model.joint_names.index(mimic.primary)] = mimic.multiplier
+            d[i] = mimic.offset
+    return B, d
+
+
+def random_states(model, rng, count):
+    """Yield (q, qd, qdd) with q within the joint limits (continuous joints: +-pi)."""
+    lower = np.array([model.joints[j].lower for j in model.joint_names])
+    upper = np.array([model.joints[j].upper for j in model.joint_names])
+    lower = np.where(np.isfinite(lower), lower, -np.pi)
+    upper = np.where(np.isfinite(upper), upper, np.pi)
+    for _ in range(count):
+        yield (rng.uniform(lower, upper), rng.uniform(-1, 1, model.n),
+               rng.uniform(-1, 1, model.n))
+
+
+def assert_agrees(pin, model, path, states: int = 2, rtol: float = 1e-9) -> str:
+    """
+    Assert M, G, tau, Coriolis vector and C*(q' kron q') agree with Pinocchio (rtol).
+
+    With mimic joints: Pinocchio's mimic model where it accepts them (buildModelFromUrdf(path,
+    True): nq = nv = 0 for the mimic joints), else the B-projection of its unconstrained
+    model. Returns 'mimic' or 'projection' (which reference was used).
+    """
+    mimic_model = None
+    if model.mimic_joints:
+        try:
+            mimic_model = pin.buildModelFromUrdf(str(path), True)
+        except ValueError:     # "The parent joint of the mimic joint is not in the tree"
+            mimic_model = None
+    plain = pin.buildModelFromUrdf(str(path))
+    B, d = hand_coupling(model)
+    for u, ud, udd in random_states(model, np.random.default_rng(0), states):
+        if mimic_model is not None:
+            ref = dynamics(pin, mimic_model, model.joint_names, u, ud, udd)
+        else:
+            full = dynamics(pin, plain, model.full_joint_names, B @ u + d, B @ ud, B @ udd)
+            ref = {'M': B.T @ full['M'] @ B, 'G': B.T @ full['G'], 'tau': B.T @ full['tau'],
+                   'coriolis': B.T @ full['coriolis']}
+        # a quantity that vanishes (G of a planar robot, C of parallel axes: round-off of
+        # 1e-14 M on both sides) is compared on 1e-3 of the scale of the other terms
+        speed = np.max(np.abs(ud), initial=0.0)
+        floor = 1e-3 * (np.max(np.abs(ref['M']), initial=1e-12) * (1 + speed ** 2)
+                        + np.max(np.abs(ref['G']), initial=0.0))
+        ours = {'M': model.mass_matrix(u), 'G': model.gravity_torque(u),
+                'tau': model.inverse_dynamics(u, ud, udd),
+                'coriolis': model.coriolis_vector(u, ud)}
+        ours['C*(qd kron qd)'] = model.coriolis_star(u) @ np.kron(ud, ud)
+        ref['C*(qd kron qd)'] = ref['coriolis']
+        for key, value in ours.items():
+            error = relative_error(value, ref[key], floor)
+            assert error < rtol, f'{path}: {key} differs from Pinocchio by {error:.3g}'
+    return 'mimic' if mimic_model is not None else 'projection'

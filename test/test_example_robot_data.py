@@ -34,7 +34,6 @@ are (cos, sin) in Pinocchio.
 import logging
 import re
 
-import numpy as np
 import pytest
 
 from kron_dynamics import ModelError, RobotModel
@@ -70,7 +69,7 @@ NON_PHYSICAL = {
 EXPECTED_WARNINGS = (r"moves no mass or inertia: M is singular",
                      r"moves a tiny inertia", r"joints move a tiny inertia",
                      r"; used as written \(inertia_check='warn'\)")
-STATES = 2
+STATES = 2      # random states per robot
 
 
 def test_every_file_is_accounted_for():
@@ -81,64 +80,6 @@ def test_every_file_is_accounted_for():
 def _warnings(caplog):
     return [r.getMessage() for r in caplog.records
             if r.name == 'kron_dynamics' and r.levelno >= logging.WARNING]
-
-
-def _hand_coupling(model):
-    """B, d from the resolved tags, rows in full_joint_names order (independent of coupling())."""
-    B = np.zeros((len(model.full_joint_names), model.n))
-    d = np.zeros(len(model.full_joint_names))
-    for i, name in enumerate(model.full_joint_names):
-        mimic = model.mimic_joints.get(name)
-        if mimic is None:
-            B[i, model.joint_names.index(name)] = 1.0
-        else:
-            B[i, model.joint_names.index(mimic.primary)] = mimic.multiplier
-            d[i] = mimic.offset
-    return B, d
-
-
-def _states(model, rng):
-    lower = np.array([model.joints[j].lower for j in model.joint_names])
-    upper = np.array([model.joints[j].upper for j in model.joint_names])
-    lower = np.where(np.isfinite(lower), lower, -np.pi)
-    upper = np.where(np.isfinite(upper), upper, np.pi)
-    for _ in range(STATES):
-        yield (rng.uniform(lower, upper), rng.uniform(-1, 1, model.n),
-               rng.uniform(-1, 1, model.n))
-
-
-def _compare(model, path):
-    """Assert agreement with Pinocchio at random states; return which Pinocchio model."""
-    mimic_model = None
-    if model.mimic_joints:
-        try:
-            mimic_model = pin.buildModelFromUrdf(str(path), True)
-        except ValueError:     # "The parent joint of the mimic joint is not in the tree"
-            mimic_model = None
-    plain = pin.buildModelFromUrdf(str(path))
-    B, d = _hand_coupling(model)
-    for u, ud, udd in _states(model, np.random.default_rng(0)):
-        if mimic_model is not None:
-            ref = pinocchio_oracle.dynamics(pin, mimic_model, model.joint_names, u, ud, udd)
-        else:
-            full = pinocchio_oracle.dynamics(pin, plain, model.full_joint_names, B @ u + d,
-                                             B @ ud, B @ udd)
-            ref = {'M': B.T @ full['M'] @ B, 'G': B.T @ full['G'], 'tau': B.T @ full['tau'],
-                   'coriolis': B.T @ full['coriolis']}
-        # a quantity that vanishes (G of a planar robot, C of parallel axes) is compared on
-        # the scale of the other terms
-        speed = np.max(np.abs(ud), initial=0.0)
-        floor = 1e-6 * (np.max(np.abs(ref['M']), initial=1e-12) * (1 + speed ** 2)
-                        + np.max(np.abs(ref['G']), initial=0.0))
-        ours = {'M': model.mass_matrix(u), 'G': model.gravity_torque(u),
-                'tau': model.inverse_dynamics(u, ud, udd),
-                'coriolis': model.coriolis_vector(u, ud)}
-        ours['C*(qd kron qd)'] = model.coriolis_star(u) @ np.kron(ud, ud)
-        ref['C*(qd kron qd)'] = ref['coriolis']
-        for key, value in ours.items():
-            error = pinocchio_oracle.relative_error(value, ref[key], floor)
-            assert error < 1e-9, f'{path.name}: {key} differs from Pinocchio by {error:.3g}'
-    return 'mimic' if mimic_model is not None else 'projection'
 
 
 @pytest.mark.parametrize('urdf', URDFS)
@@ -172,7 +113,7 @@ def test_robot_loads_and_agrees_with_pinocchio(urdf, caplog):
     assert not unexpected, unexpected
     if urdf in NON_PHYSICAL:
         assert any(f"link '{NON_PHYSICAL[urdf]}'" in w for w in _warnings(caplog))
-    kind = _compare(model, path)
+    kind = pinocchio_oracle.assert_agrees(pin, model, path, STATES)
     if model.mimic_joints:
         # Pinocchio 4.1 wants each primary before its mimic in its tree order
         assert kind == ('projection' if 'romeo.urdf' in urdf or 'talos_full' in urdf

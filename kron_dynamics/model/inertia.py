@@ -122,13 +122,14 @@ def merge_inertias(parts):
         return 0.0, np.zeros(3), np.zeros((3, 3))
     if len(parts) == 1:
         return float(parts[0][0]), parts[0][1], parts[0][2]
-    m = sum(p[0] for p in parts)
-    c = sum(p[0] * p[1] for p in parts) / m if m > 0 else np.zeros(3)
-    inertia_ = np.zeros((3, 3))
-    for mi, ci, Ii in parts:
-        d = ci - c
-        inertia_ += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
-    return float(m), c, inertia_
+    masses = np.array([p[0] for p in parts], dtype=float)
+    coms = np.array([p[1] for p in parts], dtype=float)
+    m = float(masses.sum())
+    c = masses @ coms / m if m > 0 else np.zeros(3)
+    d = coms - c                        # parallel axis theorem, all parts at once
+    md = d * masses[:, None]
+    inertia_ = sum(p[2] for p in parts) + float(np.sum(md * d)) * np.eye(3) - md.T @ d
+    return m, c, inertia_
 
 
 def warn_unusual(tree: KinematicTree, joint_names, frames, source, mimic_joints=None):

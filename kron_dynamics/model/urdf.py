@@ -281,8 +281,14 @@ class _Reader:
             tag = child.tag
             if tag in wanted:
                 if tag in found:
-                    raise ModelError(f'{self.source}: {owner}{where} has more than one '
-                                     f'<{tag}> element')
+                    first = found[tag]
+                    if child.attrib != first.attrib or len(child) or len(first):
+                        raise ModelError(f'{self.source}: {owner}{where} has more than one '
+                                         f'<{tag}> element')
+                    # a copy-paste repeat (PyBullet's spirit40): urdfdom reads the first
+                    logger.warning('%s: %s%s has two identical <%s> elements: the first is '
+                                   'used, as urdfdom does', self.source, owner, where, tag)
+                    continue
                 found[tag] = child
             elif self.ignored is not None:
                 self.ignored[f'{elem.tag}/{tag}'] += 1
@@ -409,10 +415,8 @@ def _mimic_tag(joint: _Joint, reader: _Reader):
 def _link_inertia(link, reader: _Reader):
     """Return (mass, com, inertia in the inertial frame, R of that frame) of a link, or None."""
     owner = f"link '{link.get('name')}'"
-    if reader.ignored is None:
-        inertials = link.findall('inertial')
-        if len(inertials) > 1:
-            raise ModelError(f'{reader.source}: {owner} has more than one <inertial> element')
+    inertials = link.findall('inertial') if reader.ignored is None else None
+    if inertials is not None and len(inertials) < 2:
         inertial = inertials[0] if inertials else None
     else:
         inertial = reader.children(link, ('inertial',), owner).get('inertial')
@@ -431,7 +435,7 @@ def _link_inertia(link, reader: _Reader):
         texts = [inertia.get(key) for key in INERTIA_KEYS]
         try:        # the common case at once; anything odd gets the field's own message
             ixx, ixy, ixz, iyy, iyz, izz = values = list(map(float, texts))
-            if not all(-MAX_MAGNITUDE <= v <= MAX_MAGNITUDE for v in values):
+            if not sum(map(abs, values)) <= MAX_MAGNITUDE:    # False for NaN and inf too
                 raise ValueError
         except (TypeError, ValueError):
             ixx, ixy, ixz, iyy, iyz, izz = (reader.required(inertia, key, 1, owner,
@@ -522,6 +526,11 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
     if inertia_check not in INERTIA_CHECKS:
         raise ModelError(f'inertia_check must be one of {INERTIA_CHECKS}, got '
                          f'{inertia_check!r}')
+    if xml[:1].isspace() and xml.lstrip().startswith('<?xml'):
+        # not well-formed XML, but urdfdom (tinyxml2) reads it and real files have it
+        logger.warning('%s: blank text before the XML declaration (not well-formed XML, as '
+                       'urdfdom reads it): ignored', source)
+        xml = xml.lstrip()
     root = _parse_xml(xml, source)
     if root.tag != 'robot':
         raise ModelError(f"{source}: the root element is <{root.tag}>, expected <robot>")
