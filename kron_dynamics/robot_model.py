@@ -674,7 +674,9 @@ class CoupledRobotModel(RobotModel):
     M_u = B^T M(q) B, G_u = B^T G(q), tau_u = B^T tau, and, because (B kron B)(u' kron u')
     = (B u') kron (B u'), C*_u(u) = B^T C*(q) (B kron B), which is eq. (101) of 000 applied
     to M_u (test/test_mimic.py checks it by finite differences of M_u). Kinematics (poses,
-    J_u = J B, H_u) include the mimic motion. Armature is per independent joint.
+    J_u = J B, H_u) include the mimic motion. Armature is per independent joint. ``tree`` is
+    the whole tree (one body per movable joint, mimic ones included); ``unconstrained`` is
+    the RobotModel of that tree, joints in ``full_joint_names`` order.
     """
 
     def __init__(self, description: RobotDescription, joint_names: Sequence[str] | None = None,
