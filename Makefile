@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kron_dynamics_installed
 
-.PHONY: venv demo test urdf bench clean
+.PHONY: venv demo test urdf bench docs clean
 
 $(STAMP): requirements.txt setup.py setup.cfg package.xml kron_dynamics_interfaces/srv/*.srv \
 		kron_dynamics_interfaces/CMakeLists.txt scripts/build_interfaces.sh
@@ -27,10 +27,16 @@ test: venv
 urdf: venv
 	$(PY) -m kron_dynamics.model.machines urdf
 
-# Benchmarks (not tests): installs Pinocchio, PyBullet, MuJoCo, example-robot-data on demand and
-# rewrites bench/results/ (dynamics.md/json, scaling.png, ros_latency*.json, startup.json)
+# Benchmarks (not tests; long, the soak alone takes SOAK_SECONDS): every bench script, each writing its JSON to
+# bench/results/ (stamped with revision and machine) and re-rendering docs/performance.md,
+# docs/reliability.md and the README's headline block from all of them (bench/report.py).
+# bench_dynamics installs Pinocchio, PyBullet, MuJoCo, example-robot-data on demand.
+SOAK_SECONDS ?= 600
 bench: venv
 	$(PY) bench/bench_dynamics.py
+	$(PY) bench/bench_symbolic.py
+	$(PY) bench/bench_loading.py
+	$(PY) bench/startup.py
 	$(PY) bench/ros_latency.py
 	$(PY) bench/ros_latency.py --thread-priority 0 \
 		--out bench/results/ros_latency_normal_scheduling.json
@@ -39,7 +45,13 @@ bench: venv
 	# expected to miss the p99 target (normal scheduling on a busy machine): not an error here
 	-$(PY) bench/ros_latency.py --duration 30 --background-load 2 --thread-priority 0 \
 		--out bench/results/ros_latency_loaded_normal_scheduling.json
-	$(PY) bench/startup.py
+	$(PY) bench/soak.py --duration $(SOAK_SECONDS)
+	$(PY) bench/faults.py --plot bench/results/faults.png
+	$(PY) bench/report.py
+
+# Re-render the generated tables of docs/ and README.md from bench/results (measures nothing)
+docs: venv
+	$(PY) bench/report.py
 
 clean:
 	rm -rf $(VENV) build install log .pytest_cache

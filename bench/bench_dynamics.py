@@ -33,7 +33,8 @@ installed on demand (bench/comparison_libs.py, numpy kept as it is).
    and compiled (the same numba style for all three), next to the operation counts that 003
    claims (Table 1, Fig. 3).
 
-Writes bench/results/dynamics.json, dynamics.md and scaling.png::
+Writes bench/results/dynamics.json (stamped with revision and machine: bench/provenance.py),
+dynamics.md and scaling.png, then re-renders docs/ (bench/report.py)::
 
     .venv/bin/python bench/bench_dynamics.py                 # full run (about 5 minutes)
     .venv/bin/python bench/bench_dynamics.py --quick         # smoke test (about 20 s)
@@ -41,13 +42,11 @@ Writes bench/results/dynamics.json, dynamics.md and scaling.png::
 """
 
 import argparse
-import datetime
 import json
 import math
 import os
 from pathlib import Path
 import platform
-import subprocess
 import sys
 import time
 import timeit
@@ -57,6 +56,7 @@ from bench_models import BenchModel, build_models, find_robots_dir, rotate_base_
 import comparison_libs
 from compiled_jsim import entry_points as jsim_entry_points
 import numpy as np
+import provenance
 
 from kron_dynamics import RobotModel
 from kron_dynamics.kernels import native
@@ -1029,29 +1029,6 @@ def mass_matrix_notes(mm) -> list:
 
 
 # ---------------------------------------------------------------------------- main
-def cpu_name() -> str:
-    """Return the CPU model name."""
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                return line.split(':', 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_describe() -> str:
-    """Return the commit of the working tree, with '+dirty' if kron_dynamics/ has changes."""
-    try:
-        rev = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', 'kron_dynamics'], cwd=REPO,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return rev + ('+dirty' if dirty else '')
-    except (OSError, subprocess.SubprocessError):
-        return 'unknown'
-
-
 def main(argv=None) -> int:
     """Run the benchmark and write dynamics.json, dynamics.md and scaling.png."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
@@ -1067,6 +1044,7 @@ def main(argv=None) -> int:
     if args.report_only:
         data = json.loads((Path(args.out) / 'dynamics.json').read_text())
         write_reports({'meta': data['meta'], 'models': data['models']}, Path(args.out))
+        provenance.regenerate_docs()
         return 0
     quick = args.quick
     settings = {'budget': 0.02 if quick else 0.4, 'repeat': 3 if quick else 9,
@@ -1110,14 +1088,13 @@ def main(argv=None) -> int:
                                 'agreement': {}, 'timing_us': {},
                                 'errors': {'benchmark': traceback.format_exc()}}
     import numba
+    stamp = provenance.stamp()    # git, date, cpu, cpu_count, machine, python
     meta = {
-        'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
-        'quick': quick, 'settings': settings, 'checks': settings['checks'],
-        'cpu': cpu_name(), 'cpu_count': os.cpu_count(), 'machine': platform.machine(),
-        'platform': platform.platform(), 'python': platform.python_version(),
+        **stamp, 'quick': quick, 'settings': settings, 'checks': settings['checks'],
+        'platform': platform.platform(),
         'numpy': np.__version__, 'numba': numba.__version__,
         'numba_threads': numba.config.NUMBA_NUM_THREADS,
-        'kron_dynamics': git_describe(), 'load_average': list(os.getloadavg()),
+        'kron_dynamics': stamp['git'], 'load_average': list(os.getloadavg()),
         'libraries': {k: v for k, v in versions.items()
                       if k in ('pin', 'example-robot-data', 'pybullet', 'mujoco')},
         'unavailable': unavailable, 'paper_003_check': check_paper_counts(),
@@ -1125,6 +1102,7 @@ def main(argv=None) -> int:
     }
     meta['wall_seconds'] = round(time.time() - start, 1)
     write_reports({'meta': meta, 'models': results}, out, log)
+    provenance.regenerate_docs(log)
     return 0
 
 

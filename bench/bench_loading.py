@@ -44,6 +44,7 @@ import tempfile
 import time
 
 from comparison_libs import example_robot_data, pinocchio, versions
+import provenance
 
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.model.urdf import MAX_LINKS
@@ -199,11 +200,13 @@ def main(argv=None) -> int:
           f"{worst['ratio']:.2f}, {worst['urdf']}); chain {chain['ours_s']:.3f} s; "
           f"targets met: {summary['met']}")
     out = {'summary': summary, 'robots': rows, 'chain': chain, 'repeats': args.repeats,
-           'versions': versions(), 'python': platform.python_version(),
+           'meta': provenance.stamp(), 'versions': versions(),
+           'python': platform.python_version(),
            'machine': platform.machine(), 'date': time.strftime('%Y-%m-%d %H:%M:%S')}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(out, indent=1) + '\n')
     print(f'wrote {args.output}')
+    provenance.regenerate_docs()
     return 0
 
 

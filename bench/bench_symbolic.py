@@ -26,20 +26,21 @@ arm with the UR5's published DH table and inertias: time per call of M, C*, G an
 - ``readable``: the algorithms of ``kron_dynamics/algorithms`` (CRBA, eq. 95, 003's explicit
   JSIM, C* of eq. 101, recursive Newton-Euler).
 
-Run ``.venv/bin/python bench/bench_symbolic.py``; it prints a Markdown table and writes
-``bench/results/symbolic.json``.
+Run ``.venv/bin/python bench/bench_symbolic.py``; it prints a Markdown table, writes
+``bench/results/symbolic.json`` (stamped with the revision and the machine:
+bench/provenance.py) and re-renders docs/ (bench/report.py).
 """
 
+import argparse
 import json
 import math
-import os
 from pathlib import Path
-import platform
 import sys
 import time
 import timeit
 
 import numpy as np
+import provenance
 import sympy
 
 from kron_dynamics import RobotModel
@@ -162,8 +163,11 @@ def markdown(results: dict) -> str:
     return '\n'.join(lines)
 
 
-def main() -> int:
+def main(argv=None) -> int:
     """Run the benchmark, print the table and write bench/results/symbolic.json."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--out', default=str(ROOT / 'bench' / 'results' / 'symbolic.json'))
+    args = parser.parse_args(argv)
     results = {name: bench_machine(name) for name in MACHINES}
     table = markdown(results)
     print('time per call [µs] (median; lower is better)\n')
@@ -173,14 +177,13 @@ def main() -> int:
         print(f"{name}: closed forms derived in {r['derive_seconds']:.2f} s, Python generated "
               f"in {r['codegen_seconds']:.2f} s ({r['operations']} operations, "
               f"{r['source_lines']} lines)")
-    out = ROOT / 'bench' / 'results' / 'symbolic.json'
+    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {'python': sys.version.split()[0], 'numpy': np.__version__,
-            'sympy': sympy.__version__, 'machine': platform.machine(),
-            'processor': platform.processor(), 'cpu_count': os.cpu_count(),
+    meta = {**provenance.stamp(), 'numpy': np.__version__, 'sympy': sympy.__version__,
             'unit': 'microseconds per call, median of 5 repeats'}
     out.write_text(json.dumps({'meta': meta, 'results': results}, indent=2) + '\n')
-    print(f'\nwrote {out.relative_to(ROOT)}')
+    print(f'\nwrote {out}')
+    provenance.regenerate_docs()
     return 0
 
 

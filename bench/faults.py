@@ -27,7 +27,10 @@ Faults, in order, each after a stretch of normal tracking:
    applies zero effort once commands are ``command_timeout`` old; the restarted controller
    commands again and tracking recovers.
 
-    .venv/bin/python bench/faults.py [--outage 1.5] [--settle 8]
+    .venv/bin/python bench/faults.py [--outage 1.5] [--settle 8] [--plot FILE]
+
+Writes bench/results/faults.json, stamped with the revision and the machine
+(bench/provenance.py), and re-renders docs/ (bench/report.py).
 """
 
 import argparse
@@ -42,6 +45,7 @@ import sys
 import time
 
 import numpy as np
+import provenance
 
 from kron_dynamics.demo.run import node_command, plot, Recording, start_recorder
 from kron_dynamics.demo.graph import demo_graph
@@ -63,7 +67,7 @@ class FaultResult:
     observed_s: float
 
     def ok(self) -> bool:
-        """Return True if the graph recovered by itself as the README says."""
+        """Return True if the graph recovered by itself (README, Failure behaviour)."""
         watchdog = (self.zero_commands_during_outage == 1 if self.fault != 'kill_controller'
                     else self.zero_commands_during_outage == 0)
         return (watchdog and self.resumed_after_s < 30
@@ -191,10 +195,15 @@ def main(argv=None) -> int:
     results = run_faults(args.outage, args.settle, args.observe, plot_file=args.plot)
     for r in results:
         print(asdict(r), 'PASS' if r.ok() else 'FAIL')
+    ok = all(r.ok() for r in results)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps([{**asdict(r), 'ok': r.ok()} for r in results],
-                                         indent=2))
-    return 0 if all(r.ok() for r in results) else 1
+    Path(args.out).write_text(json.dumps({
+        'faults': [{**asdict(r), 'ok': r.ok()} for r in results], 'ok': ok,
+        'config': {'outage_s': args.outage, 'settle_s': args.settle,
+                   'observe_s': args.observe, 'plot': args.plot},
+        'meta': provenance.stamp()}, indent=2) + '\n')
+    provenance.regenerate_docs()
+    return 0 if ok else 1
 
 
 if __name__ == '__main__':

@@ -62,7 +62,7 @@ Scheduling: both nodes and the driver run every thread under SCHED_FIFO at
 config/dynamics.yaml sets it for deployment); ``--thread-priority 0`` measures them under
 normal scheduling. Real-time priority is what keeps the tail short when other processes
 compete for the cores: without it a joint state waits for the time slices of whatever else
-runs (README, Performance).
+runs (docs/performance.md, ROS latency).
 
 ``--background-load N`` runs N busy-looping processes (normal scheduling) during the run, to
 see how the nodes fare on a machine that is doing other work.
@@ -72,6 +72,9 @@ p99 at most 2 ms, no input dropped or processed twice.
 
     .venv/bin/python bench/ros_latency.py                 # 60 s per node, writes
     .venv/bin/python bench/ros_latency.py --duration 5    # bench/results/ros_latency.json
+
+The JSON is stamped with the revision and the machine (bench/provenance.py), and docs/ is
+re-rendered from bench/results at the end (bench/report.py).
 """
 
 import argparse
@@ -82,7 +85,6 @@ import json
 import math
 import os
 from pathlib import Path
-import platform
 import random
 import shutil
 import subprocess
@@ -91,6 +93,7 @@ import tempfile
 import time
 
 import numpy as np
+import provenance
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile
@@ -584,18 +587,6 @@ def quiet_pairs(nodes: dict, foreign: dict, limit: float = QUIET_CORES) -> dict:
     return result
 
 
-def git_revision() -> str:
-    """Return the commit of the work tree, with '+dirty' if kron_dynamics/ has changes."""
-    try:
-        rev = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO, text=True,
-                             capture_output=True).stdout.strip()
-        dirty = subprocess.run(['git', 'status', '--porcelain', 'kron_dynamics'], cwd=REPO,
-                               text=True, capture_output=True).stdout.strip()
-        return rev + ('+dirty' if dirty else '')
-    except OSError:
-        return 'unknown'
-
-
 def add_common_arguments(parser, result_file: str) -> None:
     """Add the options this script and startup.py share: --urdf, --in-tree, --out."""
     parser.add_argument('--urdf', help='URDF file (default: the 7-DOF Panda of bench_models)')
@@ -661,12 +652,9 @@ def main(argv=None) -> int:
                    'realtime': {'driver': rec['driver_realtime'],
                                 **{key: realtime_lines(rec['logs'][key]) for key in NODES}},
                    'params_file': str(PARAMS.relative_to(REPO))},
-        'meta': {'git': git_revision(), 'sources_sha256': sources,
-                 'python': platform.python_version(),
-                 'cpu_count': os.cpu_count(), 'machine': platform.machine(),
+        'meta': {**provenance.stamp(), 'sources_sha256': sources,
                  'rmw': os.environ.get('RMW_IMPLEMENTATION', 'default (rmw_fastrtps_cpp)'),
-                 'loadavg_before': rec['load_before'], 'loadavg_after': rec['load_after'],
-                 'date': time.strftime('%Y-%m-%dT%H:%M:%S%z')},
+                 'loadavg_before': rec['load_before'], 'loadavg_after': rec['load_after']},
     }
     pairs = [d / e for d, e in zip(nodes['dynamics']['latency_median_per_block_ms'],
                                    nodes['echo']['latency_median_per_block_ms'])]
@@ -712,6 +700,7 @@ def main(argv=None) -> int:
                         for name, (v, lim, met) in result['checks'].items()}
     out.write_text(json.dumps(result, indent=2) + '\n')
     print(f'\n{"PASS" if ok else "FAIL"}; wrote {out}')
+    provenance.regenerate_docs()
     return 0 if ok else 1
 
 

@@ -23,7 +23,9 @@ rejections, latency and memory.
 
     .venv/bin/python bench/soak.py --duration 600 --rate 1000 --bad 0.1
 
-(the test suite runs a 5 s version: test/test_soak_and_faults.py)
+(the test suite runs a 5 s version: test/test_soak_and_faults.py). Writes
+bench/results/soak.json, stamped with the revision and the machine (bench/provenance.py), and
+re-renders docs/ (bench/report.py).
 """
 
 import argparse
@@ -38,6 +40,7 @@ import threading
 import time
 
 import numpy as np
+import provenance
 import rclpy
 from rclpy.qos import HistoryPolicy, QoSProfile
 from sensor_msgs.msg import JointState
@@ -250,7 +253,10 @@ def main(argv=None) -> int:
         print(f'{key:>28}: {value}')
     print('PASS' if result.ok() else 'FAIL')
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({**asdict(result), 'ok': result.ok()}, indent=2))
+    Path(args.out).write_text(json.dumps({**asdict(result), 'ok': result.ok(),
+                                          'config': {'bad_fraction': args.bad},
+                                          'meta': provenance.stamp()}, indent=2) + '\n')
+    provenance.regenerate_docs()
     return 0 if result.ok() else 1
 
 

@@ -42,13 +42,15 @@ Targets (Performance issue): first output within 3 s warm and 20 s cold (checked
 median of the runs; min and max are reported too).
 
     .venv/bin/python bench/startup.py --repeats 5    # writes bench/results/startup.json
+
+The JSON is stamped with the revision and the machine (bench/provenance.py), and docs/ is
+re-rendered from bench/results at the end (bench/report.py).
 """
 
 import argparse
 import json
 import os
 from pathlib import Path
-import platform
 import re
 import shutil
 import subprocess
@@ -58,6 +60,7 @@ import threading
 import time
 
 import numpy as np
+import provenance
 import rclpy
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -67,8 +70,8 @@ from kron_dynamics import RobotModel
 from kron_dynamics.nodes.executor import make_executor
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros_latency import (add_common_arguments, cpu_seconds, git_revision,  # noqa: E402
-                         node_env, PARAMS, prepare, Trajectory)
+from ros_latency import (add_common_arguments, cpu_seconds, node_env,  # noqa: E402
+                         PARAMS, prepare, Trajectory)
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / 'bench'
@@ -289,6 +292,7 @@ def main(argv=None) -> int:
         s = summary(case_runs)
         case = {'summary': s, 'runs': case_runs}
         if name in TARGETS_S:
+            case['target_s'] = TARGETS_S[name]
             median = s['first_output_s']['median']
             case['met'] = bool(s['failed'] == 0 and median is not None
                                and median <= TARGETS_S[name])
@@ -309,15 +313,13 @@ def main(argv=None) -> int:
                          'rate_hz': args.rate, 'params_file': str(PARAMS.relative_to(REPO)),
                          'measured': 'process creation to first ~/bias_torque received',
                          'target_on': 'median'},
-              'meta': {'git': git_revision(), 'sources_sha256': sources,
-                       'python': platform.python_version(),
-                       'cpu_count': os.cpu_count(), 'machine': platform.machine(),
-                       'loadavg_before': load_before, 'loadavg_after': os.getloadavg(),
-                       'date': time.strftime('%Y-%m-%dT%H:%M:%S%z')}}
+              'meta': {**provenance.stamp(), 'sources_sha256': sources,
+                       'loadavg_before': load_before, 'loadavg_after': os.getloadavg()}}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + '\n')
     print(f'\n{"PASS" if ok else "FAIL"}; wrote {out}')
+    provenance.regenerate_docs()
     return 0 if ok else 1
 
 

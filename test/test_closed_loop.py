@@ -15,7 +15,7 @@
 """
 Computed-torque control of the stacker and the rover arm, closed through real ROS 2 processes.
 
-Tracking bound (README, "Closed-loop tracking"): with exact model compensation the error
+Tracking bound (docs/reliability.md, "Closed-loop tracking"): with exact compensation the error
 obeys e'' + Kd e' + Kp e = d, Kp = 100, Kd = 20 (critically damped, omega_n = 10 rad/s), so
 what remains after the first second (> 10 time constants) is the loop's dead time: the
 measured state is one sample (4 ms at 250 Hz) plus transport (~1 ms) old when the torque acts,

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Short versions of bench/soak.py and bench/faults.py (the long runs are in the README).
+Short versions of bench/soak.py and bench/faults.py (the long runs: docs/reliability.md).
 
 Soak: 5 s of 1 kHz joint states with 10 % bad messages into dynamics_node and
 computed_torque_controller. Faults: the joint-state publisher pauses, the simulator and the

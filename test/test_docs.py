@@ -1,0 +1,161 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The documents: generated tables match the committed results, examples run, references resolve.
+
+Runs no benchmark: bench/report.py renders docs/performance.md, docs/reliability.md, the
+README's headline block and bench/results/dynamics.md from the committed bench/results/*.json,
+and they must be exactly the committed files (a hand edit, or a JSON committed without
+re-rendering, fails here: `make docs` fixes it).
+"""
+
+import json
+import os
+from pathlib import Path
+import re
+import shutil
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / 'bench'))
+
+import report  # noqa: E402  (bench/, not a package)
+
+DOCS = sorted((REPO / 'docs').glob('*.md'))
+PAGES = [REPO / 'README.md', *DOCS]
+PAPER_ID = re.compile(r'(?<![\d.\w])(00\d)(?![\d.\w])')
+
+
+def test_generated_files_are_what_the_committed_results_give():
+    stale = report.stale()
+    assert not stale, (f'{stale} differ from what bench/report.py renders from '
+                       'bench/results/*.json: run `make docs` (never edit them by hand)')
+
+
+def test_a_changed_result_changes_the_rendered_tables(tmp_path):
+    results = tmp_path / 'results'
+    shutil.copytree(report.RESULTS, results)
+    data = json.loads((results / 'soak.json').read_text())
+    data['nonfinite_outputs'] = 7
+    data['meta'] = {'git': 'abc1234', 'date': '2031-01-02T03:04:05+00:00',
+                    'cpu': 'Test CPU', 'cpu_count': 64, 'machine': 'x86_64'}
+    (results / 'soak.json').write_text(json.dumps(data))
+    committed = (REPO / 'docs' / 'reliability.md').read_text(encoding='utf-8')
+    rendered = report.render_all(results)['docs/reliability.md']
+    assert rendered != committed
+    soak = rendered[rendered.index('## Soak'):rendered.index('## Faults')]
+    assert '| 7 |' in soak
+    assert 'revision `abc1234` · 2031-01-02 · Test CPU (64 cores, x86_64)' in soak
+
+
+def test_a_missing_result_is_named_instead_of_failing(tmp_path):
+    results = tmp_path / 'results'
+    shutil.copytree(report.RESULTS, results)
+    (results / 'faults.json').unlink()
+    rendered = report.render_all(results)['docs/reliability.md']
+    assert 'bench/results/faults.json is missing' in rendered
+
+
+def test_every_measured_table_names_its_source_revision_and_machine():
+    for path in ('docs/performance.md', 'docs/reliability.md'):
+        text = (REPO / path).read_text(encoding='utf-8')
+        assert text.startswith(report.GENERATED), path
+        for section in text.split('\n## ')[1:]:
+            if '|---|' in section and '*Source: ' not in section:
+                pytest.fail(f'{path}, section {section.splitlines()[0]!r}: a table without '
+                            'its source line')
+        for line in text.splitlines():
+            if line.startswith('*Source: '):
+                assert 'revision' in line and ('cores' in line or 'not recorded' in line), line
+
+
+def test_readme_python_examples_run(monkeypatch):
+    """Every ```python block of the README, in order, in one namespace, from the repo root."""
+    text = (REPO / 'README.md').read_text(encoding='utf-8')
+    blocks = re.findall(r'```python\n(.*?)```', text, re.S)
+    assert len(blocks) >= 3
+    monkeypatch.chdir(REPO)
+    namespace = {}
+    for block in blocks:
+        exec(compile(block, 'README.md', 'exec'), namespace)
+
+
+def _anchors(path: Path) -> set:
+    """Return the link targets of a Markdown file: heading slugs and explicit ids."""
+    text = path.read_text(encoding='utf-8')
+    slugs = set()
+    for heading in re.findall(r'^#+ (.+)$', text, re.M):
+        slug = re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+        slugs.add(slug)
+    return slugs | set(re.findall(r'<a id="([^"]+)">', text))
+
+
+def test_relative_links_and_anchors_resolve():
+    for page in PAGES:
+        text = page.read_text(encoding='utf-8')
+        for target in re.findall(r'\]\(([^)\s]+)\)', text):
+            if re.match(r'[a-z]+:', target):
+                continue
+            path, _, anchor = target.partition('#')
+            resolved = (page.parent / path).resolve() if path else page
+            assert resolved.exists(), f'{page.name}: link to {target}: no such file'
+            if anchor and resolved.suffix == '.md':
+                assert anchor in _anchors(resolved), f'{page.name}: link to {target}: no anchor'
+
+
+def test_every_paper_id_resolves_to_a_citation():
+    readme = (REPO / 'README.md').read_text(encoding='utf-8')
+    references = readme[readme.index('\n## References'):]
+    cited = set(re.findall(r'<a id="ref-(\d{3})"></a>\*\*\[(\d{3})\]\*\*', references))
+    cited = {a for a, b in cited if a == b}
+    sources = PAGES + sorted((REPO / 'kron_dynamics').rglob('*.py')) + sorted(
+        (REPO / 'bench').glob('*.py'))
+    used = {}
+    for path in sources:
+        for paper in PAPER_ID.findall(path.read_text(encoding='utf-8')):
+            used.setdefault(paper, path.relative_to(REPO))
+    assert {'000', '002', '003', '004'} <= set(used)
+    missing = {paper: str(path) for paper, path in used.items() if paper not in cited}
+    assert not missing, f'paper ids without a citation in the README References: {missing}'
+    seeds = REPO.parent / 'shared' / 'seeds'
+    if seeds.is_dir():   # the papers themselves, where the workspace has them
+        for paper in cited:
+            assert list(seeds.glob(f'{paper}_*.txt')), f'[{paper}] is not in {seeds}'
+
+
+def test_bench_scripts_stamp_their_results_and_render_the_docs():
+    for script in ('bench_dynamics.py', 'bench_symbolic.py', 'ros_latency.py', 'startup.py',
+                   'soak.py', 'faults.py', 'bench_loading.py'):
+        text = (REPO / 'bench' / script).read_text(encoding='utf-8')
+        assert 'provenance.stamp()' in text, script
+        assert 'provenance.regenerate_docs(' in text, script
+    makefile = (REPO / 'Makefile').read_text(encoding='utf-8')
+    bench = makefile[makefile.index('\nbench:'):]
+    bench = bench[:bench.index('\n\n')]
+    for script in ('bench_dynamics.py', 'bench_symbolic.py', 'ros_latency.py', 'startup.py',
+                   'soak.py', 'faults.py', 'bench_loading.py', 'report.py'):
+        assert f'bench/{script}' in bench, f'make bench does not run {script}'
+
+
+def test_stamp_names_revision_date_and_machine():
+    import provenance
+    stamp = provenance.stamp()
+    assert set(stamp) >= {'git', 'date', 'cpu', 'cpu_count', 'machine', 'python'}
+    assert stamp['cpu_count'] == os.cpu_count()
+    assert re.match(r'^([0-9a-f]{7,}(\+dirty)?|unknown)$', stamp['git']), stamp['git']
+    assert re.match(r'^\d{4}-\d\d-\d\dT', stamp['date'])
