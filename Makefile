@@ -36,6 +36,7 @@ bench: venv
 	$(PY) bench/bench_dynamics.py
 	$(PY) bench/bench_kinematics.py
 	$(PY) bench/bench_symbolic.py
+	$(PY) bench/bench_loading.py
 	$(PY) bench/startup.py
 	$(PY) bench/ros_latency.py
 	$(PY) bench/ros_latency.py --thread-priority 0 \

@@ -31,7 +31,7 @@ setup(
         ('share/' + package_name + '/urdf', glob('urdf/*.urdf')),
     ],
     install_requires=['setuptools', 'numpy>=1.24', 'scipy>=1.10', 'numba>=0.60,<0.69',
-                      'sympy>=1.12', 'urdfdom-py>=1.2', 'pyyaml>=6', 'matplotlib>=3.7'],
+                      'sympy>=1.12', 'pyyaml>=6', 'matplotlib>=3.7'],
     zip_safe=True,
     maintainer='kron_dynamics developers',
     maintainer_email='kron_dynamics@example.com',

@@ -16,7 +16,8 @@
 The robots of the dynamics benchmark, as URDF text that every library loads unchanged.
 
 - ``panda``: the 7-DOF Franka Emika Panda of ``example-robot-data``, with the two finger
-  joints made fixed (kron_dynamics rejects the ``mimic`` one), and no visual or collision
+  joints made fixed (the same 7 coordinates in every library: MuJoCo drops ``<mimic>``,
+  PyBullet ignores it; kron_dynamics takes it as a constraint), and no visual or collision
   geometry (no meshes to resolve; PyBullet and MuJoCo cannot derive inertias from shapes);
 - ``chain_<n>`` for n = 2, 6, 12, 24, 48: serial chains of revolute joints, axes along x, y
   or z or tilted, joint origins with xyz and rpy, full (non-diagonal) inertia tensors with

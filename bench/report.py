@@ -292,6 +292,41 @@ def startup_table(r: Results) -> str:
         source(r, 'startup')])
 
 
+# ------------------------------------------------------------------------------ loading
+LOADING_ROBOTS = ('panda_description/urdf/panda.urdf', 'ur_description/urdf/ur5_robot.urdf',
+                  'talos_data/robots/talos_full_v2.urdf',
+                  'tiago_description/robots/tiago_dual.urdf')
+
+
+def loading_table(r: Results) -> str:
+    """Load time of every example-robot-data URDF against Pinocchio, and a 5000-link chain."""
+    d = r['loading']
+    s, chain = d['summary'], d['chain']
+    by_name = {row['urdf']: row for row in d['robots']}
+    rows = [['median over the robots', '', '', fmt(s['median_ratio']),
+             fmt(s['median_wall_ratio']), f"≤ {s['targets']['median_ratio']:g}",
+             met(s['median_ratio'] <= s['targets']['median_ratio'])],
+            [f"worst: `{s['worst_robot'].split('/')[-1]}`", '', '', fmt(s['worst_ratio']), '',
+             '–', '–']]
+    for name in LOADING_ROBOTS:
+        row = by_name.get(name)
+        if row and 'ratio' in row:
+            rows.append([f"`{name.split('/')[-1]}`", fmt(row['ours_s'] * 1e3),
+                         fmt(row['pinocchio_s'] * 1e3), fmt(row['ratio']),
+                         fmt(row['wall_ratio']), '–', '–'])
+    pin_chain = (f"{fmt(chain['pinocchio_s'])} s" if chain.get('pinocchio_s') is not None
+                 else f"fails ({chain.get('pinocchio_failed', 'not run')})")
+    chain_target = s['targets']['chain_5000_s']
+    return '\n\n'.join([
+        table(['robots', 'ours [ms]', 'Pinocchio [ms]', 'ratio (CPU)', 'ratio (wall)',
+               'target', 'verdict'], rows),
+        f"{s['robots_timed']} robots both load; best of {d['repeats']} per robot and library. "
+        f"A {chain['links']}-link chain loads in {fmt(chain['ours_s'])} s (target ≤ "
+        f"{chain_target:g} s: {met(chain['ours_s'] < chain_target)}); Pinocchio on it: "
+        f"{pin_chain}.",
+        source(r, 'loading')])
+
+
 # ------------------------------------------------------------------------------ ROS latency
 LATENCY_RUNS = ['ros_latency', 'ros_latency_normal_scheduling', 'ros_latency_loaded',
                 'ros_latency_loaded_normal_scheduling']
@@ -595,6 +630,12 @@ start after installing or editing `kron_dynamics/kernels/` or `nodes/wire.py` is
 `make demo` and `make test` fill the cache. The echo node (`bench/echo_node.py`: Python,
 rclpy, no model) is the floor set by the interpreter, rclpy and DDS discovery.""",
      [startup_table]),
+    ('## Loading a URDF', """\
+`bench/bench_loading.py`: `RobotModel.from_urdf_file` (read, parse, check, build the tree)
+against Pinocchio's `buildModelFromUrdf` (urdfdom) on every URDF of example-robot-data 6.0.0,
+alternately in one process, in CPU time (wall-clock alongside); robots with non-physical
+inertias with `inertia_check='warn'`.""",
+     [loading_table]),
     ('## ROS latency', """\
 `bench/ros_latency.py`: 1 kHz joint states into `dynamics_node` and, in alternating blocks
 of the same stream, into a trivial echo node (`bench/echo_node.py`, same executor and queue);

@@ -41,6 +41,9 @@ def info(path: str) -> int:
         j = model.joints[name]
         print(f'{name:<24}{j.type:<12}{j.lower:>12.6g}{j.upper:>12.6g}{j.effort:>12.6g}'
               f'{j.velocity:>12.6g}{moved:>14.6g}')
+    for mimic in model.mimic_joints.values():
+        print(f"mimic joint '{mimic.name}' = {mimic.multiplier:.6g} * '{mimic.primary}' + "
+              f'{mimic.offset:.6g} (a constraint, not a coordinate)')
     q0 = np.zeros(model.n)
     print(_matrix('M(0)', model.mass_matrix(q0)))
     print(_matrix('G(0)', model.gravity_torque(q0)))

@@ -20,6 +20,11 @@ joints at fault) and then calls a compiled kernel (:mod:`kron_dynamics.kernels`)
 readable algorithm (:mod:`kron_dynamics.algorithms`). 1-D float64 arrays take a fast path
 straight into the kernel, which checks lengths and finiteness itself; anything else (lists,
 other dtypes, batches, bad values) takes the general path with the descriptive errors.
+
+A description with mimic joints gives a :class:`CoupledRobotModel` (a RobotModel): its
+coordinates are the independent joints u, every movable joint follows q = B u + d, and the
+results are projected (004 section 5): the tree's own methods are untouched, so a model
+without mimic joints runs exactly the code it ran before.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from .algorithms.operational_space import operational_space_inertia
 from .errors import ModelError, SingularMassMatrixError
 from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .model.dh import DHRow, dh_to_urdf
+from .model.mimic import coupling, MimicJoint
 from .model.reduce import lock_joints
 from .model.urdf import JointInfo, parse_urdf, RobotDescription
 
@@ -56,6 +62,7 @@ MASS_MATRIX_METHODS = {
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
 _NO_WRENCH = np.zeros((0, 6))
+_NO_MIMICS: Mapping[str, MimicJoint] = MappingProxyType({})
 
 
 _ORIGIN = np.zeros(3)
@@ -83,7 +90,7 @@ def _lock_unlisted(description: RobotDescription, joint_names) -> RobotDescripti
             or not isinstance(joint_names, Iterable):
         return description        # RobotModel._joint_order reports the bad argument
     listed = {str(j) for j in joint_names}
-    others = {j: 0.0 for j in description.joint_names if j not in listed}
+    others = {j: 0.0 for j in description.independent_joints if j not in listed}
     return lock_joints(description, others) if others else description
 
 
@@ -97,7 +104,20 @@ class RobotModel:
     broadcast), and returns the results stacked along a new first axis of length N (also
     for N = 0). The model is immutable: ``with_gravity`` and ``with_armature`` return
     modified copies.
+
+    Mimic joints (URDF ``<mimic>``) are holonomic constraints: the model's coordinates are
+    the independent joints, ``mimic_joints`` says how the others follow, and every result
+    is that of the constrained system (see :class:`CoupledRobotModel`).
     """
+
+    mimic_joints: Mapping[str, MimicJoint] = _NO_MIMICS
+
+    def __new__(cls, description: RobotDescription | None = None, *args, **kwargs):
+        """Return a :class:`CoupledRobotModel` for a description with mimic joints."""
+        if (cls is RobotModel and isinstance(description, RobotDescription)
+                and description.mimic_joints):
+            cls = CoupledRobotModel
+        return super().__new__(cls)
 
     def __init__(self, description: RobotDescription, joint_names: Sequence[str] | None = None,
                  armature: ArrayLike | None = None, lock_others: bool = False):
@@ -150,12 +170,17 @@ class RobotModel:
 
     def _joint_order(self, joint_names) -> tuple[str, ...]:
         """Check a user joint order against the movable joints; ModelError naming the fault."""
-        movable = self._description.joint_names
+        movable = self._description.independent_joints
         if joint_names is None:
             return tuple(movable)
         if isinstance(joint_names, str) or not isinstance(joint_names, Iterable):
             raise ModelError(f'joint_names must be a list of joint names, got {joint_names!r}')
         names = [str(j) for j in joint_names]
+        mimics = [j for j in names if j in self._description.mimic_joints]
+        if mimics:
+            raise ModelError(f'joint_names: {mimics} are mimic joints, which follow other '
+                             f'joints and are not coordinates; the independent joints are '
+                             f'{list(movable)}')
         unknown = [j for j in names if j not in self._description.joints]
         if unknown:
             raise ModelError(f'joint_names: unknown or non-movable joint(s) {unknown}; '
@@ -174,34 +199,43 @@ class RobotModel:
     def from_urdf_string(cls, xml: str, joint_names: Sequence[str] | None = None,
                          gravity: ArrayLike = (0.0, 0.0, -9.81),
                          armature: ArrayLike | None = None,
-                         source: str = '<string>', lock_others: bool = False) -> RobotModel:
+                         source: str = '<string>', lock_others: bool = False,
+                         inertia_check: str = 'error') -> RobotModel:
         """
         Build a model from URDF text; gravity is a 3-vector in the root link frame.
 
         ``lock_others=True`` locks the movable joints that ``joint_names`` leaves out at 0.
+        ``inertia_check='warn'`` loads links of moving bodies whose inertia no rigid body can
+        have (negative principal moment, triangle inequality broken) as written, with one
+        warning per link; the default 'error' refuses them (ModelError naming the link).
         """
-        return cls(parse_urdf(xml, source, gravity), joint_names, armature, lock_others)
+        return cls(parse_urdf(xml, source, gravity, inertia_check), joint_names, armature,
+                   lock_others)
 
     @classmethod
     def from_urdf_file(cls, path: str | Path, joint_names: Sequence[str] | None = None,
                        gravity: ArrayLike = (0.0, 0.0, -9.81),
                        armature: ArrayLike | None = None,
-                       lock_others: bool = False) -> RobotModel:
+                       lock_others: bool = False, inertia_check: str = 'error') -> RobotModel:
         """Build a model from a URDF file (arguments as :meth:`from_urdf_string`)."""
         try:
             xml = Path(path).read_text(encoding='utf-8')
         except (OSError, UnicodeDecodeError) as exc:
             raise ModelError(f'cannot read URDF file {path}: {exc}') from None
         return cls.from_urdf_string(xml, joint_names, gravity, armature, source=str(path),
-                                    lock_others=lock_others)
+                                    lock_others=lock_others, inertia_check=inertia_check)
 
     @classmethod
     def from_dh(cls, rows: Sequence[DHRow], name: str = 'dh_robot',
                 base_xyz: ArrayLike = (0.0, 0.0, 0.0), base_rpy: ArrayLike = (0.0, 0.0, 0.0),
                 gravity: ArrayLike = (0.0, 0.0, -9.81)) -> RobotModel:
-        """Build a model of a standard DH table; q_i is the i-th DH variable (model.dh)."""
+        """
+        Build a model of a standard DH table; q_i is the i-th DH variable (model.dh).
+
+        Rows with ``mimic`` follow another joint and are no coordinates.
+        """
         xml = dh_to_urdf(list(rows), name, base_xyz, base_rpy)
-        return cls.from_urdf_string(xml, [r.joint for r in rows], gravity,
+        return cls.from_urdf_string(xml, [r.joint for r in rows if r.mimic is None], gravity,
                                     source=f'DH table {name}')
 
     # ----------------------------------------------------------------- properties
@@ -234,6 +268,39 @@ class RobotModel:
     def velocity_limits(self) -> Array:
         """URDF velocity limits per joint (inf where none)."""
         return np.array([self.joints[j].velocity for j in self.joint_names])
+
+    @property
+    def full_joint_names(self) -> tuple[str, ...]:
+        """Every movable joint: ``joint_names``, then the mimic joints (tree order)."""
+        return self.joint_names
+
+    @property
+    def unconstrained(self) -> RobotModel:
+        """Return the tree without its mimic constraints (this model if it has none)."""
+        return self
+
+    def coupling(self) -> tuple[Array, Array]:
+        """
+        Return (B, d): the positions of ``full_joint_names`` are q = B u + d (004 section 5).
+
+        u are the coordinates in ``joint_names`` order; without mimic joints B = I, d = 0.
+        """
+        return np.eye(self.n), np.zeros(self.n)
+
+    def full_configuration(self, q: ArrayLike) -> Array:
+        """Return the position of every movable joint (``full_joint_names``) at q."""
+        (q,), _ = self._inputs(q=q)
+        return np.array(q)
+
+    def full_velocity(self, qd: ArrayLike) -> Array:
+        """Return the velocity of every movable joint (``full_joint_names``)."""
+        (qd,), _ = self._inputs(qd=qd)
+        return np.array(qd)
+
+    def full_acceleration(self, qdd: ArrayLike) -> Array:
+        """Return the acceleration of every movable joint (``full_joint_names``)."""
+        (qdd,), _ = self._inputs(qdd=qdd)
+        return np.array(qdd)
 
     def moved_mass(self) -> Array:
         """Return, per joint, the mass of the bodies it moves (its subtree)."""
@@ -847,3 +914,327 @@ class RobotModel:
 
     def __repr__(self) -> str:
         return f'RobotModel({self.name!r}, n={self.n}, joints={list(self.joint_names)})'
+
+
+class CoupledRobotModel(RobotModel):
+    """
+    A tree with mimic joints: the holonomic constraints q = B u + d of 004 section 5.
+
+    The coordinates u are the independent joints (``joint_names``); every movable joint
+    (``full_joint_names``) follows q = B u + d, q' = B u', q'' = B u'', B constant (URDF
+    ``<mimic>``: q_m = multiplier q_p + offset, chains resolved). Every method takes u and
+    returns the constrained system's quantities, computed on the tree at q and projected:
+    M_u = B^T M(q) B, G_u = B^T G(q), tau_u = B^T tau, and, because (B kron B)(u' kron u')
+    = (B u') kron (B u'), C*_u(u) = B^T C*(q) (B kron B), which is eq. (101) of 000 applied
+    to M_u (test/test_mimic.py checks it by finite differences of M_u). Kinematics (poses,
+    J_u = J B, H_u) include the mimic motion. Armature is per independent joint. ``tree`` is
+    the whole tree (one body per movable joint, mimic ones included); ``unconstrained`` is
+    the RobotModel of that tree, joints in ``full_joint_names`` order.
+    """
+
+    def __init__(self, description: RobotDescription, joint_names: Sequence[str] | None = None,
+                 armature: ArrayLike | None = None, lock_others: bool = False):
+        """Build the constrained model (see :class:`RobotModel`; q means u here)."""
+        if not isinstance(description, RobotDescription) or not description.mimic_joints:
+            raise TypeError('CoupledRobotModel needs a RobotDescription with mimic joints; '
+                            'RobotModel(description) chooses the class itself')
+        if lock_others:
+            if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
+                joint_names = list(joint_names)       # read twice: may be an iterator
+            description = _lock_unlisted(description, joint_names)
+        self._description = description
+        self.tree = description.tree
+        self.name: str = description.name
+        self.root_link: str = description.root_link
+        self.total_mass: float = description.total_mass
+        self.mimic_joints = description.mimic_joints
+        self.joint_names: tuple[str, ...] = self._joint_order(joint_names)
+        self.joints: Mapping[str, JointInfo] = MappingProxyType(
+            {j: description.joints[j] for j in self.joint_names})
+        mimics = tuple(j for j in description.joint_names if j in description.mimic_joints)
+        self._full_names = self.joint_names + mimics
+        # the unconstrained tree, its joints in full_joint_names order, no armature
+        self._full = RobotModel(dataclasses.replace(description, mimic_joints={}),
+                                self._full_names)
+        self._site_rows = self._full._site_rows      # link names are those of the tree
+        B, d = coupling(self._full_names, self.joint_names, description.mimic_joints)
+        B.setflags(write=False)
+        d.setflags(write=False)
+        self._B, self._d, self._Bt = B, d, np.ascontiguousarray(B.T)
+        self._n = len(self.joint_names)
+        self._nn = (self._n, self._n)
+        try:
+            armature = self._vector(np.zeros(self._n) if armature is None else armature,
+                                    'armature')
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        if np.any(armature < 0):
+            raise ModelError('armature must be >= 0')
+        armature.setflags(write=False)
+        self.armature: Array = armature
+        self._zeros = np.zeros(self._n)
+        self._zeros.setflags(write=False)
+        full = self._full.joints
+        self._damping = np.array([full[j].damping for j in self._full_names])
+        self._friction = np.array([full[j].friction for j in self._full_names])
+
+    @property
+    def n(self) -> int:
+        """Return the number of coordinates (independent joints)."""
+        return len(self.joint_names)
+
+    @property
+    def full_joint_names(self) -> tuple[str, ...]:
+        """Every movable joint: ``joint_names``, then the mimic joints (tree order)."""
+        return self._full_names
+
+    @property
+    def unconstrained(self) -> RobotModel:
+        """Return the tree without the mimic constraints, joints in full_joint_names order."""
+        return self._full
+
+    def coupling(self) -> tuple[Array, Array]:
+        """Return (B, d): the positions of ``full_joint_names`` are q = B u + d."""
+        return np.array(self._B), np.array(self._d)
+
+    # ----------------------------------------------------------------- u -> q
+    def _lift(self, u: Array) -> Array:
+        """Positions of the full tree, q = B u + d, for checked u of shape (n,) or (N, n)."""
+        return u @ self._Bt + self._d
+
+    def _lift_rate(self, ud: Array) -> Array:
+        """Velocities or accelerations of the full tree, B u' (no offset)."""
+        return ud @ self._Bt
+
+    def full_configuration(self, q: ArrayLike) -> Array:
+        """Return the position of every movable joint (``full_joint_names``) at u."""
+        (u,), _ = self._inputs(q=q)
+        return self._lift(u)
+
+    def full_velocity(self, qd: ArrayLike) -> Array:
+        """Return the velocity of every movable joint (``full_joint_names``), B u'."""
+        (ud,), _ = self._inputs(qd=qd)
+        return self._lift_rate(ud)
+
+    def full_acceleration(self, qdd: ArrayLike) -> Array:
+        """Return the acceleration of every movable joint (``full_joint_names``), B u''."""
+        (udd,), _ = self._inputs(qdd=qdd)
+        return self._lift_rate(udd)
+
+    # ----------------------------------------------------------------- projections
+    def _vec(self, tau: Array) -> Array:
+        """B^T tau for tau of shape (..., n_full)."""
+        return tau @ self._B
+
+    def _mat(self, M: Array) -> Array:
+        """B^T M B for M of shape (..., n_full, n_full)."""
+        return self._Bt @ M @ self._B
+
+    def _cols(self, J: Array) -> Array:
+        """J B for J of shape (..., k, n_full)."""
+        return J @ self._B
+
+    def _star(self, C: Array) -> Array:
+        """B^T C* (B kron B) for C* of shape (..., n_full, n_full^2)."""
+        nf, n = self._B.shape
+        lead = C.shape[:-2]
+        C3 = C.reshape(*lead, nf, nf, nf) @ self._B              # [i, j, c]
+        C3 = self._Bt @ C3                                       # [i, b, c]
+        out = self._Bt @ C3.reshape(*lead, nf, n * n)            # [a, b c]
+        return out
+
+    def _hess(self, H: Array) -> Array:
+        """H_u[:, a n + c] = sum B_sa B_kc H[:, s nf + k] for H of shape (..., 3, n_full^2)."""
+        nf, n = self._B.shape
+        lead = H.shape[:-1]
+        return (self._Bt @ H.reshape(*lead, nf, nf) @ self._B).reshape(*lead, n * n)
+
+    # ----------------------------------------------------------------- kinematics
+    def link_pose(self, q: ArrayLike, link: str) -> Array:
+        """Return the 4 x 4 pose of a link frame in the root frame at u (mimic motion in)."""
+        self._frame(link)
+        (u,), _ = self._inputs(q=q)
+        return self._full.link_pose(self._lift(u), link)
+
+    def link_poses(self, q: ArrayLike) -> Array:
+        """Return the 4 x 4 poses of all links at u, (L, 4, 4) in ``link_names`` order."""
+        (u,), _ = self._inputs(q=q)
+        return self._full.link_poses(self._lift(u))
+
+    def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
+                 frame: str = 'local_world_aligned') -> Array:
+        """Return J B, the 6 x n Jacobian in u of a link or point (frames as RobotModel)."""
+        self._frame(link)
+        (u,), _ = self._inputs(q=q)
+        return self._cols(self._full.jacobian(self._lift(u), link, point, frame))
+
+    def jacobian_derivative(self, q: ArrayLike, qd: ArrayLike, link: str,
+                            point: ArrayLike | None = None,
+                            frame: str = 'local_world_aligned') -> Array:
+        """Return J'(q, B u') B, the time derivative of :meth:`jacobian` (B is constant)."""
+        self._frame(link)
+        (u, ud), _ = self._inputs(q=q, qd=qd)
+        return self._cols(self._full.jacobian_derivative(self._lift(u), self._lift_rate(ud),
+                                                         link, point, frame))
+
+    def acceleration(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, link: str,
+                     point: ArrayLike | None = None,
+                     frame: str = 'local_world_aligned') -> Array:
+        """Return the classical acceleration of a link or point at (u, u', u''), 6 values."""
+        self._frame(link)
+        (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
+        return self._full.acceleration(self._lift(u), self._lift_rate(ud),
+                                       self._lift_rate(udd), link, point, frame)
+
+    def hessian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
+                frame: str = 'local_world_aligned') -> Array:
+        """Return the 6 x n^2 Hessian of :meth:`jacobian` in u: d(J B)[:, s]/du_k."""
+        self._frame(link)
+        (u,), _ = self._inputs(q=q)
+        return self._hess(self._full.hessian(self._lift(u), link, point, frame))
+
+    def center_of_mass(self, q: ArrayLike, include_root: bool = False) -> Array:
+        """Return the centre of mass (3,) at u (``include_root`` as for RobotModel)."""
+        (u,), _ = self._inputs(q=q)
+        return self._full.center_of_mass(self._lift(u), include_root)
+
+    def center_of_mass_jacobian(self, q: ArrayLike, include_root: bool = False) -> Array:
+        """Return the 3 x n Jacobian of :meth:`center_of_mass` in u."""
+        (u,), _ = self._inputs(q=q)
+        return self._cols(self._full.center_of_mass_jacobian(self._lift(u), include_root))
+
+    def locked(self, values: Mapping[str, float]) -> RobotModel:
+        """
+        Lock independent joints at the given coordinates; their mimic joints follow.
+
+        A mimic joint cannot be locked itself; otherwise as :meth:`RobotModel.locked`.
+        """
+        description = lock_joints(self._description, values)
+        keep = [i for i, j in enumerate(self.joint_names) if j not in values]
+        return RobotModel(description, [self.joint_names[i] for i in keep],
+                          self.armature[keep])
+
+    def jacobians(self, q: ArrayLike, link: str,
+                  point: ArrayLike | None = None) -> tuple[Array, Array]:
+        """(J_T B, J_R B), each 3 x n: the Jacobians in u (000 eqs. 29, 37, 45; 004 sec. 5)."""
+        self._frame(link)
+        (u,), _ = self._inputs(q=q)
+        JT, JR = self._full.jacobians(self._lift(u), link, point)
+        return self._cols(JT), self._cols(JR)
+
+    def hessians(self, q: ArrayLike, link: str,
+                 point: ArrayLike | None = None) -> tuple[Array, Array]:
+        """(H_T, H_R) in u, each 3 x n^2: H[:, s*n + k] = d(J B)[:, s]/du_k (000 eq. 5)."""
+        self._frame(link)
+        (u,), _ = self._inputs(q=q)
+        HT, HR = self._full.hessians(self._lift(u), link, point)
+        return self._hess(HT), self._hess(HR)
+
+    # ----------------------------------------------------------------- dynamics
+    def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
+        """Return M_u = B^T M(q) B (+ armature), n x n; ``method`` as for RobotModel."""
+        (u,), _ = self._inputs(q=q)
+        return self._mat(self._full.mass_matrix(self._lift(u), method)) + np.diag(
+            self.armature)
+
+    def coriolis_star(self, q: ArrayLike, method: str | None = None) -> Array:
+        """C*_u = B^T C*(q) (B kron B), n x n^2: eq. (101) of M_u (000; 004 section 5)."""
+        (u,), _ = self._inputs(q=q)
+        return self._star(self._full.coriolis_star(self._lift(u), method))
+
+    def coriolis_matrix(self, q: ArrayLike, qd: ArrayLike) -> Array:
+        """C_u = B^T C(q, B u') B: M_u' - 2 C_u is skew, C_u u' = C*_u (u' kron u')."""
+        (u, ud), _ = self._inputs(q=q, qd=qd)
+        return self._mat(self._full.coriolis_matrix(self._lift(u), self._lift_rate(ud)))
+
+    def coriolis_vector(self, q: ArrayLike, qd: ArrayLike) -> Array:
+        """C*_u (u' kron u') = B^T C*(q)(q' kron q'), q' = B u'."""
+        (u, ud), _ = self._inputs(q=q, qd=qd)
+        return self._vec(self._full.coriolis_vector(self._lift(u), self._lift_rate(ud)))
+
+    def gravity_torque(self, q: ArrayLike) -> Array:
+        """G_u = B^T G(q) = dV/du."""
+        (u,), _ = self._inputs(q=q)
+        return self._vec(self._full.gravity_torque(self._lift(u)))
+
+    def bias_torque(self, q: ArrayLike, qd: ArrayLike) -> Array:
+        """Return C*_u (u' kron u') + G_u, the generalized force that holds u'' = 0."""
+        (u, ud), _ = self._inputs(q=q, qd=qd)
+        return self._vec(self._full.bias_torque(self._lift(u), self._lift_rate(ud)))
+
+    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                         f_ext: Mapping[str, ArrayLike] | None = None) -> Array:
+        """
+        Return tau_u = B^T tau(q, B u', B u'', f_ext) + armature u'' (004 section 5).
+
+        The generalized forces of the independent joints that produce u''; ``f_ext`` as
+        for RobotModel.
+        """
+        (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
+        tau = self._full.inverse_dynamics(self._lift(u), self._lift_rate(ud),
+                                          self._lift_rate(udd), f_ext)
+        return self._vec(tau) + self.armature * udd
+
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike) -> Array:
+        """Return u'' = M_u^-1 (tau_u - C*_u (u' kron u') - G_u); SingularMassMatrixError."""
+        (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
+        if N is not None:
+            return self._per_row(self.forward_dynamics, N, u, ud, tau_u)
+        return solve_mass_matrix(self.mass_matrix(u), tau_u - self.bias_torque(u, ud),
+                                 list(self.joint_names))
+
+    def integrate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
+                  steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
+        """Integrate u'' = forward_dynamics(u, u', tau - damping u') with fixed-step RK4."""
+        damping = self._zeros if damping is None else self._vector(damping, 'damping')
+        (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
+        if N is not None:
+            return self._per_row(
+                lambda a, b, c: self.integrate(a, b, c, dt, steps, damping), N, u, ud, tau_u)
+        try:
+            dt, steps = float(dt), int(steps)
+        except (TypeError, ValueError):
+            raise ValueError(f'dt must be a number and steps an integer, got dt={dt!r}, '
+                             f'steps={steps!r}') from None
+        if not np.isfinite(dt) or steps < 0:
+            raise ValueError(f'dt must be finite and steps >= 0, got dt={dt}, steps={steps}')
+
+        def f(x, v):
+            return self.forward_dynamics(x, v, tau_u - damping * v)
+
+        x, v = np.array(u), np.array(ud)
+        for _ in range(steps):
+            a1 = f(x, v)
+            a2 = f(x + 0.5 * dt * v, v + 0.5 * dt * a1)
+            v2 = v + 0.5 * dt * a1
+            a3 = f(x + 0.5 * dt * v2, v + 0.5 * dt * a2)
+            v3 = v + 0.5 * dt * a2
+            a4 = f(x + dt * v3, v + dt * a3)
+            v4 = v + dt * a3
+            x = x + dt / 6.0 * (v + 2.0 * v2 + 2.0 * v3 + v4)
+            v = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        return x, v
+
+    def potential_energy(self, q: ArrayLike) -> float | Array:
+        """V(q) at q = B u + d, zero at the root origin; G_u = dV/du."""
+        (u,), _ = self._inputs(q=q)
+        return self._full.potential_energy(self._lift(u))
+
+    def friction_torque(self, qd: ArrayLike) -> Array:
+        """B^T (damping q' + friction sign(q')) of every movable joint's <dynamics>, q' = B u'."""
+        (ud,), _ = self._inputs(qd=qd)
+        v = self._lift_rate(ud)
+        return self._vec(self._damping * v + self._friction * np.sign(v))
+
+    def moved_mass(self) -> Array:
+        """Return, per independent joint, the mass of the bodies it moves (with its mimics)."""
+        tree = self.tree
+        index = {name: i for i, name in enumerate(self._description.joint_names)}
+        full_rows = [index[j] for j in self._full_names]
+        out = []
+        for k in range(self.n):
+            moved = np.zeros(tree.n, dtype=bool)
+            for row in np.nonzero(self._B[:, k])[0]:
+                moved |= tree.subtree(full_rows[row])
+            out.append(tree.mass[moved].sum())
+        return np.array(out)

@@ -140,7 +140,7 @@ def test_every_paper_id_resolves_to_a_citation():
 
 def test_bench_scripts_stamp_their_results_and_render_the_docs():
     for script in ('bench_dynamics.py', 'bench_symbolic.py', 'ros_latency.py', 'startup.py',
-                   'soak.py', 'faults.py'):
+                   'soak.py', 'faults.py', 'bench_loading.py'):
         text = (REPO / 'bench' / script).read_text(encoding='utf-8')
         assert 'provenance.stamp()' in text, script
         assert 'provenance.regenerate_docs(' in text, script
@@ -148,7 +148,7 @@ def test_bench_scripts_stamp_their_results_and_render_the_docs():
     bench = makefile[makefile.index('\nbench:'):]
     bench = bench[:bench.index('\n\n')]
     for script in ('bench_dynamics.py', 'bench_symbolic.py', 'ros_latency.py', 'startup.py',
-                   'soak.py', 'faults.py', 'report.py'):
+                   'soak.py', 'faults.py', 'bench_loading.py', 'report.py'):
         assert f'bench/{script}' in bench, f'make bench does not run {script}'
 
 

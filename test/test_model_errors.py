@@ -91,10 +91,10 @@ def joint(name, parent, child, kind='fixed'):
             f'<child link="{child}"/></joint>\n')
 
 
-def in_joint(j, old, new):
-    """Edit ``old`` -> ``new`` inside joint j1 or j2 only."""
+def in_joint(j, old, new, text=BASE):
+    """Edit ``old`` -> ``new`` inside joint j1 or j2 only (of BASE, or of ``text``)."""
     block = {'j1': J1, 'j2': J2}[j]
-    return edit(block, edit(old, new, block))
+    return edit(block, edit(old, new, block), text)
 
 
 BAD_URDFS = {
@@ -111,9 +111,9 @@ BAD_URDFS = {
     'duplicate_joint': (edit('<joint name="j2"', '<joint name="j1"'),
                         r"duplicate joint name 'j1'"),
     'missing_parent_element': (in_joint('j2', '<parent link="a"/>', ''),
-                               r"joint 'j2': Required element not set in XML: parent"),
+                               r"joint 'j2': has no <parent> element"),
     'missing_child_element': (in_joint('j2', '<child link="b"/>', ''),
-                              r"joint 'j2': Required element not set in XML: child"),
+                              r"joint 'j2': has no <child> element"),
     'parent_without_link_attribute': (in_joint('j2', '<parent link="a"/>', '<parent/>'),
                                       r"joint 'j2': <parent> has no link attribute"),
     'parent_link_missing': (in_joint('j2', '<parent link="a"/>', '<parent link="ghost"/>'),
@@ -133,15 +133,32 @@ BAD_URDFS = {
     'link_with_two_parents': (add(joint('j3', 'base', 'b')),
                               r"joint 'j3': link 'b' is already the child of joint 'j2'"),
     'unknown_joint_type': (edit('type="prismatic"', 'type="hinge"'),
-                           r"joint 'j2': Invalid joint type: hinge"),
+                           r"joint 'j2': unknown joint type 'hinge'"),
     'joint_without_type': (edit('<joint name="j2" type="prismatic">', '<joint name="j2">'),
-                           r"joint 'j2': Required attribute not set in XML: type"),
+                           r"joint 'j2': has no type attribute"),
     'floating': (edit('type="prismatic"', 'type="floating"'),
                  r"joint 'j2': joint type 'floating' is not supported"),
     'planar': (edit('type="prismatic"', 'type="planar"'),
                r"joint 'j2': joint type 'planar' is not supported"),
-    'mimic': (in_joint('j2', '<axis', '<mimic joint="j1" multiplier="2"/><axis'),
-              r"joint 'j2': mimic joints are not supported"),
+    'mimic_of_missing_joint': (in_joint('j2', '<axis', '<mimic joint="j9"/><axis'),
+                               r"<mimic> names joint\(s\) that do not exist: joint 'j2' "
+                               r'<mimic joint="j9">'),
+    'mimic_of_itself': (in_joint('j2', '<axis', '<mimic joint="j2"/><axis'),
+                        r"joint 'j2': <mimic> tags form a cycle: j2 -> j2"),
+    'mimic_cycle': (in_joint('j1', '<axis', '<mimic joint="j2"/><axis',
+                             in_joint('j2', '<axis', '<mimic joint="j1"/><axis')),
+                    r"joint 'j1': <mimic> tags form a cycle: j1 -> j2 -> j1"),
+    'mimic_of_fixed_joint': (add('<link name="c"/>' + joint('jf', 'b', 'c')).replace(
+        '<axis xyz="1 0 0"/>', '<mimic joint="jf"/><axis xyz="1 0 0"/>'),
+        r"joint 'j2': <mimic joint=\"jf\"> names a fixed joint"),
+    'mimic_without_joint': (in_joint('j2', '<axis', '<mimic multiplier="2"/><axis'),
+                            r"joint 'j2': <mimic> has no joint attribute"),
+    'mimic_nan_multiplier': (in_joint('j2', '<axis', '<mimic joint="j1" multiplier="nan"/><axis'),
+                             r"joint 'j2': <mimic multiplier=\"nan\"> is not finite"),
+    'mimic_inf_offset': (in_joint('j2', '<axis', '<mimic joint="j1" offset="-inf"/><axis'),
+                         r"joint 'j2': <mimic offset=\"-inf\"> is not finite"),
+    'mimic_text_multiplier': (in_joint('j2', '<axis', '<mimic joint="j1" multiplier="x"/><axis'),
+                              r"joint 'j2': <mimic multiplier=\"x\"> is not numeric"),
     'axis_without_xyz': (edit('<axis xyz="0 0 1"/>', '<axis/>'),
                          r"joint 'j1': <axis> has no xyz attribute"),
     'zero_axis': (edit('<axis xyz="0 0 1"/>', '<axis xyz="0 0 0"/>'),
@@ -160,11 +177,6 @@ BAD_URDFS = {
                           r"joint 'j1': <limit effort=\"lots\"> is not numeric"),
     'wrong_count_xyz': (in_joint('j1', 'xyz="0 0 0.1"', 'xyz="1 2"'),
                         r"joint 'j1': <origin xyz=\"1 2\"> needs 3 number\(s\), got 2"),
-    'wrong_count_rgba': (edit('<link name="base"/>',
-                              '<link name="base"><visual><geometry><box size="1 1 1"/>'
-                              '</geometry><material name="m"><color rgba="1 0 0"/>'
-                              '</material></visual></link>'),
-                         r"link 'base': <color rgba=\"1 0 0\"> needs 4 number\(s\), got 3"),
     'inertia_not_psd': (edit(A_INERTIA, A_INERTIA.replace('ixx="0.1"', 'ixx="-1"')),
                         r"link 'a': inertia tensor is not positive semidefinite"),
     'inertia_triangle': (edit(A_INERTIA, '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" '
@@ -177,8 +189,17 @@ BAD_URDFS = {
     'limit_lower_above_upper': (edit(J1_LIMIT, J1_LIMIT.replace('lower="-2"', 'lower="3"')),
                                 r"joint 'j1': <limit> lower 3\.0 > upper 2\.0"),
     'limit_without_effort': (edit(J1_LIMIT, J1_LIMIT.replace(' effort="50"', '')),
-                             r"joint 'j1': Required attribute not set in XML: effort "
-                             r"\(at .*joint\[@name='j1'\]/limit\)"),
+                             r"joint 'j1': <limit> has no effort attribute"),
+    'limit_without_velocity': (edit(J1_LIMIT, J1_LIMIT.replace(' velocity="3"', '')),
+                               r"joint 'j1': <limit> has no velocity attribute"),
+    'inertial_without_mass': (edit('<mass value="2.0"/>', ''),
+                              r"link 'a': <inertial> has no <mass> element"),
+    'inertia_without_izz': (edit(A_INERTIA, A_INERTIA.replace(' izz="0.02"', '')),
+                            r"link 'a': <inertia> has no izz attribute"),
+    'robot_without_name': (edit('<robot name="arm">', '<robot>'),
+                           r'<robot> has no name attribute'),
+    'two_axes': (in_joint('j1', '<axis', '<axis xyz="1 0 0"/><axis'),
+                 r"joint 'j1' has more than one <axis> element"),
     'mass_without_value': (edit('<mass value="2.0"/>', '<mass/>'),
                            r"link 'a': <mass> has no value attribute"),
     'negative_effort': (edit('effort="50"', 'effort="-5"'),

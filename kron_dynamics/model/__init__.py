@@ -20,7 +20,8 @@ whose :class:`~.tree.KinematicTree` every algorithm and kernel works on. Nothing
 computes dynamics.
 """
 
+from .mimic import MimicJoint
 from .tree import KinematicTree
 from .urdf import JointInfo, parse_urdf, RobotDescription
 
-__all__ = ['JointInfo', 'KinematicTree', 'parse_urdf', 'RobotDescription']
+__all__ = ['JointInfo', 'KinematicTree', 'MimicJoint', 'parse_urdf', 'RobotDescription']

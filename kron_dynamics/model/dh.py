@@ -22,6 +22,9 @@ table's theta (revolute) or d (prismatic) is an offset added to q_i, 0 in the pa
 URDF puts the constant part of a joint transform before the motion and DH after it, so
 each row becomes a movable joint into ``link{i}_base`` (DH frame i-1 moved by q_i) and a
 fixed joint to ``link{i}`` (DH frame i), which carries body i's inertia.
+
+A row may follow another joint (``mimic``: q_i = multiplier * q_primary + offset, a URDF
+``<mimic>``): it is then no coordinate of the model (004 section 5, see model.mimic).
 """
 
 from dataclasses import dataclass, field
@@ -50,6 +53,42 @@ class DHRow:
     upper: float = math.pi
     effort: float = 1e3
     velocity: float = 10.0
+    mimic: object = None    # None, a joint name, (joint, multiplier[, offset]) or a dict
+
+
+def mimic_spec(value, where: str):
+    """
+    Return (joint, multiplier, offset) of a DH row's ``mimic`` entry, or None.
+
+    Accepted: a joint name; a sequence (joint, multiplier[, offset]); a mapping with keys
+    joint, multiplier (default 1), offset (default 0). Numbers must be finite.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        joint, multiplier, offset = value, 1.0, 0.0
+    elif isinstance(value, dict):
+        unknown = sorted(set(value) - {'joint', 'multiplier', 'offset'})
+        if unknown or 'joint' not in value:
+            raise ModelError(f'{where}: mimic needs a joint and may have multiplier and '
+                             f'offset, got {value!r}')
+        joint = value['joint']
+        multiplier, offset = value.get('multiplier', 1.0), value.get('offset', 0.0)
+    elif isinstance(value, (list, tuple)) and 1 <= len(value) <= 3:
+        defaults = (1.0, 0.0)[len(value) - 1:]      # multiplier 1, offset 0 if absent
+        joint, multiplier, offset = (*value, *defaults)
+    else:
+        raise ModelError(f'{where}: mimic must be a joint name, (joint, multiplier, offset) '
+                         f'or a mapping, got {value!r}')
+    try:
+        multiplier, offset = float(multiplier), float(offset)
+    except (TypeError, ValueError):
+        multiplier = offset = math.nan
+    if not (isinstance(joint, str) and joint and math.isfinite(multiplier)
+            and math.isfinite(offset)):
+        raise ModelError(f'{where}: mimic needs a joint name and finite numbers, got '
+                         f'{value!r}')
+    return joint, multiplier, offset
 
 
 def _fmt(values) -> str:
@@ -88,6 +127,7 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
         if row.mass < 0:
             raise ModelError(f'{where}: mass must be >= 0')
         check_inertia(inertia, where)
+        mimic = mimic_spec(row.mimic, where)
         if row.type == 'revolute':
             j_xyz, j_rpy = (0.0, 0.0, 0.0), (0.0, 0.0, row.theta)
             c_xyz = (row.a, 0.0, row.d)
@@ -102,6 +142,8 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
             '    <axis xyz="0 0 1"/>',
             f'    <limit lower="{_fmt([row.lower])}" upper="{_fmt([row.upper])}" '
             f'effort="{_fmt([row.effort])}" velocity="{_fmt([row.velocity])}"/>',
+            *([f'    <mimic joint="{mimic[0]}" multiplier="{mimic[1]!r}" '
+               f'offset="{mimic[2]!r}"/>'] if mimic else []),
             '  </joint>',
             f'  <link name="link{i}">',
             '    <inertial>',

@@ -20,18 +20,24 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from .rotations import skew
 from .tree import KinematicTree
 
 logger = logging.getLogger('kron_dynamics')
 
-# Relative tolerance for the inertia checks (positive semidefinite, triangle inequality).
+# Relative tolerance for the inertia checks (positive semidefinite, triangle inequality):
+# relative to a tensor's own size for a single tensor (check_inertia), and with an absolute
+# floor of INERTIA_TOL times the largest principal moment of the whole model for the links
+# of a URDF (check_link_inertias): a violation below it changes no result at all.
 INERTIA_TOL = 1e-9
+# What check_link_inertias does with a real violation on a moving body
+INERTIA_CHECKS = ('error', 'warn')
 # Warn when the inertia a joint moves at q = 0 (the joints below it free) is below this
 # fraction of the largest diagonal entry of M(0): cond(M) is then at least its inverse, so
 # forward dynamics loses that many digits (and refuses M as singular beyond 1e12).
 TINY_INERTIA_RATIO = 1e-8
 MAX_TINY_WARNINGS = 5
+# links named in full in one message; the others are counted
+MAX_NAMED_LINKS = 5
 
 
 def check_inertia(tensor: np.ndarray, where: str) -> None:
@@ -42,44 +48,123 @@ def check_inertia(tensor: np.ndarray, where: str) -> None:
     scale = max(float(np.max(np.abs(tensor))), 1e-300)
     if np.max(np.abs(tensor - tensor.T)) > INERTIA_TOL * scale:
         raise ModelError(f'{where}: inertia tensor is not symmetric')
-    ev = np.linalg.eigvalsh(tensor)
-    if ev[0] < -INERTIA_TOL * scale:
-        raise ModelError(
-            f'{where}: inertia tensor is not positive semidefinite (principal moments '
-            f'{ev[0]:.6g}, {ev[1]:.6g}, {ev[2]:.6g})')
-    if ev[2] > ev[0] + ev[1] + INERTIA_TOL * scale:
-        raise ModelError(
-            f'{where}: principal moments {ev[0]:.6g}, {ev[1]:.6g}, {ev[2]:.6g} violate the '
-            'triangle inequality (largest > sum of the other two)')
+    problem = _violation(np.linalg.eigvalsh(tensor), INERTIA_TOL * scale)
+    if problem:
+        raise ModelError(f'{where}: {problem}')
+
+
+def _violation(ev, tol) -> str:
+    """Say how sorted principal moments ev break physics beyond tol ('' if they do not)."""
+    moments = f'{ev[0]:.6g}, {ev[1]:.6g}, {ev[2]:.6g}'
+    if ev[0] < -tol:
+        return (f'inertia tensor is not positive semidefinite (principal moments {moments}: '
+                f'the smallest is {-ev[0]:.3g} below zero, tolerance {tol:.3g})')
+    excess = ev[2] - ev[0] - ev[1]
+    if excess > tol:
+        return (f'principal moments {moments} violate the triangle inequality (largest > '
+                f'sum of the other two by {excess:.3g}, {excess / ev[2]:.2%} of the largest; '
+                f'tolerance {tol:.3g})')
+    return ''
+
+
+def check_link_inertias(links, tensors, welded_to_root, source: str,
+                        inertia_check: str = 'error') -> None:
+    """
+    Check the inertia tensor of every URDF link (in its own frame) for physical sense.
+
+    The tolerance has an absolute floor: INERTIA_TOL times the largest principal moment of
+    the model. Links welded (through fixed joints) to the fixed root change no result: their
+    violations are one debug line. A violation on a moving body is a ModelError naming the
+    links, the size of the violation and the way out, or with ``inertia_check='warn'`` one
+    warning per link (the tensor is then used as written).
+    """
+    if inertia_check not in INERTIA_CHECKS:
+        raise ModelError(f'inertia_check must be one of {INERTIA_CHECKS}, got '
+                         f'{inertia_check!r}')
+    if not len(links):
+        return
+    ev = np.linalg.eigvalsh(np.asarray(tensors, dtype=float))
+    tol = INERTIA_TOL * max(float(np.max(np.abs(ev))), 1e-300)
+    bad = np.nonzero((ev[:, 0] < -tol) | (ev[:, 2] - ev[:, 0] - ev[:, 1] > tol))[0]
+    if not len(bad):
+        return
+    welded = [i for i in bad if welded_to_root[i]]
+    moving = [i for i in bad if not welded_to_root[i]]
+    if welded:
+        logger.debug('%s: non-physical inertia on %d link(s) welded to the fixed root, which '
+                     'changes no result: %s', source, len(welded),
+                     '; '.join(f"'{links[i]}': {_violation(ev[i], tol)}" for i in welded))
+    if not moving:
+        return
+    if inertia_check == 'warn':
+        for i in moving:
+            logger.warning("%s: link '%s': %s; used as written (inertia_check='warn')",
+                           source, links[i], _violation(ev[i], tol))
+        return
+    first = moving[0]
+    others = [f"'{links[i]}'" for i in moving[1:]]
+    more = ''
+    if others:
+        named = ', '.join(others[:MAX_NAMED_LINKS])
+        extra = len(others) - MAX_NAMED_LINKS
+        more = (f'; {len(others)} more link(s) also fail: {named}'
+                + (f' and {extra} more' if extra > 0 else ''))
+    raise ModelError(
+        f"{source}: link '{links[first]}': {_violation(ev[first], tol)}{more}. No rigid body "
+        'has such an inertia; to load the model as written, with one warning per link, use '
+        "RobotModel.from_urdf_file(..., inertia_check='warn') (parameter inertia_check of "
+        'the nodes)')
 
 
 def merge_inertias(parts):
     """Combine (mass, com, central inertia) parts in one frame into a single rigid body."""
     if not parts:
         return 0.0, np.zeros(3), np.zeros((3, 3))
-    m = sum(p[0] for p in parts)
-    c = sum(p[0] * p[1] for p in parts) / m if m > 0 else np.zeros(3)
-    inertia_ = np.zeros((3, 3))
-    for mi, ci, Ii in parts:
-        d = ci - c
-        inertia_ += Ii + mi * (d @ d * np.eye(3) - np.outer(d, d))
-    return float(m), c, inertia_
+    if len(parts) == 1:
+        return float(parts[0][0]), parts[0][1], parts[0][2]
+    masses = np.array([p[0] for p in parts], dtype=float)
+    coms = np.array([p[1] for p in parts], dtype=float)
+    m = float(masses.sum())
+    c = masses @ coms / m if m > 0 else np.zeros(3)
+    d = coms - c                        # parallel axis theorem, all parts at once
+    md = d * masses[:, None]
+    inertia_ = sum(p[2] for p in parts) + float(np.sum(md * d)) * np.eye(3) - md.T @ d
+    return m, c, inertia_
 
 
-def warn_unusual(tree: KinematicTree, joint_names, frames, source):
-    massless = set()
-    for i in range(tree.n):
-        sub = tree.subtree(i)
-        if tree.mass[sub].sum() == 0.0 and not np.any(tree.inertia[sub]):
-            massless.add(i)
-            logger.warning("%s: joint '%s' moves no mass or inertia: M is singular",
-                           source, joint_names[i])
-    if not tree.n:
+def warn_unusual(tree: KinematicTree, joint_names, frames, source, mimic_joints=None):
+    """
+    Warn about joints that move no mass (M singular) or a tiny inertia (M ill-conditioned).
+
+    With ``mimic_joints`` (name -> MimicJoint) the warnings are about the independent
+    joints: one moves no mass, or a tiny inertia, only if every joint it drives does.
+    """
+    n = tree.n
+    if not n:
         return
+    moved = tree.mass + np.abs(tree.inertia).reshape(n, 9).sum(axis=1)
+    for i in range(n - 1, -1, -1):      # children come after their parents
+        p = int(tree.parent[i])
+        if p >= 0:
+            moved[p] += moved[i]
     D, diag = joint_inertias_at_zero(tree)
     largest = float(diag.max())
+    index = {name: i for i, name in enumerate(joint_names)}
+    groups = {i: [i] for i, name in enumerate(joint_names)
+              if not mimic_joints or name not in mimic_joints}
+    for mimic in (mimic_joints or {}).values():
+        if mimic.multiplier != 0.0:
+            groups[index[mimic.primary]].append(index[mimic.name])
+    massless = [i for i, group in groups.items() if all(moved[j] == 0.0 for j in group)]
+    for i in massless:
+        logger.warning("%s: joint '%s' moves no mass or inertia: M is singular",
+                       source, joint_names[i])
+    massless = set(massless)
     tiny = [i for i in np.argsort(D, kind='stable')
-            if D[i] < TINY_INERTIA_RATIO * largest and i not in massless]
+            if i in groups and i not in massless
+            and all(D[j] < TINY_INERTIA_RATIO * largest for j in groups[i])]
+    if not tiny:
+        return
     if len(tiny) > MAX_TINY_WARNINGS:
         logger.warning('%s: %d joints move a tiny inertia (below %.3g times the largest '
                        'diagonal entry of M, %.3g): M is nearly singular; the %d smallest '
@@ -99,6 +184,14 @@ def warn_unusual(tree: KinematicTree, joint_names, frames, source):
             source, joint_names[i], links, D[i], D[i] / largest, largest, state)
 
 
+def _skews(v: np.ndarray) -> np.ndarray:
+    """Return the cross-product matrices of the rows of v, (k, 3, 3)."""
+    S = np.zeros((len(v), 3, 3))
+    S[:, 0, 1], S[:, 0, 2], S[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
+    S[:, 1, 0], S[:, 2, 0], S[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
+    return S
+
+
 def joint_inertias_at_zero(tree: KinematicTree):
     """
     Return (D, diag): per joint, the articulated and the composite inertia it moves at q = 0.
@@ -110,24 +203,35 @@ def joint_inertias_at_zero(tree: KinematicTree):
     body coordinates (angular part first).
     """
     n = tree.n
-    IA = np.zeros((n, 6, 6))
-    for i in range(n):
-        m, C = float(tree.mass[i]), skew(tree.com[i])
-        IA[i] = np.block([[tree.inertia[i] + m * C @ C.T, m * C], [m * C.T, m * np.eye(3)]])
-    IC = IA.copy()
+    m = np.asarray(tree.mass, dtype=float)[:, None, None]
+    C = _skews(np.asarray(tree.com, dtype=float))
+    A = np.zeros((n, 2, 6, 6))      # per body: articulated (0) and composite (1) inertia
+    A[:, 0, :3, :3] = tree.inertia + m * (C @ C.transpose(0, 2, 1))
+    A[:, 0, :3, 3:] = m * C
+    A[:, 0, 3:, :3] = m * C.transpose(0, 2, 1)
+    A[:, 0, 3:, 3:] = m * np.eye(3)
+    A[:, 1] = A[:, 0]
+    E = np.asarray(tree.R0).transpose(0, 2, 1)     # parent -> body motion transforms at q = 0
+    X = np.zeros((n, 6, 6))
+    X[:, :3, :3] = E
+    X[:, 3:, :3] = -E @ _skews(np.asarray(tree.p0, dtype=float))
+    X[:, 3:, 3:] = E
+    Xt = X.transpose(0, 2, 1)
+    S = np.zeros((n, 6))
+    revolute = np.asarray(tree.revolute, dtype=bool)
+    S[revolute, :3] = tree.axis[revolute]
+    S[~revolute, 3:] = tree.axis[~revolute]
     D, diag = np.zeros(n), np.zeros(n)
+    parents = tree.parent.tolist()
     for i in range(n - 1, -1, -1):      # children come after their parents
-        S = np.zeros(6)
-        S[slice(0, 3) if tree.revolute[i] else slice(3, 6)] = tree.axis[i]
-        U = IA[i] @ S
-        D[i] = S @ U
-        diag[i] = S @ IC[i] @ S
-        p = int(tree.parent[i])
+        Ai = A[i]
+        U = Ai @ S[i]                   # (2, 6): articulated and composite I S
+        D[i], diag[i] = U @ S[i]
+        p = parents[i]
         if p < 0:
             continue
-        E = tree.R0[i].T            # parent -> body i motion transform at q = 0
-        X = np.block([[E, np.zeros((3, 3))], [-E @ skew(tree.p0[i]), E]])
-        Ia = IA[i] - np.outer(U, U) / D[i] if D[i] > 0 else IA[i]
-        IA[p] += X.T @ Ia @ X
-        IC[p] += X.T @ IC[i] @ X
+        if D[i] > 0:
+            Ai = Ai.copy()
+            Ai[0] -= np.outer(U[0], U[0] / D[i])
+        A[p] += Xt[i] @ Ai @ X[i]
     return D, diag

@@ -71,8 +71,21 @@ def _check_values(description: RobotDescription, values) -> dict:
 
 
 def lock_joints(description: RobotDescription, values: Mapping[str, float]) -> RobotDescription:
-    """Return the description with the joints of ``values`` fixed at those coordinates."""
+    """
+    Return the description with the joints of ``values`` fixed at those coordinates.
+
+    A mimic joint is not a coordinate and cannot be locked itself; locking its primary locks
+    it too, at multiplier * value + offset.
+    """
+    mimics = description.mimic_joints
+    followers = [j for j in values if j in mimics] if isinstance(values, Mapping) else []
+    if followers:
+        raise ModelError(f'cannot lock {followers}: mimic joint(s) of '
+                         f'{sorted({mimics[j].primary for j in followers})}; lock those')
     values = _check_values(description, values)
+    for mimic in mimics.values():
+        if mimic.primary in values:
+            values[mimic.name] = mimic.multiplier * values[mimic.primary] + mimic.offset
     tree = description.tree
     locked = {description.joint_names.index(j): v for j, v in values.items()}
     eye, zero = np.eye(3), np.zeros(3)
@@ -118,4 +131,5 @@ def lock_joints(description: RobotDescription, values: Mapping[str, float]) -> R
     return dataclasses.replace(
         description, tree=new_tree, joint_names=tuple(names),
         joints={j: description.joints[j] for j in names}, frames=frames,
-        root_inertia=merge_inertias(root_parts))
+        root_inertia=merge_inertias(root_parts),
+        mimic_joints={j: m for j, m in mimics.items() if j not in values})

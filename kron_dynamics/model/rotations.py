@@ -21,6 +21,8 @@ matrices (test/test_rotations.py checks them against it) but costs 55 us a call 
 origin, and a node's start-up should not pay for scipy.spatial.
 """
 
+import math
+
 import numpy as np
 
 
@@ -33,7 +35,8 @@ def skew(v: np.ndarray) -> np.ndarray:
 def rpy_to_matrix(rpy) -> np.ndarray:
     """Return R = Rz(yaw) Ry(pitch) Rx(roll), the URDF convention for origin rpy."""
     r, p, y = (float(a) for a in rpy)
-    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    cr, sr, cp, sp = math.cos(r), math.sin(r), math.cos(p), math.sin(p)
+    cy, sy = math.cos(y), math.sin(y)
     return np.array([
         [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
         [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],

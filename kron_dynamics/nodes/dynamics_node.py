@@ -18,6 +18,11 @@ dynamics_node: joint states in; gravity, bias torque, mass matrix (and C*) out.
 Also publishes the feedforward torque of references, serves M, the full dynamics and the
 kinematics of a link, and takes an optional external wrench (F/T sensor) that enters the
 bias and feedforward torques as -J^T F.
+Inputs and outputs are in the model's joint order: its independent joints. Mimic joints
+(URDF ``<mimic>``) are holonomic constraints, not coordinates: their entries in
+``joint_states`` (joint_state_broadcaster publishes them too) are ignored, not checked, and
+the outputs are those of the constrained system (generalized forces of the independent
+joints, M_u = B^T M B, ...).
 """
 
 import sys
@@ -101,9 +106,15 @@ class DynamicsNode(Node):
     # --------------------------------------------------------------- model
     def _activate(self, model) -> None:
         warm_up(model)
-        self._active = (model, JointStateIndex(model.joint_names))
+        # mimic joints are not coordinates: their joint_states entries (joint_state_broadcaster
+        # publishes every joint) are ignored, their positions follow from the constraint
+        self._active = (model, JointStateIndex(model.joint_names, tuple(model.mimic_joints)))
         self._stamps.reset()
         self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
+        for mimic in model.mimic_joints.values():
+            self.get_logger().info(
+                f"mimic joint '{mimic.name}' = {mimic.multiplier:g} * '{mimic.primary}' + "
+                f'{mimic.offset:g}: not an input (ignored in joint_states) nor an output')
 
     def _on_description(self, msg: String) -> None:
         try:

@@ -39,9 +39,15 @@ class InputError(ValueError):
 
 @dataclass
 class JointStateIndex:
-    """Map JointState messages to arrays in a fixed joint order, by name."""
+    """
+    Map JointState messages to arrays in a fixed joint order, by name.
+
+    ``known`` are names a strict reader accepts without reading them (the mimic joints a
+    joint_state_broadcaster publishes too: their positions follow from the others).
+    """
 
     joint_names: list
+    known: tuple = ()
     _names: list = field(default=None, init=False, repr=False)   # the last names seen
     _rows: np.ndarray = field(default=None, init=False, repr=False)
     _reader: JointStateReader = field(default=None, init=False, repr=False)  # from_serialized
@@ -91,7 +97,7 @@ class JointStateIndex:
         if missing:
             raise InputError(f'{what}: missing joint(s) {missing}')
         if strict:
-            known = set(self.joint_names)
+            known = set(self.joint_names) | set(self.known)
             unknown = [name for name in names if name not in known]
             if unknown:
                 raise InputError(f'{what}: unknown joint(s) {unknown}')

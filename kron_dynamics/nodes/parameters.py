@@ -25,11 +25,12 @@ from rclpy.parameter import Parameter
 from ..errors import ConfigurationError
 from ..robot_model import RobotModel
 
-MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity')
+MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity', 'inertia_check')
+INERTIA_CHECKS = ('error', 'warn')
 
 
 def declare_model_parameters(node: Node) -> None:
-    """Declare robot_description, urdf_file, joints and gravity on a node."""
+    """Declare robot_description, urdf_file, joints, gravity and inertia_check on a node."""
     node.declare_parameter('robot_description', '', ParameterDescriptor(
         description='URDF text; if it and urdf_file are empty, /robot_description is used'))
     node.declare_parameter('urdf_file', '', ParameterDescriptor(description='URDF file path'))
@@ -37,6 +38,9 @@ def declare_model_parameters(node: Node) -> None:
         description='joint order of every output (default: the model order)'))
     node.declare_parameter('gravity', [0.0, 0.0, -9.81], ParameterDescriptor(
         description='gravity acceleration in the URDF root frame [m/s^2]'))
+    node.declare_parameter('inertia_check', 'error', ParameterDescriptor(
+        description="'error' refuses a URDF whose moving links have inertias no rigid body "
+                    "can have; 'warn' loads it as written with one warning per link"))
 
 
 def parameter_value(node: Node, name: str, overrides: dict | None = None):
@@ -74,15 +78,21 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
     gravity = list(gravity) if gravity is not None else [0.0, 0.0, -9.81]
     if len(gravity) != 3 or not all(math.isfinite(g) for g in gravity):
         raise ConfigurationError(f'parameter gravity must be 3 finite numbers, got {gravity}')
+    inertia_check = parameter_value(node, 'inertia_check', overrides) or 'error'
+    if inertia_check not in INERTIA_CHECKS:
+        raise ConfigurationError(f'parameter inertia_check must be one of {INERTIA_CHECKS}, '
+                                 f'got {inertia_check!r}')
     joints = list(joints) if joints else None
     if description:
         return RobotModel.from_urdf_string(description, joints, gravity,
-                                           source='parameter robot_description')
+                                           source='parameter robot_description',
+                                           inertia_check=inertia_check)
     if path:
-        return RobotModel.from_urdf_file(path, joints, gravity)
+        return RobotModel.from_urdf_file(path, joints, gravity, inertia_check=inertia_check)
     if urdf_text is not None:
         return RobotModel.from_urdf_string(urdf_text, joints, gravity,
-                                           source='topic /robot_description')
+                                           source='topic /robot_description',
+                                           inertia_check=inertia_check)
     return None
 
 

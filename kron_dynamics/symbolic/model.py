@@ -77,6 +77,14 @@ string that sympy parses (``"l3 - a3"``, ``"pi/2"``, ``"m3"``; names other than 
 Parameter names must not be ``q``, ``qd``, ``qdd``, ``q<k>``, ``qd<k>``, ``qdd<k>``, ``s<k>``,
 ``c<k>``, ``np``, ``math``, ``params``, ``kwargs``, Python keywords or start with ``_``.
 
+Mimic joints. A URDF ``<mimic>`` (or a DH row's ``mimic``: a joint name, [joint, multiplier,
+offset] or {joint, multiplier, offset}) makes a joint follow another, q = B u + d (004
+section 5): the model is then a :class:`CoupledSymbolicModel` whose coordinates
+``q1 .. qn`` are the independent joints; M, C*, G and the Jacobians are computed on the
+whole tree and projected, M_u = B^T M B, C*_u = B^T C* (B kron B), G_u = B^T G, with each
+mimic joint's coordinate replaced by multiplier * q_primary + offset (sin(q3 + 1/50) for an
+offset, -sin(q3) for a multiplier of -1).
+
 Limits. Symbolic expressions grow fast with n. Every computation checks the elapsed time
 between steps and predicts the cost of each polynomial product (no signals), and measures the
 size of M, C* and G as the operation count of their expanded form; it raises
@@ -86,7 +94,7 @@ instead of running for hours. Code generation predicts its own time (about 0.25 
 operation on a 2-core machine) and refuses, naming ``max_seconds``, when it would exceed it.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import keyword
 import math
 from pathlib import Path
@@ -99,6 +107,8 @@ from sympy.polys.domains import QQ, RR
 from sympy.polys.rings import PolyRing
 
 from ..errors import ModelError
+from ..model.dh import mimic_spec
+from ..model.mimic import coupling, resolve_mimics
 from .budget import Budget, DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS
 from .codegen import latex_document, python_module, text_equations
 
@@ -633,6 +643,11 @@ class SymbolicModel:
     @classmethod
     def from_model(cls, model, symbolic_parameters: bool = False, **options) -> 'SymbolicModel':
         """Build from a :class:`~kron_dynamics.RobotModel` (its joint order and armature)."""
+        if model.mimic_joints:
+            full = cls.from_model(model.unconstrained, symbolic_parameters, **options)
+            B, d = model.coupling()
+            return CoupledSymbolicModel(full, model.joint_names, B, d, model.armature,
+                                        model.mimic_joints)
         tree = model.tree
         parsed = model.description
         n = tree.n
@@ -718,7 +733,8 @@ class SymbolicModel:
         frames = {'base_link': (-1, sp.eye(3), sp.zeros(3, 1)), 'link0': (-1, R_base, p_base)}
         bodies = []
         keys = {'joint', 'type', 'a', 'alpha', 'd', 'theta', 'mass', 'com', 'inertia',
-                'lower', 'upper', 'effort', 'velocity'}
+                'lower', 'upper', 'effort', 'velocity', 'mimic'}
+        declared = {}
         for i, row in enumerate(rows, start=1):
             if not isinstance(row, dict):
                 row = dict(row.__dict__)
@@ -729,6 +745,9 @@ class SymbolicModel:
             joint = str(row.get('joint', f'joint{i}'))
             where = f"{where} (joint '{joint}')"
             jtype = row.get('type', 'revolute')
+            mimic = mimic_spec(row.get('mimic'), where)
+            if mimic is not None:
+                declared[joint] = mimic
             if jtype not in ('revolute', 'prismatic'):
                 raise ModelError(f"{where}: type must be 'revolute' or 'prismatic', got "
                                  f'{jtype!r}')
@@ -755,8 +774,14 @@ class SymbolicModel:
         dup = sorted({j for j in names if names.count(j) > 1})
         if dup:
             raise ModelError(f'{name}: duplicate joint name(s) {dup}')
-        return cls(name, bodies, list(range(len(bodies))), frames, gravity, parameter_values,
-                   source=options.pop('source', name), **options)
+        model = cls(name, bodies, list(range(len(bodies))), frames, gravity, parameter_values,
+                    source=options.pop('source', name), **options)
+        if not declared:
+            return model
+        mimics = resolve_mimics(declared, names, (), name)
+        independent = [j for j in names if j not in mimics]
+        B, d = coupling(names, independent, mimics)
+        return CoupledSymbolicModel(model, independent, B, d, [0] * len(independent), mimics)
 
     def with_parameters(self, values: dict | None = None) -> 'SymbolicModel':
         """Return a copy with parameters replaced by numbers (default: all known values)."""
@@ -1211,6 +1236,8 @@ class EquationsOfMotion:
     seconds: float
     operations: int
     max_seconds: float | None = DEFAULT_MAX_SECONDS    # bound of code generation as well
+    # mimic joint -> (primary, multiplier, offset): constraints, not coordinates
+    mimic: dict = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -1240,3 +1267,163 @@ class EquationsOfMotion:
         take longer than ``max_seconds``.
         """
         return python_module(self)
+
+
+# --------------------------------------------------------------------------- mimic joints
+class CoupledSymbolicModel:
+    """
+    A :class:`SymbolicModel` of a tree with mimic joints: q = B u + d (004 section 5).
+
+    The coordinates ``q1 .. qn`` are the independent joints (``joint_names``); every result
+    is that of the whole tree, projected with the constant B and with each mimic joint's
+    coordinate replaced by multiplier * q_primary + offset: M_u = B^T M B (+ armature),
+    C*_u = B^T C* (B kron B) (eq. 101 of M_u), G_u = B^T G, J_u = J B.
+    """
+
+    def __init__(self, full: SymbolicModel, joint_names, B, d, armature, mimic_joints):
+        """Wrap the tree ``full`` (its joints in B's row order) with q = B u + d."""
+        self.full = full
+        self.joint_names = list(joint_names)
+        n = len(self.joint_names)
+        self._B = sp.Matrix([[exact_number(x) for x in row] for row in np.asarray(B)])
+        self._Bt = self._B.T
+        d = [exact_number(x) for x in np.asarray(d)]
+        types = dict(zip(full.joint_names, full.joint_types))
+        self.joint_types = [types[j] for j in self.joint_names]
+        self.q = tuple(symbol(f'q{u + 1}') for u in range(n))
+        u = sp.Matrix(self.q)
+        self._sub = {qf: sp.expand((self._B[i, :] * u)[0] + d[i])
+                     for i, qf in enumerate(full.q)}
+        self.armature = [to_expr(a, 'armature') for a in armature]
+        self.mimic = {m.name: (m.primary, m.multiplier, m.offset)
+                      for m in mimic_joints.values()}
+        self._mimic_joints = mimic_joints
+        self._cache = {}
+
+    name = property(lambda self: self.full.name)
+
+    @property
+    def source(self) -> str:
+        """Where the model came from (the tree's source)."""
+        return self.full.source
+
+    @source.setter
+    def source(self, value: str):
+        self.full.source = value
+
+    parameters = property(lambda self: self.full.parameters)
+    parameter_values = property(lambda self: self.full.parameter_values)
+    link_names = property(lambda self: self.full.link_names)
+
+    @property
+    def n(self) -> int:
+        """Return the number of coordinates (independent joints)."""
+        return len(self.joint_names)
+
+    @property
+    def qd(self):
+        """Velocity symbols qd1 .. qdn."""
+        return tuple(symbol(f'qd{u + 1}') for u in range(self.n))
+
+    @property
+    def qdd(self):
+        """Acceleration symbols qdd1 .. qddn."""
+        return tuple(symbol(f'qdd{u + 1}') for u in range(self.n))
+
+    def symbols(self, names: str):
+        """Return the model's symbols for names like ``'m3 q2'``."""
+        return self.full.symbols(names)
+
+    def with_parameters(self, values: dict | None = None) -> 'CoupledSymbolicModel':
+        """Return a copy with parameters replaced by numbers (default: all known values)."""
+        full = self.full.with_parameters(values)
+        out = CoupledSymbolicModel.__new__(CoupledSymbolicModel)
+        out.__dict__.update(self.__dict__)
+        out.full, out._cache = full, {}
+        return out
+
+    def _in_u(self, A: sp.Matrix) -> sp.Matrix:
+        """Substitute q = B u + d; keep the expanded form of an element where it is shorter."""
+        def shorter(e):
+            expanded = sp.expand(e)
+            return expanded if sp.count_ops(expanded) < sp.count_ops(e) else e
+        return A.xreplace(self._sub).applyfunc(shorter)
+
+    def _memo(self, key, build):
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    def mass_matrix(self) -> sp.Matrix:
+        """M_u = B^T M(q) B + armature, n x n (000 eq. 95 projected)."""
+        def build():
+            M = self._in_u(self._Bt * self.full.mass_matrix() * self._B)
+            for i, a in enumerate(self.armature):
+                M[i, i] += a
+            return M
+        return self._memo('M', build)
+
+    def coriolis_star(self) -> sp.Matrix:
+        """C*_u = B^T C*(q) (B kron B), n x n^2: eq. (101) of M_u."""
+        return self._memo('C*', lambda: self._in_u(
+            self._Bt * self.full.coriolis_star() * sp.kronecker_product(self._B, self._B)))
+
+    def christoffel_sum(self) -> dict:
+        """Return {(i, j, k): C*_ijk + C*_ikj (j < k) or C*_ijj}, 0-based (nonzero only)."""
+        def build():
+            C, n, out = self.coriolis_star(), self.n, {}
+            for i in range(n):
+                for j in range(n):
+                    for k in range(j, n):
+                        e = C[i, j * n + k] + (C[i, k * n + j] if j != k else 0)
+                        if e != 0:
+                            out[(i, j, k)] = e
+            return out
+        return self._memo('Gamma', build)
+
+    def gravity_torque(self) -> sp.Matrix:
+        """G_u = B^T G(q), n x 1."""
+        return self._memo('G', lambda: self._in_u(self._Bt * self.full.gravity_torque()))
+
+    def potential_energy(self) -> sp.Expr:
+        """Return V at q = B u + d."""
+        return self.full.potential_energy().xreplace(self._sub)
+
+    def link_pose(self, link: str):
+        """Return (R, p) of a link frame in the root frame, in u."""
+        R, p = self.full.link_pose(link)
+        return self._in_u(R), self._in_u(p)
+
+    def jacobians(self, link: str, point=None, frame: str | None = None):
+        """(J_T B, J_R B), each 3 x n, in u (000 eqs. 29, 37; 004 section 5)."""
+        JT, JR = self.full.jacobians(link, point, frame)
+        return self._in_u(JT * self._B), self._in_u(JR * self._B)
+
+    def hessians(self, link: str, point=None, frame: str | None = None):
+        """(H_T, H_R) in u, each 3 x n^2: H[:, s*n + k] = d(J B)[:, s]/du_k."""
+        nf, n = self._B.shape
+        out = []
+        for H in self.full.hessians(link, point, frame):
+            Hu = sp.zeros(3, n * n)
+            for r in range(3):
+                Hr = sp.Matrix(nf, nf, list(H[r, :]))
+                Hu[r, :] = (self._Bt * Hr * self._B).reshape(1, n * n)
+            out.append(self._in_u(Hu))
+        return tuple(out)
+
+    def equations(self) -> EquationsOfMotion:
+        """Compute M_u, C*_u and G_u (the tree's bounds apply) with the model's metadata."""
+        start = time.perf_counter()
+        M, Cs, G = self.mass_matrix(), self.coriolis_star(), self.gravity_torque()
+        gamma = self.christoffel_sum()
+        ops = sum(sp.count_ops(e) for A in (M, Cs, G) for e in A if e != 0)
+        return EquationsOfMotion(
+            name=self.name, source=self.source, joint_names=list(self.joint_names),
+            joint_types=list(self.joint_types), q=self.q, parameters=list(self.parameters),
+            parameter_values=dict(self.parameter_values), M=M, Cstar=Cs, G=G,
+            coriolis_terms=gamma, seconds=time.perf_counter() - start, operations=int(ops),
+            max_seconds=self.full.max_seconds, mimic=dict(self.mimic))
+
+    def __repr__(self):
+        return (f'CoupledSymbolicModel({self.name!r}, n={self.n}, joints={self.joint_names}, '
+                f'mimic={sorted(self.mimic)})')

@@ -16,7 +16,9 @@
 Random URDF trees for tests and benchmarks.
 
 Revolute, continuous, prismatic and fixed joints, branches, tilted axes, joint origins with
-xyz/rpy, full inertia tensors with inertial rpy, and some massless links.
+xyz/rpy, full inertia tensors with inertial rpy, and some massless links; optionally mimic
+joints (``mimic_fraction``): a movable joint follows an earlier one, in any branch, with a
+random multiplier and offset (chains of mimics included).
 """
 
 import numpy as np
@@ -36,11 +38,18 @@ def _v(x) -> str:
 
 def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
                 prismatic_fraction: float = 0.3, massless_fraction: float = 0.1,
-                branching: float = 0.5, name: str = 'random_tree') -> str:
-    """Return URDF text of a random tree with n_movable movable and n_fixed fixed joints."""
+                branching: float = 0.5, name: str = 'random_tree',
+                mimic_fraction: float = 0.0) -> str:
+    """
+    Return URDF text of a random tree with n_movable movable and n_fixed fixed joints.
+
+    With ``mimic_fraction`` > 0, each movable joint after the first follows (``<mimic>``) a
+    random earlier movable joint with that probability.
+    """
     kinds = ['movable'] * n_movable + ['fixed'] * n_fixed
     rng.shuffle(kinds)
     links = ['base_link']
+    movable = []
     lines = ['<?xml version="1.0"?>', f'<robot name="{name}">',
              '  <link name="base_link">', '    <inertial><mass value="5.0"/>',
              '      <inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>',
@@ -69,6 +78,13 @@ def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
         if jtype != 'fixed' and rng.random() < 0.5:
             lines.append(f'    <dynamics damping="{float(rng.uniform(0, 1))!r}" '
                          f'friction="{float(rng.uniform(0, 0.5))!r}"/>')
+        if jtype != 'fixed' and mimic_fraction > 0:
+            if movable and rng.random() < mimic_fraction:
+                primary = movable[rng.integers(len(movable))]
+                lines.append(f'    <mimic joint="{primary}" '
+                             f'multiplier="{float(rng.uniform(-2, 2))!r}" '
+                             f'offset="{float(rng.uniform(-0.3, 0.3))!r}"/>')
+            movable.append(f'joint{k + 1}')
         lines.append('  </joint>')
         lines.append(f'  <link name="{child}">')
         if rng.random() >= massless_fraction:

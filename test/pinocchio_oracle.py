@@ -1,0 +1,143 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Pinocchio (PyPI ``pin``) as an independent oracle, and where example-robot-data keeps its URDFs.
+
+Pinocchio orders and names its coordinates its own way, so everything here goes by joint
+name: our q (one angle per continuous joint) becomes Pinocchio's configuration (cos, sin for
+a continuous joint, nq = 2, nv = 1), and its results come back in our joint order.
+"""
+
+import importlib.metadata
+from pathlib import Path
+
+import numpy as np
+
+
+def robots_dir():
+    """Return example-robot-data's ``robots`` directory (version 6 is data only), or None."""
+    try:
+        files = importlib.metadata.files('example-robot-data') or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        parts = Path(str(f)).parts
+        if 'robots' in parts and parts[-1].endswith('.urdf'):
+            i = parts.index('robots')
+            path = Path(f.locate()).parents[len(parts) - i - 2]
+            if path.is_dir():
+                return path
+    return None
+
+
+def dynamics(pin, model, names, q, qd, qdd) -> dict:
+    """
+    Return Pinocchio's M, G, tau and Coriolis vector for the named joints, in that order.
+
+    ``model`` is a Pinocchio model (with or without mimic joints); ``names`` are its
+    coordinates' joints, ``q``, ``qd``, ``qdd`` our values for them (continuous joints as
+    one angle). The Coriolis vector is nonLinearEffects - G.
+    """
+    pq, pv, pa = pin.neutral(model), np.zeros(model.nv), np.zeros(model.nv)
+    rows = []
+    for k, name in enumerate(names):
+        joint = model.joints[model.getJointId(name)]
+        if joint.nq == 2:      # continuous: (cos, sin)
+            pq[joint.idx_q], pq[joint.idx_q + 1] = np.cos(q[k]), np.sin(q[k])
+        else:
+            pq[joint.idx_q] = q[k]
+        pv[joint.idx_v], pa[joint.idx_v] = qd[k], qdd[k]
+        rows.append(joint.idx_v)
+    data = model.createData()
+    M = pin.crba(model, data, pq)
+    M = np.triu(M) + np.triu(M, 1).T      # Pinocchio fills the upper triangle
+    G = pin.computeGeneralizedGravity(model, data, pq)
+    tau = pin.rnea(model, data, pq, pv, pa)
+    nle = pin.nonLinearEffects(model, data, pq, pv)
+    return {'M': M[np.ix_(rows, rows)], 'G': G[rows], 'tau': tau[rows],
+            'coriolis': (nle - G)[rows]}
+
+
+def relative_error(ours, theirs, floor: float = 0.0) -> float:
+    """Return max |ours - theirs| / max(max |theirs|, floor)."""
+    ours, theirs = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
+    if not theirs.size:
+        return 0.0
+    scale = max(float(np.max(np.abs(theirs))), floor, 1e-300)
+    return float(np.max(np.abs(ours - theirs))) / scale
+
+
+def hand_coupling(model):
+    """B, d from the resolved tags, rows in full_joint_names order (not model.coupling())."""
+    B = np.zeros((len(model.full_joint_names), model.n))
+    d = np.zeros(len(model.full_joint_names))
+    for i, name in enumerate(model.full_joint_names):
+        mimic = model.mimic_joints.get(name)
+        if mimic is None:
+            B[i, model.joint_names.index(name)] = 1.0
+        else:
+            B[i, model.joint_names.index(mimic.primary)] = mimic.multiplier
+            d[i] = mimic.offset
+    return B, d
+
+
+def random_states(model, rng, count):
+    """Yield (q, qd, qdd) with q within the joint limits (continuous joints: +-pi)."""
+    lower = np.array([model.joints[j].lower for j in model.joint_names])
+    upper = np.array([model.joints[j].upper for j in model.joint_names])
+    lower = np.where(np.isfinite(lower), lower, -np.pi)
+    upper = np.where(np.isfinite(upper), upper, np.pi)
+    for _ in range(count):
+        yield (rng.uniform(lower, upper), rng.uniform(-1, 1, model.n),
+               rng.uniform(-1, 1, model.n))
+
+
+def assert_agrees(pin, model, path, states: int = 2, rtol: float = 1e-9) -> str:
+    """
+    Assert M, G, tau, Coriolis vector and C*(q' kron q') agree with Pinocchio (rtol).
+
+    With mimic joints: Pinocchio's mimic model where it accepts them (buildModelFromUrdf(path,
+    True): nq = nv = 0 for the mimic joints), else the B-projection of its unconstrained
+    model. Returns 'mimic' or 'projection' (which reference was used).
+    """
+    mimic_model = None
+    if model.mimic_joints:
+        try:
+            mimic_model = pin.buildModelFromUrdf(str(path), True)
+        except ValueError:     # "The parent joint of the mimic joint is not in the tree"
+            mimic_model = None
+    plain = pin.buildModelFromUrdf(str(path))
+    B, d = hand_coupling(model)
+    for u, ud, udd in random_states(model, np.random.default_rng(0), states):
+        if mimic_model is not None:
+            ref = dynamics(pin, mimic_model, model.joint_names, u, ud, udd)
+        else:
+            full = dynamics(pin, plain, model.full_joint_names, B @ u + d, B @ ud, B @ udd)
+            ref = {'M': B.T @ full['M'] @ B, 'G': B.T @ full['G'], 'tau': B.T @ full['tau'],
+                   'coriolis': B.T @ full['coriolis']}
+        # a quantity that vanishes (G of a planar robot, C of parallel axes: round-off of
+        # 1e-14 M on both sides) is compared on 1e-3 of the scale of the other terms
+        speed = np.max(np.abs(ud), initial=0.0)
+        floor = 1e-3 * (np.max(np.abs(ref['M']), initial=1e-12) * (1 + speed ** 2)
+                        + np.max(np.abs(ref['G']), initial=0.0))
+        ours = {'M': model.mass_matrix(u), 'G': model.gravity_torque(u),
+                'tau': model.inverse_dynamics(u, ud, udd),
+                'coriolis': model.coriolis_vector(u, ud)}
+        ours['C*(qd kron qd)'] = model.coriolis_star(u) @ np.kron(ud, ud)
+        ref['C*(qd kron qd)'] = ref['coriolis']
+        for key, value in ours.items():
+            error = relative_error(value, ref[key], floor)
+            assert error < rtol, f'{path}: {key} differs from Pinocchio by {error:.3g}'
+    return 'mimic' if mimic_model is not None else 'projection'
