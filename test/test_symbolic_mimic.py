@@ -72,7 +72,8 @@ def test_gripper_arm_closed_forms_equal_the_numeric_model(gripper):
         HT, _ = model.hessians('flap')
         assert_close(numeric_values(model, u, HT), numeric.hessians(u, 'flap')[0])
         R, p = model.link_pose('right_finger')
-        assert_close(numeric_values(model, u, p).ravel(), numeric.link_pose(u, 'right_finger')[:3, 3])
+        assert_close(numeric_values(model, u, p).ravel(),
+                     numeric.link_pose(u, 'right_finger')[:3, 3])
         V = sp.lambdify(model.q, model.potential_energy())(*u)
         assert V == pytest.approx(numeric.potential_energy(u), rel=1e-10)
     # the Coriolis terms are C*_u (u' kron u') grouped by u'_j u'_k
