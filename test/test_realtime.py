@@ -139,7 +139,7 @@ def dynamics_node(args: list, prefix: tuple = ()):
             def answered():
                 pub.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
                 return len(out) > count
-            assert wait_for(answered, 10, period=0.2), node.output()
+            assert wait_for(answered, 30, period=0.2), node.output()
             return np.array(out[-1].data)
         yield node, answer
     finally:
@@ -151,7 +151,7 @@ def dynamics_node(args: list, prefix: tuple = ()):
 def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
     args = ['-p', 'thread_priority:=10', '-p', 'cpu_affinity:=[0]']
     with dynamics_node(args) as (node, answer):
-        assert wait_for(lambda: 'SCHED_FIFO priority 10' in node.output(), 10), node.output()
+        assert wait_for(lambda: 'SCHED_FIFO priority 10' in node.output(), 30), node.output()
         threads = threads_of(node.proc.pid)
         assert len(threads) > 5   # rclpy and DDS threads, not only the main thread
         assert all(v == (os.SCHED_FIFO, 10, [0]) for v in threads.values()), threads
@@ -165,7 +165,7 @@ def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
 def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
     args = ['-p', 'thread_priority:=10', '-p', 'lock_memory:=true']
     with dynamics_node(args, prefix=NO_RT_CAPS) as (node, answer):
-        assert wait_for(lambda: 'could not set SCHED_FIFO priority 10' in node.output(), 10)
+        assert wait_for(lambda: 'could not set SCHED_FIFO priority 10' in node.output(), 30)
         log = node.output()
         assert 'could not lock memory (mlockall)' in log and 'rtprio' in log, log
         assert all(v[0] != os.SCHED_FIFO for v in threads_of(node.proc.pid).values())
