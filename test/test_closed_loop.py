@@ -22,8 +22,11 @@ measured state is one sample (4 ms at 250 Hz) plus transport (~1 ms) old when th
 and the recorder pairs states with references of the same staleness. The error is then what
 the reference moves in that time: |e| <~ |qd_d|max * T_dead. We allow T_dead = 10 ms for the
 RMS and 50 ms for the worst sample (scheduling jitter of four Python processes on 2 cores),
-or 2.5 times the mean and the longest measured interval between joint states when the
-machine is so loaded that the loop itself ran slower than that.
+or 2.5 times the mean and the longest measured interval between joint states or between
+commands when the machine is so loaded that the loop itself ran slower than that. A
+controller starved for longer than its ``state_timeout`` stops with a zero-effort command
+(its designed reaction); the second after such a stop is not judged by the tracking bound.
+The run lasts 6 s and at least 1000 commands, however slowly a busy machine runs the loop.
 """
 
 import numpy as np
@@ -34,13 +37,15 @@ from kron_dynamics import RobotModel
 from kron_dynamics.demo.run import run_demo
 from kron_dynamics.demo.graph import demo_graph
 
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
 RMS_DEAD_TIME = 0.010
 MAX_DEAD_TIME = 0.050
 
 
 @pytest.fixture(scope='module', params=['stacker', 'rover_arm'])
 def run(request):
-    recording = run_demo(request.param, duration=6.0, share_dir=str(REPO))
+    recording = run_demo(request.param, duration=6.0, share_dir=str(REPO), min_commands=1000)
     return request.param, recording
 
 
@@ -53,15 +58,23 @@ def test_all_nodes_ran_and_exited_cleanly(run):
 
 def test_tracking_error_within_the_dead_time_bound(run):
     machine, recording = run
-    stats = recording.statistics(settle=1.0)
+    t, q, q_d = recording.tracking()
+    t_cmd = np.array([c[0] for c in recording.commands])
+    stops = t_cmd[[not np.any(c[1]) for c in recording.commands]]
+    keep = t >= t_cmd[0] + 1.0
+    for t_stop in stops:            # watchdog stops of a starved controller
+        keep &= ~((t >= t_stop) & (t < t_stop + 1.0))
+    err = np.abs(q[keep] - q_d[keep])
     qd_max = np.abs(np.array([r[2] for r in recording.references])).max(axis=0)
     t_states = np.array([s[0] for s in recording.states])
-    intervals = np.diff(t_states[t_states > recording.commands[0][0] + 1.0])
+    intervals = np.concatenate([np.diff(t_states[t_states > t_cmd[0] + 1.0]),
+                                np.diff(t_cmd[t_cmd > t_cmd[0] + 1.0])])
     rms_dead = max(RMS_DEAD_TIME, 2.5 * intervals.mean())
     max_dead = max(MAX_DEAD_TIME, 2.5 * intervals.max())
-    assert stats['samples'] > 500
-    assert np.all(stats['rms_error'] <= qd_max * rms_dead), (stats, qd_max, rms_dead)
-    assert np.all(stats['max_error'] <= qd_max * max_dead), (stats, qd_max, max_dead)
+    assert len(err) > 500, (len(err), len(stops))
+    rms, worst = np.sqrt(np.mean(err ** 2, axis=0)), err.max(axis=0)
+    assert np.all(rms <= qd_max * rms_dead), (rms, qd_max, rms_dead)
+    assert np.all(worst <= qd_max * max_dead), (worst, qd_max, max_dead, len(stops))
 
 
 def test_no_command_is_nan_and_limits_hold(run):

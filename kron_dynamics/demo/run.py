@@ -145,12 +145,14 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
 
 
 def run_demo(machine: str, duration: float, share_dir: str, env=None,
-             startup_timeout: float = 180.0) -> Recording:
+             startup_timeout: float = 180.0, min_commands: int = 0) -> Recording:
     """
     Start the demo graph's nodes as processes, record for ``duration`` s, stop them.
 
     Recording time starts at the first torque command (the simulator holds the plant until
-    then); start-up may take up to ``startup_timeout`` s (cold compile caches).
+    then); start-up may take up to ``startup_timeout`` s (cold compile caches). With
+    ``min_commands``, recording goes on past ``duration`` until that many commands are in
+    (for at most ``startup_timeout`` s more: a busy machine runs the loop slower).
     """
     graph = demo_graph(machine, share_dir)
     model = RobotModel.from_urdf_file(graph.urdf_file)
@@ -169,7 +171,8 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
                                    'see the node logs')
             time.sleep(0.05)
         t_end = time.monotonic() + duration
-        while time.monotonic() < t_end:
+        while (time.monotonic() < t_end or (len(recording.commands) < min_commands
+                                            and time.monotonic() < t_end + startup_timeout)):
             if any(p.poll() is not None for p in processes.values()):
                 break
             time.sleep(0.05)
