@@ -272,12 +272,14 @@ FUZZ_SETTINGS = settings(max_examples=500, deadline=None, derandomize=True, data
                                                 HealthCheck.data_too_large])
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(data=st.data())
 def test_mutated_urdf_loads_or_raises_model_error(data):
     check_loads_or_refuses(mutated_urdf(data), data)
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(data=st.data())
 def test_numeric_junk_loads_or_raises_model_error(data):

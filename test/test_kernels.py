@@ -62,7 +62,9 @@ def close(a, b, rtol=1e-11):
 # (seed, movable joints, branching): small trees of every kind, and larger ones up to n = 40
 # (long chains, bushy trees with many branches)
 TREES = ([(seed, None, 0.5) for seed in range(12)]
-         + [(100, 12, 0.5), (101, 25, 0.3), (102, 25, 0.9), (103, 40, 0.5), (104, 40, 0.9)])
+         + [(100, 12, 0.5), (101, 25, 0.3), (102, 25, 0.9)]
+         + [pytest.param(seed, 40, b, marks=pytest.mark.slow)
+            for seed, b in ((103, 0.5), (104, 0.9))])
 
 
 @pytest.mark.parametrize('seed, n, branching', TREES)

@@ -86,6 +86,7 @@ def test_setup_installs_launch_config_and_urdf():
         assert f"('share/' + package_name + '/{folder}', glob('{folder}/*" in SETUP
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('params_file', sorted(REPO.glob('config/*.yaml')),
                          ids=lambda p: p.name)
 def test_params_files_only_set_declared_parameters(params_file):
@@ -119,6 +120,7 @@ OPTIONAL_INPUTS = {'/computed_torque_controller/reference_trajectory',
                    '/dynamics_node/reference_trajectory'}
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('machine', sorted(DEMO_URDFS))
 def test_demo_graph_is_wired_as_designed(machine):
     """Build every node of the graph as the launch file does; check who feeds whom."""

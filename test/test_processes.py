@@ -17,7 +17,11 @@
 import sys
 import time
 
+import pytest
+
 from kron_dynamics.demo.processes import output, start_logged, stop
+
+pytestmark = pytest.mark.slow   # child processes
 
 
 def test_a_megabyte_of_output_does_not_block_the_child():

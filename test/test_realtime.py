@@ -106,6 +106,7 @@ CHILD = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow   # a child process
 @needs_fifo
 def test_apply_sets_every_thread_and_later_threads_inherit():
     out = subprocess.run([sys.executable, '-c', CHILD], capture_output=True, text=True,
@@ -147,6 +148,7 @@ def dynamics_node(args: list, prefix: tuple = ()):
         node.stop()
 
 
+@pytest.mark.ros
 @needs_fifo
 def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
     args = ['-p', 'thread_priority:=10', '-p', 'cpu_affinity:=[0]']
@@ -160,6 +162,7 @@ def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
         np.testing.assert_allclose(answer(q, qd), model.bias_torque(q, qd), rtol=1e-12)
 
 
+@pytest.mark.ros
 @pytest.mark.skipif(shutil.which('setpriv') is None or os.geteuid() != 0,
                     reason='needs root and setpriv to drop CAP_SYS_NICE and CAP_IPC_LOCK')
 def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
@@ -174,6 +177,7 @@ def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
         np.testing.assert_allclose(answer(q, 0 * q), model.gravity_torque(q), rtol=1e-12)
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('args,message', [
     (['-p', 'thread_priority:=150'], 'thread_priority must be 0'),
     (['-p', 'cpu_affinity:=[4096]'], 'cpu_affinity names CPU(s) [4096]'),
@@ -184,6 +188,7 @@ def test_bad_realtime_parameters_exit_non_zero_with_a_clear_error(args, message)
     assert 'Traceback' not in out
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('module', ['dynamics_node', 'computed_torque_controller',
                                     'plant_simulator', 'reference_generator'])
 def test_every_node_declares_the_realtime_parameters_read_only(module):

@@ -227,7 +227,7 @@ def test_generated_python_stacker_symbolic(stacker_eom):
 
 
 @pytest.mark.parametrize('name', ['stacker', 'rover_arm', 'rover_arm_regularized', 'rp_arm',
-                                  'planar3r'])
+                                  pytest.param('planar3r', marks=pytest.mark.slow)])
 def test_generated_python_machines(name):
     """Generated straight-line functions agree with the numeric core on the bundled URDFs."""
     model = SymbolicModel.from_urdf_file(URDF_DIR / f'{name}.urdf')
@@ -356,6 +356,7 @@ def run_cli(*args, timeout=120):
                           capture_output=True, text=True, timeout=timeout, cwd=REPO)
 
 
+@pytest.mark.slow   # the CLI tests run child processes
 def test_cli_text_rover_arm():
     """Text output of the rover arm lists 003's element M[2][1] = 0.00192 cos q2."""
     result = run_cli(str(URDF_DIR / 'rover_arm.urdf'))
@@ -372,6 +373,7 @@ def latex_stacker() -> str:
     return result.stdout
 
 
+@pytest.mark.slow
 def test_cli_latex_stacker_symbolic():
     """Print a complete LaTeX document."""
     tex = latex_stacker()
@@ -380,6 +382,7 @@ def test_cli_latex_stacker_symbolic():
     assert r'\usepackage{amsmath}' in tex and 'I_{3y}' in tex and 'l_{3}' in tex
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which('pdflatex') is None,
                     reason='pdflatex (TeX Live) is not a project dependency and is not installed '
                            'here; the document text is checked by '
@@ -394,6 +397,7 @@ def test_cli_latex_stacker_compiles(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:]
 
 
+@pytest.mark.slow
 def test_cli_python_dh_yaml(tmp_path):
     """``--format python`` of a DH YAML file writes an importable module (symbolic defaults)."""
     path = tmp_path / 'stacker.yaml'
@@ -409,6 +413,7 @@ def test_cli_python_dh_yaml(tmp_path):
     compare_module(module, numeric, np.random.default_rng(8), states=2)
 
 
+@pytest.mark.slow
 def test_cli_reports_too_large(tmp_path):
     """A model over the bound exits with code 2 and names the option to raise."""
     path = tmp_path / 'big.urdf'

@@ -187,6 +187,7 @@ def wide_tree(n_movable: int) -> str:
     return random_urdf(np.random.default_rng(7), n_movable, n_movable // 10, branching=0.9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('xml', [
     pytest.param(lambda: chain_urdf(2000), id='chain_2000_links'),
     pytest.param(lambda: wide_tree(500), id='tree_500_joints'),
@@ -200,6 +201,7 @@ def test_enormous_model_loads(xml):
     assert np.allclose(M, M.T, rtol=0, atol=1e-12 * np.abs(M).max())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('make, size', [
     pytest.param(chain_urdf, urdf_loader.MAX_LINKS // 2, id='chain_to_the_link_limit'),
     pytest.param(wide_tree, 500, id='wide_tree'),
@@ -212,6 +214,7 @@ def test_loading_work_grows_linearly_with_the_size(make, size):
     assert ratio < LINEAR_RATIO, f'twice the size took {ratio:.2f} times the CPU time'
 
 
+@pytest.mark.slow
 def test_model_at_the_link_limit_loads_and_one_more_link_is_refused():
     loaded = []
     load_cpu = cpu_seconds(lambda: loaded.append(_load(chain_urdf(urdf_loader.MAX_LINKS))))
@@ -262,6 +265,7 @@ HUGE_DOCUMENTS = {
 }
 
 
+@pytest.mark.slow   # 50 MB each
 @pytest.mark.parametrize('make, pattern', list(HUGE_DOCUMENTS.values()),
                          ids=list(HUGE_DOCUMENTS))
 def test_huge_document_is_refused_after_little_work(make, pattern):
