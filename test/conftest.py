@@ -102,7 +102,7 @@ _context_init = rclpy.context.Context.init
 
 def _guarded_execute_child(self, args, *rest, **kwargs):
     text = ' '.join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
-    if '--ros-args' in text or 'kron_dynamics.nodes' in text:
+    if '--ros-args' in text:      # how every node process here is started
         _require_marker('starts a ROS node process', ('ros',))
     else:
         _require_marker('starts a child process', ('ros', 'slow'))

@@ -106,7 +106,7 @@ CHILD = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.slow   # a child process
+@pytest.mark.slow   # a child process (importing rclpy)
 @needs_fifo
 def test_apply_sets_every_thread_and_later_threads_inherit():
     out = subprocess.run([sys.executable, '-c', CHILD], capture_output=True, text=True,
