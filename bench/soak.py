@@ -71,6 +71,7 @@ class SoakResult:
     rss_growth_after_warmup_mb: dict
     alive: dict
     longest_gap_s: dict
+    paced_s: float = 0.0        # time the stream was held for the nodes (max_backlog)
 
     def ok(self, max_growth_mb: float = 5.0) -> bool:
         """Return True if the run met every criterion."""
@@ -125,8 +126,15 @@ def start_nodes(env) -> dict:
 
 def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
              warmup_fraction: float = 0.1, env=None, log=print,
-             drain_timeout: float = 120.0) -> SoakResult:
-    """Run one soak; return its figures (the node processes are stopped at the end)."""
+             drain_timeout: float = 120.0, max_backlog: int | None = None) -> SoakResult:
+    """
+    Run one soak; return its figures (the node processes are stopped at the end).
+
+    ``max_backlog``: hold the stream while more valid inputs than this are unanswered, so
+    that the nodes' queues (1000 joint states) never overflow however busy the machine is
+    (the rate is then at most ``rate``); None sends at ``rate`` regardless, a load test in
+    which a node that falls more than its queue behind drops the oldest states.
+    """
     env = dict(os.environ if env is None else env)
     procs = start_nodes(env)
     context = rclpy.Context()
@@ -167,11 +175,18 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
         next_rss = t0
         warm_end = t0 + warmup_fraction * duration
         warm_rss = None
+        paced = 0.0
         for k in range(total):
             target = t0 + k / rate
             now = time.monotonic()
             if target > now:
                 time.sleep(target - now)
+            if max_backlog is not None:   # flow control: never more queued than that
+                t_wait = time.monotonic()
+                while (len(sent_valid) - min(len(bias), len(commands)) > max_backlog
+                       and time.monotonic() - t_wait < drain_timeout):
+                    time.sleep(0.001)
+                paced += time.monotonic() - t_wait
             t = k / rate
             q = [0.5 * math.sin(0.3 * t), 0.2 * math.sin(0.5 * t), 0.2 + 0.1 * math.sin(t)]
             stamp = node.get_clock().now().to_msg()
@@ -238,7 +253,8 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
         latency_max_ms=float(latency.max()) if len(latency) else math.nan,
         rss_mb={name: round(values[-1][1], 2) for name, values in rss.items()},
         rss_growth_after_warmup_mb={name: round(g, 3) for name, g in growth.items()},
-        alive=alive, longest_gap_s={k: round(float(v), 3) for k, v in gaps.items()})
+        alive=alive, longest_gap_s={k: round(float(v), 3) for k, v in gaps.items()},
+        paced_s=round(paced, 3))
     if not result.ok():
         for name, text in logs.items():
             log(f'--- {name} log (tail):\n{text[-3000:]}')

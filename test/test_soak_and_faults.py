@@ -15,7 +15,7 @@
 """
 Short versions of bench/soak.py and bench/faults.py (the long runs are in the README).
 
-Soak: 5 s of 1 kHz joint states with 10 % bad messages into dynamics_node and
+Soak: 5000 joint states at up to 1 kHz with 10 % bad messages into dynamics_node and
 computed_torque_controller. Faults: the joint-state publisher pauses, the simulator and the
 controller are killed and restarted, and the graph recovers by itself. Both wait on events
 with generous timeouts (outputs counted up to a marker input, recovery as a stretch of normal
@@ -37,7 +37,10 @@ pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 
 def test_short_soak():
-    result = soak.run_soak(duration=5.0, rate=1000.0, bad_fraction=0.1, warmup_fraction=0.4)
+    # flow control: the nodes' queues never overflow on a busy machine (a node that falls
+    # more than its queue behind drops the oldest states, by design), so every count holds
+    result = soak.run_soak(duration=5.0, rate=1000.0, bad_fraction=0.1, warmup_fraction=0.4,
+                           max_backlog=300)
     assert result.alive == {'dynamics_node': True, 'computed_torque_controller': True}
     assert result.bad > 300 and result.valid > 4000
     assert result.bias_outputs == result.valid, 'each valid input exactly one bias torque'
