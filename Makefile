@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.kron_dynamics_installed
 
-.PHONY: venv demo test urdf bench docs clean
+.PHONY: venv demo test check urdf bench docs clean
 
 $(STAMP): requirements.txt setup.py setup.cfg package.xml kron_dynamics_interfaces/srv/*.srv \
 		kron_dynamics_interfaces/CMakeLists.txt scripts/build_interfaces.sh
@@ -23,6 +23,11 @@ demo: venv
 
 test: venv
 	$(PY) -m pytest -q test
+
+# the fast part of `make test`: no ROS node, rclpy context or child process, nothing over ~3 s
+# (markers `ros` and `slow`, setup.cfg; test/conftest.py fails a test that needs one and lacks it)
+check: venv
+	$(PY) -m pytest -q -m "not ros and not slow" test
 
 urdf: venv
 	$(PY) -m kron_dynamics.model.machines urdf

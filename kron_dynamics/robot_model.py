@@ -888,9 +888,6 @@ class RobotModel:
         """
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
-        if N is not None:
-            return self._per_row(
-                lambda a, b, c: self.integrate(a, b, c, dt, steps, damping), N, q, qd, tau)
         try:
             dt, steps = float(dt), int(steps)
         except (TypeError, ValueError):
@@ -898,6 +895,11 @@ class RobotModel:
                              f'steps={steps!r}') from None
         if not np.isfinite(dt) or steps < 0:
             raise ValueError(f'dt must be finite and steps >= 0, got dt={dt}, steps={steps}')
+        if N == 0:      # not evaluated at q = 0 as _per_row would: M(0) may be singular
+            return np.empty((0, self._n)), np.empty((0, self._n))
+        if N is not None:
+            return self._per_row(
+                lambda a, b, c: self.integrate(a, b, c, dt, steps, damping), N, q, qd, tau)
         x = np.empty((2, self._n))
         if not native.rk4(self._ints, self._reals, q, qd, tau, damping, dt, steps, x):
             self.forward_dynamics(q, qd, tau)   # raises the descriptive error

@@ -12,12 +12,21 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Shared fixtures: the oracle values of ../shared/reference (copied into fixtures/)."""
+"""
+Shared fixtures (the oracle values of ../shared/reference, copied into fixtures/) and markers.
+
+Markers (setup.cfg): ``ros`` for tests that start ROS node processes or rclpy contexts,
+``slow`` for tests that take more than about 3 s or start any other child process. ``make
+check`` runs ``-m "not ros and not slow"``. The markers cannot go stale: a test that starts a
+process or an rclpy context without the marker fails, saying which marker it needs.
+"""
 
 import json
 from pathlib import Path
+import subprocess
 
 import pytest
+import rclpy.context
 
 from kron_dynamics import RobotModel
 from ros_harness import pick_domain
@@ -61,3 +70,49 @@ def stacker() -> RobotModel:
 def rover_arm() -> RobotModel:
     """Load the rover rocker arm of seed 003 from urdf/rover_arm.urdf."""
     return load_oracle_model('rover_arm')
+
+
+# ----------------------------------------------------------------- marker discipline
+_running = []   # the test item whose setup, call or teardown is running
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Remember which test runs, for the process and rclpy guards below."""
+    _running.append(item)
+    try:
+        yield
+    finally:
+        _running.pop()
+
+
+def _require_marker(what: str, markers: tuple) -> None:
+    if not _running:
+        return
+    item = _running[-1]
+    if not any(item.get_closest_marker(m) for m in markers):
+        pytest.fail(f'{item.nodeid} {what} but is not marked {" or ".join(markers)} '
+                    '(setup.cfg; `make check` must start no process and no ROS)',
+                    pytrace=False)
+
+
+_execute_child = subprocess.Popen._execute_child
+_context_init = rclpy.context.Context.init
+
+
+def _guarded_execute_child(self, args, *rest, **kwargs):
+    text = ' '.join(map(str, args)) if isinstance(args, (list, tuple)) else str(args)
+    if '--ros-args' in text:      # how every node process here is started
+        _require_marker('starts a ROS node process', ('ros',))
+    else:
+        _require_marker('starts a child process', ('ros', 'slow'))
+    return _execute_child(self, args, *rest, **kwargs)
+
+
+def _guarded_context_init(self, *args, **kwargs):
+    _require_marker('initializes an rclpy context', ('ros',))
+    return _context_init(self, *args, **kwargs)
+
+
+subprocess.Popen._execute_child = _guarded_execute_child
+rclpy.context.Context.init = _guarded_context_init

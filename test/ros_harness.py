@@ -92,15 +92,15 @@ class Probe:
         self.node.create_subscription(msg_type, topic, received.append, depth)
         return received
 
-    def call(self, srv_type, name: str, request, timeout: float = 10.0):
+    def call(self, srv_type, name: str, request, timeout: float = 30.0):
         """Call a service and return the response."""
         client = self.node.create_client(srv_type, name)
         assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available'
         future = client.call_async(request)
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            assert time.monotonic() < deadline, f'service {name} did not answer'
-            time.sleep(0.005)
+        answered = threading.Event()
+        future.add_done_callback(lambda _: answered.set())
+        if not (future.done() or answered.wait(timeout)):
+            raise AssertionError(f'service {name} did not answer within {timeout} s')
         return future.result()
 
     def close(self):

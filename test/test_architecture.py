@@ -117,6 +117,7 @@ def test_no_import_cycles():
 HEAVY = ('numba', 'scipy', 'sympy', 'rclpy', 'matplotlib')
 
 
+@pytest.mark.slow   # child processes
 @pytest.mark.parametrize('statement, allowed', [
     ('import kron_dynamics', ()),
     ('from kron_dynamics import RobotModel', ()),
@@ -130,6 +131,7 @@ def test_importing_is_cheap(statement, allowed):
     assert eval(out) == sorted(allowed), out
 
 
+@pytest.mark.slow
 def test_the_facade_loads_kernels_on_first_use():
     code = ('import numpy as np, sys; from kron_dynamics import RobotModel; '
             "m = RobotModel.from_urdf_file('urdf/stacker.urdf'); a = 'numba' in sys.modules; "
@@ -139,6 +141,7 @@ def test_the_facade_loads_kernels_on_first_use():
     assert out == ['False', 'True']
 
 
+@pytest.mark.slow   # a child process
 def test_kernels_native_stays_the_entry_point_object_after_first_use():
     """Importing kernels/native.py on first use must not replace kernels.native by it."""
     code = ('import numpy as np; from kron_dynamics import RobotModel; '

@@ -18,6 +18,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, URDF_DIR
 from ros_harness import isolated_env
 
@@ -27,6 +29,7 @@ def kron_dynamics(*args, timeout=300):
                           env=isolated_env(), capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow   # child processes
 def test_info_prints_the_model():
     out = kron_dynamics('info', str(URDF_DIR / 'stacker.urdf'))
     assert out.returncode == 0, out.stderr
@@ -36,6 +39,7 @@ def test_info_prints_the_model():
         assert word in text, text
 
 
+@pytest.mark.slow
 def test_info_reports_a_bad_urdf_clearly(tmp_path):
     bad = tmp_path / 'bad.urdf'
     bad.write_text('<robot name="x"><link name="a"/><joint name="j" type="revolute">'
@@ -44,6 +48,8 @@ def test_info_reports_a_bad_urdf_clearly(tmp_path):
     assert out.returncode == 2 and 'bad.urdf' in out.stderr and 'Traceback' not in out.stderr
 
 
+@pytest.mark.ros
+@pytest.mark.slow
 def test_demo_runs_the_graph_prints_errors_and_writes_a_plot(tmp_path):
     plot = tmp_path / 'demo.png'
     out = kron_dynamics('demo', 'stacker', '--duration', '3', '--plot', str(plot))

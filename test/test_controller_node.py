@@ -12,24 +12,40 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""computed_torque_controller and plant_simulator as real processes: law, limits, watchdog."""
+"""
+computed_torque_controller and plant_simulator as real processes: law, limits, watchdog.
+
+Nothing here concludes from a short wait. Every joint state the controller accepts gives
+exactly one command, in order, so a valid state sent after a bad one is a marker: when its
+command arrives, any command for the bad state would already have arrived before it. A new
+reference is waited for by sending states until the commands follow it; a refused reference
+by its log line. The watchdog (state_timeout) is set long for these tests and short only in
+the watchdog test.
+"""
 
 import math
 import time
 
 import numpy as np
 import pytest
+from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
+from kron_dynamics.nodes.throttled_logger import THROTTLE_S
 from ros_harness import NodeProcess, Probe, wait_for
+
+pytestmark = pytest.mark.ros
 
 RP_ARM = str(URDF_DIR / 'rp_arm.urdf')
 JOINTS = ['theta1', 'd2']
 KP, KD = np.array([50.0, 40.0]), np.array([10.0, 12.0])
+LONG_TIMEOUT = 600.0     # state_timeout while the watchdog is not under test
+WAIT = 30.0              # generous: the machine may be busy
 
 
 @pytest.fixture(scope='module')
@@ -41,7 +57,7 @@ def model():
 def loop():
     node = NodeProcess('computed_torque_controller', [
         '-p', f'urdf_file:={RP_ARM}', '-p', 'kp:=[50.0, 40.0]', '-p', 'kd:=[10.0, 12.0]',
-        '-p', 'state_timeout:=0.3', '-p', 'command_topic:=/test_effort/commands',
+        '-p', f'state_timeout:={LONG_TIMEOUT}', '-p', 'command_topic:=/test_effort/commands',
         '-p', 'max_reference_age:=0.0'])
     probe = Probe('controller_probe')
     commands = probe.collect(Float64MultiArray, '/test_effort/commands')
@@ -51,28 +67,68 @@ def loop():
     traj = probe.node.create_publisher(JointTrajectory,
                                        '/computed_torque_controller/reference_trajectory', 10)
     assert wait_for(lambda: states.get_subscription_count() > 0 and
-                    ref.get_subscription_count() > 0, 30), node.stop()
+                    ref.get_subscription_count() > 0 and traj.get_subscription_count() > 0
+                    and probe.node.count_publishers('/test_effort/commands') > 0,
+                    60), node.stop()
     yield node, probe, commands, states, ref, traj
     probe.close()
     print(node.stop())
 
 
-def send_state(loop, q, qd, expect=True):
+def first_nonzero(commands, start: int):
+    """Return the index of the first command from start on that is not all zeros, or None."""
+    return next((k for k in range(start, len(commands)) if any(commands[k].data)), None)
+
+
+def send_state(loop, q, qd):
+    """
+    Publish a valid joint state and return its command: the first non-zero one after it.
+
+    Commands come in order and only from states and from the watchdog, whose one command is
+    all zeros; a computed torque here is never exactly zero (gravity acts on the arm).
+    """
     _, _, commands, states, *_ = loop
     n0 = len(commands)
     states.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
-    if expect:
-        assert wait_for(lambda: len(commands) > n0, 5)
-        return np.array(commands[-1].data)
-    time.sleep(0.1)     # shorter than state_timeout: the watchdog stays quiet
-    assert len(commands) == n0
-    return None
+    assert wait_for(lambda: first_nonzero(commands, n0) is not None, WAIT), \
+        'no command for a valid state'
+    return np.array(commands[first_nonzero(commands, n0)].data)
+
+
+def send_bad_state(loop, q, qd, marker_q, expected):
+    """Publish a bad joint state, then a valid marker: the marker's command comes first."""
+    _, _, _, states, *_ = loop
+    states.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
+    tau = send_state(loop, marker_q, [0.0, 0.0])
+    np.testing.assert_allclose(tau, expected, rtol=1e-9, err_msg='a command for the bad state')
+
+
+def follow(loop, q, qd, expected, what='the new reference'):
+    """Send the state until its command equals expected (a new reference has arrived)."""
+    last = []
+
+    def arrived():
+        last[:] = [send_state(loop, q, qd)]
+        return np.allclose(last[0], expected, rtol=1e-9, atol=1e-12)
+    assert wait_for(arrived, WAIT, period=0.05), (what, last, expected)
+    return last[0]
 
 
 def law(model, q, qd, q_d, qd_d, qdd_d):
     a = qdd_d + KD * (qd_d - qd) + KP * (q_d - q)
     return model.mass_matrix(q) @ a + model.coriolis_star(q) @ np.kron(qd, qd) + \
         model.gravity_torque(q)
+
+
+def refusals(node) -> int:
+    return node.output().count('refused reference')
+
+
+def set_state_timeout(probe, value):
+    pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
+    req = SetParameters.Request(parameters=[ParameterMsg(name='state_timeout', value=pv)])
+    result = probe.call(SetParameters, '/computed_torque_controller/set_parameters', req)
+    assert result.results[0].successful, result.results[0].reason
 
 
 def test_holds_the_first_position_then_follows_references(loop, model):
@@ -86,71 +142,87 @@ def test_holds_the_first_position_then_follows_references(loop, model):
     q_d, qd_d, qdd_d = np.array([0.5, 0.45]), np.array([0.2, -0.1]), np.array([1.0, 0.5])
     ref.publish(JointTrajectoryPoint(positions=list(q_d), velocities=list(qd_d),
                                      accelerations=list(qdd_d)))
-    time.sleep(0.3)
     q, qd = np.array([0.48, 0.46]), np.array([0.1, 0.0])
-    np.testing.assert_allclose(send_state(loop, q, qd), law(model, q, qd, q_d, qd_d, qdd_d),
-                               rtol=1e-9)
+    follow(loop, q, qd, law(model, q, qd, q_d, qd_d, qdd_d))
 
 
 def test_bad_references_are_refused_and_the_last_one_held(loop, model):
-    _, _, _, _, ref, traj = loop
+    node, _, _, _, ref, traj = loop
     q_d = np.array([0.1, 0.2])
-    ref.publish(JointTrajectoryPoint(positions=list(q_d)))
-    time.sleep(0.2)
-    ref.publish(JointTrajectoryPoint(positions=[math.nan, 0.2]))
-    ref.publish(JointTrajectoryPoint(positions=[0.1]))
-    traj.publish(JointTrajectory(joint_names=['theta1', 'ghost'],
-                                 points=[JointTrajectoryPoint(positions=[1.0, 1.0])]))
-    time.sleep(0.3)
     q, qd = np.array([0.12, 0.18]), np.zeros(2)
-    np.testing.assert_allclose(send_state(loop, q, qd), law(model, q, qd, q_d, 0, 0), rtol=1e-9)
+    held = law(model, q, qd, q_d, 0, 0)
+    ref.publish(JointTrajectoryPoint(positions=list(q_d)))
+    follow(loop, q, qd, held)
+    bad = [(ref, JointTrajectoryPoint(positions=[math.nan, 0.2])),
+           (ref, JointTrajectoryPoint(positions=[0.1])),
+           (traj, JointTrajectory(joint_names=['theta1', 'ghost'],
+                                  points=[JointTrajectoryPoint(positions=[1.0, 1.0])]))]
+    for publisher, msg in bad:
+        # one refusal is logged per THROTTLE_S: wait that long since the last log line
+        time.sleep(THROTTLE_S * 1.1)
+        n0 = refusals(node)
+        publisher.publish(msg)
+        assert wait_for(lambda: refusals(node) > n0, WAIT), node.output()[-2000:]
+        np.testing.assert_allclose(send_state(loop, q, qd), held, rtol=1e-9)
     # a named trajectory in another order is accepted
     traj.publish(JointTrajectory(joint_names=['d2', 'theta1'],
                                  points=[JointTrajectoryPoint(positions=[0.3, -0.2])]))
-    time.sleep(0.3)
-    np.testing.assert_allclose(send_state(loop, q, qd),
-                               law(model, q, qd, np.array([-0.2, 0.3]), 0, 0), rtol=1e-9)
+    follow(loop, q, qd, law(model, q, qd, np.array([-0.2, 0.3]), 0, 0))
 
 
-def test_bad_states_give_no_command(loop):
-    node, *_ = loop
-    send_state(loop, [0.1, 0.1], [0.0, 0.0])
-    send_state(loop, [math.nan, 0.1], [0.0, 0.0], expect=False)
-    send_state(loop, [0.1, 0.1], [math.inf, 0.0], expect=False)
+def test_bad_states_give_no_command(loop, model):
+    node, _, _, _, ref, _ = loop
+    q_d, marker = np.array([0.1, 0.1]), np.array([0.15, 0.05])
+    ref.publish(JointTrajectoryPoint(positions=list(q_d)))
+    expected = law(model, marker, np.zeros(2), q_d, 0, 0)
+    follow(loop, marker, [0.0, 0.0], expected)
+    send_bad_state(loop, [math.nan, 0.1], [0.0, 0.0], marker, expected)
+    send_bad_state(loop, [0.1, 0.1], [math.inf, 0.0], marker, expected)
     assert node.alive()
 
 
 def test_torques_are_clamped_to_effort_limits(loop, model):
     _, _, _, _, ref, _ = loop
-    ref.publish(JointTrajectoryPoint(positions=[3.0, 0.9]))
-    time.sleep(0.3)
+    target = np.array([3.0, 0.9])
     q, qd = np.array([-3.0, 0.0]), np.array([-10.0, -10.0])
-    tau = send_state(loop, q, qd)
+    # the feedback acceleration is scaled as a whole: tau = tau0 + s (tau_full - tau0)
+    tau0 = model.inverse_dynamics(q, qd, np.zeros(2))
+    v_max = np.array([model.joints[j].velocity for j in JOINTS])
+    v = KD * (np.clip(KP / KD * (target - q), -v_max, v_max) - qd)
+    full = model.inverse_dynamics(q, qd, v)
+    scales = []
+
+    def scaled_as_a_whole():     # true once the controller has the new reference
+        tau = send_state(loop, q, qd)
+        s = (tau - tau0) / (full - tau0)
+        scales[:] = [tau, s]
+        return bool(0 < s[0] < 1 and np.isclose(s[0], s[1], rtol=1e-9))
+    ref.publish(JointTrajectoryPoint(positions=list(target)))
+    assert wait_for(scaled_as_a_whole, WAIT, period=0.05), scales
+    tau = scales[0]
     limits = model.effort_limits
     assert np.all(np.abs(tau) <= limits * (1 + 1e-12))
     assert np.any(np.isclose(np.abs(tau), limits, rtol=1e-9)), 'some joint at its limit'
-    # the feedback acceleration was scaled as a whole: tau = tau0 + s (tau_full - tau0)
-    tau0 = model.inverse_dynamics(q, qd, np.zeros(2))
-    v_max = np.array([model.joints[j].velocity for j in JOINTS])
-    v = KD * (np.clip(KP / KD * (np.array([3.0, 0.9]) - q), -v_max, v_max) - qd)
-    full = model.inverse_dynamics(q, qd, v)
-    s = (tau - tau0) / (full - tau0)
-    assert 0 < s[0] < 1 and np.isclose(s[0], s[1], rtol=1e-9), s
 
 
 def test_watchdog_stops_and_resumes(loop, model):
-    node, _, commands, *_ = loop
+    node, probe, commands, *_ = loop
     q = np.array([0.2, 0.3])
-    send_state(loop, q, [0.0, 0.0])
-    n0 = len(commands)
-    time.sleep(1.0)     # > state_timeout 0.3 s without joint states
-    assert len(commands) == n0 + 1, 'exactly one command after the timeout'
-    assert list(commands[-1].data) == [0.0, 0.0]
-    time.sleep(0.5)
-    assert len(commands) == n0 + 1, 'no commands while stale'
-    tau = send_state(loop, q, [0.0, 0.0])
-    assert np.any(tau != 0.0)
-    assert node.alive()
+    set_state_timeout(probe, 0.3)
+    try:
+        n0 = len(commands)
+        send_state(loop, q, [0.0, 0.0])
+        k = first_nonzero(commands, n0)     # its answer (a zero before it: stale already)
+        # then no joint states: after state_timeout, one zero-effort command
+        assert wait_for(lambda: len(commands) > k + 1, WAIT), 'no command after the timeout'
+        assert list(commands[k + 1].data) == [0.0, 0.0]
+        # fresh states resume commanding; the next command is the answer to this state, so
+        # nothing else was published while the states were stale
+        send_state(loop, q, [0.0, 0.0])
+        assert first_nonzero(commands, k + 1) == k + 2, [c.data for c in commands[k:]]
+        assert node.alive()
+    finally:
+        set_state_timeout(probe, LONG_TIMEOUT)
 
 
 def test_controller_start_up_errors():
@@ -171,7 +243,7 @@ def test_simulator_integrates_and_publishes_joint_states(model):
     sim = NodeProcess('plant_simulator', [
         '-p', f'urdf_file:={RP_ARM}', '-p', 'initial_positions:=[0.0, 0.5]',
         '-p', 'publish_rate:=100.0', '-p', 'command_topic:=/sim_test/commands',
-        '-r', 'joint_states:=/sim_test/joint_states'])
+        '-p', 'command_timeout:=600.0', '-r', 'joint_states:=/sim_test/joint_states'])
     probe = Probe('simulator_probe')
     try:
         states = probe.collect(JointState, '/sim_test/joint_states')
@@ -179,20 +251,25 @@ def test_simulator_integrates_and_publishes_joint_states(model):
         assert wait_for(lambda: len(states) > 5, 60), sim.stop()
         held = [tuple(s.position) for s in states]
         assert set(held) == {(0.0, 0.5)}, 'plant held still before the first command'
-        # hold the arm with its gravity torque: it must stay (nearly) still
+        # hold the arm with its gravity torque: it must stay (nearly) still while the
+        # simulator publishes 50 more states
         tau = model.gravity_torque([0.0, 0.5])
-        assert wait_for(lambda: cmd.get_subscription_count() > 0, 10)
+        assert wait_for(lambda: cmd.get_subscription_count() > 0, WAIT)
+        cmd.publish(Float64MultiArray(data=list(tau)))
         n0 = len(states)
-        t_end = time.monotonic() + 1.0
-        while time.monotonic() < t_end:
-            cmd.publish(Float64MultiArray(data=list(tau)))
-            time.sleep(0.02)
-        assert len(states) > n0 + 50
+        assert wait_for(lambda: len(states) > n0 + 50, WAIT)
         last = states[-1]
         assert list(last.name) == JOINTS
         np.testing.assert_allclose(last.position, [0.0, 0.5], atol=1e-6)
+        # the command is applied: more than gravity on the prismatic joint pushes it out
+        push = tau + [0.0, 5.0]
+        assert model.forward_dynamics([0.0, 0.5], [0.0, 0.0], push)[1] > 0
+        cmd.publish(Float64MultiArray(data=list(push)))
+        assert wait_for(lambda: states[-1].position[1] > 0.5 + 1e-3, WAIT), states[-1]
         cmd.publish(Float64MultiArray(data=[1.0]))   # wrong length: rejected, sim keeps going
-        assert sim.alive()
+        n1 = len(states)
+        assert wait_for(lambda: len(states) > n1 + 5, WAIT) and sim.alive()
+        assert 'rejected command' in sim.output()
     finally:
         probe.close()
         sim.stop()

@@ -152,6 +152,7 @@ def test_bench_scripts_stamp_their_results_and_render_the_docs():
         assert f'bench/{script}' in bench, f'make bench does not run {script}'
 
 
+@pytest.mark.slow   # a child process (git)
 def test_stamp_names_revision_date_and_machine():
     import provenance
     stamp = provenance.stamp()

@@ -15,7 +15,6 @@
 """dynamics_node as a real process: topics, services, bad input, parameters, start-up errors."""
 
 import math
-import time
 
 from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
 import numpy as np
@@ -30,6 +29,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
 from ros_harness import NodeProcess, Probe, wait_for
+
+pytestmark = pytest.mark.ros
 
 STACKER = str(URDF_DIR / 'stacker.urdf')
 JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
@@ -58,7 +59,7 @@ def graph():
     print(log)
 
 
-def publish_and_wait(graph, msg, expect_output=True, timeout=5.0):
+def publish_and_wait(graph, msg, expect_output=True, timeout=30.0):
     node, probe, outputs, pub, *_ = graph
     before = {k: len(v) for k, v in outputs.items()}
     pub.publish(msg)
@@ -119,15 +120,25 @@ BAD_STATES = [
 ]
 
 
+def wait_for_value(outputs, expected, timeout=30.0):
+    """Wait until the newest output equals expected (the answer to a marker message)."""
+    return wait_for(lambda: bool(outputs) and np.allclose(outputs[-1].data, expected,
+                                                          rtol=1e-9, atol=1e-9), timeout)
+
+
 def test_bad_joint_states_are_rejected_and_the_node_keeps_going(graph, model):
     node, _, outputs, pub, *_ = graph
     before = {k: len(v) for k, v in outputs.items()}
     for msg in BAD_STATES:
         pub.publish(msg)
-    q = np.array([0.5, -0.1, 0.3])
-    publish_and_wait(graph, JointState(name=JOINTS, position=list(q), velocity=[0.1] * 3))
+    # a valid marker last: outputs come in input order, so once its output is in, an output
+    # for any bad message would be in too
+    q, qd = np.array([0.5, -0.1, 0.3]), np.full(3, 0.1)
+    pub.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
+    assert wait_for_value(outputs['bias_torque'], model.bias_torque(q, qd))
     # exactly one output for the one valid message, and it is right
     assert len(outputs['bias_torque']) == before['bias_torque'] + 1
+    assert wait_for(lambda: len(outputs['gravity_torque']) > before['gravity_torque'])
     np.testing.assert_allclose(outputs['gravity_torque'][-1].data, model.gravity_torque(q),
                                atol=1e-6)
     assert node.alive()
@@ -139,29 +150,34 @@ def test_stamps_going_backwards_are_rejected(graph, model):
     _, _, outputs, pub, *_ = graph
     q = np.array([0.2, 0.1, 0.3])
 
-    def stamped(sec):
+    def stamped(sec, q):
         msg = JointState(name=JOINTS, position=list(q))
         msg.header.stamp.sec = sec
         return msg
-    publish_and_wait(graph, stamped(2_000_000_000))
+    publish_and_wait(graph, stamped(2_000_000_000, q))
+    assert wait_for_value(outputs['bias_torque'], model.gravity_torque(q))
     n0 = len(outputs['bias_torque'])
-    pub.publish(stamped(1_999_999_990))           # 10 s older: rejected
-    publish_and_wait(graph, stamped(2_000_000_001))
+    pub.publish(stamped(1_999_999_990, -q))       # 10 s older: rejected
+    pub.publish(stamped(2_000_000_001, 2 * q))    # the marker
+    assert wait_for_value(outputs['bias_torque'], model.gravity_torque(2 * q))
     assert len(outputs['bias_torque']) == n0 + 1
 
 
 def test_feedforward_of_references(graph, model):
     _, _, outputs, _, ref_pub, traj_pub = graph
     q, qd, qdd = np.array([1.0, 0.3, 0.1]), np.array([0.2, -0.1, 0.05]), np.array([1, 2, 3.0])
-    n0 = len(outputs['feedforward_torque'])
+    ff = outputs['feedforward_torque']
+    n0 = len(ff)
     ref_pub.publish(JointTrajectoryPoint(positions=list(q), velocities=list(qd),
                                          accelerations=list(qdd)))
-    assert wait_for(lambda: len(outputs['feedforward_torque']) == n0 + 1)
     expected = (model.mass_matrix(q) @ qdd + model.coriolis_star(q) @ np.kron(qd, qd)
                 + model.gravity_torque(q))
-    np.testing.assert_allclose(outputs['feedforward_torque'][-1].data, expected, rtol=1e-9)
+    assert wait_for_value(ff, expected) and len(ff) == n0 + 1
     ref_pub.publish(JointTrajectoryPoint(positions=[1.0, math.nan, 0.0]))    # refused
     ref_pub.publish(JointTrajectoryPoint(positions=[1.0, 0.0]))              # refused
+    ref_pub.publish(JointTrajectoryPoint(positions=list(2 * q)))              # the marker
+    assert wait_for_value(ff, model.gravity_torque(2 * q))
+    assert len(ff) == n0 + 2, 'an output for a refused reference'
     # a named trajectory in another order: one output per point
     traj = JointTrajectory(joint_names=['q2_slew', 'q3_luff', 'q1_travel'])
     traj.points = [JointTrajectoryPoint(positions=[q[1], q[2], q[0]],
@@ -169,10 +185,10 @@ def test_feedforward_of_references(graph, model):
                                         accelerations=[qdd[1], qdd[2], qdd[0]]),
                    JointTrajectoryPoint(positions=[0.0, 0.0, 0.0])]
     traj_pub.publish(traj)
-    assert wait_for(lambda: len(outputs['feedforward_torque']) == n0 + 3)
-    np.testing.assert_allclose(outputs['feedforward_torque'][-2].data, expected, rtol=1e-9)
-    np.testing.assert_allclose(outputs['feedforward_torque'][-1].data,
-                               model.gravity_torque(np.zeros(3)), atol=1e-6)
+    assert wait_for(lambda: len(ff) >= n0 + 4)
+    assert len(ff) == n0 + 4
+    np.testing.assert_allclose(ff[-2].data, expected, rtol=1e-9)
+    np.testing.assert_allclose(ff[-1].data, model.gravity_torque(np.zeros(3)), atol=1e-6)
 
 
 def state(names, positions, velocities=()):
@@ -279,8 +295,10 @@ def test_robot_description_topic():
         assert wait_for(got_output, 30, period=0.2), node.stop()
         np.testing.assert_allclose(out[-1].data, model.gravity_torque(q), atol=1e-9)
         # a broken description later is rejected and the good model kept
+        rejected = node.output().count('rejected /robot_description')
         desc.publish(String(data='<robot name="broken"><link name="a"/></robot'))
-        time.sleep(0.5)
+        assert wait_for(lambda: node.output().count('rejected /robot_description') > rejected,
+                        30), node.output()[-2000:]
         n0 = len(out)
 
         def new_output():

@@ -29,6 +29,8 @@ from conftest import URDF_DIR
 from kron_dynamics import RobotModel
 from ros_harness import NodeProcess, Probe, wait_for
 
+pytestmark = pytest.mark.ros
+
 STACKER = str(URDF_DIR / 'stacker.urdf')
 JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
 

@@ -30,6 +30,8 @@ from conftest import TEST_DIR, URDF_DIR
 from kron_dynamics import RobotModel
 from ros_harness import NodeProcess, Probe, wait_for
 
+pytestmark = pytest.mark.ros
+
 GRIPPER_ARM = str(URDF_DIR / 'gripper_arm.urdf')
 JOINTS = ['shoulder', 'elbow', 'left_finger_joint']
 NON_PHYSICAL = str(TEST_DIR / 'urdf_corpus' / 'inertia_triangle_violation.urdf')

@@ -24,6 +24,7 @@ PATHS = [str(REPO / p) for p in ('kron_dynamics', 'test', 'launch', 'bench', 'se
 
 @pytest.mark.flake8
 @pytest.mark.linter
+@pytest.mark.slow
 def test_flake8():
     rc, errors = main_with_errors(argv=PATHS)
     assert rc == 0, 'Found %d code style errors / warnings:\n' % len(errors) + '\n'.join(errors)

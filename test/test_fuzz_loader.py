@@ -26,12 +26,11 @@ rarely reach.
 
 The property: ``RobotModel.from_urdf_string`` either raises ``ModelError`` whose message
 starts with the source name, or returns a model; nothing else escapes (not even a NumPy
-RuntimeWarning), within the per-example deadline, and every warning logged names the
-source. A model that loads must be usable: M, C*, G and inverse dynamics at a
-random state (prismatic travel up to 1e3 m, within finite joint limits) are finite, M is
-symmetric. This is the decided contract: the loader refuses values that could make the
-dynamics overflow (``urdf_loader.MAX_MAGNITUDE``), so evaluation never raises for a finite,
-in-range state.
+RuntimeWarning), and every warning logged names the source. A model that loads must be
+usable: M, C*, G and inverse dynamics at a random state (prismatic travel up to 1e3 m,
+within finite joint limits) are finite, M is symmetric. This is the decided contract: the
+loader refuses values that could make the dynamics overflow (``urdf_loader.MAX_MAGNITUDE``),
+so evaluation never raises for a finite, in-range state.
 
 Reproducible (``derandomize=True``): 500 examples per test, about 10 s in all here.
 """
@@ -266,17 +265,21 @@ def numeric_junk_urdf(data):
     return ET.tostring(root, encoding='unicode')
 
 
-FUZZ_SETTINGS = settings(max_examples=500, deadline=2000, derandomize=True, database=None,
+# no per-example deadline: a wall-clock limit fails on a busy machine; the loader's work is
+# bounded by test_urdf_corpus.py (CPU time and scaling), not here
+FUZZ_SETTINGS = settings(max_examples=500, deadline=None, derandomize=True, database=None,
                          suppress_health_check=[HealthCheck.too_slow,
                                                 HealthCheck.data_too_large])
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(data=st.data())
 def test_mutated_urdf_loads_or_raises_model_error(data):
     check_loads_or_refuses(mutated_urdf(data), data)
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(data=st.data())
 def test_numeric_junk_loads_or_raises_model_error(data):

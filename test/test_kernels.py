@@ -37,10 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
 from compiled_jsim import entry_points as jsim_kernels  # noqa: E402  (bench/, not a package)
 
 
-def random_model(seed, shuffle=True, armature=True):
+def random_model(seed, shuffle=True, armature=True, n=None, branching=0.5):
     """Return (model, rng) for a random tree, joints in a shuffled order, with armature."""
     rng = np.random.default_rng(seed)
-    xml = random_urdf(rng, int(rng.integers(1, 10)), 2)
+    n = int(rng.integers(1, 10)) if n is None else n
+    xml = random_urdf(rng, n, 2 if n < 10 else n // 5, branching=branching)
     names = RobotModel.from_urdf_string(xml).joint_names
     if shuffle:
         names = list(rng.permutation(names))
@@ -58,9 +59,17 @@ def close(a, b, rtol=1e-11):
     np.testing.assert_allclose(a, b, rtol=0, atol=rtol * max(1.0, np.abs(b).max(initial=0)))
 
 
-@pytest.mark.parametrize('seed', range(12))
-def test_kernels_match_reference(seed):
-    model, rng = random_model(seed)
+# (seed, movable joints, branching): small trees of every kind, and larger ones up to n = 40
+# (long chains, bushy trees with many branches)
+TREES = ([(seed, None, 0.5) for seed in range(12)]
+         + [(100, 12, 0.5), (101, 25, 0.3), (102, 25, 0.9)]
+         + [pytest.param(seed, 40, b, marks=pytest.mark.slow)
+            for seed, b in ((103, 0.5), (104, 0.9))])
+
+
+@pytest.mark.parametrize('seed, n, branching', TREES)
+def test_kernels_match_reference(seed, n, branching):
+    model, rng = random_model(seed, n=n, branching=branching)
     tree, n, p = model.tree, model.n, model._perm
     ix = np.ix_(p, p)
     links = model.link_names
@@ -115,9 +124,9 @@ def rk4_reference(model, q, qd, tau, dt, damping):
             qd + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4))
 
 
-@pytest.mark.parametrize('seed', range(4))
-def test_compiled_rk4_matches_python_rk4(seed):
-    model, rng = random_model(seed, armature=False)
+@pytest.mark.parametrize('seed, n, branching', TREES[:4] + TREES[-3:])
+def test_compiled_rk4_matches_python_rk4(seed, n, branching):
+    model, rng = random_model(seed, armature=False, n=n, branching=branching)
     model = model.with_armature(np.full(model.n, 0.1))   # never singular
     q, qd, tau = rng.uniform(-1, 1, (3, model.n))
     damping = rng.uniform(0, 1, model.n)

@@ -29,7 +29,7 @@ import rclpy
 import yaml
 
 from conftest import REPO
-from kron_dynamics.demo.graph import DEMO_NODES, DEMO_URDFS, demo_graph
+from kron_dynamics.demo.graph import COMMAND_TOPIC, DEMO_URDFS, demo_graph, REFERENCE_TOPIC
 
 LAUNCH_FILES = sorted(REPO.glob('launch/*.launch.py'))
 SETUP = (REPO / 'setup.py').read_text()
@@ -86,6 +86,7 @@ def test_setup_installs_launch_config_and_urdf():
         assert f"('share/' + package_name + '/{folder}', glob('{folder}/*" in SETUP
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('params_file', sorted(REPO.glob('config/*.yaml')),
                          ids=lambda p: p.name)
 def test_params_files_only_set_declared_parameters(params_file):
@@ -114,6 +115,45 @@ def test_params_files_only_set_declared_parameters(params_file):
     assert not missing, f'no node declares {missing}'
 
 
-def test_demo_nodes_are_the_four_of_the_design():
-    assert [s.executable for s in DEMO_NODES] == [
-        'plant_simulator', 'reference_generator', 'computed_torque_controller', 'dynamics_node']
+# topics a demo node listens to that no node of the graph publishes: optional user inputs
+OPTIONAL_INPUTS = {'/computed_torque_controller/reference_trajectory',
+                   '/dynamics_node/reference_trajectory',
+                   '/dynamics_node/external_wrench'}     # an F/T sensor, when there is one
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize('machine', sorted(DEMO_URDFS))
+def test_demo_graph_is_wired_as_designed(machine):
+    """Build every node of the graph as the launch file does; check who feeds whom."""
+    graph = demo_graph(machine, str(REPO))
+    publishers, subscribers = {}, {}
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        for spec in graph.nodes:
+            module, _, cls = NODE_CLASSES[spec.executable].partition(':')
+            args = ['--ros-args', '-r', f'__node:={spec.name}', '--params-file',
+                    graph.params_file, '-p', f'urdf_file:={graph.urdf_file}']
+            for src, dst in spec.remappings:
+                args += ['-r', f'{src}:={dst}']
+            node = getattr(importlib.import_module(module), cls)(context=context, cli_args=args)
+            try:
+                assert node.get_name() == spec.name
+                for pub in node.publishers:
+                    publishers.setdefault(pub.topic_name, set()).add(spec.name)
+                for sub in node.subscriptions:
+                    subscribers.setdefault(sub.topic_name, set()).add(spec.name)
+            finally:
+                node.destroy_node()
+    finally:
+        rclpy.try_shutdown(context=context)
+    # the loop of the design: simulator -> states -> controller -> commands -> simulator,
+    # the reference generator feeding controller and dynamics node
+    assert publishers['/joint_states'] == {'plant_simulator'}
+    assert {'computed_torque_controller', 'dynamics_node'} <= subscribers['/joint_states']
+    assert publishers[REFERENCE_TOPIC] == {'reference_generator'}
+    assert {'computed_torque_controller', 'dynamics_node'} <= subscribers[REFERENCE_TOPIC]
+    assert publishers[COMMAND_TOPIC] == {'computed_torque_controller'}
+    assert 'plant_simulator' in subscribers[COMMAND_TOPIC]
+    unfed = set(subscribers) - set(publishers) - OPTIONAL_INPUTS
+    assert not unfed, f'topics no node of the graph publishes: {unfed}'

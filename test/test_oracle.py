@@ -79,7 +79,14 @@ def test_newton_euler_quantities(models, name, case):
                  scale_of(name, 'tau'), f'{name} case {case} tau')
 
 
-def test_oracle_cases_cover_zero_and_rest():
-    for name in ORACLE_URDFS:
-        cases = ORACLE['models'][name]['cases']
-        assert not np.any(cases[0]['q']) and not np.any(cases[1]['qd'])
+@pytest.mark.parametrize('name,case', CASES)
+def test_at_rest_the_bias_is_gravity_and_the_rest_is_m_qdd(models, name, case):
+    """At every oracle configuration, at rest: no velocity terms, tau = M q'' + G (oracle's)."""
+    c = ORACLE['models'][name]['cases'][case]
+    model = models[name]
+    rest = np.zeros(model.n)
+    assert not np.any(model.coriolis_vector(c['q'], rest)), 'velocity terms at rest'
+    assert not np.any(model.coriolis_matrix(c['q'], rest))
+    expected = np.asarray(c['M']) @ np.asarray(c['qdd']) + np.asarray(c['G'])
+    assert_close(model.inverse_dynamics(c['q'], rest, c['qdd']), expected,
+                 max(scale_of(name, 'tau'), scale_of(name, 'G')), f'{name} case {case} at rest')

@@ -17,7 +17,11 @@
 import sys
 import time
 
+import pytest
+
 from kron_dynamics.demo.processes import output, start_logged, stop
+
+pytestmark = pytest.mark.slow   # child processes
 
 
 def test_a_megabyte_of_output_does_not_block_the_child():
@@ -34,10 +38,9 @@ def test_stop_interrupts_and_returns_the_output():
             "signal.signal(signal.SIGINT, lambda *a: (print('bye', flush=True), sys.exit(0)))\n"
             'time.sleep(60)')
     proc = start_logged([sys.executable, '-c', code])
-    for _ in range(100):
-        if 'ready' in output(proc):
-            break
-        time.sleep(0.1)
+    deadline = time.monotonic() + 60     # the handler is installed: wait, however busy
+    while 'ready' not in output(proc) and time.monotonic() < deadline:
+        time.sleep(0.05)
     text = stop(proc, timeout=10)
     assert proc.returncode == 0
     assert text == 'ready\nbye\n'

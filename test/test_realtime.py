@@ -106,6 +106,7 @@ CHILD = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow   # a child process (importing rclpy)
 @needs_fifo
 def test_apply_sets_every_thread_and_later_threads_inherit():
     out = subprocess.run([sys.executable, '-c', CHILD], capture_output=True, text=True,
@@ -139,7 +140,7 @@ def dynamics_node(args: list, prefix: tuple = ()):
             def answered():
                 pub.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
                 return len(out) > count
-            assert wait_for(answered, 10, period=0.2), node.output()
+            assert wait_for(answered, 30, period=0.2), node.output()
             return np.array(out[-1].data)
         yield node, answer
     finally:
@@ -147,11 +148,12 @@ def dynamics_node(args: list, prefix: tuple = ()):
         node.stop()
 
 
+@pytest.mark.ros
 @needs_fifo
 def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
     args = ['-p', 'thread_priority:=10', '-p', 'cpu_affinity:=[0]']
     with dynamics_node(args) as (node, answer):
-        assert wait_for(lambda: 'SCHED_FIFO priority 10' in node.output(), 10), node.output()
+        assert wait_for(lambda: 'SCHED_FIFO priority 10' in node.output(), 30), node.output()
         threads = threads_of(node.proc.pid)
         assert len(threads) > 5   # rclpy and DDS threads, not only the main thread
         assert all(v == (os.SCHED_FIFO, 10, [0]) for v in threads.values()), threads
@@ -160,12 +162,13 @@ def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
         np.testing.assert_allclose(answer(q, qd), model.bias_torque(q, qd), rtol=1e-12)
 
 
+@pytest.mark.ros
 @pytest.mark.skipif(shutil.which('setpriv') is None or os.geteuid() != 0,
                     reason='needs root and setpriv to drop CAP_SYS_NICE and CAP_IPC_LOCK')
 def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
     args = ['-p', 'thread_priority:=10', '-p', 'lock_memory:=true']
     with dynamics_node(args, prefix=NO_RT_CAPS) as (node, answer):
-        assert wait_for(lambda: 'could not set SCHED_FIFO priority 10' in node.output(), 10)
+        assert wait_for(lambda: 'could not set SCHED_FIFO priority 10' in node.output(), 30)
         log = node.output()
         assert 'could not lock memory (mlockall)' in log and 'rtprio' in log, log
         assert all(v[0] != os.SCHED_FIFO for v in threads_of(node.proc.pid).values())
@@ -174,6 +177,7 @@ def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
         np.testing.assert_allclose(answer(q, 0 * q), model.gravity_torque(q), rtol=1e-12)
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('args,message', [
     (['-p', 'thread_priority:=150'], 'thread_priority must be 0'),
     (['-p', 'cpu_affinity:=[4096]'], 'cpu_affinity names CPU(s) [4096]'),
@@ -184,6 +188,7 @@ def test_bad_realtime_parameters_exit_non_zero_with_a_clear_error(args, message)
     assert 'Traceback' not in out
 
 
+@pytest.mark.ros
 @pytest.mark.parametrize('module', ['dynamics_node', 'computed_torque_controller',
                                     'plant_simulator', 'reference_generator'])
 def test_every_node_declares_the_realtime_parameters_read_only(module):

@@ -15,12 +15,16 @@
 """
 Short versions of bench/soak.py and bench/faults.py (the long runs: docs/reliability.md).
 
-Soak: 5 s of 1 kHz joint states with 10 % bad messages into dynamics_node and
+Soak: 5000 joint states at up to 1 kHz with 10 % bad messages into dynamics_node and
 computed_torque_controller. Faults: the joint-state publisher pauses, the simulator and the
-controller are killed and restarted, and the graph recovers by itself.
+controller are killed and restarted, and the graph recovers by itself. Both wait on events
+with generous timeouts (outputs counted up to a marker input, recovery as a stretch of normal
+tracking), so a busy machine makes them slower, not red.
 """
 
 import sys
+
+import pytest
 
 from conftest import REPO
 
@@ -29,9 +33,14 @@ sys.path.insert(0, str(REPO / 'bench'))
 import faults  # noqa: E402
 import soak  # noqa: E402
 
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
 
 def test_short_soak():
-    result = soak.run_soak(duration=5.0, rate=1000.0, bad_fraction=0.1, warmup_fraction=0.4)
+    # flow control: the nodes' queues never overflow on a busy machine (a node that falls
+    # more than its queue behind drops the oldest states, by design), so every count holds
+    result = soak.run_soak(duration=5.0, rate=1000.0, bad_fraction=0.1, warmup_fraction=0.4,
+                           max_backlog=300)
     assert result.alive == {'dynamics_node': True, 'computed_torque_controller': True}
     assert result.bad > 300 and result.valid > 4000
     assert result.bias_outputs == result.valid, 'each valid input exactly one bias torque'
@@ -41,7 +50,9 @@ def test_short_soak():
 
 
 def test_faults_recover_without_manual_action():
-    results = faults.run_faults(outage=1.0, settle=4.0, observe=12.0)
+    results = faults.run_faults(outage=1.0, settle=4.0, max_wait=120.0, hold=2.0)
     assert [r.fault for r in results] == ['pause_states', 'kill_simulator', 'kill_controller']
     for r in results:
         assert r.ok(), r
+    # the watchdog faults: exactly one zero command after the last answer to a joint state
+    assert [r.zeros_after_last_answer for r in results[:2]] == [1, 1], results

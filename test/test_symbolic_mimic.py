@@ -84,6 +84,7 @@ def test_gripper_arm_closed_forms_equal_the_numeric_model(gripper):
     assert sp.expand(eom.Cstar * kron - grouped) == sp.zeros(3, 1)
 
 
+@pytest.mark.slow   # the CLI in a child process
 def test_generated_python_and_the_command(gripper):
     _, eom, numeric = gripper
     module = load_module(eom.to_python(), 'kron_gen_gripper_arm')

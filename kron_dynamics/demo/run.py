@@ -43,6 +43,11 @@ class Recording:
     commands: list = field(default_factory=list)     # (t, tau)
     feedforward: list = field(default_factory=list)  # (t, tau_ff)
     bias: list = field(default_factory=list)         # (t, bias)
+    # publish-side times, for pairing that a late recorder cannot distort: per state its
+    # header stamp [s, system clock] and the effort the simulator applied; per reference
+    # its time_from_start [s] and the system time it was received
+    state_stamps: list = field(default_factory=list)      # (stamp, effort)
+    reference_times: list = field(default_factory=list)   # (time_from_start, received)
     exit_codes: dict = field(default_factory=dict)
     logs: dict = field(default_factory=dict)
     start: float = field(default_factory=time.monotonic)   # the zero of the times above
@@ -117,21 +122,27 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
     def on_state(msg):
         q, qd = index.from_joint_state(msg)
         recording.states.append((now(), q, qd))
+        stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+        recording.state_stamps.append((stamp, np.array(msg.effort)))
 
     def on_reference(msg):
         recording.references.append((now(), np.array(msg.positions), np.array(msg.velocities),
                                      np.array(msg.accelerations)))
+        t = msg.time_from_start.sec + 1e-9 * msg.time_from_start.nanosec
+        recording.reference_times.append((t, time.time()))
 
     def on_array(target):
         return lambda msg: target.append((now(), np.array(msg.data)))
 
-    node.create_subscription(JointState, '/joint_states', on_state, 100)
-    node.create_subscription(JointTrajectoryPoint, REFERENCE_TOPIC, on_reference, 100)
-    node.create_subscription(Float64MultiArray, COMMAND_TOPIC, on_array(recording.commands), 100)
+    depth = 1000   # 4 s of each stream: a recorder starved by a busy machine loses nothing
+    node.create_subscription(JointState, '/joint_states', on_state, depth)
+    node.create_subscription(JointTrajectoryPoint, REFERENCE_TOPIC, on_reference, depth)
+    node.create_subscription(Float64MultiArray, COMMAND_TOPIC, on_array(recording.commands),
+                             depth)
     node.create_subscription(Float64MultiArray, '/dynamics_node/feedforward_torque',
-                             on_array(recording.feedforward), 100)
+                             on_array(recording.feedforward), depth)
     node.create_subscription(Float64MultiArray, '/dynamics_node/bias_torque',
-                             on_array(recording.bias), 100)
+                             on_array(recording.bias), depth)
     executor = make_executor(context)
     executor.add_node(node)
     ready.set()
@@ -145,12 +156,14 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
 
 
 def run_demo(machine: str, duration: float, share_dir: str, env=None,
-             startup_timeout: float = 180.0) -> Recording:
+             startup_timeout: float = 180.0, min_commands: int = 0) -> Recording:
     """
     Start the demo graph's nodes as processes, record for ``duration`` s, stop them.
 
     Recording time starts at the first torque command (the simulator holds the plant until
-    then); start-up may take up to ``startup_timeout`` s (cold compile caches).
+    then); start-up may take up to ``startup_timeout`` s (cold compile caches). With
+    ``min_commands``, recording goes on past ``duration`` until that many commands are in
+    (for at most ``startup_timeout`` s more: a busy machine runs the loop slower).
     """
     graph = demo_graph(machine, share_dir)
     model = RobotModel.from_urdf_file(graph.urdf_file)
@@ -169,7 +182,8 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
                                    'see the node logs')
             time.sleep(0.05)
         t_end = time.monotonic() + duration
-        while time.monotonic() < t_end:
+        while (time.monotonic() < t_end or (len(recording.commands) < min_commands
+                                            and time.monotonic() < t_end + startup_timeout)):
             if any(p.poll() is not None for p in processes.values()):
                 break
             time.sleep(0.05)

@@ -15,6 +15,7 @@
 """The kinematic tree: the data every algorithm works on (one body per movable joint)."""
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -40,28 +41,41 @@ class KinematicTree:
     com: np.ndarray
     inertia: np.ndarray
     gravity: np.ndarray
-    support: np.ndarray = field(init=False, repr=False)
     children: tuple = field(init=False, repr=False)
 
     def __post_init__(self):
         n = len(self.parent)
-        support = np.zeros((n, n), dtype=bool)
         children = [[] for _ in range(n)]
         for i in range(n):
             p = int(self.parent[i])
             if p >= i:
                 raise ValueError('KinematicTree: parents must come before children')
             if p >= 0:
-                support[i] = support[p]
                 children[p].append(i)
-            support[i, i] = True
-        object.__setattr__(self, 'support', support)
         object.__setattr__(self, 'children', tuple(tuple(c) for c in children))
         for name in ('parent', 'revolute', 'axis', 'R0', 'p0', 'mass', 'com', 'inertia',
-                     'gravity', 'support'):
+                     'gravity'):
             array = np.array(getattr(self, name))     # a copy: nobody else can write it
             array.setflags(write=False)
             object.__setattr__(self, name, array)
+
+    @cached_property
+    def support(self) -> np.ndarray:
+        """
+        Return support[i, k]: joint k is at or above body i (n x n, read-only).
+
+        Made when a readable algorithm first asks for it, not on loading: it is O(n^2),
+        and the compiled kernels walk the parent array instead.
+        """
+        n = self.n
+        support = np.zeros((n, n), dtype=bool)
+        for i in range(n):
+            p = int(self.parent[i])
+            if p >= 0:
+                support[i] = support[p]
+            support[i, i] = True
+        support.setflags(write=False)
+        return support
 
     @property
     def n(self) -> int:
