@@ -48,6 +48,8 @@ bench: venv
 		--out bench/results/ros_latency_normal_scheduling.json
 	$(PY) bench/ros_latency.py --duration 30 --background-load 2 \
 		--out bench/results/ros_latency_loaded.json
+	$(PY) bench/ros_latency.py --duration 30 --background-load 2 --middleware-priority 39 \
+		--out bench/results/ros_latency_loaded_middleware_priority.json
 	# expected to miss the p99 target (normal scheduling on a busy machine): not an error here
 	-$(PY) bench/ros_latency.py --duration 30 --background-load 2 --thread-priority 0 \
 		--out bench/results/ros_latency_loaded_normal_scheduling.json

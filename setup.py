@@ -40,10 +40,11 @@ setup(
     entry_points={
         'console_scripts': [
             'kron-dynamics = kron_dynamics.cli:main',
-            'dynamics_node = kron_dynamics.nodes.dynamics_node:main',
-            'computed_torque_controller = kron_dynamics.nodes.computed_torque_controller:main',
-            'plant_simulator = kron_dynamics.nodes.plant_simulator:main',
-            'reference_generator = kron_dynamics.nodes.reference_generator:main',
+            # through nodes.entry: signal handlers before the node's heavy imports
+            'dynamics_node = kron_dynamics.nodes.entry:dynamics_node',
+            'computed_torque_controller = kron_dynamics.nodes.entry:computed_torque_controller',
+            'plant_simulator = kron_dynamics.nodes.entry:plant_simulator',
+            'reference_generator = kron_dynamics.nodes.entry:reference_generator',
         ],
     },
 )

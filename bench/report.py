@@ -329,7 +329,7 @@ def loading_table(r: Results) -> str:
 
 # ------------------------------------------------------------------------------ ROS latency
 LATENCY_RUNS = ['ros_latency', 'ros_latency_normal_scheduling', 'ros_latency_loaded',
-                'ros_latency_loaded_normal_scheduling']
+                'ros_latency_loaded_middleware_priority', 'ros_latency_loaded_normal_scheduling']
 
 
 def ros_latency_table(r: Results) -> str:
@@ -339,13 +339,15 @@ def ros_latency_table(r: Results) -> str:
         d = r[stem]
         c, dyn, echo = d['config'], d['nodes']['dynamics'], d['nodes']['echo']
         prio = c['thread_priority']
+        middleware = c.get('middleware_thread_priority') or 0
         checks = d['checks']
         ratio = checks['median dynamics / median echo']
         p99 = checks['p99 dynamics [ms]']
         lost = checks['dynamics inputs dropped / twice / unmatched outputs']
         rows.append([
             f'`{stem}`', fmt(c['duration_s_per_node'], 0),
-            f'SCHED_FIFO {prio}' if prio else 'normal',
+            (f'SCHED_FIFO {prio} (executor)' + (f', {middleware} (DDS)' if middleware else '')
+             if prio else 'normal'),
             fmt(c.get('background_load_processes') or 0),
             f"{fmt(dyn['latency_ms']['median'], 3)} / {fmt(dyn['latency_ms']['p99'], 3)}",
             f"{fmt(echo['latency_ms']['median'], 3)} / {fmt(echo['latency_ms']['p99'], 3)}",
@@ -641,11 +643,14 @@ inertias with `inertia_check='warn'`.""",
 of the same stream, into a trivial echo node (`bench/echo_node.py`, same executor and queue);
 latency from the driver's `publish` to the DDS reception of `~/bias_torque`. Outputs are
 matched to inputs by content, so a dropped input, one processed twice or a reordering is
-seen as such. Both nodes and the driver run at the same `thread_priority`. The first row is
-the configuration of `config/dynamics.yaml`. With other processes busy on every core, a node
-under normal scheduling waits for their time slices (last row); under `SCHED_FIFO` it runs as
-soon as its joint state arrives. Without the permission for real-time priority, expect the
-last row's tail on a busy machine.""",
+seen as such. Both nodes run their executor thread at `thread_priority` (the DDS threads at
+`middleware_thread_priority` where the row says so, else normal scheduling, as
+ros2_control), the driver every thread. Runs made with an older revision put every thread of
+the nodes under SCHED_FIFO; the revision under the table says which. With other processes
+busy on every core, a node under normal scheduling waits for their time slices (last row);
+with its executor thread at real-time priority, the receive thread still waits for its slice;
+with both, a joint state is handled as soon as it arrives. Without the permission for
+real-time priority, expect the last row's tail on a busy machine.""",
      [ros_latency_table]),
     ('## Closed forms', """\
 `bench/bench_symbolic.py`: the straight-line module `kron-dynamics equations URDF --format
@@ -702,8 +707,13 @@ TESTS = """\
   `/robot_description`, start-up errors (`test/test_dynamics_node.py`); the controller's
   safeguards and watchdog (`test/test_controller_node.py`); both closed loops
   (`test/test_closed_loop.py`); the launch and params files, every parameter declared by its
-  node (`test/test_launch_files.py`); real-time settings applied to every thread, or refused
-  with a warning (`test/test_realtime.py`); short versions of the soak and the faults below
+  node (`test/test_launch_files.py`); real-time settings applied to the executor thread (and,
+  if asked, the DDS threads), or refused with a warning (`test/test_realtime.py`); the real
+  `ros2` tools where `../shared/ros2_cli` provides them: `colcon build`, `ros2 launch`,
+  `param dump/set`, `service call`, `topic echo` (`test/test_ros_tools.py`); shutdown on
+  SIGINT/SIGTERM (`test/test_shutdown.py`); each fault found by fault injection reproduced
+  against real node processes (`test/test_node_faults.py`); short versions of the soak and
+  the faults below
   (`test/test_soak_and_faults.py`).
 - **The serialized hot path** (`test/test_wire.py`): the compiled JointState reader of
   `kron_dynamics/nodes/wire.py` returns exactly what rclpy's deserializer gives, or hands the

@@ -57,12 +57,15 @@ The nodes run from a copy of ``kron_dynamics/`` taken at the start (``--in-tree`
 it), so the run measures one version even while the sources are being edited; the driver's
 own RobotModel (joint names, expected outputs) comes from the working tree.
 
-Scheduling: both nodes and the driver run every thread under SCHED_FIFO at
-``--thread-priority`` (default 50, the nodes' ``thread_priority`` parameter, as
-config/dynamics.yaml sets it for deployment); ``--thread-priority 0`` measures them under
-normal scheduling. Real-time priority is what keeps the tail short when other processes
-compete for the cores: without it a joint state waits for the time slices of whatever else
-runs (docs/performance.md, ROS latency).
+Scheduling: both nodes run their executor thread (the one that runs every callback) under
+SCHED_FIFO at ``--thread-priority`` (default 40, as config/dynamics.yaml sets it; their
+``thread_priority`` parameter: the DDS threads keep normal scheduling, as ros2_control does
+it, unless ``--middleware-priority`` gives them one), and the driver runs every thread of its
+own at that priority; ``--thread-priority 0`` measures them under normal scheduling.
+Real-time priority is what keeps the tail short when other processes compete for the cores:
+without it a joint state waits for the time slices of whatever else runs, in the DDS receive
+thread first, then in the executor thread (README, "Every node: real-time settings";
+docs/performance.md, ROS latency).
 
 ``--background-load N`` runs N busy-looping processes (normal scheduling) during the run, to
 see how the nodes fare on a machine that is doing other work.
@@ -101,7 +104,6 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics import RobotModel
-from kron_dynamics.nodes import realtime
 from kron_dynamics.nodes.executor import make_executor
 
 REPO = Path(__file__).resolve().parent.parent
@@ -164,10 +166,11 @@ def node_env(src) -> dict:
     return env
 
 
-def node_command(key: str, urdf: Path, priority: int) -> list:
+def node_command(key: str, urdf: Path, priority: int, middleware: int = 0) -> list:
     """Return the command line of the dynamics or the echo node on its own input topic."""
     args = ['-r', f'joint_states:=/bench/{key}/joint_states',
-            '-p', f'thread_priority:={priority}']
+            '-p', f'thread_priority:={priority}',
+            '-p', f'middleware_thread_priority:={middleware}']
     if key == 'dynamics':
         return [sys.executable, '-m', 'kron_dynamics.nodes.dynamics_node', '--ros-args',
                 '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}', *args]
@@ -262,7 +265,7 @@ def start_load(count: int, seconds: float) -> list:
 
 
 def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, src=None,
-        log=print, priority: int = 0, load: int = 0) -> dict:
+        log=print, priority: int = 0, load: int = 0, middleware: int = 0) -> dict:
     """Run the nodes and the driver; return the raw records of the run."""
     model = RobotModel.from_urdf_file(urdf, None, GRAVITY)
     names = list(model.joint_names)
@@ -289,7 +292,8 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
     for key in NODES:
         logs[key] = logdir / f'{key}.log'
         with open(logs[key], 'w') as out:
-            procs[key] = subprocess.Popen(node_command(key, urdf, priority), cwd=src or REPO,
+            procs[key] = subprocess.Popen(node_command(key, urdf, priority, middleware),
+                                          cwd=src or REPO,
                                           env=env, stdout=out, stderr=subprocess.STDOUT)
     context = rclpy.Context()
     rclpy.init(context=context)
@@ -319,9 +323,10 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
     load_before = os.getloadavg()
     try:
         wait_ready(node, pubs, procs)
-        # the driver runs at the nodes' priority (all its threads: the DDS threads that
-        # timestamp the receptions, and this one, which publishes on schedule)
-        driver_realtime = realtime.apply(priority)
+        # the driver runs at the nodes' priority, all its threads: the DDS threads that
+        # timestamp the receptions, and this one, which publishes on schedule (the nodes set
+        # their executor thread only, as ros2_control does: thread_priority)
+        driver_realtime = driver_priority(priority)
         for line in driver_realtime:
             log(f'driver: {line}')
         if load:
@@ -406,6 +411,23 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
             'cpu': cpu, 'foreign': foreign, 'late': late, 'node_executor': node_executor,
             'alive': alive, 'logs': node_logs, 'driver_realtime': driver_realtime,
             'load_before': load_before, 'load_after': os.getloadavg()}
+
+
+def driver_priority(priority: int) -> list:
+    """Put every thread of the driver under SCHED_FIFO at priority (0: leave it); lines done."""
+    if not priority:
+        return []
+    count = 0
+    try:
+        for tid in os.listdir('/proc/self/task'):
+            try:
+                os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(priority))
+                count += 1
+            except ProcessLookupError:
+                pass
+    except OSError as exc:
+        return [f'could not set SCHED_FIFO priority {priority} ({exc})']
+    return [f'SCHED_FIFO priority {priority} on {count} threads']
 
 
 def realtime_lines(node_log: str) -> list:
@@ -623,16 +645,21 @@ def main(argv=None) -> int:
                         help='seconds per interleaved block (5)')
     parser.add_argument('--warmup', type=float, default=2.0,
                         help='seconds per node before the blocks, not counted (2)')
-    parser.add_argument('--thread-priority', type=int, default=50,
+    parser.add_argument('--thread-priority', type=int, default=40,
                         help='SCHED_FIFO priority of both nodes (their thread_priority '
-                             'parameter) and of the driver; 0: normal scheduling (50)')
+                             'parameter, as config/dynamics.yaml sets it) and of the driver; '
+                             '0: normal scheduling (40)')
+    parser.add_argument('--middleware-priority', type=int, default=0,
+                        help='SCHED_FIFO priority of the nodes\' other (DDS) threads, their '
+                             'middleware_thread_priority parameter; 0: normal (0)')
     parser.add_argument('--background-load', type=int, default=0,
                         help='busy-looping processes competing for the cores meanwhile (0)')
     add_common_arguments(parser, 'ros_latency.json')
     args = parser.parse_args(argv)
     urdf, label, src, sources = prepare(args, 'latency_src')
     rec = run(urdf, args.duration, args.rate, args.block, args.warmup, src,
-              priority=args.thread_priority, load=args.background_load)
+              priority=args.thread_priority, load=args.background_load,
+              middleware=args.middleware_priority)
     nodes = {key: analyse(key, rec) for key in NODES}
     quiet = quiet_pairs(nodes, rec['foreign'])
     result = {
@@ -649,6 +676,7 @@ def main(argv=None) -> int:
                               '(message info received_timestamp)',
                    'node_executor': rec['node_executor'],
                    'thread_priority': args.thread_priority,
+                   'middleware_thread_priority': args.middleware_priority,
                    'realtime': {'driver': rec['driver_realtime'],
                                 **{key: realtime_lines(rec['logs'][key]) for key in NODES}},
                    'params_file': str(PARAMS.relative_to(REPO))},

@@ -17,9 +17,11 @@ Soak test: dynamics_node and computed_torque_controller fed joint states at a fi
 
 A share of the messages is bad (NaN, inf, wrong lengths, duplicate or missing names, stamps
 going backwards). Checks that both processes stay up, that every valid input gets exactly one
-output from each (bias torque, effort command) and no invalid one does, that no output is NaN
-or inf, and that resident memory stops growing after warm-up. Reports inputs, outputs,
-rejections, latency and memory.
+bias torque from dynamics_node and no invalid one does, that the controller commands at most
+once per valid input and keeps up (it acts on the newest state only, so it may skip states it
+was too busy for, never queue them: at least ``MIN_COMMAND_SHARE`` of them get a command),
+that no output is NaN or inf, and that resident memory stops growing after warm-up. Reports
+inputs, outputs, rejections, latency and memory.
 
     .venv/bin/python bench/soak.py --duration 600 --rate 1000 --bad 0.1
 
@@ -55,6 +57,11 @@ URDF = REPO / 'urdf' / 'stacker.urdf'
 JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
 
 
+# the controller keeps one joint state (the newest): a valid state it had no time for before
+# the next one arrived gets no command
+MIN_COMMAND_SHARE = 0.9
+
+
 @dataclass
 class SoakResult:
     """Figures of one soak run."""
@@ -79,7 +86,8 @@ class SoakResult:
     def ok(self, max_growth_mb: float = 5.0) -> bool:
         """Return True if the run met every criterion."""
         return (all(self.alive.values()) and self.bias_outputs == self.valid
-                and self.commands == self.valid and self.nonfinite_outputs == 0
+                and MIN_COMMAND_SHARE * self.valid <= self.commands <= self.valid
+                and self.nonfinite_outputs == 0
                 and all(g < max_growth_mb for g in self.rss_growth_after_warmup_mb.values()))
 
 
@@ -222,7 +230,7 @@ def run_soak(duration: float, rate: float, bad_fraction: float, seed: int = 1,
 
         def pending():
             marker_in = bool(bias) and np.allclose(bias[-1][1], expected, rtol=1e-9)
-            return not marker_in or len(commands) < len(sent_valid)
+            return not marker_in or len(commands) < MIN_COMMAND_SHARE * len(sent_valid)
         while time.monotonic() < deadline and pending():
             time.sleep(0.05)
         for name, p in procs.items():

@@ -98,7 +98,8 @@ def main(argv=None) -> int:
     p_demo.add_argument('--duration', type=float, default=10.0,
                         help='seconds of real time to run (default 10)')
     p_demo.add_argument('--plot', default=None,
-                        help='PNG file for q, q_d and tau (default <machine>_demo.png)')
+                        help='PNG file: tracking error and torque split per joint '
+                             '(default <machine>_demo.png)')
     p_demo.add_argument('--static', action='store_true',
                         help='only print M, C* and G at a sample state, run no nodes')
     p_eq = sub.add_parser(

@@ -226,6 +226,9 @@ if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && \
   find "$BUILD_DIR" -mindepth 1 -maxdepth 1 ! -name "$(basename "$HOOK")" -exec rm -rf {} +
 fi
 
+# rosidl writes a CMake project (kron_dynamics_interfaces__py) into the build dir: keep a
+# colcon workspace that holds this checkout from taking it for a package
+touch "$BUILD_DIR/COLCON_IGNORE"
 log "configuring $PKG (venv: $VENV, build: $BUILD_DIR)"
 cmake -S "$SRC_DIR" -B "$BUILD_DIR" \
   -DCMAKE_BUILD_TYPE=Release \

@@ -120,3 +120,21 @@ def wait_for(condition, timeout: float = 20.0, period: float = 0.01) -> bool:
             return True
         time.sleep(period)
     return bool(condition())
+
+
+def stamped_state(names, q, qd=(), stamp_ns=None):
+    """Return a JointState stamped stamp_ns (default: now, the system clock)."""
+    from sensor_msgs.msg import JointState
+    msg = JointState(name=list(names), position=[float(v) for v in q],
+                     velocity=[float(v) for v in qd])
+    stamp_ns = time.time_ns() if stamp_ns is None else stamp_ns
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    return msg
+
+
+def expect_one_more(out: list, publish, timeout: float = 10.0):
+    """Call publish() and wait until the list out grows by one; return its new last item."""
+    n0 = len(out)
+    publish()
+    assert wait_for(lambda: len(out) > n0, timeout), 'no output'
+    return out[-1]

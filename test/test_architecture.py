@@ -122,6 +122,7 @@ HEAVY = ('numba', 'scipy', 'sympy', 'rclpy', 'matplotlib')
     ('import kron_dynamics', ()),
     ('from kron_dynamics import RobotModel', ()),
     ('import kron_dynamics.symbolic', ('sympy',)),
+    ('import kron_dynamics.nodes.entry', ()),    # signal handlers before the heavy imports
 ])
 def test_importing_is_cheap(statement, allowed):
     """Importing the package or the facade loads no compiler, ROS or plotting library."""

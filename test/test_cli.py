@@ -57,3 +57,29 @@ def test_demo_runs_the_graph_prints_errors_and_writes_a_plot(tmp_path):
     for word in ('RMS error', 'max error', 'max |tau|', 'q1_travel', 'q3_luff'):
         assert word in out.stdout
     assert plot.is_file() and os.path.getsize(plot) > 10_000
+
+
+def test_demo_plot_shows_the_error_with_units_and_the_torque_split(tmp_path):
+    """Issue 15: the plot showed q over q_d (the lines covered each other), no units."""
+    import numpy as np
+
+    from kron_dynamics import RobotModel
+    from kron_dynamics.demo.run import plot, Recording
+
+    model = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    rec = Recording(list(model.joint_names), ('prismatic', 'revolute', 'revolute'), model)
+    for k in range(400):                 # a recording as the recorder fills it, 250 Hz
+        t = 0.004 * k
+        q_d, qd_d, qdd_d = np.full(3, np.sin(t)), np.full(3, np.cos(t)), np.full(3, -np.sin(t))
+        rec.references.append((t, q_d, qd_d, qdd_d))
+        rec.states.append((t + 0.001, q_d - 0.001, qd_d))
+        tau_ff = model.inverse_dynamics(q_d, qd_d, qdd_d)
+        rec.commands.append((t + 0.002, tau_ff + 10.0))
+    t, tau, tau_ff, tau_fb = rec.torque_split()
+    np.testing.assert_allclose(tau_fb, 10.0, rtol=1e-9)     # the feedback is what was added
+    labels = plot(rec, str(tmp_path / 'p.png'), 'test')
+    assert 'q1_travel\ne = q_d - q [mm]' in labels and 'q2_slew\ne = q_d - q [mrad]' in labels
+    assert 'torque [N]' in labels and 'torque [N m]' in labels
+    assert {'command tau', 'feedforward: model at q_d',
+            'feedback = tau - feedforward'} <= set(labels)
+    assert os.path.getsize(tmp_path / 'p.png') > 10_000

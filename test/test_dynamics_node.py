@@ -15,6 +15,7 @@
 """dynamics_node as a real process: topics, services, bad input, parameters, start-up errors."""
 
 import math
+import time
 
 from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
 import numpy as np
@@ -146,21 +147,43 @@ def test_bad_joint_states_are_rejected_and_the_node_keeps_going(graph, model):
         assert all(np.all(np.isfinite(m.data)) for m in outputs[name])
 
 
+def stamped(q, stamp_ns: int) -> JointState:
+    msg = JointState(name=JOINTS, position=list(q))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    return msg
+
+
 def test_stamps_going_backwards_are_rejected(graph, model):
     _, _, outputs, pub, *_ = graph
     q = np.array([0.2, 0.1, 0.3])
-
-    def stamped(sec, q):
-        msg = JointState(name=JOINTS, position=list(q))
-        msg.header.stamp.sec = sec
-        return msg
-    publish_and_wait(graph, stamped(2_000_000_000, q))
+    now = time.time_ns()
+    publish_and_wait(graph, stamped(q, now))
     assert wait_for_value(outputs['bias_torque'], model.gravity_torque(q))
     n0 = len(outputs['bias_torque'])
-    pub.publish(stamped(1_999_999_990, -q))       # 10 s older: rejected
-    pub.publish(stamped(2_000_000_001, 2 * q))    # the marker
+    pub.publish(stamped(-q, now - 10_000_000_000))          # 10 s older: rejected
+    pub.publish(stamped(2 * q, now + 1_000_000))            # the marker
     assert wait_for_value(outputs['bias_torque'], model.gravity_torque(2 * q))
     assert len(outputs['bias_torque']) == n0 + 1
+
+
+def test_a_future_or_invalid_stamp_is_refused_and_blacks_nothing_out(graph, model):
+    """Issue 15, item 11: one stamp ahead of the clock (or nanosec >= 1e9) is refused alone."""
+    node, _, outputs, pub, *_ = graph
+    q = np.array([0.4, 0.1, 0.3])
+    publish_and_wait(graph, stamped(q, time.time_ns()))
+    n0 = len(outputs['bias_torque'])
+    pub.publish(stamped(q, time.time_ns() + 3600 * 1_000_000_000))    # an hour ahead
+    bad = stamped(q, time.time_ns())
+    bad.header.stamp.nanosec = 1_500_000_000
+    pub.publish(bad)
+    # the next valid states, right after, are answered (no 1 s blackout), each exactly once
+    for k in range(3):
+        publish_and_wait(graph, stamped(q + 0.01 * k, time.time_ns()))
+    assert len(outputs['bias_torque']) == n0 + 3
+    np.testing.assert_allclose(outputs['gravity_torque'][-1].data,
+                               model.gravity_torque(q + 0.02), atol=1e-6)
+    assert wait_for(lambda: 'ahead of this node' in node.output()
+                    and 'nanosec must be below 1e9' in node.output(), 10), node.output()
 
 
 def test_feedforward_of_references(graph, model):

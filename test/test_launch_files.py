@@ -13,11 +13,13 @@
 # limitations under the License.
 
 """
-Launch files and params files, checked without `launch` (not installable here).
+Launch files and params files, checked statically (without the `launch` package).
 
 Every executable they start is a console script, every package path and params file they
 name exists and is installed by setup.py, and every parameter in the params files is one the
-node really declares (rclpy would silently ignore a misspelt one).
+node really declares (rclpy would silently ignore a misspelt one). test_ros_tools.py runs them
+with the real ``ros2 launch`` where ../shared/ros2_cli exists; these checks stay for machines
+without it.
 """
 
 import ast
@@ -29,11 +31,12 @@ import rclpy
 import yaml
 
 from conftest import REPO
-from kron_dynamics.demo.graph import COMMAND_TOPIC, DEMO_URDFS, demo_graph, REFERENCE_TOPIC
+from kron_dynamics.demo.graph import (COMMAND_TOPIC, DEMO_NODES, DEMO_URDFS, demo_graph,
+                                      REFERENCE_TOPIC)
 
 LAUNCH_FILES = sorted(REPO.glob('launch/*.launch.py'))
 SETUP = (REPO / 'setup.py').read_text()
-CONSOLE_SCRIPTS = dict(re.findall(r"'([\w-]+) = (kron_dynamics[\w.]+:main)'", SETUP))
+CONSOLE_SCRIPTS = dict(re.findall(r"'([\w-]+) = (kron_dynamics[\w.]+:\w+)'", SETUP))
 NODE_CLASSES = {
     'dynamics_node': 'kron_dynamics.nodes.dynamics_node:DynamicsNode',
     'computed_torque_controller':
@@ -52,22 +55,28 @@ def literal_keywords(path, name):
 
 def test_launch_files_exist_and_define_generate_launch_description():
     names = {p.name for p in LAUNCH_FILES}
-    assert {'stacker_demo.launch.py', 'rover_arm_demo.launch.py', 'dynamics.launch.py'} <= names
+    assert names == {'demo.launch.py', 'dynamics.launch.py'}
     for path in LAUNCH_FILES:
         tree = ast.parse(path.read_text())
         assert any(isinstance(n, ast.FunctionDef) and n.name == 'generate_launch_description'
                    for n in tree.body), path
 
 
+def test_demo_launch_file_builds_the_demo_graph_of_its_machine_argument():
+    source = (REPO / 'launch' / 'demo.launch.py').read_text()
+    assert 'demo_graph(machine,' in source and "LaunchConfiguration('machine')" in source
+    assert literal_keywords(REPO / 'launch' / 'demo.launch.py', 'default_value') == ['stacker']
+    assert 'choices=sorted(DEMO_URDFS)' in source
+
+
 @pytest.mark.parametrize('machine', sorted(DEMO_URDFS))
 def test_demo_graph_names_existing_executables_and_files(machine):
-    source = (REPO / 'launch' / f'{machine}_demo.launch.py').read_text()
-    assert f"demo_graph('{machine}'" in source
     graph = demo_graph(machine, str(REPO))
     for spec in graph.nodes:
         assert spec.executable in CONSOLE_SCRIPTS, spec
         module, _, func = CONSOLE_SCRIPTS[spec.executable].partition(':')
         assert callable(getattr(importlib.import_module(module), func))
+        assert spec.executable in NODE_CLASSES
     with open(graph.params_file) as f:
         params = yaml.safe_load(f)
     assert {s.name for s in graph.nodes} <= set(params), 'a node has no params section'
@@ -118,7 +127,10 @@ def test_params_files_only_set_declared_parameters(params_file):
 # topics a demo node listens to that no node of the graph publishes: optional user inputs
 OPTIONAL_INPUTS = {'/computed_torque_controller/reference_trajectory',
                    '/dynamics_node/reference_trajectory',
-                   '/dynamics_node/external_wrench'}     # an F/T sensor, when there is one
+                   '/dynamics_node/external_wrench',    # an F/T sensor, when there is one
+                   # dynamics_node always listens there (clearing robot_description and
+                   # urdf_file at run time switches it to the topic); the demos give urdf_file
+                   '/robot_description'}
 
 
 @pytest.mark.ros
@@ -157,3 +169,15 @@ def test_demo_graph_is_wired_as_designed(machine):
     assert 'plant_simulator' in subscribers[COMMAND_TOPIC]
     unfed = set(subscribers) - set(publishers) - OPTIONAL_INPUTS
     assert not unfed, f'topics no node of the graph publishes: {unfed}'
+
+
+def test_console_scripts_run_every_node_through_the_entry_module():
+    from kron_dynamics.nodes.entry import NODES
+    assert {name: cls.rpartition(':')[2] for name, cls in NODE_CLASSES.items()} == NODES
+    for name in NODES:
+        assert CONSOLE_SCRIPTS[name] == f'kron_dynamics.nodes.entry:{name}'
+
+
+def test_demo_nodes_are_the_four_of_the_design():
+    assert [s.executable for s in DEMO_NODES] == [
+        'plant_simulator', 'reference_generator', 'computed_torque_controller', 'dynamics_node']

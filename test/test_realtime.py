@@ -70,6 +70,7 @@ def threads_of(pid: int) -> dict:
     (('50', None, False), 'thread_priority'),
     ((0, [0, 4096], False), 'cpu_affinity names CPU(s) [4096]'),
     ((0, None, 'yes'), 'lock_memory'),
+    ((0, None, False, 150), 'middleware_thread_priority must be 0'),
 ])
 def test_invalid_values_raise_configuration_error_naming_the_parameter(values, message):
     with pytest.raises(ConfigurationError) as info:
@@ -93,7 +94,7 @@ CHILD = textwrap.dedent('''
     early = [threading.Thread(target=stop.wait) for _ in range(3)]
     for t in early:
         t.start()
-    before = len(os.listdir('/proc/self/task'))   # with NumPy's (OpenBLAS) threads
+    before = {t: os.sched_getscheduler(t) for t in (e.native_id for e in early)}
     lines = realtime.apply(7, [0], False)
     late = threading.Thread(target=stop.wait)   # started afterwards: inherits
     late.start()
@@ -102,25 +103,27 @@ CHILD = textwrap.dedent('''
                  sorted(os.sched_getaffinity(t))] for t in tids}
     stop.set()
     print(json.dumps({'lines': lines, 'state': state, 'late': late.native_id,
-                      'before': before}))
+                      'main': threading.get_native_id(), 'early': [e.native_id for e in early],
+                      'cpus': sorted(os.sched_getaffinity(early[0].native_id))}))
 ''')
 
 
 @pytest.mark.slow   # a child process (importing rclpy)
 @needs_fifo
-def test_apply_sets_every_thread_and_later_threads_inherit():
+def test_apply_sets_the_calling_thread_and_threads_it_starts_later_only():
+    """As ros2_control: the control (executor) thread, not the threads that already exist."""
     out = subprocess.run([sys.executable, '-c', CHILD], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    before = result['before']
-    assert before >= 4
-    assert result['lines'] == [f'CPU affinity [0] on {before} threads',
-                               f'SCHED_FIFO priority 7 on {before} threads']
+    assert result['lines'] == ['CPU affinity [0] for the executor thread',
+                               'SCHED_FIFO priority 7 for the executor thread']
     state = result['state']
-    assert len(state) == before + 1 and str(result['late']) in state
-    for tid, (policy, priority, cpus) in state.items():
-        assert (policy, priority, cpus) == (os.SCHED_FIFO, 7, [0]), tid
+    for tid in (result['main'], result['late']):
+        assert state[str(tid)] == [os.SCHED_FIFO, 7, [0]], tid
+    for tid in result['early']:     # threads that existed before (like the DDS threads)
+        assert state[str(tid)][:2] == [os.SCHED_OTHER, 0], tid
+        assert state[str(tid)][2] == sorted(os.sched_getaffinity(0)), tid
 
 
 @contextlib.contextmanager
@@ -150,16 +153,38 @@ def dynamics_node(args: list, prefix: tuple = ()):
 
 @pytest.mark.ros
 @needs_fifo
-def test_dynamics_node_runs_every_thread_at_its_priority_and_still_answers():
+def test_dynamics_node_runs_its_executor_thread_at_its_priority_and_still_answers():
+    """The thread that spins (the main thread) is SCHED_FIFO; the DDS threads are not."""
     args = ['-p', 'thread_priority:=10', '-p', 'cpu_affinity:=[0]']
     with dynamics_node(args) as (node, answer):
         assert wait_for(lambda: 'SCHED_FIFO priority 10' in node.output(), 30), node.output()
         threads = threads_of(node.proc.pid)
-        assert len(threads) > 5   # rclpy and DDS threads, not only the main thread
-        assert all(v == (os.SCHED_FIFO, 10, [0]) for v in threads.values()), threads
+        assert threads[node.proc.pid] == (os.SCHED_FIFO, 10, [0]), threads
+        others = [v for tid, v in threads.items() if tid != node.proc.pid]
+        assert len(others) > 5   # rclpy and DDS threads
+        assert any(v[0] == os.SCHED_OTHER for v in others), threads
         q, qd = np.array([1.0, 0.3, 0.2]), np.array([0.1, -0.2, 0.3])
         model = RobotModel.from_urdf_file(STACKER)
         np.testing.assert_allclose(answer(q, qd), model.bias_torque(q, qd), rtol=1e-12)
+
+
+@pytest.mark.ros
+@needs_fifo
+def test_middleware_thread_priority_puts_the_dds_threads_under_sched_fifo_too():
+    """The opt-in for the measured latency tail: every other thread at its own priority."""
+    args = ['-p', 'thread_priority:=10', '-p', 'middleware_thread_priority:=5']
+    with dynamics_node(args) as (node, answer):
+        assert wait_for(lambda: 'for the other threads (DDS)' in node.output(), 10), \
+            node.output()
+        threads = threads_of(node.proc.pid)
+        assert threads[node.proc.pid][:2] == (os.SCHED_FIFO, 10), threads
+        others = [v[:2] for tid, v in threads.items() if tid != node.proc.pid]
+        # those that existed at start-up at 5; any the executor thread started since, at 10
+        assert sum(v == (os.SCHED_FIFO, 5) for v in others) > 5, threads
+        assert all(v in ((os.SCHED_FIFO, 5), (os.SCHED_FIFO, 10)) for v in others), threads
+        q = np.array([0.0, 0.0, 0.2])
+        model = RobotModel.from_urdf_file(STACKER)
+        np.testing.assert_allclose(answer(q, 0 * q), model.gravity_torque(q), rtol=1e-12)
 
 
 @pytest.mark.ros

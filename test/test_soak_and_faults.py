@@ -44,7 +44,8 @@ def test_short_soak():
     assert result.alive == {'dynamics_node': True, 'computed_torque_controller': True}
     assert result.bad > 300 and result.valid > 4000
     assert result.bias_outputs == result.valid, 'each valid input exactly one bias torque'
-    assert result.commands == result.valid, 'each valid input exactly one command'
+    # the controller acts on the newest state only: at most one command per valid input
+    assert soak.MIN_COMMAND_SHARE * result.valid <= result.commands <= result.valid, result
     assert result.nonfinite_outputs == 0
     assert all(g < 5.0 for g in result.rss_growth_after_warmup_mb.values()), result
 

@@ -24,6 +24,8 @@ on their private ``~/reference``.
 from dataclasses import dataclass
 import os
 
+import yaml
+
 PACKAGE = 'kron_dynamics'
 REFERENCE_TOPIC = '/reference'
 COMMAND_TOPIC = '/effort_controller/commands'
@@ -65,3 +67,12 @@ def demo_graph(machine: str, share_dir: str) -> Graph:
     return Graph(machine, DEMO_NODES,
                  os.path.join(share_dir, 'config', f'{machine}_demo.yaml'),
                  os.path.join(share_dir, 'urdf', DEMO_URDFS[machine]))
+
+
+def node_parameters(graph: Graph, node: str) -> dict:
+    """Return the parameters a node of the graph gets from its params file ('/**' and own)."""
+    with open(graph.params_file) as f:
+        sections = yaml.safe_load(f) or {}
+    params = dict((sections.get('/**') or {}).get('ros__parameters') or {})
+    params.update((sections.get(node) or {}).get('ros__parameters') or {})
+    return params

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from ..robot_model import RobotModel
-from .graph import COMMAND_TOPIC, demo_graph, REFERENCE_TOPIC
+from .graph import COMMAND_TOPIC, demo_graph, node_parameters, REFERENCE_TOPIC
 from .processes import interrupt, start_logged, stop
 
 SETTLE_S = 1.0   # statistics exclude the first second after the first command
@@ -38,6 +38,8 @@ class Recording:
     """What the recorder saw: receive times [s] and values."""
 
     joint_names: list
+    joint_types: tuple = ()                          # URDF type per joint (units of plots)
+    controller_model: RobotModel | None = None       # the controller's (armature included)
     states: list = field(default_factory=list)       # (t, q, qd)
     references: list = field(default_factory=list)   # (t, q_d, qd_d, qdd_d)
     commands: list = field(default_factory=list)     # (t, tau)
@@ -66,6 +68,31 @@ class Recording:
                 qds.append(refs[k][1])
         return np.array(ts), np.array(qs), np.array(qds)
 
+    def torque_split(self):
+        """
+        Return (t, tau, tau_ff, tau_fb): each command split into the model's part and feedback.
+
+        tau_ff is the feedforward of the reference that was the latest when the command went
+        out: the inverse dynamics at q_d, q'_d, q''_d with the controller's model (URDF and
+        armature; what dynamics_node's ``~/feedforward_torque`` gives without armature).
+        tau_fb = tau - tau_ff is what the error correction adds.
+        """
+        refs = self.references
+        ts, taus, ffs = [], [], []
+        k, cached = -1, {}
+        for t, tau in self.commands:
+            while k + 1 < len(refs) and refs[k + 1][0] <= t:
+                k += 1
+            if k >= 0:
+                if k not in cached:
+                    _, q_d, qd_d, qdd_d = refs[k]
+                    cached = {k: self.controller_model.inverse_dynamics(q_d, qd_d, qdd_d)}
+                ts.append(t)
+                taus.append(tau)
+                ffs.append(cached[k])
+        t, tau, tau_ff = np.array(ts), np.array(taus), np.array(ffs)
+        return t, tau, tau_ff, tau - tau_ff
+
     def statistics(self, settle: float = SETTLE_S):
         """Per joint: RMS and max |q - q_d| after ``settle`` s, and max |tau|."""
         t, q, q_d = self.tracking()
@@ -81,7 +108,7 @@ class Recording:
 
 def node_command(spec, graph) -> list:
     """Return the command line that runs one node of a graph (as its launch file would)."""
-    cmd = [sys.executable, '-m', f'kron_dynamics.nodes.{spec.executable}', '--ros-args',
+    cmd = [sys.executable, '-m', 'kron_dynamics.nodes', spec.executable, '--ros-args',
            '-r', f'__node:={spec.name}', '--params-file', graph.params_file,
            '-p', f'urdf_file:={graph.urdf_file}']
     for src, dst in spec.remappings:
@@ -167,7 +194,11 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
     """
     graph = demo_graph(machine, share_dir)
     model = RobotModel.from_urdf_file(graph.urdf_file)
-    recording = Recording(list(model.joint_names))
+    armature = node_parameters(graph, 'computed_torque_controller').get('armature', [0.0])
+    armature = np.broadcast_to(np.asarray(armature, dtype=float), (model.n,))
+    recording = Recording(list(model.joint_names),
+                          tuple(model.joints[j].type for j in model.joint_names),
+                          model.with_armature(armature))
     stop_recorder = start_recorder(recording)
     processes = {}
     env = dict(os.environ if env is None else env)
@@ -197,31 +228,58 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
     return recording
 
 
-def plot(recording: Recording, path: str, title: str) -> None:
-    """Plot q and q_d (left) and tau (right) of every joint against time."""
+def units(joint_type: str) -> tuple:
+    """Return (position unit, scale to it from SI, torque unit) of a joint type for plots."""
+    return ('mm', 1e3, 'N') if joint_type == 'prismatic' else ('mrad', 1e3, 'N m')
+
+
+def plot(recording: Recording, path: str, title: str) -> list:
+    """
+    Plot per joint the tracking error (left) and the torque split (right) against time.
+
+    Left: e = q_d - q in mm or mrad, with its RMS after the first second. Right: the
+    command tau [N or N m], the model's feedforward tau_ff along the reference and the
+    feedback tau - tau_ff: does it track, and what does the model contribute. Returns the
+    labels of the axes and the legend (what a reader of the plot sees).
+    """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
     t, q, q_d = recording.tracking()
-    tc = np.array([c[0] for c in recording.commands])
-    tau = np.array([c[1] for c in recording.commands])
-    t0 = tc[0]
+    tc, tau, tau_ff, tau_fb = recording.torque_split()
+    t0 = recording.commands[0][0]
+    after = t >= t0       # before the first command the simulator holds the plant
+    t, q, q_d = t[after], q[after], q_d[after]
     n = len(recording.joint_names)
-    fig, axes = plt.subplots(n, 2, figsize=(11, 2.2 * n), sharex=True, squeeze=False)
+    types = recording.joint_types or ('revolute',) * n
+    fig, axes = plt.subplots(n, 2, figsize=(12, 2.4 * n), sharex=True, squeeze=False)
     for i, name in enumerate(recording.joint_names):
-        axes[i, 0].plot(t - t0, q_d[:, i], 'k--', lw=1, label='q_d')
-        axes[i, 0].plot(t - t0, q[:, i], 'C0', lw=1, label='q')
-        axes[i, 0].set_ylabel(name)
-        axes[i, 1].plot(tc - t0, tau[:, i], 'C3', lw=1)
-        axes[i, 1].set_ylabel('tau')
-    axes[0, 0].legend(loc='upper right')
-    axes[-1, 0].set_xlabel('t [s]')
-    axes[-1, 1].set_xlabel('t [s]')
+        unit, scale, torque_unit = units(types[i])
+        err = (q_d[:, i] - q[:, i]) * scale
+        settled = t >= t0 + SETTLE_S
+        rms = float(np.sqrt(np.mean(err[settled] ** 2))) if settled.any() else float('nan')
+        ax = axes[i, 0]
+        ax.plot(t - t0, err, 'C0', lw=1)
+        ax.axhline(0.0, color='k', lw=0.5)
+        ax.set_ylabel(f'{name}\ne = q_d - q [{unit}]')
+        ax.set_title(f'tracking error, RMS after {SETTLE_S:g} s: {rms:.3g} {unit}',
+                     fontsize=9, loc='left')
+        ax = axes[i, 1]
+        ax.plot(tc - t0, tau[:, i], 'k', lw=1.6, label='command tau')
+        ax.plot(tc - t0, tau_ff[:, i], 'C2--', lw=1, label='feedforward: model at q_d')
+        ax.plot(tc - t0, tau_fb[:, i], 'C3', lw=1, label='feedback = tau - feedforward')
+        ax.set_ylabel(f'torque [{torque_unit}]')
+    axes[0, 1].legend(loc='upper right', fontsize=8)
+    axes[-1, 0].set_xlabel('t since the first command [s]')
+    axes[-1, 1].set_xlabel('t since the first command [s]')
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    labels = [ax.get_ylabel() for ax in axes.ravel()] + [
+        text.get_text() for text in axes[0, 1].get_legend().get_texts()]
     plt.close(fig)
+    return labels
 
 
 def report(recording: Recording, model: RobotModel) -> str:

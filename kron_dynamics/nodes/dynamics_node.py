@@ -17,7 +17,8 @@ dynamics_node: joint states in; gravity, bias torque, mass matrix (and C*) out.
 
 Also publishes the feedforward torque of references, serves M, the full dynamics and the
 kinematics of a link, and takes an optional external wrench (F/T sensor) that enters the
-bias and feedforward torques as -J^T F.
+bias and feedforward torques as -J^T F. Every accepted joint state yields all of its outputs
+(bias torque first), or none.
 Inputs and outputs are in the model's joint order: its independent joints. Mimic joints
 (URDF ``<mimic>``) are holonomic constraints, not coordinates: their entries in
 ``joint_states`` (joint_state_broadcaster publishes them too) are ignored, not checked, and
@@ -25,13 +26,14 @@ the outputs are those of the constrained system (generalized forces of the indep
 joints, M_u = B^T M B, ...).
 """
 
+from collections import deque
+import re
 import sys
 import time
 
 from geometry_msgs.msg import WrenchStamped
 from kron_dynamics_interfaces.srv import GetDynamics, GetKinematics, GetMassMatrix
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rcl_interfaces.msg import SetParametersResult
@@ -42,12 +44,23 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from ..errors import ConfigurationError, ModelError
 from ..model.rotations import matrix_to_quaternion
 from .executor import run_node, warm_up
-from .joint_states import (InputError, JointStateIndex, point_arrays, StampGuard, STATE_QUEUE,
-                           trajectory_points)
+from .joint_states import (InputError, JointStateIndex, point_arrays, StampClock, StampGuard,
+                           STATE_QUEUE, trajectory_from_serialized)
 from .messages import all_finite, array_msg, ArrayPublisher
-from .parameters import declare_model_parameters, model_from_parameters, MODEL_PARAMETERS
+from .parameters import (declare, declare_model_parameters, model_from_parameters,
+                         MODEL_PARAMETERS, parameter_value)
 from .throttled_logger import ThrottledLogger
+from .wire import read_trajectory
 from . import realtime
+
+# request queue of each service: requests that arrive while the node is busy or stopped wait
+# here (rclpy's default, 10, silently dropped the rest, and a client without a timeout hung)
+SERVICE_QOS = QoSProfile(depth=1000)
+# feedforward of trajectories: TRAJECTORY_CHUNK points per TRAJECTORY_PERIOD_S (20,000 a
+# second, far beyond any control rate, and a pace a Python subscriber keeps up with), joint
+# states and service calls go between the chunks
+TRAJECTORY_CHUNK = 20
+TRAJECTORY_PERIOD_S = 0.001
 
 
 class DynamicsNode(Node):
@@ -57,48 +70,60 @@ class DynamicsNode(Node):
         super().__init__('dynamics_node', **kwargs)
         realtime.declare_parameters(self)   # applied by run_node
         declare_model_parameters(self)
-        self.declare_parameter('publish_mass_matrix', True)
-        self.declare_parameter('publish_coriolis_star', False)
+        declare(self, 'publish_mass_matrix', True, 'publish ~/mass_matrix for every state')
+        declare(self, 'publish_coriolis_star', False, 'publish ~/coriolis_star for every state')
         self._publish_mass_matrix = bool(self.get_parameter('publish_mass_matrix').value)
         self._publish_coriolis_star = bool(self.get_parameter('publish_coriolis_star').value)
-        self.declare_parameter('external_wrench_timeout', 0.0, ParameterDescriptor(
-            description='seconds after its last message an external wrench stops being '
-                        'applied (0: applied until the next one replaces it)'))
+        declare(self, 'external_wrench_timeout', 0.0,
+                'seconds after its last message an external wrench stops being applied '
+                '(0: applied until the next one replaces it)')
         self._wrench_timeout = _wrench_timeout(
             self.get_parameter('external_wrench_timeout').value)
         self._wrench = None            # (link, F (6,), monotonic receive time), or None
         self._active = None            # (model, index), replaced as a whole
+        self._topic_urdf = None        # the last valid URDF received on /robot_description
         self._stamps = StampGuard()
+        self._stamp_clock = StampClock(self.get_clock())
+        self._trajectories = deque()   # [model, Trajectory, next point] waiting for output
         self._log = ThrottledLogger(self.get_logger())
         self.counts = {'accepted': 0, 'rejected': 0}
+        read_trajectory(b'')           # compile (or load) the trajectory reader up front
         model = model_from_parameters(self)  # ModelError at start-up: the caller exits
         if model is not None:
             self._activate(model)
         else:
-            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            self.create_subscription(String, '/robot_description', self._on_description,
-                                     latched)
             self.get_logger().info('waiting for the URDF on /robot_description')
+        # always subscribed: a parameter change to empty robot_description and urdf_file
+        # switches to the topic's URDF
+        latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.create_subscription(String, '/robot_description', self._on_description, latched)
 
         self._pub_gravity = ArrayPublisher(
-            self.create_publisher(Float64MultiArray, '~/gravity_torque', 10))
+            self.create_publisher(Float64MultiArray, '~/gravity_torque', 10), self._log)
         self._pub_bias = ArrayPublisher(
-            self.create_publisher(Float64MultiArray, '~/bias_torque', 10))
+            self.create_publisher(Float64MultiArray, '~/bias_torque', 10), self._log)
         self._pub_mass = ArrayPublisher(
-            self.create_publisher(Float64MultiArray, '~/mass_matrix', 10))
+            self.create_publisher(Float64MultiArray, '~/mass_matrix', 10), self._log)
         self._pub_cstar = ArrayPublisher(
-            self.create_publisher(Float64MultiArray, '~/coriolis_star', 10))
+            self.create_publisher(Float64MultiArray, '~/coriolis_star', 10), self._log)
         self._pub_ff = ArrayPublisher(
-            self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10))
+            self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10), self._log)
         # serialized: JointStateIndex.from_serialized, rclpy's deserializer only as fallback
         self.create_subscription(JointState, 'joint_states', self._on_joint_state,
                                  STATE_QUEUE, raw=True)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
+        # serialized: read in one compiled pass (trajectory_from_serialized)
         self.create_subscription(JointTrajectory, '~/reference_trajectory',
-                                 self._on_reference_trajectory, 10)
-        self.create_service(GetMassMatrix, '~/get_mass_matrix', self._get_mass_matrix)
-        self.create_service(GetDynamics, '~/get_dynamics', self._get_dynamics)
-        self.create_service(GetKinematics, '~/get_kinematics', self._get_kinematics)
+                                 self._on_reference_trajectory, 10, raw=True)
+        self._trajectory_timer = self.create_timer(TRAJECTORY_PERIOD_S,
+                                                   self._next_trajectory_chunk)
+        self._trajectory_timer.cancel()
+        self.create_service(GetMassMatrix, '~/get_mass_matrix', self._get_mass_matrix,
+                            qos_profile=SERVICE_QOS)
+        self.create_service(GetDynamics, '~/get_dynamics', self._get_dynamics,
+                            qos_profile=SERVICE_QOS)
+        self.create_service(GetKinematics, '~/get_kinematics', self._get_kinematics,
+                            qos_profile=SERVICE_QOS)
         self.create_subscription(WrenchStamped, '~/external_wrench', self._on_external_wrench,
                                  10)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -108,7 +133,8 @@ class DynamicsNode(Node):
         warm_up(model)
         # mimic joints are not coordinates: their joint_states entries (joint_state_broadcaster
         # publishes every joint) are ignored, their positions follow from the constraint
-        self._active = (model, JointStateIndex(model.joint_names, tuple(model.mimic_joints)))
+        self._active = (model, JointStateIndex(model.joint_names, tuple(model.mimic_joints))
+                        .prepare_serialized())
         self._stamps.reset()
         self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
         for mimic in model.mimic_joints.values():
@@ -117,37 +143,57 @@ class DynamicsNode(Node):
                 f'{mimic.offset:g}: not an input (ignored in joint_states) nor an output')
 
     def _on_description(self, msg: String) -> None:
+        if parameter_value(self, 'robot_description') or parameter_value(self, 'urdf_file'):
+            self._topic_urdf = msg.data   # checked if the parameters ever switch to it
+            self.get_logger().info('URDF received on /robot_description; not used while the '
+                                   'parameter robot_description or urdf_file is set')
+            return
         try:
             model = model_from_parameters(self, urdf_text=msg.data)
         except (ModelError, ConfigurationError) as exc:
-            self.get_logger().error(f'rejected /robot_description, keeping the old model: {exc}')
+            joints = parameter_value(self, 'joints')
+            hint = f' (parameter joints is {list(joints)})' if joints else ''
+            self.get_logger().error(
+                f'rejected /robot_description, keeping the old model: {exc}{hint}')
             return
+        self._topic_urdf = msg.data
         self._activate(model)
 
     def _on_set_parameters(self, params) -> SetParametersResult:
         changes = {p.name: p.value for p in params}
-        if any(name in changes for name in MODEL_PARAMETERS):
+        wrench_timeout = self._wrench_timeout
+        if 'external_wrench_timeout' in changes:     # checked before anything is applied
             try:
-                model = model_from_parameters(self, overrides=changes)
+                wrench_timeout = _wrench_timeout(changes['external_wrench_timeout'])
+            except ConfigurationError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        if any(name in changes for name in MODEL_PARAMETERS):
+            # validated against the URDF they would use (the topic's too) before acceptance
+            try:
+                model = model_from_parameters(self, overrides=changes,
+                                              urdf_text=self._topic_urdf)
             except (ModelError, ConfigurationError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
+            if model is None and self._active is not None:
+                return SetParametersResult(successful=False, reason=(
+                    'robot_description and urdf_file empty, and no valid URDF has been '
+                    'received on /robot_description: keeping the current model'))
             if model is not None:
                 self._activate(model)
+            # else: no model yet; the values apply to the first URDF from the topic
         if 'publish_mass_matrix' in changes:
             self._publish_mass_matrix = bool(changes['publish_mass_matrix'])
         if 'publish_coriolis_star' in changes:
             self._publish_coriolis_star = bool(changes['publish_coriolis_star'])
-        if 'external_wrench_timeout' in changes:
-            try:
-                self._wrench_timeout = _wrench_timeout(changes['external_wrench_timeout'])
-            except ConfigurationError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
+        self._wrench_timeout = wrench_timeout
         return SetParametersResult(successful=True)
 
     # --------------------------------------------------------------- topics
     def _reject(self, reason: str) -> None:
         self.counts['rejected'] += 1
-        self._log.warning('rejected', f'rejected: {reason}')
+        # throttled per kind of problem (the text without its numbers): a burst of one kind
+        # does not hide the first report of another
+        self._log.warning(re.sub(r'[\d.]+', '#', reason[:80]), f'rejected: {reason}')
 
     def _on_joint_state(self, data: bytes) -> None:
         active = self._active
@@ -157,33 +203,38 @@ class DynamicsNode(Node):
         model, index = active
         try:
             stamp, q, qd = index.from_serialized(data)
-            stamp = self._stamps.check_ns(stamp)
-            bias = model.bias_torque(q, qd)
-            if self._wrench is not None:
-                bias = self._minus_wrench_torque(model, q, bias)
-            if not all_finite(bias):
-                raise InputError('joint_states: bias torque not finite at this state')
+            stamp = self._stamps.check_ns(stamp, self._stamp_clock.now_ns())
+            outputs = self._state_outputs(model, q, qd)
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
             return
         self._stamps.accept(stamp)
         self.counts['accepted'] += 1
-        # the bias torque is published before anything else is computed: it is what a
-        # feedforward loop waits for (G, M and C* of a finite state with a finite bias are
-        # finite; they are checked all the same and left out, logged, if not)
-        self._pub_bias.publish(bias)
-        outputs = [(self._pub_gravity, model.gravity_torque, 'gravity torque')]
+        for publisher, values in outputs:
+            publisher.publish(values)
+
+    def _state_outputs(self, model, q, qd) -> list:
+        """
+        Return [(publisher, values)] of one joint state, bias torque first; all are finite.
+
+        Everything is computed before anything is published, so that a state whose mass
+        matrix (say) overflows gets no output at all instead of a bias torque without it
+        (the compiled G and M cost a few microseconds more before the bias torque goes out).
+        """
+        bias = model.bias_torque(q, qd)
+        if self._wrench is not None:
+            bias = self._minus_wrench_torque(model, q, bias)
+        outputs = [(self._pub_bias, bias, 'bias torque'),
+                   (self._pub_gravity, model.gravity_torque(q), 'gravity torque')]
         if self._publish_mass_matrix:
-            outputs.append((self._pub_mass, model.mass_matrix, 'mass matrix'))
+            outputs.append((self._pub_mass, model.mass_matrix(q), 'mass matrix'))
         if self._publish_coriolis_star:
-            outputs.append((self._pub_cstar, model.coriolis_star, 'C*'))
-        for publisher, compute, what in outputs:
-            values = compute(q)
-            if all_finite(values):
-                publisher.publish(values)
-            else:
-                self._log.warning(what, f'joint_states: {what} not finite at this state, '
-                                        'not published')
+            outputs.append((self._pub_cstar, model.coriolis_star(q), 'C*'))
+        for _, values, what in outputs:
+            if not all_finite(values):
+                raise InputError(f'joint_states: {what} not finite at this state (positions '
+                                 'or velocities too large?); no output for it')
+        return [(publisher, values) for publisher, values, _ in outputs]
 
     def _publish_feedforward(self, model, q, qd, qdd) -> None:
         tau = model.inverse_dynamics(q, qd, qdd)
@@ -203,16 +254,40 @@ class DynamicsNode(Node):
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
 
-    def _on_reference_trajectory(self, msg: JointTrajectory) -> None:
+    def _on_reference_trajectory(self, data: bytes) -> None:
+        """Queue the feedforward of every point; it goes out in chunks between joint states."""
         if self._active is None:
             self._reject('no robot model yet')
             return
         model, _ = self._active
         try:
-            for point in trajectory_points(msg, model.joint_names):
-                self._publish_feedforward(model, *point)
+            trajectory = trajectory_from_serialized(data, model.joint_names)
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
+            return
+        self._trajectories.append([model, trajectory, 0])
+        if self._trajectory_timer.is_canceled():
+            self._trajectory_timer.reset()
+
+    def _next_trajectory_chunk(self) -> None:
+        """Publish the feedforward of the next TRAJECTORY_CHUNK points of queued trajectories."""
+        if not self._trajectories:
+            self._trajectory_timer.cancel()
+            return
+        entry = self._trajectories[0]
+        model, trajectory, start = entry
+        end = min(start + TRAJECTORY_CHUNK, len(trajectory))
+        for k in range(start, end):     # single calls: far cheaper than a batch this small
+            tau = model.inverse_dynamics(trajectory.q[k], trajectory.qd[k], trajectory.qdd[k])
+            if self._wrench is not None:
+                tau = self._minus_wrench_torque(model, trajectory.q[k], tau)
+            if all_finite(tau):
+                self._pub_ff.publish(tau)
+            else:
+                self._reject(f'reference_trajectory point {k}: feedforward torque not finite')
+        entry[2] = end
+        if end == len(trajectory):
+            self._trajectories.popleft()
 
     # --------------------------------------------------------------- external wrench
     def _on_external_wrench(self, msg: WrenchStamped) -> None:
@@ -296,7 +371,7 @@ class DynamicsNode(Node):
             q, qd = index.from_joint_state(state, 'request.state', strict=True)
             if len(request.acceleration):
                 qdd, _ = index.extract(state.name, request.acceleration, [],
-                                       'request.acceleration')
+                                       'request.acceleration', label='acceleration')
             else:
                 qdd = np.zeros(model.n)
             return {'mass_matrix': model.mass_matrix(q),

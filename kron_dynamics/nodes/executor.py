@@ -12,11 +12,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Running a node: executor, signals, start-up errors, compiled kernels loaded up front."""
+"""Running a node: executor, shutdown, start-up errors, compiled kernels loaded up front."""
 
-import signal
 import sys
-import threading
+import traceback
 
 import numpy as np
 import rclpy
@@ -26,6 +25,8 @@ from rclpy.signals import SignalHandlerOptions
 from ..errors import ConfigurationError, ModelError
 from ..robot_model import RobotModel
 from . import realtime
+from .shutdown import Interrupted, PROCESS
+from .throttled_logger import ThrottledLogger
 
 
 def warm_up(model: RobotModel) -> None:
@@ -47,35 +48,61 @@ def make_executor(context=None):
         return SingleThreadedExecutor(context=context)
 
 
+def spin(executor, log) -> None:
+    """
+    Spin until shutdown is requested; a callback that raises is logged, and spinning goes on.
+
+    Every callback handles the faults it knows (bad messages, refused publishing); this is
+    the last guard, so that a defect met by one message cannot stop a torque loop.
+    """
+    guard = ThrottledLogger(log)
+    while not PROCESS.requested.is_set() and rclpy.ok():
+        try:
+            executor.spin_once(timeout_sec=0.1)
+        except (ExternalShutdownException, Interrupted):
+            raise
+        except Exception:   # noqa: B902 (any defect; logged with its traceback)
+            guard.warning('callback', 'a callback failed (the node goes on):\n'
+                          + traceback.format_exc(limit=8))
+
+
 def run_node(node_class, args=None) -> int:
     """
     Create and spin a node until SIGINT or SIGTERM; exit code 1 on a model/parameter error.
 
-    The signals only set a flag that the spin loop checks, so they never interrupt a
-    callback (or compiled code) half way.
+    Signals are handled by :mod:`.shutdown`: during start-up the first one ends it at once,
+    while spinning they only set a flag that the spin loop checks between callbacks, and
+    clean-up runs under a watchdog; exit code 0 in every case. The real-time settings are
+    applied here, to this thread, which spins the executor.
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    node = None
-    executor = make_executor()
+    PROCESS.install()
+    code = 0
+    node = executor = None
     try:
-        node = node_class()
-        for line in realtime.configure_node(node):
+        try:
+            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+            executor = make_executor()
+            node = node_class()
             log = node.get_logger()
-            (log.warning if line.startswith('could not') else log.info)(line)
-        executor.add_node(node)
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-    except (ModelError, ConfigurationError) as exc:
-        print(f'{node_class.__name__}: {exc}', file=sys.stderr)
-        return 1
-    except ExternalShutdownException:
-        pass
-    finally:
-        executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+            for line in realtime.configure_node(node):
+                (log.warning if line.startswith('could not') else log.info)(line)
+            executor.add_node(node)
+            PROCESS.spinning = True
+            spin(executor, log)
+        except (ModelError, ConfigurationError) as exc:
+            print(f'{node_class.__name__}: {exc}', file=sys.stderr, flush=True)
+            code = 1
+        except ExternalShutdownException:
+            pass
+        finally:
+            PROCESS.start_cleanup(code)
+            if executor is not None:
+                executor.shutdown()
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
+            rclpy.get_default_context().destroy()   # the DDS participant, under the watchdog
+            PROCESS.finish_cleanup()
+    except Interrupted:   # a signal during start-up, before spinning: a normal stop
+        PROCESS.finish_cleanup()
+    return code

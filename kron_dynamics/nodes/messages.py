@@ -63,9 +63,26 @@ class ArrayPublisher:
     and serialize it; subscribers receive the same message.
     """
 
-    def __init__(self, publisher):
+    def __init__(self, publisher, log=None):
         self.publisher = publisher
+        self.log = log              # a ThrottledLogger: publishing failures are logged
+        self.failures = 0
 
-    def publish(self, values: np.ndarray) -> None:
-        """Publish a 1-D or 2-D float array."""
-        self.publisher.publish(float64_multiarray_bytes(values))
+    def publish(self, values: np.ndarray) -> bool:
+        """
+        Publish a 1-D or 2-D float array; False if the middleware refused it.
+
+        DDS refuses a sample when a reliable reader has not taken the earlier ones for
+        longer than the writer may block (a subscriber far slower than the stream): the
+        sample is dropped and counted, and the node goes on.
+        """
+        try:
+            self.publisher.publish(float64_multiarray_bytes(values))
+        except RuntimeError as exc:     # rclpy's RCLError: "cannot publish data"
+            self.failures += 1
+            if self.log is not None:
+                self.log.warning(f'publish {self.publisher.topic_name}',
+                                 f'could not publish on {self.publisher.topic_name} ({exc}); '
+                                 'dropped')
+            return False
+        return True

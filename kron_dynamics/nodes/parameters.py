@@ -12,35 +12,99 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The model parameters every node shares, and per-joint parameter values."""
+"""
+Node parameters: typed declarations, the model parameters every node shares, per-joint values.
+
+Every parameter is declared with a typed default (so ``ros2 param dump/get/describe`` show
+it) through :func:`declare`; a parameter a node cannot apply while running is declared
+read-only with the reason in its description.
+"""
 
 import math
+import re
 
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.exceptions import ParameterUninitializedException
+from rclpy.exceptions import InvalidParameterTypeException, ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from ..errors import ConfigurationError
 from ..robot_model import RobotModel
 
-MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity', 'inertia_check')
+MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity',
+                    'inertia_check')
 INERTIA_CHECKS = ('error', 'warn')
+RESTART = 'read-only, restart the node to change it'
+EMPTY_ARRAYS = {Parameter.Type.STRING_ARRAY: 'a list of strings',
+                Parameter.Type.INTEGER_ARRAY: 'a list of integers',
+                Parameter.Type.DOUBLE_ARRAY: 'a list of numbers with a decimal point',
+                Parameter.Type.BOOL_ARRAY: 'a list of true/false'}
+TYPE_NAMES = {Parameter.Type.BOOL: 'true or false', Parameter.Type.INTEGER: 'an integer',
+              Parameter.Type.DOUBLE: 'a number with a decimal point',
+              Parameter.Type.STRING: 'a string', **EMPTY_ARRAYS}
 
 
-def declare_model_parameters(node: Node) -> None:
-    """Declare robot_description, urdf_file, joints, gravity and inertia_check on a node."""
-    node.declare_parameter('robot_description', '', ParameterDescriptor(
-        description='URDF text; if it and urdf_file are empty, /robot_description is used'))
-    node.declare_parameter('urdf_file', '', ParameterDescriptor(description='URDF file path'))
-    node.declare_parameter('joints', Parameter.Type.STRING_ARRAY, ParameterDescriptor(
-        description='joint order of every output (default: the model order)'))
-    node.declare_parameter('gravity', [0.0, 0.0, -9.81], ParameterDescriptor(
-        description='gravity acceleration in the URDF root frame [m/s^2]'))
-    node.declare_parameter('inertia_check', 'error', ParameterDescriptor(
-        description="'error' refuses a URDF whose moving links have inertias no rigid body "
-                    "can have; 'warn' loads it as written with one warning per link"))
+def declare(node: Node, name: str, default, description: str, read_only: str = '') -> None:
+    """
+    Declare a parameter with a typed default; read-only with the reason if ``read_only``.
+
+    ``default`` is a value, or ``(Parameter.Type.X_ARRAY, [])`` for an empty array (rclpy
+    cannot infer the type of ``[]``). A start-up value of the wrong type (``gravity:=down``,
+    ``kp:=100``) raises ConfigurationError in one line naming the parameter, the expected
+    type and an example, instead of rclpy's traceback.
+    """
+    if isinstance(default, tuple):
+        type_, default = default
+    else:
+        type_ = Parameter.Type.from_parameter_value(default)
+    text = f'{description} ({RESTART}: {read_only})' if read_only else description
+    final = ParameterDescriptor(description=text, read_only=bool(read_only), type=type_.value)
+    try:
+        if default == [] and type_ in EMPTY_ARRAYS:
+            # declared by type (uninitialised unless overridden), then given its typed empty
+            # value, then made read-only: all public API
+            node.declare_parameter(name, type_, ParameterDescriptor(description=text))
+            if parameter_value(node, name) is None:
+                node.set_parameters([Parameter(name, type_, [])])
+            node.set_descriptor(name, final)
+        else:
+            node.declare_parameter(name, default, final)
+    except InvalidParameterTypeException as exc:
+        # rclpy: "Trying to set parameter 'x' to 'value' of type 'TYPE', expecting ..."
+        got = re.search(r"to '(.*)' of type '(\w+)'", str(exc))
+        got = f", got {got.group(1)} ({got.group(2).lower().replace('_', ' ')})" if got else ''
+        raise ConfigurationError(
+            f'parameter {name} must be {TYPE_NAMES.get(type_, type_.name.lower())}, '
+            f'e.g. {name}:={_example(type_, default)}{got}') from None
+
+
+def _example(type_, default) -> str:
+    """Return a command-line example value of a parameter type."""
+    examples = {Parameter.Type.STRING_ARRAY: '[joint1, joint2]',
+                Parameter.Type.INTEGER_ARRAY: '[0, 1]',
+                Parameter.Type.DOUBLE_ARRAY: '[1.0, 2.0]'}
+    if default == [] or default is None:
+        return examples.get(type_, "''")
+    if type_ == Parameter.Type.BOOL:
+        return 'true' if default else 'false'
+    if type_ == Parameter.Type.STRING:
+        return repr(default) if default else "''"
+    return str(default).replace("'", '')
+
+
+def declare_model_parameters(node: Node, read_only: str = '') -> None:
+    """Declare robot_description, urdf_file, joints, gravity, inertia_check (read-only: why)."""
+    declare(node, 'robot_description', '',
+            'URDF text; if it and urdf_file are empty, /robot_description is used', read_only)
+    declare(node, 'urdf_file', '', 'URDF file path', read_only)
+    declare(node, 'joints', (Parameter.Type.STRING_ARRAY, []),
+            'joint order of every output; []: the model order', read_only)
+    declare(node, 'gravity', [0.0, 0.0, -9.81],
+            'gravity acceleration in the URDF root frame [m/s^2]', read_only)
+    declare(node, 'inertia_check', 'error',
+            "'error' refuses a URDF whose moving links have inertias no rigid body can have; "
+            "'warn' loads it as written with one warning per link", read_only)
 
 
 def parameter_value(node: Node, name: str, overrides: dict | None = None):
@@ -84,16 +148,23 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
                                  f'got {inertia_check!r}')
     joints = list(joints) if joints else None
     if description:
-        return RobotModel.from_urdf_string(description, joints, gravity,
-                                           source='parameter robot_description',
-                                           inertia_check=inertia_check)
-    if path:
-        return RobotModel.from_urdf_file(path, joints, gravity, inertia_check=inertia_check)
-    if urdf_text is not None:
-        return RobotModel.from_urdf_string(urdf_text, joints, gravity,
-                                           source='topic /robot_description',
-                                           inertia_check=inertia_check)
-    return None
+        model = RobotModel.from_urdf_string(description, joints, gravity,
+                                            source='parameter robot_description',
+                                            inertia_check=inertia_check)
+    elif path:
+        model = RobotModel.from_urdf_file(path, joints, gravity, inertia_check=inertia_check)
+    elif urdf_text is not None:
+        model = RobotModel.from_urdf_string(urdf_text, joints, gravity,
+                                            source='topic /robot_description',
+                                            inertia_check=inertia_check)
+    else:
+        return None
+    if model.n == 0:
+        source = ('parameter robot_description' if description else path if path
+                  else 'topic /robot_description')
+        raise ConfigurationError(f"{source}: robot '{model.name}' has no movable joint (every "
+                                 'joint is fixed): there is nothing to compute or control')
+    return model
 
 
 def per_joint(values, n: int, name: str) -> np.ndarray:

@@ -15,10 +15,12 @@
 """
 plant_simulator: integrates a URDF's forward dynamics from effort commands.
 
-Fixed-step RK4 (default 1 kHz) kept in step with the wall clock; the latest command is held
-(zero-order hold). When commands are older than ``command_timeout`` (and before the first
-one) the plant is held at rest by its brakes (``on_command_timeout: brake``, default) or left
-to move under zero effort (``zero``). Publishes joint_states at
+Fixed-step RK4 (default 1 kHz) kept in step with the wall clock from the node's start; the
+latest command is held (zero-order hold), saturated at the URDF effort limits as a drive
+would. When commands are older than ``command_timeout`` (and before the first one) the plant
+is held at rest by its brakes (``on_command_timeout: brake``, default) or moves under zero
+effort (``zero``). A step that fails (a state beyond what double precision can integrate) is
+undone and the plant braked; the simulation never stops for good. Publishes joint_states at
 ``publish_rate``. Optional per-joint armature and viscous damping.
 """
 
@@ -26,18 +28,21 @@ import sys
 import time
 
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..errors import ConfigurationError, ModelError, SingularMassMatrixError
 from .executor import run_node, warm_up
-from .parameters import declare_model_parameters, per_joint, required_model
+from .parameters import declare, declare_model_parameters, per_joint, required_model
 from .throttled_logger import ThrottledLogger
 from . import realtime
 
 MAX_STEPS_PER_TICK = 100
+PLANT_FIXED = 'the simulated plant is built at start-up'
+AT_START = 'used once, at start-up'
+DYNAMIC = ('damping', 'command_timeout', 'on_command_timeout')
 
 
 class PlantSimulator(Node):
@@ -47,38 +52,35 @@ class PlantSimulator(Node):
         super().__init__('plant_simulator', **kwargs)
         realtime.declare_parameters(self)   # applied by run_node
         self._log = ThrottledLogger(self.get_logger())
-        declare_model_parameters(self)
-        for name, default, text in (
-                ('armature', [0.0], 'rotor inertia per joint [kg m^2 or kg]'),
-                ('damping', [0.0], 'viscous damping per joint [N m s/rad or N s/m]'),
-                ('initial_positions', [0.0], 'q at start, one value or one per joint'),
-                ('initial_velocities', [0.0], 'qd at start, one value or one per joint')):
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
-        self.declare_parameter('integration_rate', 1000.0)
-        self.declare_parameter('publish_rate', 250.0)
-        self.declare_parameter('command_topic', '/effort_controller/commands')
-        self.declare_parameter('command_timeout', 0.5)
-        self.declare_parameter('on_command_timeout', 'brake', ParameterDescriptor(
-            description="'brake': hold the plant at rest while commands are stale (as a "
-                        "machine's holding brakes); 'zero': apply zero effort"))
+        declare_model_parameters(self, read_only=PLANT_FIXED)
+        declare(self, 'armature', [0.0], 'rotor inertia per joint [kg m^2 or kg]', PLANT_FIXED)
+        declare(self, 'damping', [0.0], 'viscous damping per joint [N m s/rad or N s/m]')
+        declare(self, 'initial_positions', [0.0], 'q at start, one value or one per joint',
+                AT_START)
+        declare(self, 'initial_velocities', [0.0], 'qd at start, one value or one per joint',
+                AT_START)
+        declare(self, 'integration_rate', 1000.0, 'RK4 steps per second [Hz]', AT_START)
+        declare(self, 'publish_rate', 250.0, 'joint_states per second [Hz]', AT_START)
+        declare(self, 'command_topic', '/effort_controller/commands',
+                'topic of the effort commands (std_msgs/Float64MultiArray)', AT_START)
+        declare(self, 'command_timeout', 0.5,
+                'commands older than this [s] count as absent (see on_command_timeout)')
+        declare(self, 'on_command_timeout', 'brake',
+                "'brake': hold the plant at rest while commands are absent (as a machine's "
+                "holding brakes); 'zero': let it move under zero effort")
         model = required_model(self)
         n = model.n
         p = {name: self.get_parameter(name).value for name in (
-            'armature', 'damping', 'initial_positions', 'initial_velocities',
-            'integration_rate', 'publish_rate', 'command_topic', 'command_timeout')}
+            'armature', 'initial_positions', 'initial_velocities', 'integration_rate',
+            'publish_rate', 'command_topic')}
         self.model = model.with_armature(per_joint(p['armature'], n, 'armature'))
-        self.damping = per_joint(p['damping'], n, 'damping')
+        self.limits = self.model.effort_limits
         self.q = per_joint(p['initial_positions'], n, 'initial_positions')
         self.qd = per_joint(p['initial_velocities'], n, 'initial_velocities')
         if not p['integration_rate'] > 0 or not p['publish_rate'] > 0:
             raise ConfigurationError('parameters integration_rate and publish_rate must be > 0')
         self.dt = 1.0 / float(p['integration_rate'])
-        self.command_timeout = float(p['command_timeout'])
-        mode = self.get_parameter('on_command_timeout').value
-        if mode not in ('brake', 'zero'):
-            raise ConfigurationError("parameter on_command_timeout must be 'brake' or 'zero', "
-                                     f'got {mode!r}')
-        self.brake = mode == 'brake'
+        self._apply_settings({name: self.get_parameter(name).value for name in DYNAMIC})
         # refuse a plant whose M is singular: forward dynamics would be garbage
         try:
             self.model.forward_dynamics(self.q, np.zeros(n), np.zeros(n))
@@ -90,12 +92,39 @@ class PlantSimulator(Node):
         self.tau = np.zeros(n)
         self.last_command = None
         self.sim_time = 0.0
-        self.start = None              # wall time of the first command: integration starts
-        self.failed = False
-        self.counts = {'steps': 0, 'commands': 0, 'rejected_commands': 0}
+        self.start = None              # wall time of the first tick: integration starts
+        self.counts = {'steps': 0, 'commands': 0, 'rejected_commands': 0, 'saturated': 0,
+                       'failed_steps': 0}
         self.pub = self.create_publisher(JointState, 'joint_states', 10)
         self.create_subscription(Float64MultiArray, p['command_topic'], self._on_command, 10)
         self.create_timer(1.0 / float(p['publish_rate']), self._tick)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def _apply_settings(self, values: dict) -> None:
+        """Validate, then apply, damping, command_timeout and on_command_timeout."""
+        damping = (per_joint(values['damping'], self.model.n, 'damping')
+                   if 'damping' in values else self.damping)
+        if np.any(damping < 0):
+            raise ConfigurationError('parameter damping must be >= 0')
+        timeout = (float(values['command_timeout']) if 'command_timeout' in values
+                   else self.command_timeout)
+        if not 0 < timeout < np.inf:
+            raise ConfigurationError('parameter command_timeout must be > 0')
+        mode = values.get('on_command_timeout', 'brake' if getattr(self, 'brake', True)
+                          else 'zero')
+        if mode not in ('brake', 'zero'):
+            raise ConfigurationError("parameter on_command_timeout must be 'brake' or 'zero', "
+                                     f'got {mode!r}')
+        self.damping, self.command_timeout, self.brake = damping, timeout, mode == 'brake'
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        values = {p.name: p.value for p in params if p.name in DYNAMIC}
+        try:
+            if values:
+                self._apply_settings(values)
+        except ConfigurationError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
 
     def _on_command(self, msg: Float64MultiArray) -> None:
         tau = np.asarray(msg.data, dtype=float)
@@ -104,26 +133,42 @@ class PlantSimulator(Node):
             self._log.warning('command', f'rejected command: need {self.model.n} finite values, '
                                          f'got {list(msg.data)}')
             return
+        if np.any(np.abs(tau) > self.limits):   # the drives saturate
+            self.counts['saturated'] += 1
+            self._log.warning('saturated', f'command {list(msg.data)} beyond the effort limits '
+                                           f'{list(self.limits)}: saturated')
+            tau = np.clip(tau, -self.limits, self.limits)
         self.tau = tau
         self.last_command = time.monotonic()
-        if self.start is None:
-            self.start = self.last_command
         self.counts['commands'] += 1
 
     def step(self, tau, steps: int = 1) -> None:
-        """Advance ``steps`` RK4 steps of length dt with tau held (compiled)."""
-        self.q, self.qd = self.model.integrate(self.q, self.qd, tau, self.dt, steps,
-                                               damping=self.damping)
+        """
+        Advance ``steps`` RK4 steps of length dt with tau held (compiled).
+
+        A step that fails (singular M from an overflow, a non-finite state) is undone: the
+        plant stays where it was, braked (zero velocity), and the error is logged.
+        """
+        try:
+            q, qd = self.model.integrate(self.q, self.qd, tau, self.dt, steps,
+                                         damping=self.damping)
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+                raise ValueError('the state became non-finite')
+        except (ModelError, ValueError) as exc:
+            self.counts['failed_steps'] += 1
+            self._log.warning('failed', f'integration failed ({exc}): state held and braked')
+            q, qd = self.q, np.zeros(self.model.n)
+        self.q, self.qd = q, qd
         self.sim_time += steps * self.dt
         self.counts['steps'] += steps
 
     def _tick(self) -> None:
-        if self.failed:
-            return
         now = time.monotonic()
         fresh = self.last_command is not None and now - self.last_command <= self.command_timeout
         tau = self.tau if fresh else np.zeros(self.model.n)
-        start = now if self.start is None else self.start
+        if self.start is None:
+            self.start = now
+        start = self.start
         behind = int((now - start - self.sim_time) / self.dt)
         if not fresh and self.brake:   # brakes hold the plant at rest, time goes on
             if np.any(self.qd):
@@ -135,13 +180,8 @@ class PlantSimulator(Node):
             self._log.warning('behind', f'simulation {behind} steps behind real time')
             self.start = start + (behind - MAX_STEPS_PER_TICK) * self.dt
             behind = MAX_STEPS_PER_TICK
-        try:
-            if behind > 0:
-                self.step(tau, behind)
-        except (ModelError, ValueError) as exc:
-            self.failed = True
-            self.get_logger().error(f'simulation stopped: {exc}')
-            return
+        if behind > 0:
+            self.step(tau, behind)
         msg = JointState()
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.name = list(self.model.joint_names)

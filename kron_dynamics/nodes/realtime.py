@@ -13,71 +13,87 @@
 # limitations under the License.
 
 """
-Real-time settings of a node process: SCHED_FIFO priority, CPU affinity, locked memory.
+Real-time settings of a node: SCHED_FIFO priority and CPU affinity, locked memory.
 
-The settings of ros2_control's controller_manager (``thread_priority``, ``cpu_affinity``,
-``lock_memory``), as node parameters of every kron_dynamics node:
+The settings of ros2_control's ``ros2_control_node`` (``thread_priority``, ``cpu_affinity``,
+``lock_memory``), as read-only node parameters of every kron_dynamics node, applied as it
+applies them:
 
-- ``thread_priority`` (int, 0 = leave the scheduling as it is): run every thread of the
-  process under ``SCHED_FIFO`` at this priority (1-99), so that a joint state is handled as
-  soon as it arrives instead of waiting behind other processes' time slices. On a loaded
-  machine this is what bounds the latency tail (bench/ros_latency.py).
-- ``cpu_affinity`` (integer array, unset = any CPU): the CPUs the process may run on.
-- ``lock_memory`` (bool): ``mlockall`` the current and future memory, so the process never
-  waits for a page to be read back in.
+- ``thread_priority`` (int, 0 = leave the scheduling as it is): the thread that spins the
+  executor (the one that runs every callback: joint state in, torques out) runs under
+  ``SCHED_FIFO`` at this priority (1-99). ros2_control does the same for its control-loop
+  thread only; the middleware's threads (DDS receive, event and discovery threads, started
+  when the node was created) keep normal scheduling, so a node here never competes at
+  real-time priority with a controller_manager loop on the same core through threads it
+  does not control. Threads the executor thread starts later (numba's worker pool on its
+  first parallel call) inherit its policy. To give the DDS threads real-time priority as
+  well, configure them in the middleware (Fast DDS: ``<thread_settings>`` in an XML profile).
+- ``middleware_thread_priority`` (int, 0 = leave them as they are): SCHED_FIFO at this
+  priority for every other thread of the process, the DDS threads that receive the messages
+  among them; for a machine where no other real-time loop competes with them. Measured under
+  load (bench/ros_latency.py, README "Real-time settings"), the receive thread's time slice
+  is most of what remains of the latency tail once the executor thread is real-time.
+- ``cpu_affinity`` (integer array, [] = any CPU): the CPUs the executor thread may run on
+  (ros2_control: the thread that starts its control loop).
+- ``lock_memory`` (bool): ``mlockall`` the current and future memory of the process, so it
+  never waits for a page to be read back in.
 
-They are applied to every thread of the process, because rclpy's and the DDS middleware's
-threads (which receive the messages) already exist when a node reads its parameters;
-threads started later inherit them from the thread that starts them. Values that cannot be
-valid raise ConfigurationError (the node exits with the reason); missing permissions
-(``CAP_SYS_NICE``, ``rtprio`` and ``memlock`` limits) are reported by ``apply`` so that the
-node can warn and run on with normal scheduling, as ros2_control does.
+Values that cannot be valid raise ConfigurationError (the node exits with the reason);
+missing permissions (``CAP_SYS_NICE``, ``rtprio`` and ``memlock`` limits) are reported by
+``apply`` so that the node can warn and run on with normal scheduling, as ros2_control does.
 """
 
 import ctypes
 import ctypes.util
 import errno
 import os
+import threading
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from ..errors import ConfigurationError
+from .parameters import declare
 
-PARAMETERS = ('thread_priority', 'cpu_affinity', 'lock_memory')
+PARAMETERS = ('thread_priority', 'cpu_affinity', 'lock_memory', 'middleware_thread_priority')
 MCL_CURRENT, MCL_FUTURE = 1, 2
 PERMISSION_HINT = ('needs root, CAP_SYS_NICE / CAP_IPC_LOCK, or rtprio and memlock limits '
                    '(e.g. "@realtime - rtprio 98" and "@realtime - memlock unlimited" in '
                    '/etc/security/limits.conf)')
+WHY = 'applied once, when the node starts spinning'
 
 
 def declare_parameters(node: Node) -> None:
     """Declare thread_priority, cpu_affinity and lock_memory (read-only) on a node."""
-    node.declare_parameter('thread_priority', 0, ParameterDescriptor(
-        description='SCHED_FIFO priority 1-99 of every thread; 0: normal scheduling',
-        read_only=True))
-    node.declare_parameter('cpu_affinity', Parameter.Type.INTEGER_ARRAY, ParameterDescriptor(
-        description='CPUs the process may run on; unset: any', read_only=True))
-    node.declare_parameter('lock_memory', False, ParameterDescriptor(
-        description='lock current and future memory into RAM (mlockall)', read_only=True))
+    declare(node, 'thread_priority', 0,
+            'SCHED_FIFO priority 1-99 of the executor thread (the one that runs every '
+            'callback; DDS threads keep normal scheduling); 0: normal scheduling', WHY)
+    declare(node, 'cpu_affinity', (Parameter.Type.INTEGER_ARRAY, []),
+            'CPUs the executor thread may run on; []: any', WHY)
+    declare(node, 'lock_memory', False,
+            'lock the current and future memory of the process into RAM (mlockall)', WHY)
+    declare(node, 'middleware_thread_priority', 0,
+            'SCHED_FIFO priority 1-99 of every other thread of the process (the DDS threads '
+            'that receive messages); 0: normal scheduling, as ros2_control leaves them', WHY)
 
 
-def thread_ids() -> list:
-    """Return the ids of the threads of this process."""
-    return sorted(int(tid) for tid in os.listdir('/proc/self/task'))
-
-
-def validate(priority, cpus, lock) -> tuple:
-    """Return (priority, cpus or None, lock) checked; ConfigurationError naming the parameter."""
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise ConfigurationError(f'parameter thread_priority must be an integer, got {priority!r}')
+def _priority(value, name: str) -> int:
+    """Return a checked priority parameter (0 or a SCHED_FIFO priority)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationError(f'parameter {name} must be an integer, got {value!r}')
     low = os.sched_get_priority_min(os.SCHED_FIFO)
     high = os.sched_get_priority_max(os.SCHED_FIFO)
-    if priority != 0 and not low <= priority <= high:
-        raise ConfigurationError(f'parameter thread_priority must be 0 (normal scheduling) '
-                                 f'or a SCHED_FIFO priority {low}-{high}, got {priority}')
+    if value != 0 and not low <= value <= high:
+        raise ConfigurationError(f'parameter {name} must be 0 (normal scheduling) '
+                                 f'or a SCHED_FIFO priority {low}-{high}, got {value}')
+    return value
+
+
+def validate(priority, cpus, lock, middleware=0) -> tuple:
+    """Return (priority, cpus or None, lock, middleware) checked; errors name the parameter."""
+    priority = _priority(priority, 'thread_priority')
+    middleware = _priority(middleware, 'middleware_thread_priority')
     cpus = [int(c) for c in (cpus or [])]
     if not cpus:
         cpus = None
@@ -90,32 +106,31 @@ def validate(priority, cpus, lock) -> tuple:
         cpus = sorted(set(cpus))
     if not isinstance(lock, bool):
         raise ConfigurationError(f'parameter lock_memory must be true or false, got {lock!r}')
-    return priority, cpus, lock
+    return priority, cpus, lock, middleware
 
 
-def set_thread_priority(priority: int) -> int:
-    """Put every thread of the process under SCHED_FIFO at priority; return the count."""
-    param = os.sched_param(priority)
-    count = 0
-    for tid in thread_ids():
+def set_thread_priority(priority: int) -> None:
+    """Put the calling thread under SCHED_FIFO at priority (threads it starts inherit it)."""
+    os.sched_setscheduler(threading.get_native_id(), os.SCHED_FIFO, os.sched_param(priority))
+
+
+def set_other_threads_priority(priority: int) -> int:
+    """Put every thread of the process but the calling one under SCHED_FIFO; return the count."""
+    me, count = threading.get_native_id(), 0
+    for tid in os.listdir('/proc/self/task'):
+        if int(tid) == me:
+            continue
         try:
-            os.sched_setscheduler(tid, os.SCHED_FIFO, param)
+            os.sched_setscheduler(int(tid), os.SCHED_FIFO, os.sched_param(priority))
             count += 1
         except ProcessLookupError:   # the thread ended meanwhile
             pass
     return count
 
 
-def set_cpu_affinity(cpus) -> int:
-    """Restrict every thread of the process to the given CPUs; return the count."""
-    count = 0
-    for tid in thread_ids():
-        try:
-            os.sched_setaffinity(tid, cpus)
-            count += 1
-        except ProcessLookupError:
-            pass
-    return count
+def set_cpu_affinity(cpus) -> None:
+    """Restrict the calling thread to the given CPUs (threads it starts inherit it)."""
+    os.sched_setaffinity(threading.get_native_id(), cpus)
 
 
 def lock_memory() -> None:
@@ -126,35 +141,41 @@ def lock_memory() -> None:
         raise OSError(code, os.strerror(code))
 
 
-def apply(priority: int = 0, cpus=None, lock: bool = False) -> list:
+def apply(priority: int = 0, cpus=None, lock: bool = False, middleware: int = 0) -> list:
     """
-    Apply validated settings to the whole process; return what was done, one line each.
+    Apply validated settings to the calling thread (memory: the process); return what was done.
+
+    Call it from the thread that will spin the executor; one line per setting.
 
     A setting the process has no permission for is skipped and its line starts with
     ``'could not'`` (the caller warns); invalid values raise ConfigurationError before anything is
     changed.
     """
-    priority, cpus, lock = validate(priority, cpus, lock)
+    priority, cpus, lock, middleware = validate(priority, cpus, lock, middleware)
     done = []
     steps = []
     if lock:
         steps.append(('lock memory (mlockall)', lock_memory, 'locked memory (mlockall)'))
     if cpus is not None:
         steps.append((f'set CPU affinity {cpus}', lambda: set_cpu_affinity(cpus),
-                      f'CPU affinity {cpus}'))
+                      f'CPU affinity {cpus} for the executor thread'))
     if priority:
         steps.append((f'set SCHED_FIFO priority {priority}',
                       lambda: set_thread_priority(priority),
-                      f'SCHED_FIFO priority {priority}'))
+                      f'SCHED_FIFO priority {priority} for the executor thread'))
+    if middleware:
+        steps.append((f'set SCHED_FIFO priority {middleware} for the other threads',
+                      lambda: set_other_threads_priority(middleware),
+                      f'SCHED_FIFO priority {middleware} for the other threads (DDS)'))
     for action, step, result in steps:
         try:
-            count = step()
+            step()
         except OSError as exc:
             reason = os.strerror(exc.errno) if exc.errno else str(exc)
             hint = f'; {PERMISSION_HINT}' if exc.errno in (errno.EPERM, errno.ENOMEM) else ''
             done.append(f'could not {action} ({reason}){hint}; running without it')
             continue
-        done.append(result + (f' on {count} threads' if count is not None else ''))
+        done.append(result)
     return done
 
 

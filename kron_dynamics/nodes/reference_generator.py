@@ -30,7 +30,6 @@ import time
 
 from builtin_interfaces.msg import Duration
 import numpy as np
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray
@@ -38,8 +37,12 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..errors import ConfigurationError
 from .executor import run_node
-from .parameters import per_joint
+from .parameters import declare, per_joint
 from . import realtime
+
+PLANNED = ('the trajectory is planned at start-up; changing it while it runs would step the '
+           'reference')
+AT_START = 'set at start-up'
 
 
 def sine(t, offset, amplitude, frequency, phase, ramp_time=0.0):
@@ -93,22 +96,27 @@ class ReferenceGenerator(Node):
     def __init__(self, **kwargs):
         super().__init__('reference_generator', **kwargs)
         realtime.declare_parameters(self)   # applied by run_node
-        self.declare_parameter('joints', Parameter.Type.STRING_ARRAY, ParameterDescriptor(
-            description='joint order of the published points (sets n)'))
-        self.declare_parameter('mode', 'sine')
-        for name, default in (('offset', [0.0]), ('amplitude', [0.0]), ('frequency', [0.1]),
-                              ('phase', [0.0]), ('waypoints', [0.0]),
-                              ('segment_durations', [1.0])):
-            self.declare_parameter(name, default)
-        self.declare_parameter('loop', False)
-        self.declare_parameter('ramp_time', 2.0)
-        self.declare_parameter('rate', 250.0)
-        self.declare_parameter('wait_for_commands', True)
-        self.declare_parameter('command_topic', '/effort_controller/commands')
-        try:
-            joints = list(self.get_parameter('joints').value)
-        except Exception:
-            joints = []
+        declare(self, 'joints', (Parameter.Type.STRING_ARRAY, []),
+                'joint order of the published points (sets n)', PLANNED)
+        declare(self, 'mode', 'sine', "'sine' or 'quintic'", PLANNED)
+        for name, default, text in (
+                ('offset', [0.0], 'sine: offset per joint [rad or m]'),
+                ('amplitude', [0.0], 'sine: amplitude per joint [rad or m]'),
+                ('frequency', [0.1], 'sine: frequency per joint [Hz]'),
+                ('phase', [0.0], 'sine: phase per joint [rad]'),
+                ('waypoints', [0.0], 'quintic: waypoints, row-major, n positions per row'),
+                ('segment_durations', [1.0], 'quintic: duration of each segment [s]')):
+            declare(self, name, default, text + ', one value or one per joint/segment',
+                    PLANNED)
+        declare(self, 'loop', False, 'quintic: loop back to the first waypoint', PLANNED)
+        declare(self, 'ramp_time', 2.0, 'sine: the amplitude ramps up over this long [s]',
+                PLANNED)
+        declare(self, 'rate', 250.0, 'points per second [Hz]', AT_START)
+        declare(self, 'wait_for_commands', True,
+                'start the clock at the first effort command on command_topic', AT_START)
+        declare(self, 'command_topic', '/effort_controller/commands',
+                'topic whose first message starts the clock (wait_for_commands)', AT_START)
+        joints = list(self.get_parameter('joints').value)
         if not joints:
             raise ConfigurationError('reference_generator needs the joints parameter')
         n = len(joints)

@@ -17,6 +17,7 @@
 import time
 
 THROTTLE_S = 1.0
+MAX_KEYS = 256
 
 
 class ThrottledLogger:
@@ -46,6 +47,9 @@ class ThrottledLogger:
 
     def _log(self, log, key: str, text: str) -> None:
         now = time.monotonic()
+        if len(self._next) > MAX_KEYS:   # keys made from message texts: keep the dict small
+            self._next = {k: t for k, t in self._next.items() if t > now}
+            self._suppressed = {k: c for k, c in self._suppressed.items() if k in self._next}
         if now < self._next.get(key, 0.0):
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
             return

@@ -237,4 +237,142 @@ class JointStateReader:
         if self._entry(np.frombuffer(data, np.uint8), self._blob, self._ends, self._rows, q,
                        qd, stamp) != OK:
             return None
+        if stamp[1] >= 1_000_000_000:
+            return None       # an invalid stamp: the slow path says what is wrong with it
         return int(stamp[0]) * 1_000_000_000 + int(stamp[1]), q, qd
+
+
+# ------------------------------------------------------------------ trajectories
+@numba.njit(cache=True, nogil=True)
+def _read_sequence(buf, p, off, count_max):
+    """Return (offset after, count, offset of the first double) of a float64[]; -1 if bad."""
+    size = buf.size
+    off += (-(off - p)) % 4
+    if off + 4 > size:
+        return -1, 0, 0
+    count = _u32(buf, off)
+    off += 4
+    if count > 0:
+        off += (-(off - p)) % 8
+    if count > count_max or count > (size - off) // 8:
+        return -1, 0, 0
+    return off + 8 * count, count, off
+
+
+@numba.njit(cache=True, nogil=True)
+def _copy_doubles(buf, at, count, out):
+    bits = out.view(np.uint64)
+    for j in range(count):
+        base = at + 8 * j
+        value = np.uint64(0)
+        for b in range(8):
+            value |= np.uint64(buf[base + b]) << np.uint64(8 * b)
+        bits[j] = value
+
+
+@numba.njit(cache=True, nogil=True)
+def read_joint_trajectory(buf):
+    """
+    Read a serialized trajectory_msgs/JointTrajectory (CDR little endian) in one pass.
+
+    Returns (code, point, stamp, name_offsets, name_ends, positions, velocities,
+    accelerations, times): code 0 if all is well, 1 for another encoding (the caller uses
+    rclpy's deserializer), 2 for a truncated or malformed message, 3/4/5 if point ``point``
+    has a positions/velocities/accelerations array whose length is not the number of names
+    (velocities and accelerations may be empty: zeros). ``stamp`` is (sec, nanosec), names
+    are byte ranges of ``buf``, the arrays are (points, names), times are time_from_start
+    in ns.
+    """
+    empty2 = np.zeros((0, 0))
+    empty1 = np.zeros(0, np.int64)
+    stamp = np.zeros(2, np.int64)
+    size = buf.size
+    if size < 24 or buf[0] != 0 or buf[1] != 1 or buf[2] != 0 or buf[3] != 0:
+        return 1, 0, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+    p = 4
+    sec = _u32(buf, p)
+    if sec >= 2 ** 31:
+        sec -= 2 ** 32
+    stamp[0] = sec
+    stamp[1] = _u32(buf, p + 4)
+    length = _u32(buf, p + 8)
+    off = p + 12 + length
+    off += (-(off - p)) % 4
+    if off + 4 > size:
+        return 2, 0, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+    m = _u32(buf, off)
+    off += 4
+    if m > size // 5:
+        return 2, 0, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+    starts = np.empty(m, np.int64)
+    ends = np.empty(m, np.int64)
+    for i in range(m):
+        off += (-(off - p)) % 4
+        if off + 4 > size:
+            return 2, 0, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+        length = _u32(buf, off)
+        off += 4
+        if length < 1 or off + length > size or buf[off + length - 1] != 0:
+            return 2, 0, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+        starts[i] = off
+        ends[i] = off + length - 1
+        off += length
+    off += (-(off - p)) % 4
+    if off + 4 > size:
+        return 2, 0, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+    count = _u32(buf, off)
+    off += 4
+    if count > size // 24:          # every point takes at least 4 lengths and a Duration
+        return 2, 0, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+    positions = np.zeros((count, m))
+    velocities = np.zeros((count, m))
+    accelerations = np.zeros((count, m))
+    times = np.zeros(count, np.int64)
+    for k in range(count):
+        for a in range(4):          # positions, velocities, accelerations, effort
+            off, c, at = _read_sequence(buf, p, off, size)
+            if off < 0:
+                return 2, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+            if a == 0:
+                if c != m:
+                    return 3, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+                _copy_doubles(buf, at, c, positions[k])
+            elif a == 1 and c:
+                if c != m:
+                    return 4, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+                _copy_doubles(buf, at, c, velocities[k])
+            elif a == 2 and c:
+                if c != m:
+                    return 5, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+                _copy_doubles(buf, at, c, accelerations[k])
+        off += (-(off - p)) % 4
+        if off + 8 > size:
+            return 2, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+        dsec = _u32(buf, off)
+        if dsec >= 2 ** 31:
+            dsec -= 2 ** 32
+        times[k] = dsec * 1_000_000_000 + _u32(buf, off + 4)
+        off += 8
+    return 0, 0, stamp, starts, ends, positions, velocities, accelerations, times
+
+
+_TRAJECTORY_SIGNATURE = (nt.Array(nt.uint8, 1, 'C', readonly=True),)
+_trajectory_entry = None
+
+
+def read_trajectory(data: bytes):
+    """
+    Return the parsed serialized JointTrajectory, or None for another encoding.
+
+    The result is (code, point, stamp_sec, stamp_nanosec, names, positions, velocities,
+    accelerations, times) with the names decoded; see :func:`read_joint_trajectory`.
+    """
+    global _trajectory_entry
+    if _trajectory_entry is None:
+        _trajectory_entry = read_joint_trajectory.compile(_TRAJECTORY_SIGNATURE)
+    buf = np.frombuffer(data, np.uint8)
+    code, point, stamp, starts, ends, pos, vel, acc, times = _trajectory_entry(buf)
+    if code == 1:
+        return None
+    names = [bytes(buf[s:e]).decode('utf-8', errors='replace') for s, e in zip(starts, ends)]
+    return code, int(point), int(stamp[0]), int(stamp[1]), names, pos, vel, acc, times

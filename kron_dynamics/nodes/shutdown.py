@@ -1,0 +1,100 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+SIGINT and SIGTERM of a node process: exit status 0 within a bounded time, whatever comes.
+
+This module imports nothing heavy, so that the console scripts (``entry``) install the
+handlers before NumPy, numba and rclpy are loaded. The rules:
+
+- Before the node spins (imports, model loading, kernel compilation: seconds on a cold
+  cache), the first signal raises :class:`Interrupted`, which the runner turns into exit 0
+  at once.
+- While it spins, a signal only sets :attr:`ProcessShutdown.requested`; the spin loop
+  checks it between callbacks, so no callback (or compiled code) is cut half way.
+- Repeated signals (``ros2 launch`` without a terminal sends SIGINT twice, to the process
+  group and its own) change nothing.
+- Clean-up (executor, node, DDS participant) runs under a watchdog: if it takes longer than
+  ``CLEANUP_TIMEOUT_S`` the process leaves with ``os._exit(0)`` after saying so; a clean-up
+  stuck in native code that holds the interpreter is ended by faulthandler (traceback on
+  stderr, exit 1) after twice that time.
+- After clean-up further signals are ignored, so that the interpreter's own finalization
+  (which restores the default handlers otherwise) cannot be killed by a late second signal.
+"""
+
+import faulthandler
+import os
+import signal
+import sys
+import threading
+
+CLEANUP_TIMEOUT_S = 3.0     # below ros2 launch's 5 s before it escalates to SIGTERM
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(BaseException):
+    """A signal arrived before the node was spinning: stop starting up (exit status 0)."""
+
+
+class ProcessShutdown:
+    """The shutdown state of this process (one instance, :data:`PROCESS`)."""
+
+    def __init__(self):
+        self.requested = threading.Event()
+        self.spinning = False
+        self.installed = False
+        self.exit_code = 0
+        self._watchdog = None
+
+    def install(self) -> None:
+        """Install the handlers for SIGINT and SIGTERM (main thread; idempotent)."""
+        if self.installed:
+            return
+        for signum in SIGNALS:
+            signal.signal(signum, self._on_signal)
+        self.installed = True
+
+    def _on_signal(self, signum, frame) -> None:
+        first = not self.requested.is_set()
+        self.requested.set()
+        if first and not self.spinning:
+            raise Interrupted(signal.Signals(signum).name)
+
+    def start_cleanup(self, exit_code: int, timeout: float = CLEANUP_TIMEOUT_S) -> None:
+        """Start the clean-up watchdog (see the module docstring); signals only set the flag."""
+        self.spinning = True     # from here on a signal never raises
+        self.exit_code = exit_code
+        if self._watchdog is not None:
+            return
+        self._watchdog = threading.Timer(timeout, self._force_exit, args=(timeout,))
+        self._watchdog.daemon = True
+        self._watchdog.start()
+        faulthandler.dump_traceback_later(2 * timeout, exit=True)
+
+    def finish_cleanup(self) -> None:
+        """Stop the watchdog; ignore further signals for the rest of the process's life."""
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            faulthandler.cancel_dump_traceback_later()
+        for signum in SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+    def _force_exit(self, timeout: float) -> None:
+        print(f'clean-up did not finish within {timeout:g} s (middleware shutdown); '
+              'exiting without it', file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(self.exit_code)
+
+
+PROCESS = ProcessShutdown()
