@@ -44,18 +44,16 @@ Writes bench/results/kinematics.json and kinematics.md::
 """
 
 import argparse
-import datetime
 import json
 import math
 import os
 from pathlib import Path
-import platform
 import sys
 import time
 import timeit
 import xml.etree.ElementTree as ET
 
-from bench_dynamics import cpu_name, git_describe, relerr, symmetric_from_upper
+from bench_dynamics import relerr, symmetric_from_upper
 from bench_models import find_robots_dir, panda_source, panda_urdf
 import comparison_libs
 import numpy as np
@@ -390,7 +388,7 @@ def markdown(report: dict) -> str:
              f"{meta['date']}, {meta['cpu']} ({meta['cpu_count']} cores), Python "
              f"{meta['python']}, numba {meta['numba']}, pin {meta['libraries'].get('pin')}, "
              f"example-robot-data {meta['libraries'].get('example-robot-data')}, "
-             f"kron_dynamics {meta['kron_dynamics']}, load average at the end "
+             f"kron_dynamics {meta['git']}, load average at the end "
              f"{', '.join(f'{x:.1f}' for x in meta['load_average'])}.", '',
              'Each kron_dynamics call and its Pinocchio counterpart were timed alternately '
              '(repeat by repeat, order swapped each time). Times in microseconds per call '
@@ -475,13 +473,11 @@ def main(argv=None) -> int:
                                           log)}
     import numba
     versions = comparison_libs.versions()
-    meta = {**provenance.stamp(),
-            'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
-            'quick': args.quick, 'budget_s': budget, 'repeat': repeat, 'cpu': cpu_name(),
-            'cpu_count': os.cpu_count(), 'python': platform.python_version(),
+    meta = {**provenance.stamp(),      # git revision, date, cpu, cpu_count, python, loadavg
+            'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
             'numpy': np.__version__, 'numba': numba.__version__,
             'numba_threads': numba.config.NUMBA_NUM_THREADS,
-            'kron_dynamics': git_describe(), 'load_average': list(os.getloadavg()),
+            'load_average': list(os.getloadavg()),
             'libraries': {k: v for k, v in versions.items()
                           if k in ('pin', 'example-robot-data')},
             'wall_seconds': round(time.time() - start, 1)}
