@@ -22,8 +22,8 @@ the model, the kernels (numba) and the ROS nodes load when first used.
 from .errors import (ConfigurationError, ModelError, SingularJacobianError,
                      SingularMassMatrixError)
 
-__all__ = ['ConfigurationError', 'ModelError', 'RobotModel', 'SingularJacobianError',
-           'SingularMassMatrixError']
+__all__ = ['ConfigurationError', 'Contact', 'FloatingBaseModel', 'ModelError', 'RobotModel',
+           'SingularJacobianError', 'SingularMassMatrixError']
 __version__ = '0.1.0'
 
 
@@ -31,4 +31,7 @@ def __getattr__(name: str):
     if name == 'RobotModel':
         from .robot_model import RobotModel
         return RobotModel
+    if name in ('FloatingBaseModel', 'Contact'):
+        from . import floating_model
+        return getattr(floating_model, name)
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

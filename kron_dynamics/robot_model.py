@@ -45,6 +45,7 @@ from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
 from .errors import ModelError, SingularMassMatrixError
+from .floating_model import BASE_TYPES, FloatingBaseModel
 from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .model.dh import DHRow, dh_to_urdf
 from .model.mimic import coupling, MimicJoint
@@ -200,7 +201,8 @@ class RobotModel:
                          gravity: ArrayLike = (0.0, 0.0, -9.81),
                          armature: ArrayLike | None = None,
                          source: str = '<string>', lock_others: bool = False,
-                         inertia_check: str = 'error') -> RobotModel:
+                         inertia_check: str = 'error',
+                         root_joint: str | None = None) -> RobotModel | FloatingBaseModel:
         """
         Build a model from URDF text; gravity is a 3-vector in the root link frame.
 
@@ -208,22 +210,37 @@ class RobotModel:
         ``inertia_check='warn'`` loads links of moving bodies whose inertia no rigid body can
         have (negative principal moment, triangle inequality broken) as written, with one
         warning per link; the default 'error' refuses them (ModelError naming the link).
+        ``root_joint``: 'fixed' (a RobotModel), 'floating' or 'planar' (a
+        :class:`~kron_dynamics.floating_model.FloatingBaseModel`, gravity then in the world
+        frame); None: as the URDF says (a world link joined to the base by a floating or
+        planar joint gives that base; otherwise fixed).
         """
-        return cls(parse_urdf(xml, source, gravity, inertia_check), joint_names, armature,
-                   lock_others)
+        if root_joint not in (None, 'fixed', *BASE_TYPES):
+            raise ModelError(f"root_joint must be one of {['fixed', *BASE_TYPES]} or None (as "
+                             f'the URDF says), got {root_joint!r}')
+        description = parse_urdf(xml, source, gravity, inertia_check)
+        fixed = cls(description, joint_names, armature, lock_others)
+        declared = description.root_joint
+        base = root_joint or (declared[0] if declared else 'fixed')
+        if base == 'fixed':
+            return fixed
+        origin = declared[3:5] if declared else None
+        return FloatingBaseModel(fixed, base, origin)
 
     @classmethod
     def from_urdf_file(cls, path: str | Path, joint_names: Sequence[str] | None = None,
                        gravity: ArrayLike = (0.0, 0.0, -9.81),
                        armature: ArrayLike | None = None,
-                       lock_others: bool = False, inertia_check: str = 'error') -> RobotModel:
+                       lock_others: bool = False, inertia_check: str = 'error',
+                       root_joint: str | None = None) -> RobotModel | FloatingBaseModel:
         """Build a model from a URDF file (arguments as :meth:`from_urdf_string`)."""
         try:
             xml = Path(path).read_text(encoding='utf-8')
         except (OSError, UnicodeDecodeError) as exc:
             raise ModelError(f'cannot read URDF file {path}: {exc}') from None
         return cls.from_urdf_string(xml, joint_names, gravity, armature, source=str(path),
-                                    lock_others=lock_others, inertia_check=inertia_check)
+                                    lock_others=lock_others, inertia_check=inertia_check,
+                                    root_joint=root_joint)
 
     @classmethod
     def from_dh(cls, rows: Sequence[DHRow], name: str = 'dh_robot',

@@ -43,8 +43,8 @@ ALLOWED = {
     'package': {'base', 'facade', 'package'},
 }
 FOLDERS = {'model', 'algorithms', 'kernels', 'symbolic', 'testing', 'nodes', 'demo'}
-FILES = {'errors': 'base', 'resources': 'base', 'robot_model': 'facade', 'cli': 'cli',
-         '__init__': 'package'}
+FILES = {'errors': 'base', 'resources': 'base', 'robot_model': 'facade',
+         'floating_model': 'facade', 'cli': 'cli', '__init__': 'package'}
 
 
 def module_name(path: Path) -> str:

@@ -137,9 +137,11 @@ BAD_URDFS = {
     'joint_without_type': (edit('<joint name="j2" type="prismatic">', '<joint name="j2">'),
                            r"joint 'j2': has no type attribute"),
     'floating': (edit('type="prismatic"', 'type="floating"'),
-                 r"joint 'j2': joint type 'floating' is not supported"),
+                 r"joint 'j2': a floating joint is supported only as the one joint of the "
+                 r'root link'),
     'planar': (edit('type="prismatic"', 'type="planar"'),
-               r"joint 'j2': joint type 'planar' is not supported"),
+               r"joint 'j2': a planar joint is supported only as the one joint of the root "
+               r'link'),
     'mimic_of_missing_joint': (in_joint('j2', '<axis', '<mimic joint="j9"/><axis'),
                                r"<mimic> names joint\(s\) that do not exist: joint 'j2' "
                                r'<mimic joint="j9">'),

@@ -608,6 +608,18 @@ def test_a_urdf_without_a_movable_joint_is_refused_at_start_up(module):
     assert code == 1 and 'no movable joint' in out and 'Traceback' not in out, out
 
 
+def test_a_floating_base_urdf_is_refused_at_start_up_with_the_reason(tmp_path):
+    """Issue 14: the nodes read no base state yet; a floating URDF is one clear line."""
+    xml = (URDF_DIR / 'rp_arm.urdf').read_text()
+    root = RobotModel.from_urdf_string(xml).root_link
+    floating = tmp_path / 'floating.urdf'
+    floating.write_text(xml.replace('<robot name="rp_arm">', (
+        '<robot name="rp_arm"><link name="world"/><joint name="free" type="floating">'
+        f'<parent link="world"/><child link="{root}"/></joint>')))
+    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={floating}']).wait(60)
+    assert code == 1 and 'has a floating base' in out and 'Traceback' not in out, out
+
+
 # ------------------------------------------------------------------ parameters (item 2)
 @pytest.mark.parametrize('module,args', [
     ('dynamics_node', [f'urdf_file:={STACKER}']),

@@ -52,7 +52,9 @@ from .tree import KinematicTree
 logger = logging.getLogger('kron_dynamics')
 
 SUPPORTED_TYPES = ('revolute', 'continuous', 'prismatic', 'fixed')
-UNSUPPORTED_TYPES = ('floating', 'planar')
+# joints with more than one coordinate: only as the root joint, between a massless world link
+# and the robot's base (RobotDescription.root_joint; the base model is then floating/planar)
+ROOT_JOINT_TYPES = ('floating', 'planar')
 # the children of <joint> that dynamics reads, per joint kind (each at most once)
 JOINT_ELEMENTS = ('origin', 'parent', 'child', 'axis', 'limit', 'dynamics', 'mimic')
 FIXED_JOINT_ELEMENTS = ('origin', 'parent', 'child')
@@ -112,6 +114,9 @@ class RobotDescription:
     coordinates.
     ``root_inertia`` is (mass, centre of mass, central inertia) of what is welded to the
     root link, in the root frame (with a fixed root it never moves, so it is not in the tree).
+    ``root_joint`` is (type, name, world link, R, p) of a ``floating`` or ``planar`` joint
+    that joins a massless world link to the root link (the base), None without one; the
+    world link and that joint are not in the tree or the frames.
     """
 
     name: str
@@ -123,6 +128,7 @@ class RobotDescription:
     total_mass: float
     root_inertia: tuple = (0.0, np.zeros(3), np.zeros((3, 3)))
     mimic_joints: Mapping[str, MimicJoint] = field(default_factory=dict)
+    root_joint: tuple | None = None
     independent_joints: tuple = field(init=False)
 
     def __post_init__(self):
@@ -331,13 +337,11 @@ def _read_joint(elem, reader: _Reader) -> _Joint:
     kind = elem.get('type')
     if kind is None:
         reader.fail(owner, 'has no type attribute')
-    if kind not in SUPPORTED_TYPES:
-        if kind in UNSUPPORTED_TYPES:
-            reader.fail(owner, f"joint type '{kind}' is not supported (fixed-base trees with "
-                               'revolute, continuous, prismatic and fixed joints only)')
+    if kind not in SUPPORTED_TYPES + ROOT_JOINT_TYPES:
         reader.fail(owner, f"unknown joint type '{kind}' (URDF joint types are "
-                           f"{', '.join(SUPPORTED_TYPES + UNSUPPORTED_TYPES)})")
-    wanted = FIXED_JOINT_ELEMENTS if kind == 'fixed' else JOINT_ELEMENTS
+                           f"{', '.join(SUPPORTED_TYPES + ROOT_JOINT_TYPES)})")
+    wanted = (FIXED_JOINT_ELEMENTS if kind == 'fixed' else
+              FIXED_JOINT_ELEMENTS + ('axis',) if kind in ROOT_JOINT_TYPES else JOINT_ELEMENTS)
     found = reader.children(elem, wanted, f"joint '{name}'")
     if kind == 'fixed' and elem.find('mimic') is not None:
         logger.debug("%s: joint '%s' is fixed: its <mimic> is ignored (as urdfdom does)",
@@ -497,6 +501,39 @@ def _structure(links, joints, reader: _Reader):
     return roots[0], children_of
 
 
+def _root_joint(joints, root_link, children_of, links, reader: _Reader) -> tuple:
+    """
+    Return (type, joint name, world link, R, p of its origin) of the root joint.
+
+    The floating or planar joint of a document must join a massless world root link to the
+    robot's base, alone.
+    """
+    source = reader.source
+    free = [j for j in joints if j.type in ROOT_JOINT_TYPES]
+    for joint in free:
+        if joint.parent != root_link or len(free) > 1 or len(children_of[root_link]) > 1:
+            raise ModelError(
+                f"{source}: joint '{joint.name}': a {joint.type} joint is supported only as "
+                f"the one joint of the root link (a massless world link, here "
+                f"'{root_link}') to the robot's base: the base model is then {joint.type} "
+                "(RobotModel.from_urdf_file(path, root_joint=...))")
+    joint = free[0]
+    if _link_inertia(links[root_link], reader) is not None:
+        raise ModelError(f"{source}: link '{root_link}' (the world, parent of the "
+                         f"{joint.type} joint '{joint.name}') has an <inertial>: the world "
+                         'has no mass; move it to the base link')
+    if joint.type == 'planar':
+        axis_tag = joint.elements.get('axis')
+        xyz = (None if axis_tag is None else
+               reader.numbers(axis_tag, 'xyz', 3, f"joint '{joint.name}' <axis>"))
+        axis = np.array([0.0, 0.0, 1.0] if xyz is None else xyz, dtype=float)
+        if not np.allclose(axis / max(np.linalg.norm(axis), 1e-300), [0.0, 0.0, 1.0]):
+            raise ModelError(f"{source}: joint '{joint.name}': a planar root joint moves in "
+                             f'the x-y plane of its origin frame (axis 0 0 1), got axis '
+                             f'{axis.tolist()}: turn its <origin> instead')
+    return joint.type, joint.name, root_link, joint.R, joint.p
+
+
 def _cycle(link, joint_by_child):
     """Name the joints of the cycle met by walking up from a link whose ancestors never end."""
     seen = []
@@ -555,6 +592,12 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
         reader.ignored.update(elem.tag for elem in root if elem.tag not in ('link', 'joint'))
     joints = [_read_joint(elem, reader) for elem in joint_elems.values()]
     root_link, children_of = _structure(links, joints, reader)
+    root_joint = None
+    if any(j.type in ROOT_JOINT_TYPES for j in joints):
+        root_joint = _root_joint(joints, root_link, children_of, links, reader)
+        joints = [j for j in joints if j.name != root_joint[1]]
+        del links[root_link]
+        root_link, children_of = _structure(links, joints, reader)
     try:
         g = np.asarray(gravity, dtype=float)
     except (TypeError, ValueError):
@@ -634,4 +677,4 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
                          count, kind)
     total = float(sum(mass)) + sum(part[0] for part in root_parts)
     return RobotDescription(root.get('name'), tree, joint_names, infos, frames, root_link,
-                            total, merge_inertias(root_parts), mimic_joints)
+                            total, merge_inertias(root_parts), mimic_joints, root_joint)

@@ -159,6 +159,12 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
                                             inertia_check=inertia_check)
     else:
         return None
+    if not isinstance(model, RobotModel):      # a FloatingBaseModel
+        raise ConfigurationError(
+            f"robot '{model.name}' has a {model.base} base (its URDF joins a world link to "
+            f"'{model.base_link}' by a {model.base} joint): the nodes compute fixed-base "
+            'dynamics from joint_states alone and read no base state; remove the world link '
+            'and its root joint to use the robot on a fixed base')
     if model.n == 0:
         source = ('parameter robot_description' if description else path if path
                   else 'topic /robot_description')

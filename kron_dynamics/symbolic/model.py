@@ -701,6 +701,11 @@ class SymbolicModel:
         """Build from URDF text (see the module docstring for the parameter names)."""
         from ..robot_model import RobotModel
         model = RobotModel.from_urdf_string(xml, joint_names, gravity, source=source)
+        if not isinstance(model, RobotModel):
+            raise ModelError(
+                f"{source}: robot '{model.name}' has a {model.base} base: the closed forms are "
+                'of fixed-base trees (a base pose is no set of joint coordinates); remove the '
+                'world link and its root joint for the equations of the tree on a fixed base')
         sm = cls.from_model(model, symbolic_parameters, **options)
         sm.source = source
         return sm

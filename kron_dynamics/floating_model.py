@@ -1,0 +1,553 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+FloatingBaseModel: a tree on a free-flying or planar base, Pinocchio's conventions.
+
+Configuration q (nq): the base pose, then the joints in ``joint_names`` order (one angle per
+continuous joint). Floating: (x, y, z, qx, qy, qz, qw), the base origin in the world and a
+unit quaternion, as Pinocchio's JointModelFreeFlyer. Planar: (x, y, cos t, sin t), as
+JointModelPlanar: the base moves in the x-y plane of the world (of the root joint's origin).
+
+Velocity v (nv = 6 + n or 3 + n): the base twist in base-frame coordinates, linear first
+(floating: vx, vy, vz, wx, wy, wz; planar: vx, vy, wz), then the joint velocities.
+Accelerations are the time derivatives of v; generalized forces tau (nv) are the base
+wrench in the base frame (force; moment about the base origin), then the joint forces.
+Gravity is a world vector.
+
+The dynamics are the constrained system of 004 section 5 and appendix B in quasi-velocities:
+Newton-Euler on the tree with a moving base (:mod:`kron_dynamics.algorithms.floating_base`),
+projected by the constant matrix P = diag(P_base, B) of the planar restriction and the mimic
+couplings, as :class:`~kron_dynamics.robot_model.CoupledRobotModel` does with B alone. The
+kinematics relative to the base are the fixed-base model's (``model.fixed``, compiled),
+composed with the base pose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+import math
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .algorithms.floating_base import mass_matrix_floating, rnea_floating
+from .algorithms.forward_dynamics import solve_mass_matrix
+from .algorithms.rnea import body_motion
+from .errors import ModelError, SingularJacobianError
+from .model.rotations import skew
+
+Array = NDArray[np.float64]
+
+BASE_TYPES = ('floating', 'planar')
+QUATERNION_TOLERANCE = 1e-3     # |q| within this of 1 is normalised; beyond, refused
+_NAMES = {
+    'floating': (('base_x', 'base_y', 'base_z', 'base_qx', 'base_qy', 'base_qz', 'base_qw'),
+                 ('base_vx', 'base_vy', 'base_vz', 'base_wx', 'base_wy', 'base_wz')),
+    'planar': (('base_x', 'base_y', 'base_cos', 'base_sin'), ('base_vx', 'base_vy', 'base_wz')),
+}
+# the base twist (6) from the base velocity coordinates: identity, or (vx, vy, wz)
+_P_BASE = {'floating': np.eye(6), 'planar': np.eye(6)[:, [0, 1, 5]]}
+
+
+@dataclass(frozen=True)
+class Contact:
+    """
+    A contact of a link with the world: a point (dim 3) or a surface (dim 6).
+
+    ``point`` is in link coordinates. The constraint keeps the point (and, dim 6, the link's
+    orientation) still in the world; its force lambda is world-aligned at the point: a force
+    (3), then for dim 6 a moment (3).
+    """
+
+    link: str
+    point: tuple = (0.0, 0.0, 0.0)
+    dim: int = 3
+
+
+def _contacts(contacts) -> list[Contact]:
+    """Normalise a contact list: Contact, a link name (point contact at its origin)."""
+    if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence):
+        raise ValueError('contacts must be a list of Contact(link, point, dim) or link names, '
+                         f'got {contacts!r}')
+    out = []
+    for c in contacts:
+        c = Contact(c) if isinstance(c, str) else c
+        if not isinstance(c, Contact) or c.dim not in (3, 6):
+            raise ValueError(f'a contact must be Contact(link, point, dim=3 or 6) or a link '
+                             f'name, got {c!r}')
+        out.append(c)
+    return out
+
+
+def _exp6(twist: np.ndarray) -> np.ndarray:
+    """Return the 4x4 exponential of a twist (v, w): the motion it gives in unit time."""
+    v, w = twist[:3], twist[3:]
+    theta = float(np.linalg.norm(w))
+    W = skew(w)
+    if theta < 1e-6:      # series to third order
+        A, Bc, Cc = 1.0 - theta ** 2 / 6, 0.5 - theta ** 2 / 24, 1.0 / 6 - theta ** 2 / 120
+    else:
+        A = math.sin(theta) / theta
+        Bc = (1.0 - math.cos(theta)) / theta ** 2
+        Cc = (theta - math.sin(theta)) / theta ** 3
+    T = np.eye(4)
+    T[:3, :3] = np.eye(3) + A * W + Bc * W @ W
+    T[:3, 3] = (np.eye(3) + Bc * W + Cc * W @ W) @ v
+    return T
+
+
+def _log6(T: np.ndarray) -> np.ndarray:
+    """Return the twist (v, w) whose exponential is T (rotation angle below pi)."""
+    from scipy.spatial.transform import Rotation
+    w = Rotation.from_matrix(T[:3, :3]).as_rotvec()
+    theta = float(np.linalg.norm(w))
+    W = skew(w)
+    if theta < 1e-6:
+        D = 1.0 / 12 + theta ** 2 / 720
+    else:
+        D = (1.0 - theta * math.sin(theta) / (2.0 * (1.0 - math.cos(theta)))) / theta ** 2
+    V_inv = np.eye(3) - 0.5 * W + D * W @ W
+    return np.concatenate([V_inv @ T[:3, 3], w])
+
+
+class FloatingBaseModel:
+    """
+    A rigid-body tree on a floating (6 DOF) or planar (3 DOF) base; see the module docstring.
+
+    Build it with ``RobotModel.from_urdf_file(path, root_joint='floating' | 'planar')`` (a
+    URDF whose root is a world link joined to the base by a floating or planar joint gets
+    that base by default). ``fixed`` is the model of the same tree with the base held still:
+    every kinematic quantity relative to the base comes from it.
+    """
+
+    def __init__(self, fixed, base: str, origin: tuple | None = None):
+        """Wrap the fixed-base model ``fixed`` (a RobotModel) on a ``base`` in BASE_TYPES."""
+        if base not in BASE_TYPES:
+            raise ModelError(f'root_joint must be one of {["fixed", *BASE_TYPES]}, got {base!r}')
+        description = fixed.description
+        self.fixed = fixed
+        self.base = base
+        self.name: str = fixed.name
+        self.base_link: str = fixed.root_link
+        self.joint_names: tuple[str, ...] = fixed.joint_names
+        self.n: int = fixed.n
+        self.total_mass: float = fixed.total_mass
+        self.gravity: Array = fixed.gravity         # world frame
+        self.configuration_names: tuple[str, ...] = _NAMES[base][0] + self.joint_names
+        self.velocity_names: tuple[str, ...] = _NAMES[base][1] + self.joint_names
+        self.nq, self.nv = len(self.configuration_names), len(self.velocity_names)
+        self._nb = self.nv - self.n
+        T0 = np.eye(4)
+        if origin is not None:
+            T0[:3, :3], T0[:3, 3] = origin
+        T0.setflags(write=False)
+        self.origin: Array = T0      # the world frame of the base motion (root joint origin)
+        self._tree = description.tree
+        self._root = description.root_inertia
+        B, d = fixed.coupling()
+        internal = {j: i for i, j in enumerate(description.joint_names)}
+        order = [internal[j] for j in fixed.full_joint_names]
+        self._B = np.zeros((self._tree.n, self.n))
+        self._B[order] = B
+        self._d = np.zeros(self._tree.n)
+        self._d[order] = d
+        P = np.zeros((6 + self._tree.n, self.nv))
+        P[:6, :self._nb] = _P_BASE[base]
+        P[6:, self._nb:] = self._B
+        self._P = P
+        self._armature = np.concatenate([np.zeros(self._nb), fixed.armature])
+
+    # ----------------------------------------------------------------- inputs
+    def _vector(self, x, size: int, what: str) -> Array:
+        try:
+            a = np.array(x, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f'{what} must be numbers, got {x!r}') from None
+        if a.shape != (size,):
+            raise ValueError(f'{what} must have {size} entries ({self._names(what)}), got '
+                             f'shape {a.shape}')
+        bad = [self._names(what)[i] for i in np.nonzero(~np.isfinite(a))[0]]
+        if bad:
+            raise ValueError(f'{what} is not finite at {bad}')
+        return a
+
+    def _names(self, what: str) -> tuple:
+        return self.configuration_names if what == 'q' else self.velocity_names
+
+    def _configuration(self, q) -> Array:
+        """Check q; return it with the base orientation normalised (ValueError if far off)."""
+        q = self._vector(q, self.nq, 'q')
+        part = slice(3, 7) if self.base == 'floating' else slice(2, 4)
+        norm = float(np.linalg.norm(q[part]))
+        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+            what = 'quaternion (qx, qy, qz, qw)' if self.base == 'floating' else '(cos, sin)'
+            raise ValueError(f'q: the base {what} has norm {norm:.6g}; it must be a unit '
+                             f'vector (within {QUATERNION_TOLERANCE}: normalised)')
+        q[part] /= norm
+        return q
+
+    def _batch(self, method, *arrays):
+        """Return method applied to each row of 2-D inputs (1-D ones broadcast), or None."""
+        arrays = [np.asarray(a, dtype=float) if a is not None else None for a in arrays]
+        rows = {a.shape[0] for a in arrays if a is not None and a.ndim == 2}
+        if not rows:
+            return None
+        if len(rows) > 1:
+            raise ValueError(f'batch inputs have different numbers of rows: {sorted(rows)}')
+        N = rows.pop()
+        out = [method(*[a[k] if a is not None and a.ndim == 2 else a for a in arrays])
+               for k in range(N)]
+        if not out:
+            raise ValueError('empty batch: nothing to compute')
+        return np.array(out)
+
+    # ----------------------------------------------------------------- base pose
+    def base_pose(self, q: ArrayLike) -> Array:
+        """Return the 4x4 pose of the base link in the world."""
+        q = self._configuration(q)
+        T = np.eye(4)
+        if self.base == 'floating':
+            from scipy.spatial.transform import Rotation
+            T[:3, :3] = Rotation.from_quat(q[3:7]).as_matrix()     # (x, y, z, w)
+            T[:3, 3] = q[:3]
+        else:
+            c, s = q[2], q[3]
+            T[:2, :2] = [[c, -s], [s, c]]
+            T[:2, 3] = q[:2]
+        return self.origin @ T
+
+    def _split(self, q):
+        """Return (checked q, base pose, joint coordinates u, tree coordinates)."""
+        q = self._configuration(q)
+        u = q[self.nq - self.n:]
+        return q, self.base_pose(q), u, self._B @ u + self._d
+
+    def _gravity_base(self, T) -> Array:
+        return T[:3, :3].T @ self.gravity
+
+    # ----------------------------------------------------------------- dynamics
+    def inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike) -> Array:
+        """Return tau = M(q) v' + h(q, v) (nv): RNEA with the base moving (002, 004 app. B)."""
+        batch = self._batch(self.inverse_dynamics, q, v, dv)
+        if batch is not None:
+            return batch
+        q, T, _, qt = self._split(q)
+        v = self._vector(v, self.nv, 'v')
+        dv = self._vector(dv, self.nv, 'dv')
+        tau = rnea_floating(self._tree, self._root, qt, self._P @ v, self._P @ dv,
+                            self._gravity_base(T))
+        return self._P.T @ tau + self._armature * dv
+
+    def mass_matrix(self, q: ArrayLike) -> Array:
+        """Return M(q), nv x nv, symmetric positive definite for a physical robot."""
+        batch = self._batch(self.mass_matrix, q)
+        if batch is not None:
+            return batch
+        _, _, _, qt = self._split(q)
+        M = self._P.T @ mass_matrix_floating(self._tree, self._root, qt) @ self._P
+        return M + np.diag(self._armature)
+
+    def gravity_torque(self, q: ArrayLike) -> Array:
+        """Return G(q) = tau at rest (nv): the generalized gravity forces."""
+        return self.inverse_dynamics(q, np.zeros(self.nv), np.zeros(self.nv)) \
+            if np.ndim(q) == 1 else self._batch(self.gravity_torque, q)
+
+    def bias_torque(self, q: ArrayLike, v: ArrayLike) -> Array:
+        """Return h(q, v) = C*(q)(v kron v) + G(q) (nv): tau with v' = 0."""
+        if np.ndim(q) == 2 or np.ndim(v) == 2:
+            return self._batch(self.bias_torque, q, v)
+        return self.inverse_dynamics(q, v, np.zeros(self.nv))
+
+    def coriolis_vector(self, q: ArrayLike, v: ArrayLike) -> Array:
+        """Return C*(q)(v kron v) = h(q, v) - G(q) (nv)."""
+        if np.ndim(q) == 2 or np.ndim(v) == 2:
+            return self._batch(self.coriolis_vector, q, v)
+        q, T, _, qt = self._split(q)
+        v = self._vector(v, self.nv, 'v')
+        zero = np.zeros(6 + self._tree.n)
+        return self._P.T @ rnea_floating(self._tree, self._root, qt, self._P @ v, zero,
+                                         np.zeros(3))
+
+    def coriolis_star(self, q: ArrayLike) -> Array:
+        """
+        Return C*(q), nv x nv^2, with C*(q)(v kron v) = h(q, v) - G(q) for every v.
+
+        With quasi-velocities eq. (101) has no partial derivatives to take: C* is defined as
+        the matrix of the quadratic form h - G, symmetric in its two velocity indices
+        (C*[:, j nv + k] = C*[:, k nv + j]). For holonomic coordinates that is the
+        Christoffel form of eq. (101) symmetrized (README, "Floating and planar bases").
+        """
+        if np.ndim(q) == 2:
+            return self._batch(self.coriolis_star, q)
+        q = self._configuration(q)
+        nv = self.nv
+        E = np.eye(nv)
+        h = [self.coriolis_vector(q, E[j]) for j in range(nv)]
+        C = np.empty((nv, nv, nv))
+        for j in range(nv):
+            C[:, j, j] = h[j]
+            for k in range(j + 1, nv):
+                # polarization: Q(e_j + e_k) = Q_jj + Q_kk + 2 Q_jk
+                C[:, j, k] = C[:, k, j] = 0.5 * (self.coriolis_vector(q, E[j] + E[k])
+                                                 - h[j] - h[k])
+        return C.reshape(nv, nv * nv)
+
+    def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> Array:
+        """Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."""
+        if np.ndim(q) == 2 or np.ndim(v) == 2 or np.ndim(tau) == 2:
+            return self._batch(self.forward_dynamics, q, v, tau)
+        tau = self._vector(tau, self.nv, 'tau')
+        return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
+                                 list(self.velocity_names))
+
+    def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float:
+        """Return T = v^T M(q) v / 2."""
+        v = self._vector(v, self.nv, 'v')
+        return 0.5 * float(v @ self.mass_matrix(q) @ v)
+
+    def potential_energy(self, q: ArrayLike) -> float:
+        """Return V = -m g . c: the whole robot's mass at its centre (world frame)."""
+        return -self.total_mass * float(self.gravity @ self.center_of_mass(q))
+
+    # ----------------------------------------------------------------- configuration space
+    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> Array:
+        """
+        Return q moved by the constant velocity v for dt (Pinocchio's ``integrate``).
+
+        The base moves along the exponential of its twist (body frame), exactly; the joints
+        by v dt; the orientation comes out a unit quaternion (or (cos, sin)).
+        """
+        q, T, u, _ = self._split(q)
+        v = self._vector(v, self.nv, 'v') * float(dt)
+        T_rel = np.linalg.solve(self.origin, T) @ _exp6(_P_BASE[self.base] @ v[:self._nb])
+        out = np.empty(self.nq)
+        if self.base == 'floating':
+            from scipy.spatial.transform import Rotation
+            out[:3] = T_rel[:3, 3]
+            quat = Rotation.from_matrix(T_rel[:3, :3]).as_quat()
+            # q and -q are one rotation: keep the input's sign (Pinocchio multiplies them)
+            out[3:7] = quat / np.linalg.norm(quat) * (1.0 if quat @ q[3:7] >= 0 else -1.0)
+        else:
+            angle = math.atan2(T_rel[1, 0], T_rel[0, 0])
+            out[:4] = T_rel[0, 3], T_rel[1, 3], math.cos(angle), math.sin(angle)
+        out[self.nq - self.n:] = u + v[self._nb:]
+        return out
+
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
+        """Return v (nv) with integrate(q0, v) = q1 (Pinocchio's ``difference``)."""
+        _, T0, u0, _ = self._split(q0)
+        _, T1, u1, _ = self._split(q1)
+        twist = _log6(np.linalg.solve(T0, T1))
+        return np.concatenate([_P_BASE[self.base].T @ twist, u1 - u0])
+
+    def neutral(self) -> Array:
+        """Return the neutral configuration: base at the origin, joints at 0."""
+        q = np.zeros(self.nq)
+        q[6 if self.base == 'floating' else 2] = 1.0
+        return q
+
+    # ----------------------------------------------------------------- kinematics
+    def link_pose(self, q: ArrayLike, link: str) -> Array:
+        """Return the 4x4 pose of a link in the world."""
+        _, T, u, _ = self._split(q)
+        return T @ self.fixed.link_pose(u, link)
+
+    def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
+                 frame: str = 'local_world_aligned') -> Array:
+        """
+        Return the 6 x nv Jacobian of a link or a point on it (rows: linear, angular).
+
+        Frames as :meth:`RobotModel.jacobian` (Pinocchio's), with the world in place of the
+        root: 'local_world_aligned' (world axes at the point), 'local' (link axes), 'world'
+        (spatial velocity at the world origin).
+        """
+        if frame not in ('local_world_aligned', 'local', 'world'):
+            raise ValueError("frame must be one of ['world', 'local', 'local_world_aligned'], "
+                             f'got {frame!r}')
+        _, T, u, _ = self._split(q)
+        J_joints = self.fixed.jacobian(u, link, point, 'local')
+        T_bk = self.fixed.link_pose(u, link)
+        if point is not None:
+            T_bk = T_bk.copy()
+            T_bk[:3, 3] += T_bk[:3, :3] @ np.asarray(point, dtype=float)
+        R, p = T_bk[:3, :3], T_bk[:3, 3]
+        base = np.zeros((6, 6))          # base twist -> the frame's twist, its own axes
+        base[:3, :3] = base[3:, 3:] = R.T
+        base[:3, 3:] = -R.T @ skew(p)
+        J = np.hstack([base @ _P_BASE[self.base], J_joints])
+        if frame == 'local':
+            return J
+        T_wk = T @ T_bk
+        R_w = T_wk[:3, :3]
+        out = np.vstack([R_w @ J[:3], R_w @ J[3:]])
+        if frame == 'world':
+            out[:3] += skew(T_wk[:3, 3]) @ out[3:]
+        return out
+
+    def _site(self, link: str):
+        """Return (body index or -1, R, p) of a link relative to its body; ModelError if none."""
+        frames = self.fixed.description.frames
+        if link not in frames:
+            raise ModelError(f'unknown link {link!r}; links are {list(frames)}')
+        return frames[link]
+
+    def acceleration(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str,
+                     point: ArrayLike | None = None) -> Array:
+        """
+        Return the classical acceleration of a link point (6: linear, angular), world axes.
+
+        That is J v' + J' v in 'local_world_aligned': the second derivative of the point's
+        world position, and the angular acceleration (Pinocchio's
+        ``getFrameClassicalAcceleration`` in LOCAL_WORLD_ALIGNED).
+        """
+        body, R_l, p_l = self._site(link)
+        _, T, u, qt = self._split(q)
+        v = self._P @ self._vector(v, self.nv, 'v')
+        dv = self._P @ self._vector(dv, self.nv, 'dv')
+        w, dw, a = v[3:6], dv[3:6], dv[:3] + np.cross(v[3:6], v[:3])
+        if body >= 0:
+            _, _, ws, dws, as_ = body_motion(self._tree, qt, v[6:], dv[6:], w, dw, a)
+            w, dw, a = ws[body], dws[body], as_[body]
+        r = p_l + R_l @ (np.zeros(3) if point is None else np.asarray(point, dtype=float))
+        a_point = a + np.cross(dw, r) + np.cross(w, np.cross(w, r))
+        R_wb = (T @ self.fixed.link_pose(u, link))[:3, :3] @ R_l.T    # world <- body axes
+        return np.concatenate([R_wb @ a_point, R_wb @ dw])
+
+    def center_of_mass(self, q: ArrayLike) -> Array:
+        """Return the centre of mass of the whole robot (base included) in the world (3,)."""
+        _, T, u, _ = self._split(q)
+        return T[:3, :3] @ self.fixed.center_of_mass(u, include_root=True) + T[:3, 3]
+
+    def center_of_mass_jacobian(self, q: ArrayLike) -> Array:
+        """Return the 3 x nv Jacobian of :meth:`center_of_mass` (world axes)."""
+        _, T, u, _ = self._split(q)
+        R = T[:3, :3]
+        c = self.fixed.center_of_mass(u, include_root=True)
+        base = np.hstack([R, -R @ skew(c)])
+        J_joints = R @ self.fixed.center_of_mass_jacobian(u, include_root=True)
+        return np.hstack([base @ _P_BASE[self.base], J_joints])
+
+    def centroidal_momentum_matrix(self, q: ArrayLike) -> Array:
+        """
+        Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
+
+        A_G v = (linear momentum, angular momentum about the centre of mass), world axes.
+
+        The base rows of M, computed at the base origin in base axes before the planar and
+        mimic projections, are the whole robot's momentum (the base twist's conjugate);
+        A_G moves them to the centre of mass and turns them to world axes.
+        """
+        _, T, u, qt = self._split(q)
+        R = T[:3, :3]
+        c = self.fixed.center_of_mass(u, include_root=True)
+        rows = (mass_matrix_floating(self._tree, self._root, qt) @ self._P)[:6]
+        X = np.zeros((6, 6))
+        X[:3, :3] = X[3:, 3:] = R
+        X[3:, :3] = -R @ skew(c)
+        return X @ rows
+
+    # ----------------------------------------------------------------- contacts
+    def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
+        """Return J_c (k x nv): the contacts' Jacobians, world-aligned at the contact points."""
+        rows = []
+        for c in _contacts(contacts):
+            J = self.jacobian(q, c.link, c.point, 'local_world_aligned')
+            rows.append(J if c.dim == 6 else J[:3])
+        return np.vstack(rows) if rows else np.zeros((0, self.nv))
+
+    def _contact_drift(self, q, v, contacts) -> Array:
+        """Return J_c' v: the contacts' classical acceleration at v' = 0 (world axes)."""
+        zero = np.zeros(self.nv)
+        out = []
+        for c in _contacts(contacts):
+            a = self.acceleration(q, v, zero, c.link, c.point)
+            out.append(a if c.dim == 6 else a[:3])
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def _actuated(self, tau) -> Array:
+        """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
+        tau = np.asarray(tau, dtype=float)
+        if tau.shape == (self.n,):
+            tau = np.concatenate([np.zeros(self._nb), tau])
+        return self._vector(tau, self.nv, 'tau')
+
+    def constrained_forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+                                     contacts) -> tuple[Array, Array]:
+        """
+        Return (v', lambda): M v' + h = S^T tau + J_c^T lambda with J_c v' + J_c' v = 0.
+
+        ``tau``: the joint forces (n; the base is not actuated, S = [0 I]) or all nv
+        generalized forces. ``contacts``: :class:`Contact` objects or link names (point contacts at
+        the link origins). lambda: per contact a world-aligned force at the contact point
+        (and a moment for dim 6), what the world applies to the robot. Redundant contacts
+        (J_c without full row rank) get the minimum-norm lambda of the same v'; contacts that
+        contradict each other are refused (SingularJacobianError).
+        """
+        q = self._configuration(q)
+        v = self._vector(v, self.nv, 'v')
+        rhs = self._actuated(tau) - self.bias_torque(q, v)
+        names = list(self.velocity_names)
+        J = self.contact_jacobian(q, contacts)
+        if len(J) == 0:
+            return solve_mass_matrix(self.mass_matrix(q), rhs, names), np.zeros(0)
+        M = self.mass_matrix(q)
+        gamma = self._contact_drift(q, v, contacts)
+        Minv_JT = solve_mass_matrix(M, J.T, names)
+        Minv_rhs = solve_mass_matrix(M, rhs, names)
+        A = J @ Minv_JT
+        b = -gamma - J @ Minv_rhs
+        lam, *_ = np.linalg.lstsq(A, b, rcond=1e-10)
+        residual = float(np.linalg.norm(A @ lam - b))
+        if residual > 1e-8 * (1.0 + float(np.linalg.norm(b))):
+            raise SingularJacobianError(
+                f'contacts {[c.link for c in _contacts(contacts)]}: their constraints '
+                f'contradict each other (residual {residual:.3g}): no acceleration keeps all '
+                'of them still')
+        return Minv_rhs + Minv_JT @ lam, lam
+
+    def contact_inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
+                                 contacts) -> tuple[Array, Array]:
+        """
+        Return (tau, lambda): joint forces (n) and contact forces realising v' in contact.
+
+        The base rows of M v' + h = S^T tau + J_c^T lambda fix lambda: of all the contact
+        forces that give the base its acceleration, the one of minimum norm. ValueError if
+        v' moves a contact (J_c v' + J_c' v != 0) or no contact force can give the base that
+        acceleration (for instance, no contact and a base that does not fall freely).
+        """
+        q = self._configuration(q)
+        v = self._vector(v, self.nv, 'v')
+        dv = self._vector(dv, self.nv, 'dv')
+        total = self.inverse_dynamics(q, v, dv)
+        nb = self._nb
+        J = self.contact_jacobian(q, contacts)
+        links = [c.link for c in _contacts(contacts)]
+        if len(J):
+            moved = J @ dv + self._contact_drift(q, v, contacts)
+            scale = 1.0 + float(np.linalg.norm(J @ dv))
+            if np.linalg.norm(moved) > 1e-6 * scale:
+                raise ValueError(f'dv moves the contacts {links} (J_c dv + J_c\' v = '
+                                 f'{np.round(moved, 9).tolist()}): it cannot be realised '
+                                 'in contact')
+            lam, *_ = np.linalg.lstsq(J[:, :nb].T, total[:nb], rcond=1e-10)
+        else:
+            lam = np.zeros(0)
+        base_left = total[:nb] - J[:, :nb].T @ lam
+        if np.linalg.norm(base_left) > 1e-8 * (1.0 + float(np.linalg.norm(total[:nb]))):
+            raise ValueError(f'contacts {links} cannot give the base this acceleration: a '
+                             f'base wrench of {np.round(base_left, 9).tolist()} is left '
+                             'that only an actuated base could apply')
+        return (total - J.T @ lam)[nb:], lam

@@ -1,0 +1,469 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Floating and planar bases (issue 14) against Pinocchio's JointModelFreeFlyer / Planar.
+
+Random trees (prismatic, continuous, fixed joints, tilted axes, full inertias) and real
+robots of example-robot-data (a1, solo12, TALOS with its gripper mimics, TIAGo on a planar
+base): M, G, RNEA, the Coriolis vector, forward dynamics, energies, the centre of mass and
+its Jacobian, A_G, link poses, Jacobians in three frames, classical accelerations,
+integrate and difference. Independent checks: C*(v kron v) against RNEA, momentum and
+energy conserved along a free-floating trajectory, finite differences through integrate,
+contact dynamics against Pinocchio's constraintDynamics and its own balance equations.
+"""
+
+import numpy as np
+import pytest
+
+from conftest import URDF_DIR
+from kron_dynamics import Contact, FloatingBaseModel, ModelError, RobotModel
+from kron_dynamics.testing.random_urdf import random_urdf
+from pinocchio_oracle import hand_coupling, robots_dir
+
+pin = pytest.importorskip('pinocchio')
+
+RTOL = 1e-9
+
+
+# ------------------------------------------------------------------ Pinocchio side
+class PinPair:
+    """Our model and Pinocchio's with the same root joint; coordinates mapped by name."""
+
+    def __init__(self, model, pmodel):
+        self.m, self.pm, self.pd = model, pmodel, pmodel.createData()
+        fixed = model.fixed
+        self.nbq, self.nbv = model.nq - model.n, model.nv - model.n
+        B, d = hand_coupling(fixed) if fixed.mimic_joints else (np.eye(fixed.n),
+                                                                np.zeros(fixed.n))
+        self.B, self.d = B, d
+        names = fixed.full_joint_names
+        # P: our v -> Pinocchio's v (its coordinates of every joint, mimics included)
+        self.P = np.zeros((pmodel.nv, model.nv))
+        self.P[:self.nbv, :self.nbv] = np.eye(self.nbv)
+        for i, name in enumerate(names):
+            self.P[pmodel.joints[pmodel.getJointId(name)].idx_v, self.nbv:] = B[i]
+
+    def q(self, q):
+        """Return Pinocchio's configuration (continuous joints as cos, sin)."""
+        pq = np.zeros(self.pm.nq)
+        pq[:self.nbq] = q[:self.nbq]
+        full = self.B @ q[self.nbq:] + self.d
+        for name, value in zip(self.m.fixed.full_joint_names, full):
+            joint = self.pm.joints[self.pm.getJointId(name)]
+            if joint.nq == 2:
+                pq[joint.idx_q], pq[joint.idx_q + 1] = np.cos(value), np.sin(value)
+            else:
+                pq[joint.idx_q] = value
+        return pq
+
+    def v(self, v):
+        """Return Pinocchio's velocity (or acceleration)."""
+        return self.P @ v
+
+
+def close(ours, theirs, what, rtol=RTOL):
+    """Assert agreement relative to the largest entry of the reference."""
+    scale = max(1.0, float(np.max(np.abs(theirs))))
+    err = float(np.max(np.abs(np.asarray(ours) - theirs))) / scale
+    assert err < rtol, f'{what}: relative difference {err:.3g}'
+
+
+def random_state(model, rng):
+    """Return (q, v, dv): a random base pose and unit quaternion, joints within limits."""
+    lower = np.array([model.fixed.joints[j].lower for j in model.joint_names])
+    upper = np.array([model.fixed.joints[j].upper for j in model.joint_names])
+    lower = np.where(np.isfinite(lower), lower, -np.pi)
+    upper = np.where(np.isfinite(upper), upper, np.pi)
+    joints = rng.uniform(lower, upper)
+    if model.base == 'floating':
+        quat = rng.normal(size=4)
+        base = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)])
+    else:
+        t = rng.uniform(-np.pi, np.pi)
+        base = np.array([*rng.normal(size=2), np.cos(t), np.sin(t)])
+    return (np.concatenate([base, joints]), rng.uniform(-1, 1, model.nv),
+            rng.uniform(-1, 1, model.nv))
+
+
+def compare_dynamics(pair: PinPair, q, v, dv):
+    """M, G, tau, Coriolis vector, forward dynamics, energies, CoM, A_G against Pinocchio."""
+    m, pm, pd, P = pair.m, pair.pm, pair.pd, pair.P
+    pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
+    M = pin.crba(pm, pd, pq)
+    M = np.triu(M) + np.triu(M, 1).T
+    close(m.mass_matrix(q), P.T @ M @ P, 'M')
+    close(m.inverse_dynamics(q, v, dv), P.T @ pin.rnea(pm, pd, pq, pv, pa), 'RNEA')
+    G = pin.computeGeneralizedGravity(pm, pd, pq)
+    close(m.gravity_torque(q), P.T @ G, 'G')
+    close(m.coriolis_vector(q, v), P.T @ (pin.nonLinearEffects(pm, pd, pq, pv) - G),
+          'Coriolis vector')
+    close(m.kinetic_energy(q, v), pin.computeKineticEnergy(pm, pd, pq, pv), 'kinetic energy')
+    close(m.potential_energy(q), pin.computePotentialEnergy(pm, pd, pq), 'potential energy')
+    close(m.center_of_mass(q), pin.centerOfMass(pm, pd, pq), 'centre of mass')
+    close(m.center_of_mass_jacobian(q), pin.jacobianCenterOfMass(pm, pd, pq) @ P,
+          'CoM Jacobian')
+    close(m.centroidal_momentum_matrix(q), pin.ccrba(pm, pd, pq, pv) @ P, 'A_G')
+    if np.allclose(P.T @ P, np.eye(m.nv)):     # no mimic: Pinocchio's ABA is the same system
+        tau = m.inverse_dynamics(q, v, dv)
+        close(m.forward_dynamics(q, v, tau), dv, 'forward dynamics', 1e-7)
+        close(P.T @ pin.aba(pm, pd, pq, pv, P @ tau), dv, 'ABA', 1e-7)
+
+
+def compare_kinematics(pair: PinPair, q, v, dv, links):
+    """Link poses, Jacobians (three frames), classical accelerations, integrate, difference."""
+    m, pm, pd, P = pair.m, pair.pm, pair.pd, pair.P
+    pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
+    pin.forwardKinematics(pm, pd, pq, pv, pa)
+    pin.updateFramePlacements(pm, pd)
+    pin.computeJointJacobians(pm, pd, pq)
+    frames = {'world': pin.WORLD, 'local': pin.LOCAL,
+              'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
+    for link in links:
+        fid = pm.getFrameId(link)
+        close(m.link_pose(q, link), pd.oMf[fid].homogeneous, f'pose of {link}')
+        for name, frame in frames.items():
+            close(m.jacobian(q, link, frame=name), pin.getFrameJacobian(pm, pd, fid, frame) @ P,
+                  f'{name} Jacobian of {link}')
+        close(m.acceleration(q, v, dv, link),
+              pin.getFrameClassicalAcceleration(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED).vector,
+              f'classical acceleration of {link}')
+    q1 = m.integrate(q, v, 0.3)
+    close(pair.q(q1)[:pair.nbq], pin.integrate(pm, pq, 0.3 * pv)[:pair.nbq], 'integrate')
+    close(m.difference(q, q1), 0.3 * v, 'difference')
+
+
+# ------------------------------------------------------------------ random trees
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+@pytest.mark.parametrize('seed', range(6))
+def test_random_trees_agree_with_pinocchio(base, seed):
+    rng = np.random.default_rng(100 + seed)
+    xml = random_urdf(rng, int(rng.integers(1, 8)), n_fixed=2)
+    model = RobotModel.from_urdf_string(xml, root_joint=base)
+    assert isinstance(model, FloatingBaseModel)
+    base_q, base_v = (7, 6) if base == 'floating' else (4, 3)
+    assert (model.nq, model.nv) == (base_q + model.n, base_v + model.n)
+    root = pin.JointModelFreeFlyer() if base == 'floating' else pin.JointModelPlanar()
+    pair = PinPair(model, pin.buildModelFromXML(xml, root))
+    for _ in range(2):
+        q, v, dv = random_state(model, rng)
+        compare_dynamics(pair, q, v, dv)
+        compare_kinematics(pair, q, v, dv, model.fixed.link_names)
+
+
+def test_a_world_link_with_a_floating_joint_gives_a_floating_base_by_default():
+    xml = random_urdf(np.random.default_rng(14), 3, n_fixed=1)
+    root = RobotModel.from_urdf_string(xml).root_link
+    head, _, body = xml.partition('<link ')
+    world = head + f'''<link name="world"/>
+      <joint name="free" type="floating"><parent link="world"/><child link="{root}"/>
+        <origin xyz="0.1 0.2 0.3" rpy="0.1 0.2 0.3"/></joint>
+      <link ''' + body
+    model = RobotModel.from_urdf_string(world)
+    assert isinstance(model, FloatingBaseModel) and model.base == 'floating'
+    assert model.configuration_names[:7] == ('base_x', 'base_y', 'base_z', 'base_qx',
+                                             'base_qy', 'base_qz', 'base_qw')
+    # the base moves relative to the joint's origin, as Pinocchio reads the document
+    pmodel = pin.buildModelFromXML(world)
+    assert pmodel.nv == model.nv
+    rng = np.random.default_rng(3)
+    q, v, dv = random_state(model, rng)
+    origin = np.eye(4)
+    origin[:3, :3] = pin.rpy.rpyToMatrix(0.1, 0.2, 0.3)
+    origin[:3, 3] = [0.1, 0.2, 0.3]
+    plain = RobotModel.from_urdf_string(xml, root_joint='floating')
+    close(model.base_pose(q), origin @ plain.base_pose(q), 'base pose after the origin')
+    pair = PinPair(model, pmodel)
+    compare_dynamics(pair, q, v, dv)
+    compare_kinematics(pair, q, v, dv, model.fixed.link_names)
+    fixed = RobotModel.from_urdf_string(world, root_joint='fixed')
+    assert isinstance(fixed, RobotModel) and fixed.root_link == root
+
+
+def test_planar_joint_of_a_document_and_its_refusals():
+    xml = (URDF_DIR / 'rp_arm.urdf').read_text()
+    root = RobotModel.from_urdf_string(xml).root_link
+
+    def with_root(joint):
+        return xml.replace('<robot name="rp_arm">',
+                           f'<robot name="rp_arm"><link name="world"/>{joint}')
+    planar = with_root(f'<joint name="p" type="planar"><parent link="world"/>'
+                       f'<child link="{root}"/><axis xyz="0 0 1"/></joint>')
+    assert RobotModel.from_urdf_string(planar).base == 'planar'
+    tilted = planar.replace('<axis xyz="0 0 1"/>', '<axis xyz="1 0 0"/>')
+    with pytest.raises(ModelError, match=r"joint 'p': a planar root joint moves in the x-y"):
+        RobotModel.from_urdf_string(tilted)
+    heavy = planar.replace('<link name="world"/>', '<link name="world"><inertial><mass '
+                           'value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" '
+                           'iyz="0"/></inertial></link>')
+    with pytest.raises(ModelError, match=r"link 'world' .* has an <inertial>: the world has "
+                                         r'no mass'):
+        RobotModel.from_urdf_string(heavy)
+    with pytest.raises(ModelError, match=r"root_joint must be one of \['fixed', 'floating', "
+                                         r"'planar'\] or None"):
+        RobotModel.from_urdf_string(xml, root_joint='free')
+
+
+def test_inputs_are_checked_and_named():
+    model = RobotModel.from_urdf_file(URDF_DIR / 'rp_arm.urdf', root_joint='floating')
+    q = model.neutral()
+    with pytest.raises(ValueError, match=r'q must have 9 entries'):
+        model.mass_matrix(q[:-1])
+    bad = q.copy()
+    bad[6] = 2.0
+    with pytest.raises(ValueError, match=r'quaternion \(qx, qy, qz, qw\) has norm 2; it must '
+                                         r'be a unit vector'):
+        model.mass_matrix(bad)
+    near = q.copy()
+    near[6] = 1.0005          # within the tolerance: normalised
+    np.testing.assert_allclose(model.mass_matrix(near), model.mass_matrix(q), rtol=1e-15)
+    nan = q.copy()
+    nan[7] = np.nan
+    with pytest.raises(ValueError, match=r"q is not finite at \['theta1'\]"):
+        model.gravity_torque(nan)
+    with pytest.raises(ValueError, match=r'v must have 8 entries'):
+        model.inverse_dynamics(q, np.zeros(3), np.zeros(8))
+    with pytest.raises(ModelError, match=r"unknown link 'nope'"):
+        model.acceleration(q, np.zeros(8), np.zeros(8), 'nope')
+    with pytest.raises(ValueError, match=r"frame must be one of"):
+        model.jacobian(q, model.base_link, frame='body')
+
+
+def test_batches_stack_rows():
+    model = RobotModel.from_urdf_file(URDF_DIR / 'rp_arm.urdf', root_joint='floating')
+    rng = np.random.default_rng(4)
+    states = [random_state(model, rng) for _ in range(3)]
+    Q = np.array([s[0] for s in states])
+    V = np.array([s[1] for s in states])
+    tau = model.inverse_dynamics(Q, V, np.zeros(model.nv))
+    for k in range(3):
+        np.testing.assert_allclose(tau[k], model.bias_torque(Q[k], V[k]), rtol=1e-14)
+    assert model.mass_matrix(Q).shape == (3, model.nv, model.nv)
+
+
+# ------------------------------------------------------------------ real robots
+ROBOTS = {      # example-robot-data file, base, links whose kinematics are compared
+    'a1': ('a1_description/urdf/a1.urdf', 'floating', ['FR_foot', 'RL_calf']),
+    'solo12': ('solo_description/robots/solo12.urdf', 'floating', ['FL_FOOT', 'HR_LOWER_LEG']),
+    'talos': ('talos_data/robots/talos_reduced.urdf', 'floating',
+              ['left_sole_link', 'gripper_right_base_link']),
+    'tiago': ('tiago_description/robots/tiago.urdf', 'planar', ['arm_7_link']),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('robot', sorted(ROBOTS))
+def test_example_robot_data_agrees_with_pinocchio(robot):
+    directory = robots_dir()
+    if directory is None:
+        pytest.skip('example-robot-data is not installed')
+    relative, base, links = ROBOTS[robot]
+    path = directory / relative
+    model = RobotModel.from_urdf_file(path, root_joint=base)
+    root = pin.JointModelFreeFlyer() if base == 'floating' else pin.JointModelPlanar()
+    pair = PinPair(model, pin.buildModelFromUrdf(str(path), root))
+    rng = np.random.default_rng(5)
+    q, v, dv = random_state(model, rng)
+    compare_dynamics(pair, q, v, dv)
+    compare_kinematics(pair, q, v, dv, links)
+
+
+# ------------------------------------------------------------------ independent checks
+@pytest.fixture(scope='module')
+def floating_tree():
+    rng = np.random.default_rng(7)
+    return RobotModel.from_urdf_string(random_urdf(rng, 4, n_fixed=1), root_joint='floating')
+
+
+def test_coriolis_star_is_the_symmetric_quadratic_form_of_the_bias(floating_tree):
+    model = floating_tree
+    rng = np.random.default_rng(8)
+    q, v, _ = random_state(model, rng)
+    C = model.coriolis_star(q)
+    nv = model.nv
+    assert C.shape == (nv, nv * nv)
+    C3 = C.reshape(nv, nv, nv)
+    np.testing.assert_allclose(C3, C3.transpose(0, 2, 1), atol=1e-12)
+    for _ in range(3):
+        v = rng.normal(size=nv)
+        close(C @ np.kron(v, v), model.inverse_dynamics(q, v, np.zeros(nv))
+              - model.gravity_torque(q), 'C*(v kron v) against RNEA at zero acceleration')
+
+
+@pytest.mark.slow
+def test_a_free_floating_robot_keeps_its_momentum_and_energy():
+    """No gravity, no torque: spatial momentum about the world origin and energy conserved."""
+    model = RobotModel.from_urdf_string(random_urdf(np.random.default_rng(7), 4, n_fixed=1),
+                                        gravity=(0.0, 0.0, 0.0), root_joint='floating')
+    rng = np.random.default_rng(9)
+    q, v, _ = random_state(model, rng)
+    tau = np.zeros(model.nv)
+
+    def momentum(q, v):
+        h = model.centroidal_momentum_matrix(q) @ v       # about the centre of mass
+        c = model.center_of_mass(q)
+        return np.concatenate([h[:3], h[3:] + np.cross(c, h[:3])])
+
+    def rates(q, v):
+        return v, model.forward_dynamics(q, v, tau)
+
+    h0, e0 = momentum(q, v), model.kinetic_energy(q, v)
+    dt = 2.5e-3
+    for _ in range(80):      # RK4 on the configuration manifold
+        k1 = rates(q, v)
+        k2 = rates(model.integrate(q, k1[0], dt / 2), v + dt / 2 * k1[1])
+        k3 = rates(model.integrate(q, k2[0], dt / 2), v + dt / 2 * k2[1])
+        k4 = rates(model.integrate(q, k3[0], dt), v + dt * k3[1])
+        q = model.integrate(q, (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]) / 6, dt)
+        v = v + dt * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]) / 6
+    assert abs(np.linalg.norm(q[3:7]) - 1.0) < 1e-14
+    np.testing.assert_allclose(momentum(q, v), h0, atol=1e-7 * (1 + np.abs(h0).max()))
+    assert abs(model.kinetic_energy(q, v) - e0) < 1e-7 * (1 + e0)
+
+
+def test_finite_differences_through_integrate(floating_tree):
+    """d/dt of the centre of mass and of a link pose along integrate(q, v t)."""
+    model = floating_tree
+    rng = np.random.default_rng(10)
+    q, v, _ = random_state(model, rng)
+    h = 1e-6
+    qp, qm = model.integrate(q, v, h), model.integrate(q, v, -h)
+    dc = (model.center_of_mass(qp) - model.center_of_mass(qm)) / (2 * h)
+    np.testing.assert_allclose(dc, model.center_of_mass_jacobian(q) @ v, atol=1e-7)
+    link = model.fixed.link_names[-1]
+    Tp, Tm = model.link_pose(qp, link), model.link_pose(qm, link)
+    dp = (Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
+    np.testing.assert_allclose(dp, (model.jacobian(q, link) @ v)[:3], atol=1e-7)
+    # the acceleration: derivative of the world velocity along the motion with v' = dv
+    dv = rng.normal(size=model.nv)
+    vel = [model.jacobian(model.integrate(q, v, s * h), link) @ (v + s * h * dv)
+           for s in (1, -1)]
+    np.testing.assert_allclose((vel[0] - vel[1]) / (2 * h), model.acceleration(q, v, dv, link),
+                               atol=2e-6)
+    M = model.mass_matrix(q)
+    np.testing.assert_allclose(M, M.T, atol=1e-14)
+    assert np.linalg.eigvalsh(M).min() > 0
+
+
+def test_mimic_joints_on_a_floating_base_are_the_projected_system():
+    coupled = RobotModel.from_urdf_file(URDF_DIR / 'gripper_arm.urdf', root_joint='floating')
+    free = RobotModel.from_urdf_file(URDF_DIR / 'gripper_arm.urdf', root_joint='floating')
+    assert coupled.fixed.mimic_joints
+    plain = FloatingBaseModel(free.fixed.unconstrained, 'floating')
+    B, d = hand_coupling(coupled.fixed)
+    names = plain.joint_names
+    P = np.zeros((plain.nv, coupled.nv))
+    P[:6, :6] = np.eye(6)
+    for i, name in enumerate(coupled.fixed.full_joint_names):
+        P[6 + names.index(name), 6:] = B[i]
+    rng = np.random.default_rng(11)
+    q, v, dv = random_state(coupled, rng)
+    full = np.zeros(plain.nq)
+    full[:7] = q[:7]
+    for i, name in enumerate(coupled.fixed.full_joint_names):
+        full[7 + names.index(name)] = B[i] @ q[7:] + d[i]
+    close(coupled.mass_matrix(q), P.T @ plain.mass_matrix(full) @ P, 'M_u')
+    close(coupled.inverse_dynamics(q, v, dv),
+          P.T @ plain.inverse_dynamics(full, P @ v, P @ dv), 'tau_u')
+    close(coupled.center_of_mass(q), plain.center_of_mass(full), 'centre of mass')
+
+
+# ------------------------------------------------------------------ contacts
+@pytest.fixture(scope='module')
+def solo():
+    directory = robots_dir()
+    if directory is None:
+        pytest.skip('example-robot-data is not installed')
+    path = directory / 'solo_description/robots/solo12.urdf'
+    return RobotModel.from_urdf_file(path, root_joint='floating'), str(path)
+
+
+FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
+
+
+@pytest.mark.slow
+def test_constrained_forward_dynamics_agrees_with_pinocchio(solo):
+    model, path = solo
+    rng = np.random.default_rng(12)
+    q, v, _ = random_state(model, rng)
+    tau = rng.uniform(-1, 1, model.n)
+    contacts = [Contact(FEET[0]), Contact(FEET[3], dim=6)]
+    J = model.contact_jacobian(q, contacts)
+    v = v - np.linalg.pinv(J) @ (J @ v)       # contacts at rest, as in a real contact
+    dv, lam = model.constrained_forward_dynamics(q, v, tau, contacts)
+    # its own equations: M v' + h = S^T tau + J^T lambda, J v' + J' v = 0
+    S_tau = np.concatenate([np.zeros(6), tau])
+    close(model.mass_matrix(q) @ dv + model.bias_torque(q, v), S_tau + J.T @ lam,
+          'equations of motion')
+    accel = np.concatenate([model.acceleration(q, v, dv, FEET[0])[:3],
+                            model.acceleration(q, v, dv, FEET[3])])
+    assert np.abs(accel).max() < 1e-9
+    # Pinocchio
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    pair = PinPair(model, pm)
+    pd = pm.createData()
+    kinds, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for c in contacts:
+        fid = pm.getFrameId(c.link)
+        frame = pm.frames[fid]
+        kinds.append(pin.RigidConstraintModel(
+            pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D, pm,
+            frame.parentJoint, frame.placement, pin.LOCAL_WORLD_ALIGNED))
+    for k in kinds:
+        datas.append(k.createData())
+    pin.initConstraintDynamics(pm, pd, kinds, datas)
+    settings = pin.ProximalSettings(1e-14, 1e-12, 1)
+    pdv = pin.constraintDynamics(pm, pd, pair.q(q), pair.v(v), pair.v(
+        np.concatenate([np.zeros(6), tau])), kinds, datas, settings)
+    close(dv, pair.P.T @ pdv, 'v\' against constraintDynamics', 1e-7)
+    close(lam, pd.lambda_c, 'lambda against constraintDynamics', 1e-7)
+
+
+@pytest.mark.slow
+def test_redundant_contacts_and_contact_inverse_dynamics(solo):
+    model, _ = solo
+    rng = np.random.default_rng(13)
+    q, v, _ = random_state(model, rng)
+    tau = rng.uniform(-1, 1, model.n)
+    # the same foot twice: J_c has dependent rows; v' is unique, lambda the minimum-norm one
+    one, _ = model.constrained_forward_dynamics(q, v, tau, [FEET[1]])
+    twice, lam = model.constrained_forward_dynamics(q, v, tau, [FEET[1], FEET[1]])
+    close(twice, one, 'v\' with a repeated contact', 1e-7)
+    np.testing.assert_allclose(lam[:3], lam[3:], rtol=1e-6)
+    # inverse dynamics in contact: the torques it returns give back the acceleration
+    contacts = [Contact(f) for f in FEET]
+    dv, _ = model.constrained_forward_dynamics(q, v, tau, contacts)
+    tau_back, lam_back = model.contact_inverse_dynamics(q, v, dv, contacts)
+    dv_back, _ = model.constrained_forward_dynamics(q, v, tau_back, contacts)
+    close(dv_back, dv, 'v\' from the torques of contact_inverse_dynamics', 1e-6)
+    J = model.contact_jacobian(q, contacts)
+    close(model.inverse_dynamics(q, v, dv), np.concatenate([np.zeros(6), tau_back])
+          + J.T @ lam_back, 'M v\' + h = S^T tau + J^T lambda')
+    # refusals: an acceleration that moves a foot; a base acceleration no contact can give
+    with pytest.raises(ValueError, match=r'dv moves the contacts'):
+        model.contact_inverse_dynamics(q, v, dv + 0.1, contacts)
+    with pytest.raises(ValueError, match=r'cannot give the base this acceleration'):
+        model.contact_inverse_dynamics(q, v, np.zeros(model.nv), [])
+
+
+def test_the_closed_forms_refuse_a_floating_base_clearly():
+    from kron_dynamics.symbolic import SymbolicModel
+    xml = (URDF_DIR / 'rp_arm.urdf').read_text()
+    root = RobotModel.from_urdf_string(xml).root_link
+    floating = xml.replace('<robot name="rp_arm">', (
+        '<robot name="rp_arm"><link name="world"/><joint name="free" type="floating">'
+        f'<parent link="world"/><child link="{root}"/></joint>'))
+    with pytest.raises(ModelError, match=r"robot 'rp_arm' has a floating base: the closed "
+                                         r'forms are of fixed-base trees'):
+        SymbolicModel.from_urdf_string(floating)
