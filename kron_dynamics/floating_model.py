@@ -170,22 +170,37 @@ class FloatingBaseModel:
         self._P = P
         self._armature = np.concatenate([np.zeros(self._nb), fixed.armature])
 
+    @property
+    def link_names(self) -> tuple[str, ...]:
+        """Return the names of every link (the world link of the root joint excluded)."""
+        return self.fixed.link_names
+
+    @property
+    def mimic_joints(self):
+        """Return the mimic joints (as RobotModel.mimic_joints)."""
+        return self.fixed.mimic_joints
+
     # ----------------------------------------------------------------- inputs
     def _vector(self, x, size: int, what: str) -> Array:
         try:
             a = np.array(x, dtype=float)
         except (TypeError, ValueError):
             raise ValueError(f'{what} must be numbers, got {x!r}') from None
+        names = self._names(what, size)
         if a.shape != (size,):
-            raise ValueError(f'{what} must have {size} entries ({self._names(what)}), got '
+            raise ValueError(f'{what} must have {size} entries ({", ".join(names)}), got '
                              f'shape {a.shape}')
-        bad = [self._names(what)[i] for i in np.nonzero(~np.isfinite(a))[0]]
+        bad = [names[i] for i in np.nonzero(~np.isfinite(a))[0]]
         if bad:
             raise ValueError(f'{what} is not finite at {bad}')
         return a
 
-    def _names(self, what: str) -> tuple:
-        return self.configuration_names if what == 'q' else self.velocity_names
+    def _names(self, what: str, size: int) -> tuple:
+        if what == 'q':
+            return self.configuration_names
+        if what in ('v', 'dv', 'tau'):
+            return self.velocity_names
+        return tuple('xyzw'[:size]) if size <= 4 else tuple(map(str, range(size)))
 
     def _configuration(self, q) -> Array:
         """Check q; return it with the base orientation normalised (ValueError if far off)."""
@@ -353,6 +368,33 @@ class FloatingBaseModel:
         twist = _log6(np.linalg.solve(T0, T1))
         return np.concatenate([_P_BASE[self.base].T @ twist, u1 - u0])
 
+    def base_state(self, position: ArrayLike, orientation: ArrayLike, linear: ArrayLike,
+                   angular: ArrayLike) -> tuple[Array, Array]:
+        """
+        Return the base's entries of (q, v) from a pose and a twist (nav_msgs/Odometry).
+
+        ``position`` and the unit quaternion ``orientation`` (x, y, z, w): the base in the
+        world; ``linear`` and ``angular``: its twist in the base frame. A planar base takes
+        x, y and the yaw, vx, vy and wz (the rest of the motion is not in its plane).
+        """
+        T = np.eye(4)
+        from scipy.spatial.transform import Rotation
+        quat = self._vector(orientation, 4, 'orientation')
+        norm = float(np.linalg.norm(quat))
+        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+            raise ValueError(f'orientation: quaternion norm {norm:.6g}; it must be a unit '
+                             f'vector (within {QUATERNION_TOLERANCE}: normalised)')
+        T[:3, :3] = Rotation.from_quat(quat / norm).as_matrix()
+        T[:3, 3] = self._vector(position, 3, 'position')
+        twist = np.concatenate([self._vector(linear, 3, 'linear'),
+                                self._vector(angular, 3, 'angular')])
+        T = np.linalg.solve(self.origin, T)           # relative to the root joint's origin
+        if self.base == 'floating':
+            quat = Rotation.from_matrix(T[:3, :3]).as_quat()
+            return np.concatenate([T[:3, 3], quat]), twist
+        yaw = math.atan2(T[1, 0], T[0, 0])
+        return np.array([T[0, 3], T[1, 3], math.cos(yaw), math.sin(yaw)]), twist[[0, 1, 5]]
+
     def neutral(self) -> Array:
         """Return the neutral configuration: base at the origin, joints at 0."""
         q = np.zeros(self.nq)
@@ -425,6 +467,33 @@ class FloatingBaseModel:
         a_point = a + np.cross(dw, r) + np.cross(w, np.cross(w, r))
         R_wb = (T @ self.fixed.link_pose(u, link))[:3, :3] @ R_l.T    # world <- body axes
         return np.concatenate([R_wb @ a_point, R_wb @ dw])
+
+    def jacobian_time_variation(self, q: ArrayLike, v: ArrayLike, link: str,
+                                point: ArrayLike | None = None,
+                                frame: str = 'local_world_aligned') -> Array:
+        """
+        Return J'(q, v) v (6,) of :meth:`jacobian` in the same frame.
+
+        J v' + J' v is then the time derivative of the velocity J v that frame gives.
+        'local_world_aligned': the classical acceleration at v' = 0; 'local': its derivative
+        in the link's moving axes; 'world': that of the spatial velocity at the world origin.
+        """
+        a = self.acceleration(q, v, np.zeros(self.nv), link, point)
+        if frame == 'local_world_aligned':
+            return a
+        v = self._vector(v, self.nv, 'v')
+        V = self.jacobian(q, link, point, 'local_world_aligned') @ v
+        T = self.link_pose(q, link)
+        x = T[:3, 3] + (0.0 if point is None else T[:3, :3] @ np.asarray(point, dtype=float))
+        if frame == 'world':      # d/dt (v_p + x x w) = a_p + v_p x w + x x w'
+            return np.concatenate([a[:3] + np.cross(V[:3], V[3:]) + np.cross(x, a[3:]),
+                                   a[3:]])
+        if frame == 'local':      # d/dt (R^T u) = R^T u' - w_l x R^T u
+            R = T[:3, :3]
+            w_l = R.T @ V[3:]
+            return np.concatenate([R.T @ a[:3] - np.cross(w_l, R.T @ V[:3]), R.T @ a[3:]])
+        raise ValueError("frame must be one of ['world', 'local', 'local_world_aligned'], "
+                         f'got {frame!r}')
 
     def center_of_mass(self, q: ArrayLike) -> Array:
         """Return the centre of mass of the whole robot (base included) in the world (3,)."""

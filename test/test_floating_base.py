@@ -280,10 +280,12 @@ def test_example_robot_data_agrees_with_pinocchio(robot):
 
 
 # ------------------------------------------------------------------ independent checks
+FLOATING_TREE_URDF = random_urdf(np.random.default_rng(7), 4, n_fixed=1)
+
+
 @pytest.fixture(scope='module')
 def floating_tree():
-    rng = np.random.default_rng(7)
-    return RobotModel.from_urdf_string(random_urdf(rng, 4, n_fixed=1), root_joint='floating')
+    return RobotModel.from_urdf_string(FLOATING_TREE_URDF, root_joint='floating')
 
 
 def test_coriolis_star_is_the_symmetric_quadratic_form_of_the_bias(floating_tree):
@@ -304,8 +306,8 @@ def test_coriolis_star_is_the_symmetric_quadratic_form_of_the_bias(floating_tree
 @pytest.mark.slow
 def test_a_free_floating_robot_keeps_its_momentum_and_energy():
     """No gravity, no torque: spatial momentum about the world origin and energy conserved."""
-    model = RobotModel.from_urdf_string(random_urdf(np.random.default_rng(7), 4, n_fixed=1),
-                                        gravity=(0.0, 0.0, 0.0), root_joint='floating')
+    model = RobotModel.from_urdf_string(FLOATING_TREE_URDF, gravity=(0.0, 0.0, 0.0),
+                                        root_joint='floating')
     rng = np.random.default_rng(9)
     q, v, _ = random_state(model, rng)
     tau = np.zeros(model.nv)
@@ -467,3 +469,23 @@ def test_the_closed_forms_refuse_a_floating_base_clearly():
     with pytest.raises(ModelError, match=r"robot 'rp_arm' has a floating base: the closed "
                                          r'forms are of fixed-base trees'):
         SymbolicModel.from_urdf_string(floating)
+
+
+def test_jacobian_time_variation_in_three_frames_agrees_with_pinocchio(floating_tree):
+    model = floating_tree
+    rng = np.random.default_rng(15)
+    q, v, _ = random_state(model, rng)
+    pm = pin.buildModelFromXML(FLOATING_TREE_URDF, pin.JointModelFreeFlyer())
+    pair = PinPair(model, pm)
+    pd = pm.createData()
+    pq, pv = pair.q(q), pair.v(v)
+    pin.computeJointJacobiansTimeVariation(pm, pd, pq, pv)
+    pin.updateFramePlacements(pm, pd)
+    frames = {'world': pin.WORLD, 'local': pin.LOCAL,
+              'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
+    for link in model.link_names:
+        fid = pm.getFrameId(link)
+        for name, frame in frames.items():
+            dJ = pin.getFrameJacobianTimeVariation(pm, pd, fid, frame) @ pair.P
+            close(model.jacobian_time_variation(q, v, link, frame=name), dJ @ v,
+                  f"J' v ({name}) of {link}")

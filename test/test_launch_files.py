@@ -128,6 +128,7 @@ def test_params_files_only_set_declared_parameters(params_file):
 OPTIONAL_INPUTS = {'/computed_torque_controller/reference_trajectory',
                    '/dynamics_node/reference_trajectory',
                    '/dynamics_node/external_wrench',    # an F/T sensor, when there is one
+                   '/dynamics_node/odometry',           # read for a floating base only
                    # dynamics_node always listens there (clearing robot_description and
                    # urdf_file at run time switches it to the topic); the demos give urdf_file
                    '/robot_description'}

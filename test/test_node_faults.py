@@ -609,15 +609,28 @@ def test_a_urdf_without_a_movable_joint_is_refused_at_start_up(module):
 
 
 def test_a_floating_base_urdf_is_refused_at_start_up_with_the_reason(tmp_path):
-    """Issue 14: the nodes read no base state yet; a floating URDF is one clear line."""
+    """Issue 14: the simulator reads no base state; a floating URDF is one clear line."""
     xml = (URDF_DIR / 'rp_arm.urdf').read_text()
     root = RobotModel.from_urdf_string(xml).root_link
     floating = tmp_path / 'floating.urdf'
     floating.write_text(xml.replace('<robot name="rp_arm">', (
         '<robot name="rp_arm"><link name="world"/><joint name="free" type="floating">'
         f'<parent link="world"/><child link="{root}"/></joint>')))
-    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={floating}']).wait(60)
+    code, out = NodeProcess('plant_simulator', ['-p', f'urdf_file:={floating}']).wait(60)
     assert code == 1 and 'has a floating base' in out and 'Traceback' not in out, out
+    # held still, the same URDF is a fixed-base arm
+    node = NodeProcess('plant_simulator', ['-p', f'urdf_file:={floating}',
+                                           '-p', 'root_joint:=fixed',
+                                           '-r', '__node:=held_base_simulator',
+                                           '-r', 'joint_states:=/held_base/joint_states'])
+    probe = Probe('held_base_probe')
+    try:
+        states = probe.collect(JointState, '/held_base/joint_states')
+        assert wait_for(lambda: len(states) > 0, 60), node.output()
+        assert list(states[-1].name) == RP_JOINTS
+    finally:
+        probe.close()
+        node.stop()
 
 
 # ------------------------------------------------------------------ parameters (item 2)

@@ -162,6 +162,18 @@ def test_float64_multiarray_bytes_is_the_message_array_msg_builds(shape):
     assert reference[-values.size * 8 or len(reference):] == values.tobytes()
 
 
+@pytest.mark.parametrize('labels', [('rows: base_vx base_vy base_wz j1',),
+                                    ('rows: a', 'cols: kron(v, v) of the rows'),
+                                    ('r', 'c\u00e9')])
+def test_labelled_float64_multiarray_bytes_is_the_message_array_msg_builds(labels):
+    values = np.random.default_rng(2).normal(size=(4,) if len(labels) == 1 else (4, 16))
+    data = float64_multiarray_bytes(values, labels)
+    received = deserialize_message(data, Float64MultiArray)
+    assert received == array_msg(values, labels)
+    assert tuple(d.label for d in received.layout.dim) == labels
+    assert len(serialize_message(array_msg(values, labels))) == len(data)
+
+
 def test_float64_multiarray_bytes_takes_any_float_array():
     values = np.arange(12.0).reshape(3, 4)
     for variant in (values.T.copy().T, values.astype(np.float32), values.astype('>f8'),

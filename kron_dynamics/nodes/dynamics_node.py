@@ -24,6 +24,13 @@ Inputs and outputs are in the model's joint order: its independent joints. Mimic
 ``joint_states`` (joint_state_broadcaster publishes them too) are ignored, not checked, and
 the outputs are those of the constrained system (generalized forces of the independent
 joints, M_u = B^T M B, ...).
+
+A floating or planar base (parameter ``root_joint``, or the URDF's own root joint) is read
+from nav_msgs/Odometry on ``~/odometry``: pose in the header frame (the world), twist in the
+base frame (child_frame_id), as REP 105 defines them. Each joint state is paired with the
+newest odometry message if their stamps (their arrival times when a stamp is 0) are at most
+``odometry_timeout`` apart; otherwise it gets no output. Outputs then have nv entries (base
+first, Pinocchio's order) and carry the coordinate names in their dimension labels.
 """
 
 from collections import deque
@@ -33,6 +40,7 @@ import time
 
 from geometry_msgs.msg import WrenchStamped
 from kron_dynamics_interfaces.srv import GetDynamics, GetKinematics, GetMassMatrix
+from nav_msgs.msg import Odometry
 import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
@@ -79,6 +87,13 @@ class DynamicsNode(Node):
                 '(0: applied until the next one replaces it)')
         self._wrench_timeout = _wrench_timeout(
             self.get_parameter('external_wrench_timeout').value)
+        declare(self, 'odometry_timeout', 0.1,
+                'a joint state gets outputs only if the newest ~/odometry is at most this far '
+                'from it [s] (stamps; arrival times if a stamp is 0); floating and planar '
+                'bases only')
+        self._odometry_timeout = _seconds('odometry_timeout',
+                                          self.get_parameter('odometry_timeout').value)
+        self._odometry = None          # (time [ns], message) of the newest valid odometry
         self._wrench = None            # (link, F (6,), monotonic receive time), or None
         self._active = None            # (model, index), replaced as a whole
         self._topic_urdf = None        # the last valid URDF received on /robot_description
@@ -88,7 +103,7 @@ class DynamicsNode(Node):
         self._log = ThrottledLogger(self.get_logger())
         self.counts = {'accepted': 0, 'rejected': 0}
         read_trajectory(b'')           # compile (or load) the trajectory reader up front
-        model = model_from_parameters(self)  # ModelError at start-up: the caller exits
+        model = model_from_parameters(self, moving_base=True)   # errors: the caller exits
         if model is not None:
             self._activate(model)
         else:
@@ -126,6 +141,7 @@ class DynamicsNode(Node):
                             qos_profile=SERVICE_QOS)
         self.create_subscription(WrenchStamped, '~/external_wrench', self._on_external_wrench,
                                  10)
+        self.create_subscription(Odometry, '~/odometry', self._on_odometry, 10)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     # --------------------------------------------------------------- model
@@ -135,8 +151,14 @@ class DynamicsNode(Node):
         # publishes every joint) are ignored, their positions follow from the constraint
         self._active = (model, JointStateIndex(model.joint_names, tuple(model.mimic_joints))
                         .prepare_serialized())
+        self._labels = _labels(model)       # None for a fixed base: 'rows', 'cols'
+
         self._stamps.reset()
         self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
+        if self._labels:
+            self.get_logger().info(f'{model.base} base on link {model.base_link!r}: its state '
+                                   f'from {self.resolve_topic_name("~/odometry")}; outputs '
+                                   f'in the coordinates {model.velocity_names}')
         for mimic in model.mimic_joints.values():
             self.get_logger().info(
                 f"mimic joint '{mimic.name}' = {mimic.multiplier:g} * '{mimic.primary}' + "
@@ -149,7 +171,7 @@ class DynamicsNode(Node):
                                    'parameter robot_description or urdf_file is set')
             return
         try:
-            model = model_from_parameters(self, urdf_text=msg.data)
+            model = model_from_parameters(self, urdf_text=msg.data, moving_base=True)
         except (ModelError, ConfigurationError) as exc:
             joints = parameter_value(self, 'joints')
             hint = f' (parameter joints is {list(joints)})' if joints else ''
@@ -162,16 +184,19 @@ class DynamicsNode(Node):
     def _on_set_parameters(self, params) -> SetParametersResult:
         changes = {p.name: p.value for p in params}
         wrench_timeout = self._wrench_timeout
-        if 'external_wrench_timeout' in changes:     # checked before anything is applied
-            try:
+        odometry_timeout = self._odometry_timeout
+        try:                  # checked before anything is applied
+            if 'external_wrench_timeout' in changes:
                 wrench_timeout = _wrench_timeout(changes['external_wrench_timeout'])
-            except ConfigurationError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
+            if 'odometry_timeout' in changes:
+                odometry_timeout = _seconds('odometry_timeout', changes['odometry_timeout'])
+        except ConfigurationError as exc:
+            return SetParametersResult(successful=False, reason=str(exc))
         if any(name in changes for name in MODEL_PARAMETERS):
             # validated against the URDF they would use (the topic's too) before acceptance
             try:
                 model = model_from_parameters(self, overrides=changes,
-                                              urdf_text=self._topic_urdf)
+                                              urdf_text=self._topic_urdf, moving_base=True)
             except (ModelError, ConfigurationError) as exc:
                 return SetParametersResult(successful=False, reason=str(exc))
             if model is None and self._active is not None:
@@ -186,6 +211,7 @@ class DynamicsNode(Node):
         if 'publish_coriolis_star' in changes:
             self._publish_coriolis_star = bool(changes['publish_coriolis_star'])
         self._wrench_timeout = wrench_timeout
+        self._odometry_timeout = odometry_timeout
         return SetParametersResult(successful=True)
 
     # --------------------------------------------------------------- topics
@@ -203,15 +229,18 @@ class DynamicsNode(Node):
         model, index = active
         try:
             stamp, q, qd = index.from_serialized(data)
-            stamp = self._stamps.check_ns(stamp, self._stamp_clock.now_ns())
+            now = self._stamp_clock.now_ns()
+            if self._labels:
+                q, qd = self._with_base(model, q, qd, stamp, now)
+            stamp = self._stamps.check_ns(stamp, now)
             outputs = self._state_outputs(model, q, qd)
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
             return
         self._stamps.accept(stamp)
         self.counts['accepted'] += 1
-        for publisher, values in outputs:
-            publisher.publish(values)
+        for publisher, values, labels in outputs:
+            publisher.publish(values, labels)
 
     def _state_outputs(self, model, q, qd) -> list:
         """
@@ -224,6 +253,7 @@ class DynamicsNode(Node):
         bias = model.bias_torque(q, qd)
         if self._wrench is not None:
             bias = self._minus_wrench_torque(model, q, bias)
+        labels = self._labels or {}
         outputs = [(self._pub_bias, bias, 'bias torque'),
                    (self._pub_gravity, model.gravity_torque(q), 'gravity torque')]
         if self._publish_mass_matrix:
@@ -234,15 +264,21 @@ class DynamicsNode(Node):
             if not all_finite(values):
                 raise InputError(f'joint_states: {what} not finite at this state (positions '
                                  'or velocities too large?); no output for it')
-        return [(publisher, values) for publisher, values, _ in outputs]
+        return [(publisher, values, labels.get(what)) for publisher, values, what in outputs]
 
     def _publish_feedforward(self, model, q, qd, qdd) -> None:
+        self._fixed_base_only(model, 'reference')
         tau = model.inverse_dynamics(q, qd, qdd)
         if self._wrench is not None:
             tau = self._minus_wrench_torque(model, q, tau)
         if not all_finite(tau):
             raise InputError('reference: feedforward torque not finite')
         self._pub_ff.publish(tau)
+
+    def _fixed_base_only(self, model, what: str) -> None:
+        if self._labels:
+            raise InputError(f'{what}: the feedforward of a {model.base} base needs the base '
+                             'motion too, which a joint trajectory has not; not published')
 
     def _on_reference(self, msg: JointTrajectoryPoint) -> None:
         if self._active is None:
@@ -261,6 +297,7 @@ class DynamicsNode(Node):
             return
         model, _ = self._active
         try:
+            self._fixed_base_only(model, 'reference_trajectory')
             trajectory = trajectory_from_serialized(data, model.joint_names)
         except (InputError, ValueError) as exc:
             self._reject(str(exc))
@@ -288,6 +325,63 @@ class DynamicsNode(Node):
         entry[2] = end
         if end == len(trajectory):
             self._trajectories.popleft()
+
+    # --------------------------------------------------------------- moving base
+    def _on_odometry(self, msg: Odometry) -> None:
+        """Keep the newest valid odometry (its time: the stamp, or the arrival if 0)."""
+        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        p, o = msg.pose.pose.position, msg.pose.pose.orientation
+        lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
+        values = [p.x, p.y, p.z, o.x, o.y, o.z, o.w, lin.x, lin.y, lin.z, ang.x, ang.y, ang.z]
+        active = self._active
+        base = active[0].base_link if active is not None and self._labels else None
+        if not all(np.isfinite(values)):
+            kind, error = 'value', f'odometry: not finite: {values}'
+        elif msg.header.stamp.nanosec >= 1_000_000_000:
+            kind, error = 'stamp', 'odometry: header.stamp.nanosec >= 1e9'
+        elif base is not None and msg.child_frame_id not in ('', base):
+            kind, error = 'frame', (f"odometry: child_frame_id '{msg.child_frame_id}' is not "
+                                    f"the base link '{base}' (the twist must be in the base "
+                                    'frame)')
+        elif abs(float(np.linalg.norm(values[3:7])) - 1.0) > 1e-3:
+            kind, error = 'quaternion', (f'odometry: orientation is not a unit quaternion '
+                                         f'(norm {np.linalg.norm(values[3:7]):.6g})')
+        else:
+            self._odometry = (stamp, self._stamp_clock.now_ns(), np.array(values),
+                              msg.header.frame_id)
+            return
+        self._log.error(f'odometry {kind}', f'{error}; message ignored')
+
+    def _with_base(self, model, q, qd, stamp: int, now: int):
+        """Return (q, v) of a floating or planar model: the newest odometry and the joints."""
+        odometry = self._odometry
+        if odometry is None:
+            raise InputError(f'joint_states: no odometry yet on '
+                             f'{self.resolve_topic_name("~/odometry")} (the {model.base} '
+                             'base state); no output for it')
+        odom_stamp, odom_arrival, values, _ = odometry
+        # both stamped: their stamps; otherwise the arrival times (one clock, the node's)
+        gap = abs(stamp - odom_stamp if stamp and odom_stamp else now - odom_arrival) * 1e-9
+        if gap > self._odometry_timeout:
+            raise InputError(f'joint_states: the newest odometry is {gap:.3f} s from this '
+                             f'state (odometry_timeout {self._odometry_timeout:g} s); no '
+                             'output for it')
+        qb, vb = model.base_state(values[:3], values[3:7], values[7:10], values[10:13])
+        return np.concatenate([qb, q]), np.concatenate([vb, qd])
+
+    def _request_base(self, model, request, q, qd):
+        """Return (q, v): a service request's joints with its base state (request.base)."""
+        if not self._labels:
+            return q, qd
+        pose, twist = request.base.pose.pose, request.base.twist.twist
+        p, o = pose.position, pose.orientation
+        try:
+            qb, vb = model.base_state([p.x, p.y, p.z], [o.x, o.y, o.z, o.w],
+                                      [twist.linear.x, twist.linear.y, twist.linear.z],
+                                      [twist.angular.x, twist.angular.y, twist.angular.z])
+        except ValueError as exc:
+            raise InputError(f'request.base: {exc}') from None
+        return np.concatenate([qb, q]), np.concatenate([vb, qd])
 
     # --------------------------------------------------------------- external wrench
     def _on_external_wrench(self, msg: WrenchStamped) -> None:
@@ -353,7 +447,8 @@ class DynamicsNode(Node):
             response.success, response.message = False, str(exc)
             return response
         response.success, response.message = True, ''
-        response.joint_names = list(model.joint_names)
+        response.joint_names = list(model.velocity_names if self._labels else
+                                    model.joint_names)
         for name, values in fields.items():
             if not name.startswith('_'):       # '_name': checked, not a response field
                 setattr(response, name, array_msg(values))
@@ -361,7 +456,8 @@ class DynamicsNode(Node):
 
     def _get_mass_matrix(self, request, response):
         def compute(model, index, request):
-            q, _ = index.from_joint_state(request.state, 'request.state', strict=True)
+            q, qd = index.from_joint_state(request.state, 'request.state', strict=True)
+            q, _ = self._request_base(model, request, q, qd)
             return {'mass_matrix': model.mass_matrix(q)}
         return self._answer(request, response, compute, 'mass matrix')
 
@@ -374,6 +470,17 @@ class DynamicsNode(Node):
                                        'request.acceleration', label='acceleration')
             else:
                 qdd = np.zeros(model.n)
+            q, qd = self._request_base(model, request, q, qd)
+            if self._labels:
+                base = np.zeros(model.nv - model.n)
+                if len(request.base_acceleration):
+                    if len(request.base_acceleration) != len(base):
+                        raise InputError(f'request.base_acceleration must be empty or '
+                                         f'{len(base)} numbers '
+                                         f'({model.velocity_names[:len(base)]}), got '
+                                         f'{len(request.base_acceleration)}')
+                    base = np.array(request.base_acceleration, dtype=float)
+                qdd = np.concatenate([base, qdd])
             return {'mass_matrix': model.mass_matrix(q),
                     'coriolis_star': model.coriolis_star(q),
                     'gravity_torque': model.gravity_torque(q),
@@ -390,30 +497,58 @@ class DynamicsNode(Node):
                                  f'{len(request.point)}')
             point = list(request.point) if len(request.point) else None
             frame = request.frame or 'local_world_aligned'
+            q, qd = self._request_base(model, request, q, qd)
             try:
                 T = model.link_pose(q, request.link)
                 jacobian = model.jacobian(q, request.link, point, frame)
+                if self._labels:
+                    velocity_term = model.jacobian_time_variation(q, qd, request.link, point,
+                                                                  frame)
+                else:
+                    velocity_term = model.jacobian_derivative(q, qd, request.link, point,
+                                                              frame) @ qd
             except ModelError as exc:
                 raise InputError(f'request.link: {exc}') from None
             except ValueError as exc:
                 raise InputError(f'request: {exc}') from None
             x = T[:3, 3] if point is None else T[:3, 3] + T[:3, :3] @ np.asarray(point)
             response.pose.header.stamp = state.header.stamp
-            response.pose.header.frame_id = model.root_link
+            response.pose.header.frame_id = (request.base.header.frame_id or 'world'
+                                             if self._labels else model.root_link)
             position, orientation = response.pose.pose.position, response.pose.pose.orientation
             position.x, position.y, position.z = (float(v) for v in x)
             (orientation.x, orientation.y, orientation.z,
              orientation.w) = (float(v) for v in matrix_to_quaternion(T[:3, :3]))
-            return {'jacobian': jacobian,
-                    'jacobian_dot_qd': model.jacobian_derivative(q, qd, request.link, point,
-                                                                 frame) @ qd,
-                    '_pose': T}
+            return {'jacobian': jacobian, 'jacobian_dot_qd': velocity_term, '_pose': T}
         return self._answer(request, response, compute, 'kinematics')
 
     def _require_model(self):
         if self._active is None:
             raise InputError('no robot model yet')
         return self._active
+
+
+def _labels(model) -> dict | None:
+    """Return the dimension labels of a moving base's outputs by kind (None: fixed base)."""
+    names = getattr(model, 'velocity_names', None)
+    if names is None:
+        return None
+    rows = 'rows: ' + ' '.join(names)
+    return {'bias torque': (rows,), 'gravity torque': (rows,),
+            'mass matrix': (rows, 'cols: ' + ' '.join(names)),
+            'C*': (rows, 'cols: kron(v, v) of ' + ' '.join(names))}
+
+
+def _seconds(name: str, value) -> float:
+    """Return a checked duration parameter: a finite number of seconds > 0."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not (0.0 < seconds < float('inf')):
+        raise ConfigurationError(f'parameter {name} must be a finite number > 0 (s), got '
+                                 f'{value!r}')
+    return seconds
 
 
 def _wrench_timeout(value) -> float:

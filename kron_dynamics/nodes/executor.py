@@ -31,12 +31,17 @@ from .throttled_logger import ThrottledLogger
 
 def warm_up(model: RobotModel) -> None:
     """Evaluate the model once so that compiled kernels are loaded before the first message."""
-    z = np.zeros(model.n)
-    model.inverse_dynamics(z, z, z)
-    model.bias_torque(z, z)
-    model.gravity_torque(z)
-    model.mass_matrix(z)
-    model.coriolis_star(z)
+    fixed = getattr(model, 'fixed', model)      # a floating base: its tree's kernels
+    z = np.zeros(fixed.n)
+    fixed.inverse_dynamics(z, z, z)
+    fixed.bias_torque(z, z)
+    fixed.gravity_torque(z)
+    fixed.mass_matrix(z)
+    fixed.coriolis_star(z)
+    if fixed is not model:
+        q, v = model.neutral(), np.zeros(model.nv)
+        model.bias_torque(q, v)
+        model.jacobian(q, model.base_link)
 
 
 def make_executor(context=None):

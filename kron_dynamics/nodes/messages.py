@@ -35,21 +35,25 @@ def all_finite(*arrays) -> bool:
 _LAYOUTS = {}
 
 
-def _layout(shape) -> MultiArrayLayout:
+def _layout(shape, labels=None) -> MultiArrayLayout:
     """Return the (shared, never modified) layout of a 1-D or 2-D array shape."""
-    layout = _LAYOUTS.get(shape)
+    layout = _LAYOUTS.get((shape, labels))
     if layout is None:
         dims = [MultiArrayDimension(label=label, size=size, stride=stride)
-                for label, size, stride in layout_dims(shape)]
-        layout = _LAYOUTS[shape] = MultiArrayLayout(dim=dims)
+                for label, size, stride in layout_dims(shape, labels)]
+        layout = _LAYOUTS[shape, labels] = MultiArrayLayout(dim=dims)
     return layout
 
 
-def array_msg(values: np.ndarray) -> Float64MultiArray:
-    """Return a Float64MultiArray with a 1-D ('rows') or 2-D ('rows', 'cols') layout."""
+def array_msg(values: np.ndarray, labels=None) -> Float64MultiArray:
+    """
+    Return a Float64MultiArray with a 1-D ('rows') or 2-D ('rows', 'cols') layout.
+
+    ``labels`` (a tuple, one per dimension) replaces 'rows' and 'cols' (wire.layout_dims).
+    """
     values = np.ascontiguousarray(values, dtype=float)
     msg = Float64MultiArray()
-    msg.layout = _layout(values.shape)
+    msg.layout = _layout(values.shape, labels)
     msg.data = array.array('d', values.tobytes())
     return msg
 
@@ -68,16 +72,18 @@ class ArrayPublisher:
         self.log = log              # a ThrottledLogger: publishing failures are logged
         self.failures = 0
 
-    def publish(self, values: np.ndarray) -> bool:
+    def publish(self, values: np.ndarray, labels=None) -> bool:
         """
         Publish a 1-D or 2-D float array; False if the middleware refused it.
+
+        ``labels``: as for :func:`array_msg`.
 
         DDS refuses a sample when a reliable reader has not taken the earlier ones for
         longer than the writer may block (a subscriber far slower than the stream): the
         sample is dropped and counted, and the node goes on.
         """
         try:
-            self.publisher.publish(float64_multiarray_bytes(values))
+            self.publisher.publish(float64_multiarray_bytes(values, labels))
         except RuntimeError as exc:     # rclpy's RCLError: "cannot publish data"
             self.failures += 1
             if self.log is not None:

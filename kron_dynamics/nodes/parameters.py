@@ -33,8 +33,9 @@ from ..errors import ConfigurationError
 from ..robot_model import RobotModel
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity',
-                    'inertia_check')
+                    'inertia_check', 'root_joint')
 INERTIA_CHECKS = ('error', 'warn')
+ROOT_JOINTS = ('', 'fixed', 'floating', 'planar')
 RESTART = 'read-only, restart the node to change it'
 EMPTY_ARRAYS = {Parameter.Type.STRING_ARRAY: 'a list of strings',
                 Parameter.Type.INTEGER_ARRAY: 'a list of integers',
@@ -94,7 +95,7 @@ def _example(type_, default) -> str:
 
 
 def declare_model_parameters(node: Node, read_only: str = '') -> None:
-    """Declare robot_description, urdf_file, joints, gravity, inertia_check (read-only: why)."""
+    """Declare the model parameters (MODEL_PARAMETERS); read-only with the reason if given."""
     declare(node, 'robot_description', '',
             'URDF text; if it and urdf_file are empty, /robot_description is used', read_only)
     declare(node, 'urdf_file', '', 'URDF file path', read_only)
@@ -105,6 +106,9 @@ def declare_model_parameters(node: Node, read_only: str = '') -> None:
     declare(node, 'inertia_check', 'error',
             "'error' refuses a URDF whose moving links have inertias no rigid body can have; "
             "'warn' loads it as written with one warning per link", read_only)
+    declare(node, 'root_joint', '',
+            "'fixed', 'floating' or 'planar' base; '': as the URDF says (a world link joined "
+            "to the base by a floating or planar joint gives that base)", read_only)
 
 
 def parameter_value(node: Node, name: str, overrides: dict | None = None):
@@ -127,12 +131,14 @@ def required_model(node: Node) -> RobotModel:
 
 
 def model_from_parameters(node: Node, overrides: dict | None = None,
-                          urdf_text: str | None = None) -> RobotModel | None:
+                          urdf_text: str | None = None, moving_base: bool = False):
     """
     Build the model the node's parameters describe; None if it must wait for a topic.
 
     ``overrides`` are parameter values about to be set (to validate them before they are
-    accepted); ``urdf_text`` is a description received on /robot_description.
+    accepted); ``urdf_text`` is a description received on /robot_description. A floating or
+    planar base (a FloatingBaseModel) only where the node reads the base state
+    (``moving_base``).
     Raises ModelError (the URDF) or ConfigurationError (a parameter) with the reason.
     """
     description = parameter_value(node, 'robot_description', overrides) or ''
@@ -146,25 +152,28 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
     if inertia_check not in INERTIA_CHECKS:
         raise ConfigurationError(f'parameter inertia_check must be one of {INERTIA_CHECKS}, '
                                  f'got {inertia_check!r}')
+    root_joint = parameter_value(node, 'root_joint', overrides) or ''
+    if root_joint not in ROOT_JOINTS:
+        raise ConfigurationError(f'parameter root_joint must be one of {list(ROOT_JOINTS)}, '
+                                 f'got {root_joint!r}')
+    options = {'inertia_check': inertia_check, 'root_joint': root_joint or None}
     joints = list(joints) if joints else None
     if description:
         model = RobotModel.from_urdf_string(description, joints, gravity,
-                                            source='parameter robot_description',
-                                            inertia_check=inertia_check)
+                                            source='parameter robot_description', **options)
     elif path:
-        model = RobotModel.from_urdf_file(path, joints, gravity, inertia_check=inertia_check)
+        model = RobotModel.from_urdf_file(path, joints, gravity, **options)
     elif urdf_text is not None:
         model = RobotModel.from_urdf_string(urdf_text, joints, gravity,
-                                            source='topic /robot_description',
-                                            inertia_check=inertia_check)
+                                            source='topic /robot_description', **options)
     else:
         return None
-    if not isinstance(model, RobotModel):      # a FloatingBaseModel
+    if not moving_base and not isinstance(model, RobotModel):      # a FloatingBaseModel
         raise ConfigurationError(
-            f"robot '{model.name}' has a {model.base} base (its URDF joins a world link to "
-            f"'{model.base_link}' by a {model.base} joint): the nodes compute fixed-base "
-            'dynamics from joint_states alone and read no base state; remove the world link '
-            'and its root joint to use the robot on a fixed base')
+            f"robot '{model.name}' has a {model.base} base (parameter root_joint "
+            f"{root_joint!r}; '': as its URDF says): {node.get_name()} computes fixed-base "
+            "dynamics from joint_states alone; set root_joint to 'fixed' to hold the base "
+            'still (dynamics_node reads a moving base from ~/odometry)')
     if model.n == 0:
         source = ('parameter robot_description' if description else path if path
                   else 'topic /robot_description')

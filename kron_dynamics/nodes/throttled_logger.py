@@ -37,22 +37,30 @@ class ThrottledLogger:
         self._next = {}
         self._suppressed = {}
 
+    # One call of the rclpy logger per severity, each on a line of its own: rclpy keys a
+    # logging call site by its location and refuses ("Logger severity cannot be changed
+    # between calls") a site that logs at another severity than the first time.
     def warning(self, key: str, text: str) -> None:
         """Log a warning unless one with the same key was logged less than period ago."""
-        self._log(self._logger.warning, key, text)
+        text = self._gate(key, text)
+        if text is not None:
+            self._logger.warning(text)
 
     def error(self, key: str, text: str) -> None:
         """Log an error unless one with the same key was logged less than period ago."""
-        self._log(self._logger.error, key, text)
+        text = self._gate(key, text)
+        if text is not None:
+            self._logger.error(text)
 
-    def _log(self, log, key: str, text: str) -> None:
+    def _gate(self, key: str, text: str) -> str | None:
+        """Return the text to log now (with the suppressed count), or None to suppress it."""
         now = time.monotonic()
         if len(self._next) > MAX_KEYS:   # keys made from message texts: keep the dict small
             self._next = {k: t for k, t in self._next.items() if t > now}
             self._suppressed = {k: c for k, c in self._suppressed.items() if k in self._next}
         if now < self._next.get(key, 0.0):
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
-            return
+            return None
         self._next[key] = now + self._period
         count = self._suppressed.pop(key, 0)
-        log(text if not count else f'{text} ({count} similar suppressed)')
+        return text if not count else f'{text} ({count} similar suppressed)'

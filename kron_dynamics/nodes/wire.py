@@ -75,23 +75,30 @@ def float64_multiarray_prefix(dims) -> bytes:
     return _HEADER + bytes(out)
 
 
-def layout_dims(shape) -> list:
-    """Return [(label, size, stride)] of a 1-D ('rows') or 2-D ('rows', 'cols') array shape."""
+def layout_dims(shape, labels=None) -> list:
+    """
+    Return [(label, size, stride)] of a 1-D ('rows') or 2-D ('rows', 'cols') array shape.
+
+    ``labels`` replaces the labels (one per dimension): the coordinate names of a floating
+    base model's outputs.
+    """
     if len(shape) == 1:
-        return [('rows', shape[0], shape[0])]
+        return [(labels[0] if labels else 'rows', shape[0], shape[0])]
     rows, cols = shape
-    return [('rows', rows, rows * cols), ('cols', cols, cols)]
+    first, second = labels if labels else ('rows', 'cols')
+    return [(first, rows, rows * cols), (second, cols, cols)]
 
 
 _PREFIXES = {}
 
 
-def float64_multiarray_bytes(values: np.ndarray) -> bytes:
+def float64_multiarray_bytes(values: np.ndarray, labels=None) -> bytes:
     """Return the serialized Float64MultiArray of a 1-D ('rows') or 2-D array (array_msg)."""
     values = np.ascontiguousarray(values, dtype='<f8')
-    prefix = _PREFIXES.get(values.shape)
+    key = (values.shape, labels)
+    prefix = _PREFIXES.get(key)
     if prefix is None:
-        prefix = _PREFIXES[values.shape] = float64_multiarray_prefix(layout_dims(values.shape))
+        prefix = _PREFIXES[key] = float64_multiarray_prefix(layout_dims(values.shape, labels))
     return prefix + values.tobytes()
 
 

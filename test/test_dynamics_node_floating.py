@@ -1,0 +1,213 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+dynamics_node with a floating or planar base (issue 14; real processes).
+
+The base state comes from nav_msgs/Odometry on ~/odometry (pose in the world, twist in the
+base frame), the joints from joint_states; each state is paired with the newest odometry
+within odometry_timeout. Outputs have nv entries with the coordinate names in their labels,
+matched by value to the library's FloatingBaseModel; the services take the base state.
+"""
+
+import time
+
+from kron_dynamics_interfaces.srv import GetDynamics, GetKinematics, GetMassMatrix
+from nav_msgs.msg import Odometry
+import numpy as np
+import pytest
+from rcl_interfaces.msg import Parameter as ParameterMsg, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from conftest import URDF_DIR
+from kron_dynamics import RobotModel
+from ros_harness import NodeProcess, Probe, stamped_state, wait_for
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+GRIPPER_ARM = str(URDF_DIR / 'gripper_arm.urdf')
+JOINTS = ['shoulder', 'elbow', 'left_finger_joint']
+NAME = 'floating_dynamics'
+
+
+def odometry(position, quaternion, linear, angular, stamp_ns=None, child='base_link'):
+    """Return an Odometry message (stamped now by default)."""
+    msg = Odometry()
+    msg.header.frame_id, msg.child_frame_id = 'odom', child
+    stamp_ns = time.time_ns() if stamp_ns is None else stamp_ns
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    p.x, p.y, p.z = map(float, position)
+    o.x, o.y, o.z, o.w = map(float, quaternion)
+    t = msg.twist.twist
+    t.linear.x, t.linear.y, t.linear.z = map(float, linear)
+    t.angular.x, t.angular.y, t.angular.z = map(float, angular)
+    return msg
+
+
+BASE = ([0.3, -0.2, 0.5], np.array([0.1, -0.2, 0.3, 0.9]) / np.linalg.norm([0.1, -0.2, 0.3,
+                                                                            0.9]),
+        [0.2, 0.1, -0.3], [0.4, -0.5, 0.6])
+
+
+@pytest.fixture(scope='module')
+def node():
+    process = NodeProcess('dynamics_node', [
+        '-r', f'__node:={NAME}', '-p', f'urdf_file:={GRIPPER_ARM}',
+        '-p', 'root_joint:=floating', '-p', 'odometry_timeout:=0.5',
+        '-r', 'joint_states:=/floating/joint_states'])
+    probe = Probe('floating_probe')
+    outputs = {name: probe.collect(Float64MultiArray, f'/{NAME}/{name}', 1000)
+               for name in ('bias_torque', 'gravity_torque', 'mass_matrix')}
+    states = probe.node.create_publisher(JointState, '/floating/joint_states', 100)
+    odom = probe.node.create_publisher(Odometry, f'/{NAME}/odometry', 100)
+    assert wait_for(lambda: states.get_subscription_count() > 0
+                    and odom.get_subscription_count() > 0, 60), process.stop()
+    yield process, probe, outputs, states, odom
+    probe.close()
+    print(process.stop())
+
+
+def send_pair(states, odom, u, ud, base=BASE, stamp_ns=None, odom_stamp_ns=None):
+    """Publish one odometry message, then one joint state."""
+    stamp_ns = time.time_ns() if stamp_ns is None else stamp_ns
+    odom.publish(odometry(*base, stamp_ns=stamp_ns if odom_stamp_ns is None else odom_stamp_ns))
+    time.sleep(0.05)      # the two topics have separate queues: odometry first
+    states.publish(stamped_state(JOINTS, u, ud, stamp_ns))
+
+
+def test_outputs_are_the_floating_base_dynamics_with_coordinate_names(node):
+    process, _, outputs, states, odom = node
+    model = RobotModel.from_urdf_file(GRIPPER_ARM, root_joint='floating')
+    u, ud = np.array([0.4, -0.6, 0.02]), np.array([0.3, -0.2, 0.05])
+    qb, vb = model.base_state(*BASE)
+    q, v = np.concatenate([qb, u]), np.concatenate([vb, ud])
+    n0 = len(outputs['mass_matrix'])
+    for _ in range(600):      # until the odometry subscription has matched too
+        send_pair(states, odom, u, ud)
+        if wait_for(lambda: len(outputs['mass_matrix']) > n0, 0.5):
+            break
+    assert len(outputs['mass_matrix']) > n0, process.output()
+    bias = outputs['bias_torque'][-1]
+    np.testing.assert_allclose(bias.data, model.bias_torque(q, v), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(outputs['gravity_torque'][-1].data, model.gravity_torque(q),
+                               rtol=1e-12, atol=1e-12)
+    M = np.reshape(outputs['mass_matrix'][-1].data, (model.nv, model.nv))
+    np.testing.assert_allclose(M, model.mass_matrix(q), rtol=1e-12, atol=1e-14)
+    labels = bias.layout.dim[0].label.split()
+    assert labels[0] == 'rows:' and tuple(labels[1:]) == model.velocity_names
+    assert outputs['mass_matrix'][-1].layout.dim[1].label.split()[1:] == list(
+        model.velocity_names)
+    assert f'/{NAME}/odometry' in process.output()
+
+
+def test_a_state_without_fresh_odometry_gets_no_output(node):
+    process, _, outputs, states, odom = node
+    model = RobotModel.from_urdf_file(GRIPPER_ARM, root_joint='floating')
+    u, ud = np.array([0.1, 0.2, 0.01]), np.zeros(3)
+    now = time.time_ns()
+    n0 = len(outputs['bias_torque'])
+    # odometry 2 s older than the state (odometry_timeout 0.5 s): no output
+    send_pair(states, odom, u, ud, stamp_ns=now, odom_stamp_ns=now - 2_000_000_000)
+    assert wait_for(lambda: 'odometry_timeout 0.5 s' in process.output(), 30), \
+        process.output()
+    # a marker pair after it: the next output is the marker's (same topic, in order)
+    marker = np.array([0.7, 0.1, 0.0])
+    send_pair(states, odom, marker, ud)
+    assert wait_for(lambda: len(outputs['bias_torque']) > n0, 30), process.output()
+    qb, vb = model.base_state(*BASE)
+    np.testing.assert_allclose(outputs['bias_torque'][n0].data, model.bias_torque(
+        np.concatenate([qb, marker]), np.concatenate([vb, ud])), rtol=1e-12, atol=1e-12)
+    # odometry whose twist is not in the base frame is refused, with the reason
+    odom.publish(odometry(*BASE, child='elsewhere'))
+    assert wait_for(lambda: "child_frame_id 'elsewhere' is not the base link 'base_link'"
+                    in process.output(), 30), process.output()
+
+
+def test_services_take_the_base_state(node):
+    _, probe, _, _, _ = node
+    model = RobotModel.from_urdf_file(GRIPPER_ARM, root_joint='floating')
+    u, ud = np.array([0.2, -0.3, 0.015]), np.array([0.1, 0.2, -0.1])
+    base_acc = [0.5, -0.1, 0.2, 0.3, 0.0, -0.4]
+    qdd = np.array([1.0, -1.0, 0.5])
+    qb, vb = model.base_state(*BASE)
+    q, v = np.concatenate([qb, u]), np.concatenate([vb, ud])
+    state = JointState(name=JOINTS[::-1], position=list(u[::-1]), velocity=list(ud[::-1]))
+    base = odometry(*BASE)
+    res = probe.call(GetDynamics, f'/{NAME}/get_dynamics', GetDynamics.Request(
+        state=state, acceleration=list(qdd[::-1]), base=base, base_acceleration=base_acc))
+    assert res.success, res.message
+    assert tuple(res.joint_names) == model.velocity_names
+    np.testing.assert_allclose(res.torque.data, model.inverse_dynamics(
+        q, v, np.concatenate([base_acc, qdd])), rtol=1e-12, atol=1e-12)
+    res = probe.call(GetDynamics, f'/{NAME}/get_dynamics', GetDynamics.Request(
+        state=state, base=base, base_acceleration=[1.0]))
+    assert not res.success and 'request.base_acceleration must be empty or 6' in res.message
+    res = probe.call(GetMassMatrix, f'/{NAME}/get_mass_matrix',
+                     GetMassMatrix.Request(state=state, base=base))
+    assert res.success, res.message
+    np.testing.assert_allclose(np.reshape(res.mass_matrix.data, (model.nv, model.nv)),
+                               model.mass_matrix(q), rtol=1e-12, atol=1e-14)
+    res = probe.call(GetKinematics, f'/{NAME}/get_kinematics', GetKinematics.Request(
+        state=state, link='hand', frame='local', base=base))
+    assert res.success, res.message
+    np.testing.assert_allclose(np.reshape(res.jacobian.data, (6, model.nv)),
+                               model.jacobian(q, 'hand', frame='local'), rtol=1e-12,
+                               atol=1e-14)
+    np.testing.assert_allclose(res.jacobian_dot_qd.data, model.jacobian_time_variation(
+        q, v, 'hand', frame='local'), rtol=1e-12, atol=1e-12)
+    T = model.link_pose(q, 'hand')
+    p = res.pose.pose.position
+    np.testing.assert_allclose([p.x, p.y, p.z], T[:3, 3], rtol=1e-12, atol=1e-14)
+    assert res.pose.header.frame_id == 'odom'
+    unit = odometry(*BASE)
+    unit.pose.pose.orientation.w = 3.0
+    res = probe.call(GetMassMatrix, f'/{NAME}/get_mass_matrix',
+                     GetMassMatrix.Request(state=state, base=unit))
+    assert not res.success and 'request.base: orientation: quaternion norm' in res.message
+
+
+def test_root_joint_switches_to_a_planar_base_at_run_time(node):
+    process, probe, outputs, states, odom = node
+    request = SetParameters.Request(parameters=[ParameterMsg(
+        name='root_joint', value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                                string_value='planar'))])
+    try:
+        result = probe.call(SetParameters, f'/{NAME}/set_parameters', request).results[0]
+        assert result.successful, result.reason
+        model = RobotModel.from_urdf_file(GRIPPER_ARM, root_joint='planar')
+        u, ud = np.array([0.3, 0.3, 0.01]), np.array([0.0, 0.1, 0.0])
+        qb, vb = model.base_state(*BASE)
+        expected = model.bias_torque(np.concatenate([qb, u]), np.concatenate([vb, ud]))
+        assert expected.shape == (3 + 3,)
+        assert wait_for(lambda: (send_pair(states, odom, u, ud), wait_for(
+            lambda: outputs['bias_torque'] and len(outputs['bias_torque'][-1].data) == 6
+            and np.allclose(outputs['bias_torque'][-1].data, expected, rtol=1e-12,
+                            atol=1e-12), 0.5))[1], 60), process.output()
+        request.parameters[0].value.string_value = 'sideways'
+        result = probe.call(SetParameters, f'/{NAME}/set_parameters', request).results[0]
+        assert not result.successful and 'parameter root_joint must be one of' in result.reason
+    finally:
+        request.parameters[0].value.string_value = 'floating'
+        assert probe.call(SetParameters, f'/{NAME}/set_parameters',
+                          request).results[0].successful
+
+
+def test_the_controller_takes_the_arm_on_a_held_base_only():
+    code, out = NodeProcess('computed_torque_controller', [
+        '-p', f'urdf_file:={GRIPPER_ARM}', '-p', 'root_joint:=floating']).wait(60)
+    assert code == 1 and 'has a floating base' in out and "set root_joint to 'fixed'" in out
+    assert 'Traceback' not in out

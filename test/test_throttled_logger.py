@@ -1,0 +1,47 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The nodes' throttled logger on rclpy's real logger (no context needed)."""
+
+import rclpy.logging
+
+from kron_dynamics.nodes.throttled_logger import ThrottledLogger
+
+
+def test_warnings_and_errors_mix_on_one_logger():
+    """A warning then an error raised: rclpy refused a call site that changed severity."""
+    log = ThrottledLogger(rclpy.logging.get_logger('throttled_logger_test'), period=0.0)
+    for k in range(3):
+        log.warning(f'w{k}', 'a warning')
+        log.error(f'e{k}', 'an error')
+        log.warning(f'w{k}', 'the same warning again')
+
+
+def test_a_key_is_logged_once_per_period_with_the_suppressed_count():
+    lines = []
+
+    class Recorder:
+        def warning(self, text):
+            lines.append(('warning', text))
+
+        def error(self, text):
+            lines.append(('error', text))
+    log = ThrottledLogger(Recorder(), period=3600.0)
+    for _ in range(5):
+        log.warning('same', 'repeated')
+    log.error('other', 'different')
+    assert lines == [('warning', 'repeated'), ('error', 'different')]
+    log._next['same'] = 0.0          # the period is over
+    log.warning('same', 'repeated')
+    assert lines[-1] == ('warning', 'repeated (4 similar suppressed)')
