@@ -109,6 +109,21 @@ def _exp6(twist: np.ndarray) -> np.ndarray:
     return T
 
 
+def _ad(twist: np.ndarray) -> np.ndarray:
+    """Return ad of a twist (v, w), 6 x 6: its Lie bracket [twist, .] in (linear; angular)."""
+    A = np.zeros((6, 6))
+    A[:3, :3] = A[3:, 3:] = skew(twist[3:])
+    A[:3, 3:] = skew(twist[:3])
+    return A
+
+
+def _rotation_ad(w: np.ndarray) -> np.ndarray:
+    """Return blockdiag(w x, w x): how both halves of a vector turn with angular rate w."""
+    A = np.zeros((6, 6))
+    A[:3, :3] = A[3:, 3:] = skew(w)
+    return A
+
+
 def _log6(T: np.ndarray) -> np.ndarray:
     """Return the twist (v, w) whose exponential is T (rotation angle below pi)."""
     from scipy.spatial.transform import Rotation
@@ -438,6 +453,42 @@ class FloatingBaseModel:
         if frame == 'world':
             out[:3] += skew(T_wk[:3, 3]) @ out[3:]
         return out
+
+    def hessian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
+                frame: str = 'local_world_aligned') -> Array:
+        """
+        Return the 6 x nv^2 Hessian of :meth:`jacobian`: H[:, s*nv + k] = dJ[:, s]/dq_k.
+
+        The derivative along the k-th velocity direction, q moving as integrate(q, e_k t)
+        (the base's twist is no coordinate derivative; for the joints this is Khang's
+        derivative of 000 eq. 5), so that J' v = H (v kron v) as on a fixed base. In 'local'
+        axes J depends on the joints only: the base directions give 0, the base columns turn
+        with the link (-ad(J_k) Ad^-1); the other frames turn with the link's rotation.
+        """
+        if frame not in ('local_world_aligned', 'local', 'world'):
+            raise ValueError("frame must be one of ['world', 'local', 'local_world_aligned'], "
+                             f'got {frame!r}')
+        _, T, u, _ = self._split(q)
+        nb, nv = self._nb, self.nv
+        J = self.jacobian(q, link, point, 'local')
+        H = np.zeros((6, nv, nv))        # H[:, s, k]
+        H[:, nb:, nb:] = self.fixed.hessian(u, link, point, 'local').reshape(6, self.n, self.n)
+        for k in range(nb, nv):
+            H[:, :nb, k] = -_ad(J[:, k]) @ J[:, :nb]
+        if frame == 'local':
+            return H.reshape(6, nv * nv)
+        T_wk = self.link_pose(q, link)
+        if point is not None:
+            T_wk[:3, 3] += T_wk[:3, :3] @ np.asarray(point, dtype=float)
+        R = T_wk[:3, :3]
+        for k in range(nv):              # d/dq_k of X J_local with X turning with the link
+            turn = _ad(J[:, k]) if frame == 'world' else _rotation_ad(J[3:, k])
+            H[:, :, k] += turn @ J
+        X = np.zeros((6, 6))
+        X[:3, :3] = X[3:, 3:] = R
+        if frame == 'world':
+            X[:3, 3:] = skew(T_wk[:3, 3]) @ R
+        return np.einsum('ij,jsk->isk', X, H).reshape(6, nv * nv)
 
     def _site(self, link: str):
         """Return (body index or -1, R, p) of a link relative to its body; ModelError if none."""

@@ -489,3 +489,43 @@ def test_jacobian_time_variation_in_three_frames_agrees_with_pinocchio(floating_
             dJ = pin.getFrameJacobianTimeVariation(pm, pd, fid, frame) @ pair.P
             close(model.jacobian_time_variation(q, v, link, frame=name), dJ @ v,
                   f"J' v ({name}) of {link}")
+
+
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+def test_hessians_are_derivatives_along_integrate(base):
+    """H[:, s*nv + k] = dJ[:, s]/dq_k along integrate(q, e_k t); J' v = H (v kron v)."""
+    model = RobotModel.from_urdf_string(FLOATING_TREE_URDF, root_joint=base)
+    rng = np.random.default_rng(16)
+    q, v, _ = random_state(model, rng)
+    link, h, nv = model.link_names[-1], 1e-6, model.nv
+    for frame in ('local', 'local_world_aligned', 'world'):
+        H = model.hessian(q, link, frame=frame)
+        for k in range(nv):
+            e = np.eye(nv)[k]
+            dJ = (model.jacobian(model.integrate(q, e, h), link, frame=frame)
+                  - model.jacobian(model.integrate(q, e, -h), link, frame=frame)) / (2 * h)
+            np.testing.assert_allclose(H.reshape(6, nv, nv)[:, :, k], dJ, atol=2e-8)
+        close(H @ np.kron(v, v), model.jacobian_time_variation(q, v, link, frame=frame),
+              f"H (v kron v) = J' v ({frame})")
+
+
+def test_hessians_agree_with_pinocchio_kinematic_hessians(floating_tree):
+    model = floating_tree
+    rng = np.random.default_rng(17)
+    q, _, _ = random_state(model, rng)
+    pm = pin.buildModelFromXML(FLOATING_TREE_URDF, pin.JointModelFreeFlyer())
+    pair = PinPair(model, pm)
+    pd = pm.createData()
+    pin.computeJointKinematicHessians(pm, pd, pair.q(q))
+    frames = {'world': pin.WORLD, 'local': pin.LOCAL,
+              'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
+    nv = model.nv
+    for joint in model.joint_names:
+        link = model.fixed.joints[joint].child_link     # the joint frame is its child's frame
+        jid = pm.getJointId(joint)
+        for name, frame in frames.items():
+            T = np.asarray(pin.getJointKinematicHessian(pm, pd, jid, frame))
+            T = T.reshape(-1).reshape(T.shape, order='F')     # as test_kinematics_pinocchio
+            ours = model.hessian(q, link, frame=name).reshape(6, nv, nv)
+            close(ours, np.einsum('isk,sa,kb->iab', T, pair.P, pair.P),
+                  f'Hessian ({name}) of {link}')
