@@ -31,8 +31,12 @@ def _matrix(name: str, A: np.ndarray) -> str:
 
 
 def info(path: str) -> int:
-    """Print joints, limits, masses, M(0) and G(0) of a URDF."""
-    model = RobotModel.from_urdf_file(path)
+    """Print joints, limits, masses, M(0) and G(0) of a URDF (a moving base: at neutral)."""
+    loaded = RobotModel.from_urdf_file(path)
+    model = getattr(loaded, 'fixed', loaded)      # a floating or planar base: its tree
+    if model is not loaded:
+        print(f"robot '{loaded.name}' on a {loaded.base} base (link '{loaded.base_link}'): "
+              f'nq = {loaded.nq}, nv = {loaded.nv}; coordinates {list(loaded.velocity_names)}')
     print(f"robot '{model.name}': {model.n} joint(s), root link '{model.root_link}', "
           f'total mass {model.total_mass:.6g} kg, gravity {model.gravity.tolist()}')
     print(f"{'joint':<24}{'type':<12}{'lower':>12}{'upper':>12}{'effort':>12}{'velocity':>12}"
@@ -44,9 +48,9 @@ def info(path: str) -> int:
     for mimic in model.mimic_joints.values():
         print(f"mimic joint '{mimic.name}' = {mimic.multiplier:.6g} * '{mimic.primary}' + "
               f'{mimic.offset:.6g} (a constraint, not a coordinate)')
-    q0 = np.zeros(model.n)
-    print(_matrix('M(0)', model.mass_matrix(q0)))
-    print(_matrix('G(0)', model.gravity_torque(q0)))
+    q0 = np.zeros(model.n) if model is loaded else loaded.neutral()
+    print(_matrix('M(0)', loaded.mass_matrix(q0)))
+    print(_matrix('G(0)', loaded.gravity_torque(q0)))
     return 0
 
 

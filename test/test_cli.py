@@ -40,6 +40,19 @@ def test_info_prints_the_model():
 
 
 @pytest.mark.slow
+def test_info_of_a_floating_base_prints_its_coordinates(tmp_path):
+    xml = (URDF_DIR / 'gripper_arm.urdf').read_text()
+    floating = tmp_path / 'floating.urdf'
+    floating.write_text(xml.replace('<link name="base_link"', (
+        '<link name="world"/><joint name="free" type="floating"><parent link="world"/>'
+        '<child link="base_link"/></joint><link name="base_link"'), 1))
+    out = kron_dynamics('info', str(floating))
+    assert out.returncode == 0, out.stderr
+    for word in ('on a floating base', 'nq = 10, nv = 9', "'base_vx'", 'shoulder', 'M(0)'):
+        assert word in out.stdout, out.stdout
+
+
+@pytest.mark.slow
 def test_info_reports_a_bad_urdf_clearly(tmp_path):
     bad = tmp_path / 'bad.urdf'
     bad.write_text('<robot name="x"><link name="a"/><joint name="j" type="revolute">'
