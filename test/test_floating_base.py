@@ -35,6 +35,8 @@ from pinocchio_oracle import hand_coupling, robots_dir
 pin = pytest.importorskip('pinocchio')
 
 RTOL = 1e-9
+PIN_FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL,
+              'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
 
 
 # ------------------------------------------------------------------ Pinocchio side
@@ -128,12 +130,10 @@ def compare_kinematics(pair: PinPair, q, v, dv, links):
     pin.forwardKinematics(pm, pd, pq, pv, pa)
     pin.updateFramePlacements(pm, pd)
     pin.computeJointJacobians(pm, pd, pq)
-    frames = {'world': pin.WORLD, 'local': pin.LOCAL,
-              'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
     for link in links:
         fid = pm.getFrameId(link)
         close(m.link_pose(q, link), pd.oMf[fid].homogeneous, f'pose of {link}')
-        for name, frame in frames.items():
+        for name, frame in PIN_FRAMES.items():
             close(m.jacobian(q, link, frame=name), pin.getFrameJacobian(pm, pd, fid, frame) @ P,
                   f'{name} Jacobian of {link}')
         close(m.acceleration(q, v, dv, link),
@@ -471,21 +471,22 @@ def test_the_closed_forms_refuse_a_floating_base_clearly():
         SymbolicModel.from_urdf_string(floating)
 
 
+def pinocchio_floating_tree(model, seed):
+    """Return (Pinocchio pair of FLOATING_TREE_URDF on a free flyer, q, v) at random."""
+    q, v, _ = random_state(model, np.random.default_rng(seed))
+    pair = PinPair(model, pin.buildModelFromXML(FLOATING_TREE_URDF, pin.JointModelFreeFlyer()))
+    return pair, q, v
+
+
 def test_jacobian_time_variation_in_three_frames_agrees_with_pinocchio(floating_tree):
     model = floating_tree
-    rng = np.random.default_rng(15)
-    q, v, _ = random_state(model, rng)
-    pm = pin.buildModelFromXML(FLOATING_TREE_URDF, pin.JointModelFreeFlyer())
-    pair = PinPair(model, pm)
-    pd = pm.createData()
-    pq, pv = pair.q(q), pair.v(v)
-    pin.computeJointJacobiansTimeVariation(pm, pd, pq, pv)
+    pair, q, v = pinocchio_floating_tree(model, 15)
+    pm, pd = pair.pm, pair.pd
+    pin.computeJointJacobiansTimeVariation(pm, pd, pair.q(q), pair.v(v))
     pin.updateFramePlacements(pm, pd)
-    frames = {'world': pin.WORLD, 'local': pin.LOCAL,
-              'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
     for link in model.link_names:
         fid = pm.getFrameId(link)
-        for name, frame in frames.items():
+        for name, frame in PIN_FRAMES.items():
             dJ = pin.getFrameJacobianTimeVariation(pm, pd, fid, frame) @ pair.P
             close(model.jacobian_time_variation(q, v, link, frame=name), dJ @ v,
                   f"J' v ({name}) of {link}")
@@ -511,19 +512,14 @@ def test_hessians_are_derivatives_along_integrate(base):
 
 def test_hessians_agree_with_pinocchio_kinematic_hessians(floating_tree):
     model = floating_tree
-    rng = np.random.default_rng(17)
-    q, _, _ = random_state(model, rng)
-    pm = pin.buildModelFromXML(FLOATING_TREE_URDF, pin.JointModelFreeFlyer())
-    pair = PinPair(model, pm)
-    pd = pm.createData()
+    pair, q, _ = pinocchio_floating_tree(model, 17)
+    pm, pd = pair.pm, pair.pd
     pin.computeJointKinematicHessians(pm, pd, pair.q(q))
-    frames = {'world': pin.WORLD, 'local': pin.LOCAL,
-              'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
     nv = model.nv
     for joint in model.joint_names:
         link = model.fixed.joints[joint].child_link     # the joint frame is its child's frame
         jid = pm.getJointId(joint)
-        for name, frame in frames.items():
+        for name, frame in PIN_FRAMES.items():
             T = np.asarray(pin.getJointKinematicHessian(pm, pd, jid, frame))
             T = T.reshape(-1).reshape(T.shape, order='F')     # as test_kinematics_pinocchio
             ours = model.hessian(q, link, frame=name).reshape(6, nv, nv)
