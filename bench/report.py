@@ -527,8 +527,25 @@ def call_anatomy_table(r: Results) -> str:
         for part, e in parts.items():
             rows.append([f'`{op}`', part, fmt(e.get('kron_min_us')),
                          fmt(e.get('pin_min_us')), fmt(e.get('ratio_min'))])
+    limits = []
+    for op, parts in d.items():
+        facade, entry = parts.get('facade', {}), parts.get('entry point', {})
+        pin_us = facade.get('pin_min_us')
+        if None in (facade.get('kron_min_us'), entry.get('kron_min_us'), pin_us):
+            continue
+        limits.append(f"`{op}` {fmt(facade['ratio_min'])}x: the compiled entry point alone "
+                      f"is {fmt(entry['ratio_min'])}x Pinocchio's whole call, the facade around "
+                      f"it (input checks, dispatch, the output array) adds "
+                      f"{fmt(facade['kron_min_us'] - entry['kron_min_us'])} µs")
+    big = r['kinematics']['robots'].get('talos', {}).get('single', {})
+    at_scale = ', '.join(f"`{op}` {fmt(big[op]['ratio_min'])}x" for op in d
+                         if big.get(op, {}).get('ratio_min') is not None)
+    text = ('What limits the Panda ratios of M, G and RNEA (target 1.2x): '
+            + '; '.join(limits) + '.' + (f' At 32 joints (Talos), where the arithmetic '
+                                         f'outweighs the fixed per-call cost: {at_scale}.'
+                                         if at_scale else '')) if limits else ''
     return table(['method', 'part timed', 'µs', 'Pinocchio whole call µs', 'ratio'],
-                 rows) + '\n\n' + source(r, 'kinematics')
+                 rows) + '\n\n' + source(r, 'kinematics') + ('\n\n' + text if text else '')
 
 
 def readme_block(r: Results) -> str:
