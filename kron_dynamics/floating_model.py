@@ -92,6 +92,15 @@ def _contacts(contacts) -> list[Contact]:
     return out
 
 
+def _unit(x: np.ndarray, what: str) -> np.ndarray:
+    """Return x normalised; ValueError naming it if its norm is not within tolerance of 1."""
+    norm = float(np.linalg.norm(x))
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        raise ValueError(f'{what} has norm {norm:.6g}; it must be a unit vector (within '
+                         f'{QUATERNION_TOLERANCE}: normalised)')
+    return x / norm
+
+
 def _exp6(twist: np.ndarray) -> np.ndarray:
     """Return the 4x4 exponential of a twist (v, w): the motion it gives in unit time."""
     v, w = twist[:3], twist[3:]
@@ -221,12 +230,8 @@ class FloatingBaseModel:
         """Check q; return it with the base orientation normalised (ValueError if far off)."""
         q = self._vector(q, self.nq, 'q')
         part = slice(3, 7) if self.base == 'floating' else slice(2, 4)
-        norm = float(np.linalg.norm(q[part]))
-        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-            what = 'quaternion (qx, qy, qz, qw)' if self.base == 'floating' else '(cos, sin)'
-            raise ValueError(f'q: the base {what} has norm {norm:.6g}; it must be a unit '
-                             f'vector (within {QUATERNION_TOLERANCE}: normalised)')
-        q[part] /= norm
+        what = 'quaternion (qx, qy, qz, qw)' if self.base == 'floating' else '(cos, sin)'
+        q[part] = _unit(q[part], f'q: the base {what}')
         return q
 
     def _batch(self, method, *arrays):
@@ -247,7 +252,10 @@ class FloatingBaseModel:
     # ----------------------------------------------------------------- base pose
     def base_pose(self, q: ArrayLike) -> Array:
         """Return the 4x4 pose of the base link in the world."""
-        q = self._configuration(q)
+        return self._base_pose(self._configuration(q))
+
+    def _base_pose(self, q: Array) -> Array:
+        """Return the base pose of a checked configuration."""
         T = np.eye(4)
         if self.base == 'floating':
             from scipy.spatial.transform import Rotation
@@ -263,7 +271,7 @@ class FloatingBaseModel:
         """Return (checked q, base pose, joint coordinates u, tree coordinates)."""
         q = self._configuration(q)
         u = q[self.nq - self.n:]
-        return q, self.base_pose(q), u, self._B @ u + self._d
+        return q, self._base_pose(q), u, self._B @ u + self._d
 
     def _gravity_base(self, T) -> Array:
         return T[:3, :3].T @ self.gravity
@@ -322,17 +330,20 @@ class FloatingBaseModel:
         """
         if np.ndim(q) == 2:
             return self._batch(self.coriolis_star, q)
-        q = self._configuration(q)
+        _, _, _, qt = self._split(q)
         nv = self.nv
         E = np.eye(nv)
-        h = [self.coriolis_vector(q, E[j]) for j in range(nv)]
+        zero, g0 = np.zeros(6 + self._tree.n), np.zeros(3)
+
+        def quadratic(v):     # h - G at v: the recursion without gravity, v' = 0
+            return self._P.T @ rnea_floating(self._tree, self._root, qt, self._P @ v, zero, g0)
+        h = [quadratic(E[j]) for j in range(nv)]
         C = np.empty((nv, nv, nv))
         for j in range(nv):
             C[:, j, j] = h[j]
             for k in range(j + 1, nv):
                 # polarization: Q(e_j + e_k) = Q_jj + Q_kk + 2 Q_jk
-                C[:, j, k] = C[:, k, j] = 0.5 * (self.coriolis_vector(q, E[j] + E[k])
-                                                 - h[j] - h[k])
+                C[:, j, k] = C[:, k, j] = 0.5 * (quadratic(E[j] + E[k]) - h[j] - h[k])
         return C.reshape(nv, nv * nv)
 
     def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> Array:
@@ -394,12 +405,8 @@ class FloatingBaseModel:
         """
         T = np.eye(4)
         from scipy.spatial.transform import Rotation
-        quat = self._vector(orientation, 4, 'orientation')
-        norm = float(np.linalg.norm(quat))
-        if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-            raise ValueError(f'orientation: quaternion norm {norm:.6g}; it must be a unit '
-                             f'vector (within {QUATERNION_TOLERANCE}: normalised)')
-        T[:3, :3] = Rotation.from_quat(quat / norm).as_matrix()
+        quat = _unit(self._vector(orientation, 4, 'orientation'), 'orientation: the quaternion')
+        T[:3, :3] = Rotation.from_quat(quat).as_matrix()
         T[:3, 3] = self._vector(position, 3, 'position')
         twist = np.concatenate([self._vector(linear, 3, 'linear'),
                                 self._vector(angular, 3, 'angular')])

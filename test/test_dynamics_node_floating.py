@@ -177,7 +177,7 @@ def test_services_take_the_base_state(node):
     unit.pose.pose.orientation.w = 3.0
     res = probe.call(GetMassMatrix, f'/{NAME}/get_mass_matrix',
                      GetMassMatrix.Request(state=state, base=unit))
-    assert not res.success and 'request.base: orientation: quaternion norm' in res.message
+    assert not res.success and 'request.base: orientation: the quaternion has norm' in res.message
 
 
 def test_root_joint_switches_to_a_planar_base_at_run_time(node):

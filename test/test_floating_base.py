@@ -25,14 +25,13 @@ contact dynamics against Pinocchio's constraintDynamics and its own balance equa
 """
 
 import numpy as np
+import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
 import pytest
 
 from conftest import URDF_DIR
 from kron_dynamics import Contact, FloatingBaseModel, ModelError, RobotModel
 from kron_dynamics.testing.random_urdf import random_urdf
 from pinocchio_oracle import hand_coupling, robots_dir
-
-pin = pytest.importorskip('pinocchio')
 
 RTOL = 1e-9
 PIN_FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL,
@@ -262,14 +261,18 @@ ROBOTS = {      # example-robot-data file, base, links whose kinematics are comp
 }
 
 
+def erd_robots():
+    """Return example-robot-data's robots directory (a declared test dependency: no skip)."""
+    directory = robots_dir()
+    assert directory is not None, 'example-robot-data (requirements.txt) is not installed'
+    return directory
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('robot', sorted(ROBOTS))
 def test_example_robot_data_agrees_with_pinocchio(robot):
-    directory = robots_dir()
-    if directory is None:
-        pytest.skip('example-robot-data is not installed')
     relative, base, links = ROBOTS[robot]
-    path = directory / relative
+    path = erd_robots() / relative
     model = RobotModel.from_urdf_file(path, root_joint=base)
     root = pin.JointModelFreeFlyer() if base == 'floating' else pin.JointModelPlanar()
     pair = PinPair(model, pin.buildModelFromUrdf(str(path), root))
@@ -384,22 +387,24 @@ def test_mimic_joints_on_a_floating_base_are_the_projected_system():
 # ------------------------------------------------------------------ contacts
 @pytest.fixture(scope='module')
 def solo():
-    directory = robots_dir()
-    if directory is None:
-        pytest.skip('example-robot-data is not installed')
-    path = directory / 'solo_description/robots/solo12.urdf'
+    path = erd_robots() / 'solo_description/robots/solo12.urdf'
     return RobotModel.from_urdf_file(path, root_joint='floating'), str(path)
 
 
 FEET = ['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT']
 
 
+def solo_state(model, seed):
+    """Return (q, v, joint torques) of solo12 at random."""
+    rng = np.random.default_rng(seed)
+    q, v, _ = random_state(model, rng)
+    return q, v, rng.uniform(-1, 1, model.n)
+
+
 @pytest.mark.slow
 def test_constrained_forward_dynamics_agrees_with_pinocchio(solo):
     model, path = solo
-    rng = np.random.default_rng(12)
-    q, v, _ = random_state(model, rng)
-    tau = rng.uniform(-1, 1, model.n)
+    q, v, tau = solo_state(model, 12)
     contacts = [Contact(FEET[0]), Contact(FEET[3], dim=6)]
     J = model.contact_jacobian(q, contacts)
     v = v - np.linalg.pinv(J) @ (J @ v)       # contacts at rest, as in a real contact
@@ -435,9 +440,7 @@ def test_constrained_forward_dynamics_agrees_with_pinocchio(solo):
 @pytest.mark.slow
 def test_redundant_contacts_and_contact_inverse_dynamics(solo):
     model, _ = solo
-    rng = np.random.default_rng(13)
-    q, v, _ = random_state(model, rng)
-    tau = rng.uniform(-1, 1, model.n)
+    q, v, tau = solo_state(model, 13)
     # the same foot twice: J_c has dependent rows; v' is unique, lambda the minimum-norm one
     one, _ = model.constrained_forward_dynamics(q, v, tau, [FEET[1]])
     twice, lam = model.constrained_forward_dynamics(q, v, tau, [FEET[1], FEET[1]])

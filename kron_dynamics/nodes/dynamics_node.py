@@ -50,6 +50,7 @@ from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ConfigurationError, ModelError
+from ..floating_model import QUATERNION_TOLERANCE
 from ..model.rotations import matrix_to_quaternion
 from .executor import run_node, warm_up
 from .joint_states import (InputError, JointStateIndex, point_arrays, StampClock, StampGuard,
@@ -330,12 +331,10 @@ class DynamicsNode(Node):
     def _on_odometry(self, msg: Odometry) -> None:
         """Keep the newest valid odometry (its time: the stamp, or the arrival if 0)."""
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        p, o = msg.pose.pose.position, msg.pose.pose.orientation
-        lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
-        values = [p.x, p.y, p.z, o.x, o.y, o.z, o.w, lin.x, lin.y, lin.z, ang.x, ang.y, ang.z]
+        values = _odometry_values(msg)
         active = self._active
         base = active[0].base_link if active is not None and self._labels else None
-        if not all(np.isfinite(values)):
+        if not np.all(np.isfinite(values)):
             kind, error = 'value', f'odometry: not finite: {values}'
         elif msg.header.stamp.nanosec >= 1_000_000_000:
             kind, error = 'stamp', 'odometry: header.stamp.nanosec >= 1e9'
@@ -343,12 +342,11 @@ class DynamicsNode(Node):
             kind, error = 'frame', (f"odometry: child_frame_id '{msg.child_frame_id}' is not "
                                     f"the base link '{base}' (the twist must be in the base "
                                     'frame)')
-        elif abs(float(np.linalg.norm(values[3:7])) - 1.0) > 1e-3:
+        elif abs(float(np.linalg.norm(values[3:7])) - 1.0) > QUATERNION_TOLERANCE:
             kind, error = 'quaternion', (f'odometry: orientation is not a unit quaternion '
                                          f'(norm {np.linalg.norm(values[3:7]):.6g})')
         else:
-            self._odometry = (stamp, self._stamp_clock.now_ns(), np.array(values),
-                              msg.header.frame_id)
+            self._odometry = (stamp, self._stamp_clock.now_ns(), values, msg.header.frame_id)
             return
         self._log.error(f'odometry {kind}', f'{error}; message ignored')
 
@@ -366,19 +364,15 @@ class DynamicsNode(Node):
             raise InputError(f'joint_states: the newest odometry is {gap:.3f} s from this '
                              f'state (odometry_timeout {self._odometry_timeout:g} s); no '
                              'output for it')
-        qb, vb = model.base_state(values[:3], values[3:7], values[7:10], values[10:13])
+        qb, vb = model.base_state(*_base_parts(values))
         return np.concatenate([qb, q]), np.concatenate([vb, qd])
 
     def _request_base(self, model, request, q, qd):
         """Return (q, v): a service request's joints with its base state (request.base)."""
         if not self._labels:
             return q, qd
-        pose, twist = request.base.pose.pose, request.base.twist.twist
-        p, o = pose.position, pose.orientation
         try:
-            qb, vb = model.base_state([p.x, p.y, p.z], [o.x, o.y, o.z, o.w],
-                                      [twist.linear.x, twist.linear.y, twist.linear.z],
-                                      [twist.angular.x, twist.angular.y, twist.angular.z])
+            qb, vb = model.base_state(*_base_parts(_odometry_values(request.base)))
         except ValueError as exc:
             raise InputError(f'request.base: {exc}') from None
         return np.concatenate([qb, q]), np.concatenate([vb, qd])
@@ -526,6 +520,19 @@ class DynamicsNode(Node):
         if self._active is None:
             raise InputError('no robot model yet')
         return self._active
+
+
+def _odometry_values(msg: Odometry) -> np.ndarray:
+    """Return position (3), orientation (x, y, z, w), linear and angular twist of odometry."""
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
+    return np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w, lin.x, lin.y, lin.z, ang.x, ang.y,
+                     ang.z])
+
+
+def _base_parts(values: np.ndarray) -> tuple:
+    """Split _odometry_values into FloatingBaseModel.base_state's four arguments."""
+    return values[:3], values[3:7], values[7:10], values[10:13]
 
 
 def _labels(model) -> dict | None:
