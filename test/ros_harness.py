@@ -92,16 +92,42 @@ class Probe:
         self.node.create_subscription(msg_type, topic, received.append, depth)
         return received
 
-    def call(self, srv_type, name: str, request, timeout: float = 30.0):
-        """Call a service and return the response."""
+    def call(self, srv_type, name: str, request, timeout: float = 30.0, attempt: float = 10.0):
+        """
+        Call a service and return the response; send the request again if it is not answered.
+
+        Fast DDS drops a response when the server has not yet matched this client's response
+        reader (``failed to send response (timeout): client will not receive response``,
+        ros2/ros2#1253, ros2/rmw_fastrtps#704: the maintainers leave the retry to the caller).
+        ``wait_for_service`` only tells that the request side is matched, so on a loaded
+        machine the first request can be lost; each attempt waits ``attempt`` seconds, all of
+        them ``timeout`` seconds in total.
+        """
         client = self.node.create_client(srv_type, name)
+        try:
+            return self.request(client, request, timeout, attempt)
+        finally:
+            self.node.destroy_client(client)
+
+    @staticmethod
+    def request(client, request, timeout: float = 30.0, attempt: float = 10.0):
+        """Send request on client until it is answered (see ``call``); return the response."""
+        name = client.srv_name
         assert client.wait_for_service(timeout_sec=timeout), f'service {name} not available'
-        future = client.call_async(request)
-        answered = threading.Event()
-        future.add_done_callback(lambda _: answered.set())
-        if not (future.done() or answered.wait(timeout)):
-            raise AssertionError(f'service {name} did not answer within {timeout} s')
-        return future.result()
+        deadline = time.monotonic() + timeout
+        attempts = 0
+        while True:
+            attempts += 1
+            future = client.call_async(request)
+            answered = threading.Event()
+            future.add_done_callback(lambda _, answered=answered: answered.set())
+            wait = max(0.0, min(attempt, deadline - time.monotonic()))
+            if future.done() or answered.wait(wait):
+                return future.result()
+            client.remove_pending_request(future)
+            if time.monotonic() >= deadline:
+                raise AssertionError(f'service {name} did not answer within {timeout} s '
+                                     f'({attempts} requests sent)')
 
     def close(self):
         """Stop spinning and shut the context down."""

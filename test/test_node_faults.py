@@ -174,9 +174,13 @@ def test_services_answer_every_pending_request(dynamics):
     clients = [probe.node.create_client(GetMassMatrix, '/faults_dynamics/get_mass_matrix',
                                         qos_profile=QoSProfile(depth=100))
                for _ in range(25)]
-    assert all(c.wait_for_service(timeout_sec=30) for c in clients)
     q = np.array([1.0, 0.2, 0.3])
     request = GetMassMatrix.Request(state=JointState(name=JOINTS, position=list(q)))
+    # one answered round trip per client first: a response to a client whose reader the
+    # server has not matched yet is dropped by Fast DDS (ros_harness.Probe.call), which is
+    # discovery, not the request queue this test is about
+    for c in clients:
+        assert probe.request(c, request, timeout=60).success
     os.kill(node.proc.pid, signal.SIGSTOP)
     try:
         futures = [c.call_async(request) for c in clients]
