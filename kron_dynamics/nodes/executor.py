@@ -25,7 +25,7 @@ from rclpy.signals import SignalHandlerOptions
 from ..errors import ConfigurationError, ModelError
 from ..robot_model import RobotModel
 from . import realtime
-from .shutdown import Interrupted, PROCESS
+from .shutdown import Interrupted, native_exit_handler, PROCESS
 from .throttled_logger import ThrottledLogger
 
 
@@ -92,6 +92,7 @@ def run_node(node_class, args=None) -> int:
             for line in realtime.configure_node(node):
                 (log.warning if line.startswith('could not') else log.info)(line)
             executor.add_node(node)
+            native_exit_handler(0)      # compiled now, so that clean-up need not wait for it
             PROCESS.spinning = True
             spin(executor, log)
         except (ModelError, ConfigurationError) as exc:
@@ -102,11 +103,12 @@ def run_node(node_class, args=None) -> int:
         finally:
             PROCESS.start_cleanup(code)
             if executor is not None:
-                executor.shutdown()
+                PROCESS.cleanup_step('executor shutdown', executor.shutdown)
             if node is not None:
-                node.destroy_node()
-            rclpy.try_shutdown()
-            rclpy.get_default_context().destroy()   # the DDS participant, under the watchdog
+                PROCESS.cleanup_step('destroy_node', node.destroy_node)
+            PROCESS.cleanup_step('rclpy shutdown', rclpy.try_shutdown)
+            # the DDS participant, under the watchdog
+            PROCESS.cleanup_step('context destroy', rclpy.get_default_context().destroy)
             PROCESS.finish_cleanup()
     except Interrupted:   # a signal during start-up, before spinning: a normal stop
         PROCESS.finish_cleanup()

@@ -26,9 +26,13 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
 - Repeated signals (``ros2 launch`` without a terminal sends SIGINT twice, to the process
   group and its own) change nothing.
 - Clean-up (executor, node, DDS participant) runs under a watchdog: if it takes longer than
-  ``CLEANUP_TIMEOUT_S`` the process leaves with ``os._exit(0)`` after saying so; a clean-up
-  stuck in native code that holds the interpreter is ended by faulthandler (traceback on
-  stderr, exit 1) after twice that time.
+  ``CLEANUP_TIMEOUT_S`` the process leaves with ``os._exit(0)`` after saying so. A clean-up
+  stuck in native code that holds the interpreter (no Python thread can run then) is ended
+  by machine code: after twice that time faulthandler's own thread prints where it is stuck,
+  and a SIGALRM handler compiled by numba (``numba.cfunc``, it needs no interpreter) calls
+  ``_exit`` with the same exit status half a second later. Where that handler cannot be
+  built, faulthandler ends the process itself (status 1).
+- Each clean-up step that fails is reported on stderr and the next one still runs.
 - After clean-up further signals are ignored, so that the interpreter's own finalization
   (which restores the default handlers otherwise) cannot be killed by a late second signal.
 """
@@ -38,6 +42,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 
 CLEANUP_TIMEOUT_S = 3.0     # below ros2 launch's 5 s before it escalates to SIGTERM
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -77,24 +82,78 @@ class ProcessShutdown:
         self.exit_code = exit_code
         if self._watchdog is not None:
             return
+        # armed first: building the handler (when not built at start-up) is not clean-up time
+        native = arm_native_exit(exit_code, 2 * timeout + NATIVE_EXIT_DELAY_S)
+        faulthandler.dump_traceback_later(2 * timeout, exit=not native)
         self._watchdog = threading.Timer(timeout, self._force_exit, args=(timeout,))
         self._watchdog.daemon = True
         self._watchdog.start()
-        faulthandler.dump_traceback_later(2 * timeout, exit=True)
 
     def finish_cleanup(self) -> None:
         """Stop the watchdog; ignore further signals for the rest of the process's life."""
         if self._watchdog is not None:
             self._watchdog.cancel()
             faulthandler.cancel_dump_traceback_later()
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
         for signum in SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+
+    def cleanup_step(self, what: str, step, *args) -> None:
+        """Run one clean-up step; if it raises, say so on stderr and go on (exit status kept)."""
+        try:
+            step(*args)
+        except Exception:   # noqa: B902 (any failure of the middleware's teardown)
+            print(f'clean-up: {what} failed (the process exits anyway):\n'
+                  + traceback.format_exc(limit=6), file=sys.stderr, flush=True)
 
     def _force_exit(self, timeout: float) -> None:
         print(f'clean-up did not finish within {timeout:g} s (middleware shutdown); '
               'exiting without it', file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(self.exit_code)
+
+
+NATIVE_EXIT_DELAY_S = 0.5     # after faulthandler's traceback, so that it is printed whole
+_NATIVE_HANDLERS = {}         # exit status -> compiled handler (kept alive: the kernel calls it)
+
+
+def native_exit_handler(exit_code: int):
+    """
+    Return a signal handler in machine code that calls ``_exit(exit_code)``, or None.
+
+    It is compiled by numba (about 0.3 s the first time in a process) and runs without the
+    interpreter, so it ends a process whose main thread is stuck in native code holding the
+    GIL, where neither a Python thread nor a Python signal handler can run.
+    """
+    if exit_code not in _NATIVE_HANDLERS:
+        try:
+            import ctypes
+            import numba
+            libc = ctypes.CDLL(None)
+            exit_now = libc._exit
+            exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
+            code = int(exit_code)
+
+            @numba.cfunc(numba.types.void(numba.types.int32))
+            def handler(signum):
+                exit_now(code)
+            _NATIVE_HANDLERS[exit_code] = handler
+        except Exception:   # noqa: B902 (no numba or no libc: faulthandler ends it instead)
+            _NATIVE_HANDLERS[exit_code] = None
+    return _NATIVE_HANDLERS[exit_code]
+
+
+def arm_native_exit(exit_code: int, delay: float) -> bool:
+    """Make SIGALRM call ``_exit(exit_code)`` in machine code after ``delay`` s; False if not."""
+    handler = native_exit_handler(exit_code)
+    if handler is None:
+        return False
+    import ctypes
+    install = ctypes.CDLL(None).signal
+    install.argtypes, install.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
+    install(signal.SIGALRM, handler.address)
+    signal.setitimer(signal.ITIMER_REAL, delay)
+    return True
 
 
 PROCESS = ProcessShutdown()
