@@ -38,6 +38,7 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
 """
 
 import faulthandler
+import functools
 import os
 import signal
 import sys
@@ -117,6 +118,13 @@ NATIVE_EXIT_DELAY_S = 0.5     # after faulthandler's traceback, so that it is pr
 _NATIVE_HANDLERS = {}         # exit status -> compiled handler (kept alive: the kernel calls it)
 
 
+@functools.lru_cache(maxsize=None)
+def _libc():
+    """Return the C library of this process (loaded once)."""
+    import ctypes
+    return ctypes.CDLL(None)
+
+
 def native_exit_handler(exit_code: int):
     """
     Return a signal handler in machine code that calls ``_exit(exit_code)``, or None.
@@ -129,8 +137,7 @@ def native_exit_handler(exit_code: int):
         try:
             import ctypes
             import numba
-            libc = ctypes.CDLL(None)
-            exit_now = libc._exit
+            exit_now = _libc()._exit
             exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
             code = int(exit_code)
 
@@ -149,7 +156,7 @@ def arm_native_exit(exit_code: int, delay: float) -> bool:
     if handler is None:
         return False
     import ctypes
-    install = ctypes.CDLL(None).signal
+    install = _libc().signal
     install.argtypes, install.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
     install(signal.SIGALRM, handler.address)
     signal.setitimer(signal.ITIMER_REAL, delay)
