@@ -17,7 +17,8 @@ Computed-torque control of the stacker and the rover arm, closed through real RO
 
 Tracking bound (docs/reliability.md, "Closed-loop tracking"): with exact compensation the error
 obeys e'' + Kd e' + Kp e = d, Kp = 100, Kd = 20 (critically damped, omega_n = 10 rad/s), so
-what remains after the first second (> 10 time constants) is the loop's dead time: the
+what remains after the first second (> 10 time constants) of both the moving reference and
+the closed loop (the first state with an applied effort) is the loop's dead time: the
 measured state is one sample (4 ms at 250 Hz) plus transport (~1 ms) old when the torque acts,
 and each state is paired with the reference published last before it. The error is then what
 the reference moves in that time: |e| <~ |qd_d|max * T_dead. We allow T_dead = 10 ms (or 2.5
@@ -84,7 +85,11 @@ def judged_errors(recording):
     start = np.min(received[moving] - tfs[moving])
     published, q_d = start + tfs[moving], q_d[moving]
     pair = np.searchsorted(published, stamps, side='right') - 1
-    judged = (pair >= 0) & (stamps >= published[0] + SETTLE)
+    # the loop closes when the plant applies its first command, which can be seconds after the
+    # reference clock starts (at the first command the generator hears: Recording.loop_closed)
+    closed = recording.loop_closed()
+    closed = np.inf if closed is None else stamps[closed]
+    judged = (pair >= 0) & (stamps >= max(published[0], closed) + SETTLE)
     windows = stall_windows(stamps) + stall_windows(published)
     effort = np.array([e for _, e in recording.state_stamps])
     same = np.all(effort[1:] == effort[:-1], axis=1)

@@ -30,7 +30,7 @@ from ..robot_model import RobotModel
 from .graph import COMMAND_TOPIC, demo_graph, node_parameters, REFERENCE_TOPIC
 from .processes import interrupt, start_logged, stop
 
-SETTLE_S = 1.0   # statistics exclude the first second after the first command
+SETTLE_S = 1.0   # statistics exclude the first second of the closed loop
 
 
 @dataclass
@@ -53,6 +53,23 @@ class Recording:
     exit_codes: dict = field(default_factory=dict)
     logs: dict = field(default_factory=dict)
     start: float = field(default_factory=time.monotonic)   # the zero of the times above
+
+    def loop_closed(self):
+        """
+        Return the index of the first state with an applied effort (the loop is closed), or None.
+
+        The simulator holds the plant until it hears a command, and it can discover the
+        controller seconds after the recorder and the reference generator do (1.9 s seen):
+        the tracking transient starts here, not at the first command recorded.
+        """
+        return next((k for k, (_, effort) in enumerate(self.state_stamps)
+                     if np.any(effort != 0)), None)
+
+    def settle_start(self) -> float:
+        """Return the time (recorder clock) at which the loop is closed and the reference moves."""
+        k = self.loop_closed()
+        first_command = self.commands[0][0]
+        return first_command if k is None else max(first_command, self.states[k][0])
 
     def tracking(self):
         """Return (t, q, q_d): each state paired with the latest reference before it."""
@@ -98,8 +115,7 @@ class Recording:
         t, q, q_d = self.tracking()
         if not len(t) or not self.commands:
             raise RuntimeError('no tracking data recorded')
-        t0 = self.commands[0][0]
-        keep = t >= t0 + settle
+        keep = t >= self.settle_start() + settle
         err = np.abs(q[keep] - q_d[keep])
         tau = np.array([c[1] for c in self.commands])
         return {'rms_error': np.sqrt(np.mean(err ** 2, axis=0)), 'max_error': err.max(axis=0),
@@ -248,8 +264,8 @@ def plot(recording: Recording, path: str, title: str) -> list:
 
     t, q, q_d = recording.tracking()
     tc, tau, tau_ff, tau_fb = recording.torque_split()
-    t0 = recording.commands[0][0]
-    after = t >= t0       # before the first command the simulator holds the plant
+    t0 = recording.settle_start()
+    after = t >= t0       # before it the simulator holds the plant
     t, q, q_d = t[after], q[after], q_d[after]
     n = len(recording.joint_names)
     types = recording.joint_types or ('revolute',) * n
