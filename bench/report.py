@@ -575,10 +575,23 @@ def readme_block(r: Results) -> str:
         ['`dynamics_node` start-up to first output, compiled kernels cached, median',
          f'{fmt(warm)} s', f'[start-up]({perf}#start-up)'],
     ]
+    kin = r['kinematics']['robots']['panda']['single']
+    for op, what in (('jacobian (local_world_aligned)', '6 x n frame Jacobian'),
+                     ('hessians (H_T, H_R)', 'Hessians (H_T, H_R)')):
+        e = kin[op]
+        rows.append([f'{what}, Panda, one call from Python',
+                     f"{fmt(e['kron_min_us'])} µs (Pinocchio: {fmt(e['pin_min_us'])} µs, "
+                     f"{fmt(e['ratio_min'])}x)", f'[kinematics]({perf}#kinematics)'])
+    s = r['loading']['summary']
+    rows.append([f"loading a URDF, {s['robots_timed']} robots of example-robot-data, median "
+                 f"ratio to Pinocchio's `buildModelFromUrdf`",
+                 f"{fmt(s['median_ratio'])}x (5000-link chain: {fmt(s['chain_5000_s'])} s)",
+                 f'[loading]({perf}#loading-a-urdf)'])
+    stems = ('dynamics', 'kinematics', 'loading', 'ros_latency', 'startup')
     return '\n\n'.join([
         table(['what', 'measured', 'details'], rows),
         '*Sources: ' + '; '.join(f'`{stem}.json` {provenance(r[stem])}'
-                                 for stem in ('dynamics', 'ros_latency', 'startup')) + '.*'])
+                                 for stem in stems) + '.*'])
 
 
 # ------------------------------------------------------------------------------ pages
