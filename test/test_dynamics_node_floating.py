@@ -206,6 +206,79 @@ def test_root_joint_switches_to_a_planar_base_at_run_time(node):
                           request).results[0].successful
 
 
+def test_solo12_from_odometry_and_joint_states_agrees_with_pinocchio():
+    """
+    A real quadruped (example-robot-data's solo12) on a free-flying base, against Pinocchio.
+
+    The node is fed what a legged robot's state estimator and joint_state_broadcaster
+    publish: nav_msgs/Odometry (pose in the odom frame, twist in the base frame) and the
+    twelve joints by name, in an order of their own. Its bias torque (C(q, v) v + G),
+    gravity torque and mass matrix must be Pinocchio's nonLinearEffects,
+    computeGeneralizedGravity and crba with JointModelFreeFlyer, mapped by name.
+    """
+    import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
+    from pinocchio_oracle import robots_dir
+
+    directory = robots_dir()
+    assert directory is not None, 'example-robot-data (requirements.txt) is not installed'
+    urdf = str(directory / 'solo_description/robots/solo12.urdf')
+    name = 'solo12_dynamics'
+    model = RobotModel.from_urdf_file(urdf, root_joint='floating')
+    pm = pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer())
+    pd = pm.createData()
+    rng = np.random.default_rng(12)
+    joints = list(model.joint_names)
+    u, ud = rng.uniform(-1.0, 1.0, model.n), rng.uniform(-2.0, 2.0, model.n)
+    quat = rng.normal(size=4)
+    base = ([0.1, -0.3, 0.35], quat / np.linalg.norm(quat), [0.4, -0.2, 0.1],
+            [0.3, 0.5, -0.6])
+    # Pinocchio's coordinates, joints placed by name
+    pq = np.concatenate([base[0], base[1], np.zeros(pm.nq - 7)])
+    pv = np.concatenate([base[2], base[3], np.zeros(pm.nv - 6)])
+    P = np.zeros((pm.nv, model.nv))     # our v -> Pinocchio's v
+    P[:6, :6] = np.eye(6)
+    for i, joint in enumerate(joints):
+        j = pm.joints[pm.getJointId(joint)]
+        pq[j.idx_q], pv[j.idx_v], P[j.idx_v, 6 + i] = u[i], ud[i], 1.0
+    M = pin.crba(pm, pd, pq)
+    M = P.T @ (np.triu(M) + np.triu(M, 1).T) @ P
+    bias = P.T @ pin.nonLinearEffects(pm, pd, pq, pv)
+    gravity = P.T @ pin.computeGeneralizedGravity(pm, pd, pq)
+    process = NodeProcess('dynamics_node', [
+        '-r', f'__node:={name}', '-p', f'urdf_file:={urdf}', '-p', 'root_joint:=floating',
+        '-r', 'joint_states:=/solo12/joint_states'])
+    probe = Probe('solo12_probe')
+    try:
+        outputs = {topic: probe.collect(Float64MultiArray, f'/{name}/{topic}', 100)
+                   for topic in ('bias_torque', 'gravity_torque', 'mass_matrix')}
+        states = probe.node.create_publisher(JointState, '/solo12/joint_states', 10)
+        odom = probe.node.create_publisher(Odometry, f'/{name}/odometry', 10)
+        assert wait_for(lambda: states.get_subscription_count() > 0
+                        and odom.get_subscription_count() > 0, 60), process.output()
+        order = rng.permutation(model.n)
+        for _ in range(600):      # until the odometry subscription has matched too
+            stamp = time.time_ns()
+            odom.publish(odometry(*base, stamp_ns=stamp, child=model.base_link))
+            time.sleep(0.05)
+            states.publish(stamped_state([joints[i] for i in order], u[order], ud[order],
+                                         stamp))
+            if wait_for(lambda: outputs['mass_matrix'], 0.5):
+                break
+        assert outputs['mass_matrix'], process.output()
+        scale = max(1.0, float(np.max(np.abs(M))))
+        got = np.reshape(outputs['mass_matrix'][-1].data, (model.nv, model.nv))
+        assert np.max(np.abs(got - M)) / scale < 1e-9
+        for topic, expected in (('bias_torque', bias), ('gravity_torque', gravity)):
+            got = np.asarray(outputs[topic][-1].data)
+            err = np.max(np.abs(got - expected)) / max(1.0, float(np.max(np.abs(expected))))
+            assert err < 1e-9, (topic, err)
+            assert outputs[topic][-1].layout.dim[0].label.split()[1:] == list(
+                model.velocity_names)
+    finally:
+        probe.close()
+        print(process.stop())
+
+
 def test_the_controller_takes_the_arm_on_a_held_base_only():
     code, out = NodeProcess('computed_torque_controller', [
         '-p', f'urdf_file:={GRIPPER_ARM}', '-p', 'root_joint:=floating']).wait(60)
