@@ -91,6 +91,52 @@ def test_service_accepts_the_mimic_names_and_answers_in_independent_order(graph)
     assert not res.success and "missing joint(s) ['left_finger_joint']" in res.message
 
 
+def test_panda_with_its_hand_agrees_with_pinocchio_mimic_model():
+    """
+    example-robot-data's Panda: the hand's second finger mimics the first (Franka's URDF).
+
+    Fed every joint, as joint_state_broadcaster publishes them (the mimic finger included),
+    the node's outputs must be Pinocchio's with its mimic model (buildModelFromUrdf(path,
+    True)), in independent-joint order.
+    """
+    import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
+    import pinocchio_oracle
+
+    directory = pinocchio_oracle.robots_dir()
+    assert directory is not None, 'example-robot-data (requirements.txt) is not installed'
+    urdf = str(directory / 'panda_description/urdf/panda.urdf')
+    name = 'panda_dynamics'
+    model = RobotModel.from_urdf_file(urdf)
+    assert set(model.mimic_joints) == {'panda_finger_joint2'}
+    rng = np.random.default_rng(3)
+    u, ud = next(iter(pinocchio_oracle.random_states(model, rng, 1)))[:2]
+    ref = pinocchio_oracle.dynamics(pin, pin.buildModelFromUrdf(urdf, True),
+                                    model.joint_names, u, ud, np.zeros(model.n))
+    B, d = model.coupling()
+    names, q, qd = list(model.full_joint_names), B @ u + d, B @ ud
+    order = rng.permutation(len(names))
+    node = NodeProcess('dynamics_node', ['-r', f'__node:={name}', '-p', f'urdf_file:={urdf}',
+                                         '-r', 'joint_states:=/panda/joint_states'])
+    probe = Probe('panda_probe')
+    try:
+        outputs = {topic: probe.collect(Float64MultiArray, f'/{name}/{topic}')
+                   for topic in ('bias_torque', 'gravity_torque', 'mass_matrix')}
+        pub = probe.node.create_publisher(JointState, '/panda/joint_states', 10)
+        assert wait_for(lambda: pub.get_subscription_count() > 0, 60), node.output()
+        pub.publish(JointState(name=[names[i] for i in order], position=list(q[order]),
+                               velocity=list(qd[order])))
+        assert wait_for(lambda: outputs['mass_matrix'], 30), node.output()
+        got = {'M': np.reshape(outputs['mass_matrix'][-1].data, (model.n, model.n)),
+               'G': np.asarray(outputs['gravity_torque'][-1].data),
+               'tau': np.asarray(outputs['bias_torque'][-1].data)}     # q'' = 0: C q' + G
+        for key, value in got.items():
+            error = pinocchio_oracle.relative_error(value, ref[key])
+            assert error < 1e-9, (key, error)
+    finally:
+        probe.close()
+        print(node.stop())
+
+
 def test_inertia_check_parameter():
     code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={NON_PHYSICAL}']).wait(60)
     assert code != 0 and "inertia_check='warn'" in out and "link 'link2'" in out, out
