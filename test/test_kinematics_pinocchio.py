@@ -21,7 +21,8 @@ q'. Every link, at its origin and at a random point (a Pinocchio OP_FRAME placed
 in Pinocchio's three reference frames: poses, frame Jacobians, their time variation,
 classical accelerations, kinematic Hessians, the centre of mass and its Jacobian, the
 operational-space inertia from Pinocchio's own J and M^-1, and reduced models
-(buildReducedModel).
+(buildReducedModel). Random trees with mimic joints: all of the above in u, against
+Pinocchio's unconstrained model at q = B u + d projected with B written from the tags.
 """
 
 import numpy as np
@@ -220,3 +221,59 @@ def test_reduced_models_match_build_reduced_model(seed):
         close(reduced.link_pose(qr, link), sub.data.oMf[fid].homogeneous)
         close(reduced.jacobian(qr, link, None, 'local'),
               sub.cols(pin.getFrameJacobian(pmodel, sub.data, fid, pin.LOCAL)))
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_mimic_trees_are_pinocchio_at_the_coupled_configuration(seed):
+    """
+    Random trees with ``<mimic>`` tags: the kinematics in u are Pinocchio's at q = B u + d.
+
+    Pinocchio is given the same text without mimic support (every joint free), B and d are
+    written out from the tags (pinocchio_oracle.hand_coupling): poses at q, Jacobians J B,
+    their time variation J'(q, B u') B, classical accelerations at (q, B u', B u''), the
+    Hessians sum_ab T[:, a, b] B[a, s] B[b, k], the centre of mass and its Jacobian J_c B.
+    """
+    from types import SimpleNamespace
+
+    from pinocchio_oracle import hand_coupling
+
+    rng = np.random.default_rng(seed)
+    xml = random_urdf(rng, 7, 2, mimic_fraction=0.4)
+    model = RobotModel.from_urdf_string(xml)
+    assert model.mimic_joints, 'these seeds draw mimic joints'
+    points = {link: rng.uniform(-0.5, 0.5, 3) for link in model.link_names}
+    o = Oracle(xml, SimpleNamespace(joint_names=model.full_joint_names), points)
+    B, d = hand_coupling(model)
+    n = model.n
+    u, ud, udd = rng.uniform(-1.5, 1.5, (3, n))
+    pq, pv, pa = o.q(B @ u + d), o.v(B @ ud), o.v(B @ udd)
+    pin.forwardKinematics(o.model, o.data, pq, pv, pa)
+    pin.updateFramePlacements(o.model, o.data)
+    pin.computeJointJacobians(o.model, o.data, pq)
+    pin.computeJointJacobiansTimeVariation(o.model, o.data, pq, pv)
+    poses = model.link_poses(u)
+    for k, link in enumerate(model.link_names):
+        close(poses[k], o.data.oMf[o.frame(link)].homogeneous)
+        close(model.link_pose(u, link), o.data.oMf[o.frame(link)].homogeneous)
+        for point in (None, points[link]):
+            fid = o.frame(link, point is not None)
+            for name, rf in RF.items():
+                close(model.jacobian(u, link, point, name),
+                      o.cols(pin.getFrameJacobian(o.model, o.data, fid, rf)) @ B)
+                close(model.jacobian_derivative(u, ud, link, point, name),
+                      o.cols(pin.getFrameJacobianTimeVariation(o.model, o.data, fid, rf)) @ B,
+                      1e-10)
+                if name != 'world':
+                    close(model.acceleration(u, ud, udd, link, point, name),
+                          pin.getFrameClassicalAcceleration(o.model, o.data, fid, rf).vector,
+                          1e-10)
+    if model.tree.mass.sum() > 0:
+        close(model.center_of_mass(u), pin.centerOfMass(o.model, o.data, pq))
+        close(model.center_of_mass_jacobian(u),
+              o.cols(pin.jacobianCenterOfMass(o.model, o.data, pq)) @ B)
+    pin.computeJointKinematicHessians(o.model, o.data, pq)
+    for joint in model.full_joint_names:
+        link = model.description.joints[joint].child_link    # the joint frame
+        for name, rf in RF.items():
+            T = np.einsum('iab,as,bk->isk', pinocchio_hessian(o, joint, rf), B, B)
+            close(model.hessian(u, link, None, name).reshape(6, n, n), T)
