@@ -141,3 +141,38 @@ def assert_agrees(pin, model, path, states: int = 2, rtol: float = 1e-9) -> str:
             error = relative_error(value, ref[key], floor)
             assert error < rtol, f'{path}: {key} differs from Pinocchio by {error:.3g}'
     return 'mimic' if mimic_model is not None else 'projection'
+
+
+class PinPair:
+    """A floating or planar model and Pinocchio's with the same root joint, mapped by name."""
+
+    def __init__(self, model, pmodel):
+        self.m, self.pm, self.pd = model, pmodel, pmodel.createData()
+        fixed = model.fixed
+        self.nbq, self.nbv = model.nq - model.n, model.nv - model.n
+        B, d = hand_coupling(fixed) if fixed.mimic_joints else (np.eye(fixed.n),
+                                                                np.zeros(fixed.n))
+        self.B, self.d = B, d
+        names = fixed.full_joint_names
+        # P: our v -> Pinocchio's v (its coordinates of every joint, mimics included)
+        self.P = np.zeros((pmodel.nv, model.nv))
+        self.P[:self.nbv, :self.nbv] = np.eye(self.nbv)
+        for i, name in enumerate(names):
+            self.P[pmodel.joints[pmodel.getJointId(name)].idx_v, self.nbv:] = B[i]
+
+    def q(self, q):
+        """Return Pinocchio's configuration (continuous joints as cos, sin)."""
+        pq = np.zeros(self.pm.nq)
+        pq[:self.nbq] = q[:self.nbq]
+        full = self.B @ q[self.nbq:] + self.d
+        for name, value in zip(self.m.fixed.full_joint_names, full):
+            joint = self.pm.joints[self.pm.getJointId(name)]
+            if joint.nq == 2:
+                pq[joint.idx_q], pq[joint.idx_q + 1] = np.cos(value), np.sin(value)
+            else:
+                pq[joint.idx_q] = value
+        return pq
+
+    def v(self, v):
+        """Return Pinocchio's velocity (or acceleration)."""
+        return self.P @ v

@@ -217,29 +217,24 @@ def test_solo12_from_odometry_and_joint_states_agrees_with_pinocchio():
     computeGeneralizedGravity and crba with JointModelFreeFlyer, mapped by name.
     """
     import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
-    from pinocchio_oracle import robots_dir
+    from pinocchio_oracle import PinPair, robots_dir
 
     directory = robots_dir()
     assert directory is not None, 'example-robot-data (requirements.txt) is not installed'
     urdf = str(directory / 'solo_description/robots/solo12.urdf')
     name = 'solo12_dynamics'
     model = RobotModel.from_urdf_file(urdf, root_joint='floating')
-    pm = pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer())
-    pd = pm.createData()
+    pair = PinPair(model, pin.buildModelFromUrdf(urdf, pin.JointModelFreeFlyer()))
+    pm, pd, P = pair.pm, pair.pd, pair.P
     rng = np.random.default_rng(12)
     joints = list(model.joint_names)
     u, ud = rng.uniform(-1.0, 1.0, model.n), rng.uniform(-2.0, 2.0, model.n)
     quat = rng.normal(size=4)
     base = ([0.1, -0.3, 0.35], quat / np.linalg.norm(quat), [0.4, -0.2, 0.1],
             [0.3, 0.5, -0.6])
-    # Pinocchio's coordinates, joints placed by name
-    pq = np.concatenate([base[0], base[1], np.zeros(pm.nq - 7)])
-    pv = np.concatenate([base[2], base[3], np.zeros(pm.nv - 6)])
-    P = np.zeros((pm.nv, model.nv))     # our v -> Pinocchio's v
-    P[:6, :6] = np.eye(6)
-    for i, joint in enumerate(joints):
-        j = pm.joints[pm.getJointId(joint)]
-        pq[j.idx_q], pv[j.idx_v], P[j.idx_v, 6 + i] = u[i], ud[i], 1.0
+    # Pinocchio's free flyer: (position, quaternion xyzw, joints), (twist in the base frame)
+    pq = pair.q(np.concatenate([base[0], base[1], u]))
+    pv = pair.v(np.concatenate([base[2], base[3], ud]))
     M = pin.crba(pm, pd, pq)
     M = P.T @ (np.triu(M) + np.triu(M, 1).T) @ P
     bias = P.T @ pin.nonLinearEffects(pm, pd, pq, pv)

@@ -31,7 +31,7 @@ import pytest
 from conftest import URDF_DIR
 from kron_dynamics import Contact, FloatingBaseModel, ModelError, RobotModel
 from kron_dynamics.testing.random_urdf import random_urdf
-from pinocchio_oracle import hand_coupling, robots_dir
+from pinocchio_oracle import hand_coupling, PinPair, robots_dir
 
 RTOL = 1e-9
 PIN_FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL,
@@ -39,41 +39,6 @@ PIN_FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL,
 
 
 # ------------------------------------------------------------------ Pinocchio side
-class PinPair:
-    """Our model and Pinocchio's with the same root joint; coordinates mapped by name."""
-
-    def __init__(self, model, pmodel):
-        self.m, self.pm, self.pd = model, pmodel, pmodel.createData()
-        fixed = model.fixed
-        self.nbq, self.nbv = model.nq - model.n, model.nv - model.n
-        B, d = hand_coupling(fixed) if fixed.mimic_joints else (np.eye(fixed.n),
-                                                                np.zeros(fixed.n))
-        self.B, self.d = B, d
-        names = fixed.full_joint_names
-        # P: our v -> Pinocchio's v (its coordinates of every joint, mimics included)
-        self.P = np.zeros((pmodel.nv, model.nv))
-        self.P[:self.nbv, :self.nbv] = np.eye(self.nbv)
-        for i, name in enumerate(names):
-            self.P[pmodel.joints[pmodel.getJointId(name)].idx_v, self.nbv:] = B[i]
-
-    def q(self, q):
-        """Return Pinocchio's configuration (continuous joints as cos, sin)."""
-        pq = np.zeros(self.pm.nq)
-        pq[:self.nbq] = q[:self.nbq]
-        full = self.B @ q[self.nbq:] + self.d
-        for name, value in zip(self.m.fixed.full_joint_names, full):
-            joint = self.pm.joints[self.pm.getJointId(name)]
-            if joint.nq == 2:
-                pq[joint.idx_q], pq[joint.idx_q + 1] = np.cos(value), np.sin(value)
-            else:
-                pq[joint.idx_q] = value
-        return pq
-
-    def v(self, v):
-        """Return Pinocchio's velocity (or acceleration)."""
-        return self.P @ v
-
-
 def close(ours, theirs, what, rtol=RTOL):
     """Assert agreement relative to the largest entry of the reference."""
     scale = max(1.0, float(np.max(np.abs(theirs))))
