@@ -16,8 +16,9 @@
 
 import numpy as np
 
-from ..model.rotations import axis_angle
-from ..model.tree import KinematicTree
+from ..model.tree import joint_transform, KinematicTree
+
+__all__ = ['com_positions', 'forward_kinematics', 'joint_transform', 'world_axes']
 
 
 def forward_kinematics(tree: KinematicTree, q: np.ndarray):
@@ -34,13 +35,6 @@ def forward_kinematics(tree: KinematicTree, q: np.ndarray):
             R[i] = R[par] @ Rl
             p[i] = p[par] + R[par] @ pl
     return R, p
-
-
-def joint_transform(tree: KinematicTree, i: int, qi: float):
-    """Return (R, p) of body i in its parent's frame at joint coordinate qi."""
-    if tree.revolute[i]:
-        return tree.R0[i] @ axis_angle(tree.axis[i], qi), tree.p0[i]
-    return tree.R0[i], tree.p0[i] + tree.R0[i] @ (tree.axis[i] * qi)
 
 
 def world_axes(tree: KinematicTree, R: np.ndarray) -> np.ndarray:

@@ -30,18 +30,10 @@ import numpy as np
 
 from ..errors import ModelError
 from .inertia import merge_inertias, warn_unusual
-from .rotations import axis_angle
-from .tree import KinematicTree
+from .tree import joint_transform, KinematicTree
 from .urdf import RobotDescription
 
 logger = logging.getLogger('kron_dynamics')
-
-
-def _joint_transform(tree: KinematicTree, i: int, value: float):
-    """Return (R, p) of body i in its parent's frame at joint coordinate value."""
-    if tree.revolute[i]:
-        return tree.R0[i] @ axis_angle(tree.axis[i], value), tree.p0[i]
-    return tree.R0[i], tree.p0[i] + tree.R0[i] @ (tree.axis[i] * value)
 
 
 def _check_values(description: RobotDescription, values) -> dict:
@@ -97,7 +89,7 @@ def lock_joints(description: RobotDescription, values: Mapping[str, float]) -> R
         body, Rb, pb = where[par] if par >= 0 else (-1, eye, zero)
         own = (float(tree.mass[i]), tree.com[i], tree.inertia[i])
         if i in locked:
-            Rl, pl = _joint_transform(tree, i, locked[i])
+            Rl, pl = joint_transform(tree, i, locked[i])
             R, p = Rb @ Rl, pb + Rb @ pl
             where.append((body, R, p))
             part = (own[0], R @ own[1] + p, R @ own[2] @ R.T)

@@ -19,6 +19,8 @@ from functools import cached_property
 
 import numpy as np
 
+from .rotations import axis_angle
+
 
 @dataclass(frozen=True)
 class KinematicTree:
@@ -91,3 +93,10 @@ class KinematicTree:
         return KinematicTree(self.parent, self.revolute, self.axis, self.R0, self.p0,
                              self.mass, self.com, self.inertia,
                              np.asarray(gravity, dtype=float))
+
+
+def joint_transform(tree: KinematicTree, i: int, qi: float):
+    """Return (R, p) of body i in its parent's frame at joint coordinate qi."""
+    if tree.revolute[i]:
+        return tree.R0[i] @ axis_angle(tree.axis[i], qi), tree.p0[i]
+    return tree.R0[i], tree.p0[i] + tree.R0[i] @ (tree.axis[i] * qi)
