@@ -150,9 +150,11 @@ def pose_of(model, q, link, point):
     return T[:3, :3], T[:3, 3] + T[:3, :3] @ point
 
 
+@pytest.mark.parametrize('mimic_fraction', [0.0, 0.4], ids=['independent', 'mimic'])
 @pytest.mark.parametrize('seed', range(8))
-def test_jacobians_hessians_and_derivatives_against_finite_differences(seed):
-    model, rng = random_model(seed)
+def test_jacobians_hessians_and_derivatives_against_finite_differences(seed, mimic_fraction):
+    """Every derivative by central differences in the model's coordinates (u with mimics)."""
+    model, rng = random_model(seed, mimic_fraction=mimic_fraction)
     n = model.n
     q, qd, qdd = rng.uniform(-2, 2, (3, n))
     for link in model.link_names:
@@ -215,6 +217,18 @@ def test_center_of_mass_and_its_jacobian(seed):
     assert np.isclose(model.total_mass, total + m0)
     c_all = (total * model.center_of_mass(q) + m0 * c0) / (total + m0)
     close(model.center_of_mass(q, include_root=True), c_all)
+    # with mimic joints, in u: the centre of mass at q = B u + d, its Jacobian J_c B
+    coupled, _ = random_model(seed, massless_fraction=0.3, mimic_fraction=0.4)
+    free = coupled.unconstrained
+    assert free.joint_names == coupled.full_joint_names
+    u = rng.uniform(-2, 2, coupled.n)
+    B, _ = coupled.coupling()
+    for root in (False, True):
+        close(coupled.center_of_mass(u, include_root=root),
+              free.center_of_mass(coupled.full_configuration(u), include_root=root))
+        close(coupled.center_of_mass_jacobian(u, include_root=root),
+              free.center_of_mass_jacobian(coupled.full_configuration(u),
+                                           include_root=root) @ B)
 
 
 def test_center_of_mass_of_a_massless_robot_is_refused():
