@@ -93,6 +93,39 @@ def hand_coupling(model):
     return B, d
 
 
+def tag_coupling(model, xml: str):
+    """
+    B, d resolved here from the document's own ``<mimic>`` tags (rows: full_joint_names).
+
+    Independent of the loader's resolution: each mimic row is multiplier times its primary's
+    row (itself resolved the same way: chains) plus the offset; tags on fixed joints mean
+    nothing, as in urdfdom.
+    """
+    import xml.etree.ElementTree as ET
+    tags = {}
+    for joint in ET.fromstring(xml).findall('joint'):
+        mimic = joint.find('mimic')
+        if mimic is not None and joint.get('type') != 'fixed':
+            tags[joint.get('name')] = (mimic.get('joint'), float(mimic.get('multiplier', 1.0)),
+                                       float(mimic.get('offset', 0.0)))
+    rows = {}
+
+    def row(name):
+        if name not in rows:
+            if name in tags:
+                primary, a, b = tags[name]
+                B_p, d_p = row(primary)
+                rows[name] = (a * B_p, a * d_p + b)
+            else:
+                rows[name] = (np.eye(model.n)[model.joint_names.index(name)], 0.0)
+        return rows[name]
+    B = np.zeros((len(model.full_joint_names), model.n))
+    d = np.zeros(len(model.full_joint_names))
+    for i, name in enumerate(model.full_joint_names):
+        B[i], d[i] = row(name)
+    return B, d
+
+
 def random_states(model, rng, count):
     """Yield (q, qd, qdd) with q within the joint limits (continuous joints: +-pi)."""
     lower = np.array([model.joints[j].lower for j in model.joint_names])
@@ -119,7 +152,7 @@ def assert_agrees(pin, model, path, states: int = 2, rtol: float = 1e-9) -> str:
         except ValueError:     # "The parent joint of the mimic joint is not in the tree"
             mimic_model = None
     plain = pin.buildModelFromUrdf(str(path))
-    B, d = hand_coupling(model)
+    B, d = tag_coupling(model, Path(path).read_text(encoding='utf-8'))
     for u, ud, udd in random_states(model, np.random.default_rng(0), states):
         if mimic_model is not None:
             ref = dynamics(pin, mimic_model, model.joint_names, u, ud, udd)

@@ -83,7 +83,7 @@ def _warnings(caplog):
 
 
 @pytest.mark.parametrize('urdf', URDFS)
-def test_robot_loads_and_agrees_with_pinocchio(urdf, caplog):
+def test_robot_loads_and_agrees_with_pinocchio(urdf, caplog, capfd):
     path = ROBOTS / urdf
     try:
         pin.buildModelFromUrdf(str(path))
@@ -106,8 +106,11 @@ def test_robot_loads_and_agrees_with_pinocchio(urdf, caplog):
         assert 'violate the triangle inequality (largest > sum of the other two by' in message
         assert "inertia_check='warn'" in message
         options['inertia_check'] = 'warn'
+    capfd.readouterr()
     with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
         model = RobotModel.from_urdf_file(path, **options)
+    printed = capfd.readouterr()      # nothing on stdout or stderr: only logged warnings
+    assert printed.out == '' and printed.err == '', printed
     unexpected = [w for w in _warnings(caplog)
                   if not any(re.search(p, w) for p in EXPECTED_WARNINGS)]
     assert not unexpected, unexpected

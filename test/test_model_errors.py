@@ -220,6 +220,14 @@ def test_bad_urdf_raises_model_error_naming_culprit(xml, pattern):
     assert str(info.value).startswith(f'{SOURCE}: '), 'message must name the source'
 
 
+@pytest.mark.parametrize('case', ['negative_mass', 'nan_mass'])
+def test_bad_mass_is_an_error_even_with_inertia_check_warn(case):
+    """inertia_check='warn' loads non-physical tensors; a mass below 0 or not finite never."""
+    xml, pattern = BAD_URDFS[case]
+    with pytest.raises(ModelError, match=pattern):
+        RobotModel.from_urdf_string(xml, source=SOURCE, inertia_check='warn')
+
+
 def test_base_urdf_is_valid():
     model = RobotModel.from_urdf_string(BASE)
     assert model.joint_names == ('j1', 'j2')

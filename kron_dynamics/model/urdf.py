@@ -240,6 +240,7 @@ class _Reader:
     def __init__(self, source: str, debug: bool):
         self.source = source
         self.ignored = Counter() if debug else None
+        self.fixed_mimics = []      # fixed joints whose <mimic> is ignored (debug only)
 
     def fail(self, owner: str, message: str):
         raise ModelError(f'{self.source}: {owner}: {message}')
@@ -343,9 +344,8 @@ def _read_joint(elem, reader: _Reader) -> _Joint:
     wanted = (FIXED_JOINT_ELEMENTS if kind == 'fixed' else
               FIXED_JOINT_ELEMENTS + ('axis',) if kind in ROOT_JOINT_TYPES else JOINT_ELEMENTS)
     found = reader.children(elem, wanted, f"joint '{name}'")
-    if kind == 'fixed' and elem.find('mimic') is not None:
-        logger.debug("%s: joint '%s' is fixed: its <mimic> is ignored (as urdfdom does)",
-                     reader.source, name)
+    if kind == 'fixed' and reader.ignored is not None and elem.find('mimic') is not None:
+        reader.fixed_mimics.append(name)
     links = []
     for role in ('parent', 'child'):
         tag = found.get(role)
@@ -673,8 +673,13 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
     warn_unusual(tree, joint_names, frames, source, mimic_joints)
     if reader.ignored:
         for kind, count in sorted(reader.ignored.items()):
-            logger.debug('%s: ignored %d <%s> element(s): not used by dynamics', source,
-                         count, kind)
+            if kind == 'joint/mimic':
+                logger.debug('%s: ignored %d <joint/mimic> element(s) of fixed joints %s: a '
+                             'fixed joint has no position to follow (as urdfdom does)', source,
+                             count, reader.fixed_mimics)
+            else:
+                logger.debug('%s: ignored %d <%s> element(s): not used by dynamics', source,
+                             count, kind)
     total = float(sum(mass)) + sum(part[0] for part in root_parts)
     return RobotDescription(root.get('name'), tree, joint_names, infos, frames, root_link,
                             total, merge_inertias(root_parts), mimic_joints, root_joint)
