@@ -27,11 +27,15 @@ wrench in the base frame (force; moment about the base origin), then the joint f
 Gravity is a world vector.
 
 The dynamics are the constrained system of 004 section 5 and appendix B in quasi-velocities:
-Newton-Euler on the tree with a moving base (:mod:`kron_dynamics.algorithms.floating_base`),
-projected by the constant matrix P = diag(P_base, B) of the planar restriction and the mimic
-couplings, as :class:`~kron_dynamics.robot_model.CoupledRobotModel` does with B alone. The
-kinematics relative to the base are the fixed-base model's (``model.fixed``, compiled),
-composed with the base pose.
+Newton-Euler on the tree with a moving base (:mod:`kron_dynamics.algorithms.floating_base`,
+the readable reference), projected by the constant matrix P = diag(P_base, B) of the planar
+restriction and the mimic couplings, as :class:`~kron_dynamics.robot_model.CoupledRobotModel`
+does with B alone. The compiled path runs the fixed-base kernels on the tree behind a chain
+of six massless joints (prismatic x, y, z, then revolute x, y, z, all at 0) whose root is
+the base frame of the moment: their velocities are the base twist, their forces the base
+wrench, gravity enters as R^T g, and the chain's own velocity products are cancelled in its
+accelerations (:func:`_chain_acceleration`). The kinematics relative to the base are the
+fixed-base model's (``model.fixed``, compiled), composed with the base pose.
 """
 
 from __future__ import annotations
@@ -43,11 +47,12 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.floating_base import mass_matrix_floating, rnea_floating
 from .algorithms.forward_dynamics import solve_mass_matrix
-from .algorithms.rnea import body_motion
 from .errors import ModelError, SingularJacobianError
-from .model.rotations import skew
+from .kernels import ID, native, pack, pack_sites
+from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
+from .model.rotations import quaternion_to_matrix, skew
+from .model.tree import KinematicTree
 
 Array = NDArray[np.float64]
 
@@ -60,6 +65,51 @@ _NAMES = {
 }
 # the base twist (6) from the base velocity coordinates: identity, or (vx, vy, wz)
 _P_BASE = {'floating': np.eye(6), 'planar': np.eye(6)[:, [0, 1, 5]]}
+_NO_WRENCH = np.zeros((0, 6))
+_CHAIN_AT_ZERO = np.zeros(6)
+
+
+def base_chain(tree: KinematicTree, root_inertia) -> KinematicTree:
+    """
+    Return the tree behind six massless joints: prismatic x, y, z, then revolute x, y, z.
+
+    At zero chain coordinates, with its root at the base frame, the chain's velocities are
+    the base twist (linear, angular; base axes) and its joint forces the base wrench; the
+    base body (``root_inertia``: mass, centre of mass, central inertia) is its last body.
+    """
+    n = tree.n
+    E = np.eye(3)
+    mass, com, inertia = root_inertia
+    parent = np.concatenate([np.arange(-1, 5), np.where(tree.parent < 0, 5, tree.parent + 6)])
+    return KinematicTree(
+        parent=parent,
+        revolute=np.concatenate([[False] * 3 + [True] * 3, np.asarray(tree.revolute, bool)]),
+        axis=np.vstack([E, E, np.reshape(tree.axis, (n, 3))]),
+        R0=np.concatenate([np.tile(E, (6, 1, 1)), np.reshape(tree.R0, (n, 3, 3))]),
+        p0=np.vstack([np.zeros((6, 3)), np.reshape(tree.p0, (n, 3))]),
+        mass=np.concatenate([[0.0] * 5, [mass], tree.mass]),
+        com=np.vstack([np.zeros((5, 3)), [com], np.reshape(tree.com, (n, 3))]),
+        inertia=np.concatenate([np.zeros((5, 3, 3)), [inertia],
+                                np.reshape(tree.inertia, (n, 3, 3))]),
+        gravity=np.zeros(3))
+
+
+def _chain_acceleration(vk: np.ndarray, dvk: np.ndarray) -> np.ndarray:
+    """
+    Return the chain accelerations that give the base the twist derivative dvk[:6].
+
+    The base's classical acceleration is v' + w x v (its twist is in its own moving axes),
+    while the chain's prismatic axes stand still; and the chain's revolute joints add
+    w_x w_y e_z - w_x w_z e_y + w_y w_z e_x to the angular acceleration.
+    """
+    (vx, vy, vz, wx, wy, wz), a = vk[:6], dvk.copy()
+    a[0] += wy * vz - wz * vy
+    a[1] += wz * vx - wx * vz
+    a[2] += wx * vy - wy * vx
+    a[3] -= wy * wz
+    a[4] += wx * wz
+    a[5] -= wx * wy
+    return a
 
 
 @dataclass(frozen=True)
@@ -94,7 +144,7 @@ def _contacts(contacts) -> list[Contact]:
 
 def _unit(x: np.ndarray, what: str) -> np.ndarray:
     """Return x normalised; ValueError naming it if its norm is not within tolerance of 1."""
-    norm = float(np.linalg.norm(x))
+    norm = math.sqrt(float(x @ x))
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
         raise ValueError(f'{what} has norm {norm:.6g}; it must be a unit vector (within '
                          f'{QUATERNION_TOLERANCE}: normalised)')
@@ -179,6 +229,7 @@ class FloatingBaseModel:
             T0[:3, :3], T0[:3, 3] = origin
         T0.setflags(write=False)
         self.origin: Array = T0      # the world frame of the base motion (root joint origin)
+        self._at_origin = origin is None or np.array_equal(T0, np.eye(4))
         self._tree = description.tree
         self._root = description.root_inertia
         B, d = fixed.coupling()
@@ -193,6 +244,31 @@ class FloatingBaseModel:
         P[6:, self._nb:] = self._B
         self._P = P
         self._armature = np.concatenate([np.zeros(self._nb), fixed.armature])
+        # the compiled path: the tree behind the base chain; kernel order = the chain, then
+        # the joints in joint_names order (without mimic joints) or the tree's own order
+        nk = 6 + self._tree.n
+        order = np.arange(nk)
+        if not fixed.mimic_joints:
+            order[6:] = 6 + np.array([internal[j] for j in self.joint_names], dtype=int)
+        self._tree_order = order[6:] - 6      # kernel input k >= 6 is tree coordinate [k-6]
+        sites = pack_sites(description.frames)      # rows as fixed._site numbers them
+        sites[:, SITE_BODY] = np.where(sites[:, SITE_BODY] < 0, 5, sites[:, SITE_BODY] + 6)
+        self._sites = sites
+        Pk = P[order]
+        cols = np.argmax(Pk, axis=0)
+        # P in kernel order is often a selection of coordinates: index instead of multiply
+        self._Pk, self._sel = Pk, (cols if np.array_equal(Pk, np.eye(nk)[:, cols]) else None)
+        # the model's coordinates are the kernel's (floating base, no mimic joints)
+        self._same = self._sel is not None and np.array_equal(cols, np.arange(self.nv))
+        # armature in the kernels where each joint is a kernel coordinate; else after P
+        armature = np.zeros(nk)
+        if self._sel is not None:
+            armature[6:] = fixed.armature
+            self._armature_after = np.zeros(self.nv)
+        else:
+            self._armature_after = self._armature
+        self._ints, self._reals = pack(base_chain(self._tree, self._root), order, armature)
+        self._no_damping = np.zeros(nk)
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -210,14 +286,14 @@ class FloatingBaseModel:
             a = np.array(x, dtype=float)
         except (TypeError, ValueError):
             raise ValueError(f'{what} must be numbers, got {x!r}') from None
+        if a.shape == (size,) and np.isfinite(a).all():
+            return a
         names = self._names(what, size)
         if a.shape != (size,):
             raise ValueError(f'{what} must have {size} entries ({", ".join(names)}), got '
                              f'shape {a.shape}')
         bad = [names[i] for i in np.nonzero(~np.isfinite(a))[0]]
-        if bad:
-            raise ValueError(f'{what} is not finite at {bad}')
-        return a
+        raise ValueError(f'{what} is not finite at {bad}')
 
     def _names(self, what: str, size: int) -> tuple:
         if what == 'q':
@@ -258,50 +334,95 @@ class FloatingBaseModel:
         """Return the base pose of a checked configuration."""
         T = np.eye(4)
         if self.base == 'floating':
-            from scipy.spatial.transform import Rotation
-            T[:3, :3] = Rotation.from_quat(q[3:7]).as_matrix()     # (x, y, z, w)
+            T[:3, :3] = quaternion_to_matrix(q[3:7])     # (x, y, z, w)
             T[:3, 3] = q[:3]
         else:
             c, s = q[2], q[3]
             T[:2, :2] = [[c, -s], [s, c]]
             T[:2, 3] = q[:2]
-        return self.origin @ T
+        return T if self._at_origin else self.origin @ T
 
     def _split(self, q):
-        """Return (checked q, base pose, joint coordinates u, tree coordinates)."""
+        """Return (checked q, base pose, joint coordinates u, the kernels' configuration)."""
         q = self._configuration(q)
         u = q[self.nq - self.n:]
-        return q, self._base_pose(q), u, self._B @ u + self._d
+        if self._same:
+            qk = np.concatenate((_CHAIN_AT_ZERO, u))
+        else:
+            qk = np.zeros(len(self._Pk))
+            qk[6:] = (self._B @ u + self._d)[self._tree_order]
+        return q, self._base_pose(q), u, qk
 
     def _gravity_base(self, T) -> Array:
         return T[:3, :3].T @ self.gravity
 
     # ----------------------------------------------------------------- dynamics
+    def _lift(self, x: Array) -> Array:
+        """Return P x in kernel order: a velocity of the model -> the chain and the tree."""
+        if self._same:
+            return x
+        if self._sel is None:
+            return self._Pk @ x
+        out = np.zeros(len(self._Pk))
+        out[self._sel] = x
+        return out
+
+    def _project(self, tau: Array) -> Array:
+        """Return P^T tau of a kernel-order force: the model's generalized forces."""
+        if self._same:
+            return tau
+        return self._Pk.T @ tau if self._sel is None else tau[self._sel]
+
+    def _rnea(self, qk: Array, vk: Array, dvk: Array, gravity_base: Array) -> Array:
+        """Return the compiled Newton-Euler forces (kernel order) with the base moving."""
+        reals = self._reals.copy()
+        reals[-1, :3] = gravity_base
+        tau = np.empty(len(vk))
+        if not native.rnea(self._ints, reals, qk, vk,
+                           _chain_acceleration(vk, dvk), ID, _NO_WRENCH, tau):
+            raise ValueError('inverse dynamics: q, v and dv must be finite')
+        return tau
+
+    def _mass_matrix_kernel(self, qk: Array) -> Array:
+        """Return M of the tree behind the chain (kernel order), before the projection."""
+        M = np.empty((len(self._Pk),) * 2)
+        if not native.crba(self._ints, self._reals, qk, M):
+            raise ValueError('mass matrix: q must be finite')
+        return M
+
     def inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike) -> Array:
         """Return tau = M(q) v' + h(q, v) (nv): RNEA with the base moving (002, 004 app. B)."""
         batch = self._batch(self.inverse_dynamics, q, v, dv)
         if batch is not None:
             return batch
-        q, T, _, qt = self._split(q)
+        q, T, _, qk = self._split(q)
         v = self._vector(v, self.nv, 'v')
         dv = self._vector(dv, self.nv, 'dv')
-        tau = rnea_floating(self._tree, self._root, qt, self._P @ v, self._P @ dv,
-                            self._gravity_base(T))
-        return self._P.T @ tau + self._armature * dv
+        tau = self._rnea(qk, self._lift(v), self._lift(dv), self._gravity_base(T))
+        return self._project(tau) + self._armature_after * dv
 
     def mass_matrix(self, q: ArrayLike) -> Array:
         """Return M(q), nv x nv, symmetric positive definite for a physical robot."""
         batch = self._batch(self.mass_matrix, q)
         if batch is not None:
             return batch
-        _, _, _, qt = self._split(q)
-        M = self._P.T @ mass_matrix_floating(self._tree, self._root, qt) @ self._P
-        return M + np.diag(self._armature)
+        _, _, _, qk = self._split(q)
+        M = self._mass_matrix_kernel(qk)
+        if self._sel is None:
+            return self._Pk.T @ M @ self._Pk + np.diag(self._armature_after)
+        return M if self._same else M[np.ix_(self._sel, self._sel)]
 
     def gravity_torque(self, q: ArrayLike) -> Array:
         """Return G(q) = tau at rest (nv): the generalized gravity forces."""
-        return self.inverse_dynamics(q, np.zeros(self.nv), np.zeros(self.nv)) \
-            if np.ndim(q) == 1 else self._batch(self.gravity_torque, q)
+        if np.ndim(q) == 2:
+            return self._batch(self.gravity_torque, q)
+        _, T, _, qk = self._split(q)
+        reals = self._reals.copy()
+        reals[-1, :3] = self._gravity_base(T)
+        tau = np.empty(len(self._Pk))
+        if not native.gravity(self._ints, reals, qk, tau):
+            raise ValueError('gravity torque: q must be finite')
+        return self._project(tau)
 
     def bias_torque(self, q: ArrayLike, v: ArrayLike) -> Array:
         """Return h(q, v) = C*(q)(v kron v) + G(q) (nv): tau with v' = 0."""
@@ -313,11 +434,9 @@ class FloatingBaseModel:
         """Return C*(q)(v kron v) = h(q, v) - G(q) (nv)."""
         if np.ndim(q) == 2 or np.ndim(v) == 2:
             return self._batch(self.coriolis_vector, q, v)
-        q, T, _, qt = self._split(q)
-        v = self._vector(v, self.nv, 'v')
-        zero = np.zeros(6 + self._tree.n)
-        return self._P.T @ rnea_floating(self._tree, self._root, qt, self._P @ v, zero,
-                                         np.zeros(3))
+        q, T, _, qk = self._split(q)
+        vk = self._lift(self._vector(v, self.nv, 'v'))
+        return self._project(self._rnea(qk, vk, np.zeros(len(vk)), np.zeros(3)))
 
     def coriolis_star(self, q: ArrayLike) -> Array:
         """
@@ -330,13 +449,13 @@ class FloatingBaseModel:
         """
         if np.ndim(q) == 2:
             return self._batch(self.coriolis_star, q)
-        _, _, _, qt = self._split(q)
+        _, _, _, qk = self._split(q)
         nv = self.nv
         E = np.eye(nv)
-        zero, g0 = np.zeros(6 + self._tree.n), np.zeros(3)
+        zero, g0 = np.zeros(len(self._Pk)), np.zeros(3)
 
         def quadratic(v):     # h - G at v: the recursion without gravity, v' = 0
-            return self._P.T @ rnea_floating(self._tree, self._root, qt, self._P @ v, zero, g0)
+            return self._project(self._rnea(qk, self._lift(v), zero, g0))
         h = [quadratic(E[j]) for j in range(nv)]
         C = np.empty((nv, nv, nv))
         for j in range(nv):
@@ -351,6 +470,15 @@ class FloatingBaseModel:
         if np.ndim(q) == 2 or np.ndim(v) == 2 or np.ndim(tau) == 2:
             return self._batch(self.forward_dynamics, q, v, tau)
         tau = self._vector(tau, self.nv, 'tau')
+        if self._same:      # the kernel's forward dynamics of the chain, its products removed
+            _, T, _, qk = self._split(q)
+            v = self._vector(v, self.nv, 'v')
+            reals = self._reals.copy()
+            reals[-1, :3] = self._gravity_base(T)
+            dv = np.empty(self.nv)
+            if native.forward_dynamics(self._ints, reals, qk, v, tau,
+                                       self._no_damping, dv):
+                return dv - _chain_acceleration(v, np.zeros(self.nv))
         return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
                                  list(self.velocity_names))
 
@@ -406,7 +534,7 @@ class FloatingBaseModel:
         T = np.eye(4)
         from scipy.spatial.transform import Rotation
         quat = _unit(self._vector(orientation, 4, 'orientation'), 'orientation: the quaternion')
-        T[:3, :3] = Rotation.from_quat(quat).as_matrix()
+        T[:3, :3] = quaternion_to_matrix(quat)
         T[:3, 3] = self._vector(position, 3, 'position')
         twist = np.concatenate([self._vector(linear, 3, 'linear'),
                                 self._vector(angular, 3, 'angular')])
@@ -497,13 +625,6 @@ class FloatingBaseModel:
             X[:3, 3:] = skew(T_wk[:3, 3]) @ R
         return np.einsum('ij,jsk->isk', X, H).reshape(6, nv * nv)
 
-    def _site(self, link: str):
-        """Return (body index or -1, R, p) of a link relative to its body; ModelError if none."""
-        frames = self.fixed.description.frames
-        if link not in frames:
-            raise ModelError(f'unknown link {link!r}; links are {list(frames)}')
-        return frames[link]
-
     def acceleration(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str,
                      point: ArrayLike | None = None) -> Array:
         """
@@ -511,20 +632,20 @@ class FloatingBaseModel:
 
         That is J v' + J' v in 'local_world_aligned': the second derivative of the point's
         world position, and the angular acceleration (Pinocchio's
-        ``getFrameClassicalAcceleration`` in LOCAL_WORLD_ALIGNED).
+        ``getFrameClassicalAcceleration`` in LOCAL_WORLD_ALIGNED). Compiled: the kernel's
+        classical acceleration on the tree behind the base chain, in base axes, turned to
+        the world.
         """
-        body, R_l, p_l = self._site(link)
-        _, T, u, qt = self._split(q)
-        v = self._P @ self._vector(v, self.nv, 'v')
-        dv = self._P @ self._vector(dv, self.nv, 'dv')
-        w, dw, a = v[3:6], dv[3:6], dv[:3] + np.cross(v[3:6], v[:3])
-        if body >= 0:
-            _, _, ws, dws, as_ = body_motion(self._tree, qt, v[6:], dv[6:], w, dw, a)
-            w, dw, a = ws[body], dws[body], as_[body]
-        r = p_l + R_l @ (np.zeros(3) if point is None else np.asarray(point, dtype=float))
-        a_point = a + np.cross(dw, r) + np.cross(w, np.cross(w, r))
-        R_wb = (T @ self.fixed.link_pose(u, link))[:3, :3] @ R_l.T    # world <- body axes
-        return np.concatenate([R_wb @ a_point, R_wb @ dw])
+        row, p = self.fixed._site(link), self.fixed._point3(point)
+        _, T, _, qk = self._split(q)
+        vk = self._lift(self._vector(v, self.nv, 'v'))
+        dvk = _chain_acceleration(vk, self._lift(self._vector(dv, self.nv, 'dv')))
+        a = np.empty(6)
+        if not native.acceleration(self._ints, self._reals, self._sites, row, p,
+                                   qk, vk, dvk, LOCAL_WORLD_ALIGNED, a):
+            raise ValueError('acceleration: q, v and dv must be finite')
+        R = T[:3, :3]
+        return np.concatenate([R @ a[:3], R @ a[3:]])
 
     def jacobian_time_variation(self, q: ArrayLike, v: ArrayLike, link: str,
                                 point: ArrayLike | None = None,
@@ -577,10 +698,10 @@ class FloatingBaseModel:
         mimic projections, are the whole robot's momentum (the base twist's conjugate);
         A_G moves them to the centre of mass and turns them to world axes.
         """
-        _, T, u, qt = self._split(q)
+        _, T, u, qk = self._split(q)
         R = T[:3, :3]
         c = self.fixed.center_of_mass(u, include_root=True)
-        rows = (mass_matrix_floating(self._tree, self._root, qt) @ self._P)[:6]
+        rows = (self._mass_matrix_kernel(qk) @ self._Pk)[:6]
         X = np.zeros((6, 6))
         X[:3, :3] = X[3:, 3:] = R
         X[3:, :3] = -R @ skew(c)
@@ -632,17 +753,21 @@ class FloatingBaseModel:
             return solve_mass_matrix(self.mass_matrix(q), rhs, names), np.zeros(0)
         M = self.mass_matrix(q)
         gamma = self._contact_drift(q, v, contacts)
-        Minv_JT = solve_mass_matrix(M, J.T, names)
-        Minv_rhs = solve_mass_matrix(M, rhs, names)
+        both = solve_mass_matrix(M, np.column_stack([rhs, J.T]), names)    # one factorisation
+        Minv_rhs, Minv_JT = both[:, 0], both[:, 1:]
         A = J @ Minv_JT
         b = -gamma - J @ Minv_rhs
         lam, *_ = np.linalg.lstsq(A, b, rcond=1e-10)
         residual = float(np.linalg.norm(A @ lam - b))
         if residual > 1e-8 * (1.0 + float(np.linalg.norm(b))):
+            links = [c.link for c in _contacts(contacts)]
+            moving = J @ v
+            why = (f'; the velocity v moves them (J_c v = {np.round(moving, 9).tolist()}), '
+                   'which redundant contacts cannot absorb: give a v with J_c v = 0'
+                   if np.linalg.norm(moving) > 1e-9 * (1.0 + float(np.linalg.norm(v))) else '')
             raise SingularJacobianError(
-                f'contacts {[c.link for c in _contacts(contacts)]}: their constraints '
-                f'contradict each other (residual {residual:.3g}): no acceleration keeps all '
-                'of them still')
+                f'contacts {links}: their constraints contradict each other (residual '
+                f'{residual:.3g}): no acceleration keeps all of them still{why}')
         return Minv_rhs + Minv_JT @ lam, lam
 
     def contact_inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,

@@ -29,7 +29,8 @@ import pinocchio as pin     # a declared test dependency (requirements.txt): no 
 import pytest
 
 from conftest import URDF_DIR
-from kron_dynamics import Contact, FloatingBaseModel, ModelError, RobotModel
+from kron_dynamics import (Contact, FloatingBaseModel, ModelError, RobotModel,
+                           SingularJacobianError)
 from kron_dynamics.testing.random_urdf import random_urdf
 from pinocchio_oracle import hand_coupling, PinPair, robots_dir
 
@@ -83,8 +84,8 @@ def compare_dynamics(pair: PinPair, q, v, dv):
     close(m.centroidal_momentum_matrix(q), pin.ccrba(pm, pd, pq, pv) @ P, 'A_G')
     if np.allclose(P.T @ P, np.eye(m.nv)):     # no mimic: Pinocchio's ABA is the same system
         tau = m.inverse_dynamics(q, v, dv)
-        close(m.forward_dynamics(q, v, tau), dv, 'forward dynamics', 1e-7)
-        close(P.T @ pin.aba(pm, pd, pq, pv, P @ tau), dv, 'ABA', 1e-7)
+        close(m.forward_dynamics(q, v, tau), dv, 'forward dynamics')
+        close(P.T @ pin.aba(pm, pd, pq, pv, P @ tau), dv, 'ABA')
 
 
 def compare_kinematics(pair: PinPair, q, v, dv, links):
@@ -214,6 +215,34 @@ def test_batches_stack_rows():
     for k in range(3):
         np.testing.assert_allclose(tau[k], model.bias_torque(Q[k], V[k]), rtol=1e-14)
     assert model.mass_matrix(Q).shape == (3, model.nv, model.nv)
+
+
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+@pytest.mark.parametrize('seed', range(4))
+def test_compiled_dynamics_are_the_readable_recursion(base, seed):
+    """The kernels behind the base chain equal 004 app. B's recursion, mimics included."""
+    from kron_dynamics.algorithms.floating_base import mass_matrix_floating, rnea_floating
+    rng = np.random.default_rng(300 + seed)
+    xml = random_urdf(rng, int(rng.integers(2, 8)), n_fixed=2, mimic_fraction=0.4)
+    model = RobotModel.from_urdf_string(xml, root_joint=base)
+    tree, root, P = model.fixed.description.tree, model.fixed.description.root_inertia, model._P
+    for _ in range(3):
+        q, v, dv = random_state(model, rng)
+        T = model.base_pose(q)
+        u = q[model.nq - model.n:]
+        internal = model.fixed.description.joint_names
+        full = dict(zip(model.fixed.full_joint_names, model.fixed.full_configuration(u)))
+        qt = np.array([full[j] for j in internal])
+        g = T[:3, :3].T @ model.gravity
+        close(model.inverse_dynamics(q, v, dv),
+              P.T @ rnea_floating(tree, root, qt, P @ v, P @ dv, g)
+              + model._armature * dv, 'RNEA')
+        close(model.mass_matrix(q), P.T @ mass_matrix_floating(tree, root, qt) @ P
+              + np.diag(model._armature), 'M')
+        zero = np.zeros(len(P))
+        close(model.gravity_torque(q), P.T @ rnea_floating(tree, root, qt, zero, zero, g), 'G')
+        close(model.coriolis_vector(q, v),
+              P.T @ rnea_floating(tree, root, qt, P @ v, zero, np.zeros(3)), 'Coriolis')
 
 
 # ------------------------------------------------------------------ real robots
@@ -366,40 +395,81 @@ def solo_state(model, seed):
     return q, v, rng.uniform(-1, 1, model.n)
 
 
-@pytest.mark.slow
-def test_constrained_forward_dynamics_agrees_with_pinocchio(solo):
-    model, path = solo
-    q, v, tau = solo_state(model, 12)
-    contacts = [Contact(FEET[0]), Contact(FEET[3], dim=6)]
-    J = model.contact_jacobian(q, contacts)
-    v = v - np.linalg.pinv(J) @ (J @ v)       # contacts at rest, as in a real contact
-    dv, lam = model.constrained_forward_dynamics(q, v, tau, contacts)
-    # its own equations: M v' + h = S^T tau + J^T lambda, J v' + J' v = 0
-    S_tau = np.concatenate([np.zeros(6), tau])
-    close(model.mass_matrix(q) @ dv + model.bias_torque(q, v), S_tau + J.T @ lam,
-          'equations of motion')
-    accel = np.concatenate([model.acceleration(q, v, dv, FEET[0])[:3],
-                            model.acceleration(q, v, dv, FEET[3])])
-    assert np.abs(accel).max() < 1e-9
-    # Pinocchio
-    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
-    pair = PinPair(model, pm)
-    pd = pm.createData()
+def pinocchio_constraint_dynamics(pair: PinPair, q, v, tau_full, contacts):
+    """Return Pinocchio's (v', lambda) of constraintDynamics for our contacts, our order."""
+    pm, pd = pair.pm, pair.pd
     kinds, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
     for c in contacts:
-        fid = pm.getFrameId(c.link)
-        frame = pm.frames[fid]
+        frame = pm.frames[pm.getFrameId(c.link)]
+        at = frame.placement * pin.SE3(np.eye(3), np.asarray(c.point, dtype=float))
         kinds.append(pin.RigidConstraintModel(
             pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D, pm,
-            frame.parentJoint, frame.placement, pin.LOCAL_WORLD_ALIGNED))
+            frame.parentJoint, at, pin.LOCAL_WORLD_ALIGNED))
     for k in kinds:
         datas.append(k.createData())
     pin.initConstraintDynamics(pm, pd, kinds, datas)
-    settings = pin.ProximalSettings(1e-14, 1e-12, 1)
-    pdv = pin.constraintDynamics(pm, pd, pair.q(q), pair.v(v), pair.v(
-        np.concatenate([np.zeros(6), tau])), kinds, datas, settings)
-    close(dv, pair.P.T @ pdv, 'v\' against constraintDynamics', 1e-7)
-    close(lam, pd.lambda_c, 'lambda against constraintDynamics', 1e-7)
+    settings = pin.ProximalSettings(1e-14, 1e-12, 20)
+    pdv = pin.constraintDynamics(pm, pd, pair.q(q), pair.v(v), pair.v(tau_full), kinds, datas,
+                                 settings)
+    return pair.P.T @ pdv, np.array(pd.lambda_c)
+
+
+CONTACT_CASES = {   # robot: contacts (feet on the ground: 3-D points, 6-D soles)
+    'solo12': [Contact('FL_FOOT'), Contact('HR_FOOT', dim=6)],
+    'a1': [Contact(f, point=(0.0, 0.0, -0.02)) for f in
+           ('FR_foot', 'FL_foot', 'RR_foot', 'RL_foot')],
+    'talos': [Contact('left_sole_link', dim=6), Contact('right_sole_link', dim=6)],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('robot', sorted(CONTACT_CASES) + ['random tree'])
+def test_constrained_forward_dynamics_agrees_with_pinocchio(robot):
+    if robot == 'random tree':
+        model = RobotModel.from_urdf_string(FLOATING_TREE_URDF, root_joint='floating')
+        pm = pin.buildModelFromXML(FLOATING_TREE_URDF, pin.JointModelFreeFlyer())
+        contacts = [Contact('link5', point=(0.05, -0.03, 0.1)),
+                    Contact('link2', point=(0.0, 0.02, 0.0))]
+    else:
+        path = erd_robots() / ROBOTS[robot][0]
+        model = RobotModel.from_urdf_file(path, root_joint='floating')
+        pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        contacts = CONTACT_CASES[robot]
+    pair = PinPair(model, pm)
+    rng = np.random.default_rng(12)
+    for _ in range(2):
+        q, v, _ = random_state(model, rng)
+        tau = rng.uniform(-1, 1, model.n)
+        J = model.contact_jacobian(q, contacts)
+        assert np.linalg.matrix_rank(J) == len(J)     # lambda unique: comparable
+        v = v - np.linalg.pinv(J) @ (J @ v)       # contacts at rest, as in a real contact
+        dv, lam = model.constrained_forward_dynamics(q, v, tau, contacts)
+        # its own equations: M v' + h = S^T tau + J^T lambda, J v' + J' v = 0
+        S_tau = np.concatenate([np.zeros(6), tau])
+        close(model.mass_matrix(q) @ dv + model.bias_torque(q, v), S_tau + J.T @ lam,
+              'equations of motion')
+        accel = np.concatenate([model.acceleration(q, v, dv, c.link, c.point)[:c.dim]
+                                for c in contacts])
+        assert np.abs(accel).max() < 1e-9 * (1.0 + np.abs(dv).max())
+        pdv, plam = pinocchio_constraint_dynamics(pair, q, v, S_tau, contacts)
+        close(dv, pdv, 'v\' against constraintDynamics')
+        close(lam, plam, 'lambda against constraintDynamics')
+
+
+def test_contradicting_contacts_are_refused_with_the_cause(floating_tree):
+    """Redundant contacts that v moves: no acceleration keeps them still; the error says why."""
+    model = floating_tree
+    q, v, _ = random_state(model, np.random.default_rng(18))
+    link = model.link_names[-1]
+    contacts = [Contact(link, dim=6), Contact(link, point=(0.1, 0.0, 0.0))]
+    tau = np.zeros(model.n)
+    with pytest.raises(SingularJacobianError, match=r'contradict each other .* the velocity v '
+                                                    r'moves them \(J_c v = '):
+        model.constrained_forward_dynamics(q, v, tau, contacts)
+    J = model.contact_jacobian(q, contacts)
+    still = v - np.linalg.pinv(J) @ (J @ v)
+    dv, lam = model.constrained_forward_dynamics(q, still, tau, contacts)
+    assert np.all(np.isfinite(dv)) and np.all(np.isfinite(lam))
 
 
 @pytest.mark.slow
@@ -437,6 +507,11 @@ def test_the_closed_forms_refuse_a_floating_base_clearly():
     with pytest.raises(ModelError, match=r"robot 'rp_arm' has a floating base: the closed "
                                          r'forms are of fixed-base trees'):
         SymbolicModel.from_urdf_string(floating)
+    model = RobotModel.from_urdf_string(floating)
+    with pytest.raises(ModelError, match=r"robot 'rp_arm' has a floating base: the closed "
+                                         r'forms are of fixed-base trees'):
+        SymbolicModel.from_model(model)
+    assert SymbolicModel.from_model(model.fixed).n == model.n
 
 
 def pinocchio_floating_tree(model, seed):

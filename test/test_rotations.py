@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from kron_dynamics.model.rotations import axis_angle, matrix_to_quaternion, rpy_to_matrix, skew
+from kron_dynamics.model.rotations import (
+    axis_angle, matrix_to_quaternion, quaternion_to_matrix, rpy_to_matrix, skew)
 
 
 @pytest.mark.parametrize('seed', range(20))
@@ -59,3 +60,14 @@ def test_matrix_to_quaternion_is_scipys_quaternion(seed):
             expected = expected * np.sign(expected @ q)
         np.testing.assert_allclose(q, expected, atol=1e-12)
         np.testing.assert_allclose(Rotation.from_quat(q).as_matrix(), R, atol=1e-12)
+
+
+def test_quaternion_to_matrix_is_scipys_matrix():
+    for k in range(200):
+        quat = Rotation.random(random_state=k).as_quat()
+        np.testing.assert_allclose(quaternion_to_matrix(quat),
+                                   Rotation.from_quat(quat).as_matrix(), atol=1e-14)
+        np.testing.assert_allclose(quaternion_to_matrix(-quat), quaternion_to_matrix(quat),
+                                   atol=1e-15)
+        np.testing.assert_allclose(matrix_to_quaternion(quaternion_to_matrix(quat)),
+                                   quat * np.sign(quat[3]), atol=1e-12)

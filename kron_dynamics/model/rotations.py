@@ -50,6 +50,16 @@ def axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:
     return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * (K @ K)
 
 
+def quaternion_to_matrix(quat) -> np.ndarray:
+    """Return the rotation matrix of a unit quaternion (x, y, z, w)."""
+    x, y, z, w = np.asarray(quat, dtype=float).tolist()
+    return np.array([
+        [1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w)],
+        [2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w)],
+        [2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y)],
+    ])
+
+
 def matrix_to_quaternion(R: np.ndarray) -> np.ndarray:
     """Return the unit quaternion (x, y, z, w), w >= 0, of a rotation matrix (Shepperd)."""
     R = np.asarray(R, dtype=float)

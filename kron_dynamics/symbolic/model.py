@@ -579,6 +579,17 @@ def _trig_simplify(expr):
 
 
 # --------------------------------------------------------------------------- the model
+def _refuse_moving_base(model, where: str = '') -> None:
+    """Raise ModelError for a floating or planar base: closed forms are of fixed-base trees."""
+    from ..robot_model import RobotModel
+    if not isinstance(model, RobotModel):
+        raise ModelError(
+            f"{where}robot '{model.name}' has a {getattr(model, 'base', 'moving')} base: the "
+            'closed forms are of fixed-base trees (a base pose is no set of joint '
+            'coordinates); remove the world link and its root joint for the equations of '
+            'the tree on a fixed base (or pass model.fixed)')
+
+
 class SymbolicModel:
     """
     A fixed-base tree whose equations of motion are computed in closed form with sympy.
@@ -643,6 +654,7 @@ class SymbolicModel:
     @classmethod
     def from_model(cls, model, symbolic_parameters: bool = False, **options) -> 'SymbolicModel':
         """Build from a :class:`~kron_dynamics.RobotModel` (its joint order and armature)."""
+        _refuse_moving_base(model)
         if model.mimic_joints:
             full = cls.from_model(model.unconstrained, symbolic_parameters, **options)
             B, d = model.coupling()
@@ -701,11 +713,7 @@ class SymbolicModel:
         """Build from URDF text (see the module docstring for the parameter names)."""
         from ..robot_model import RobotModel
         model = RobotModel.from_urdf_string(xml, joint_names, gravity, source=source)
-        if not isinstance(model, RobotModel):
-            raise ModelError(
-                f"{source}: robot '{model.name}' has a {model.base} base: the closed forms are "
-                'of fixed-base trees (a base pose is no set of joint coordinates); remove the '
-                'world link and its root joint for the equations of the tree on a fixed base')
+        _refuse_moving_base(model, f'{source}: ')
         sm = cls.from_model(model, symbolic_parameters, **options)
         sm.source = source
         return sm
