@@ -34,8 +34,8 @@ does with B alone. The compiled path runs the fixed-base kernels on the tree beh
 of six massless joints (prismatic x, y, z, then revolute x, y, z, all at 0) whose root is
 the base frame of the moment: their velocities are the base twist, their forces the base
 wrench, gravity enters as R^T g, and the chain's own velocity products are cancelled in its
-accelerations (:func:`_chain_acceleration`). The kinematics relative to the base are the
-fixed-base model's (``model.fixed``, compiled), composed with the base pose.
+accelerations (:mod:`kron_dynamics.kernels.floating_base`). The kinematics relative to the
+base are the fixed-base model's (``model.fixed``, compiled), composed with the base pose.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.forward_dynamics import solve_mass_matrix
 from .errors import ModelError, SingularJacobianError
-from .kernels import ID, native, pack, pack_sites
+from .kernels import CORIOLIS, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.rotations import quaternion_to_matrix, skew
 from .model.tree import KinematicTree
@@ -67,6 +67,12 @@ _NAMES = {
 _P_BASE = {'floating': np.eye(6), 'planar': np.eye(6)[:, [0, 1, 5]]}
 _NO_WRENCH = np.zeros((0, 6))
 _CHAIN_AT_ZERO = np.zeros(6)
+_F64 = np.dtype(np.float64)
+
+
+def _plain(*arrays) -> bool:
+    """Return True if every argument is a 1-D float64 ndarray: what the kernels take as is."""
+    return all(type(a) is np.ndarray and a.dtype is _F64 and a.ndim == 1 for a in arrays)
 
 
 def base_chain(tree: KinematicTree, root_inertia) -> KinematicTree:
@@ -95,21 +101,10 @@ def base_chain(tree: KinematicTree, root_inertia) -> KinematicTree:
 
 
 def _chain_acceleration(vk: np.ndarray, dvk: np.ndarray) -> np.ndarray:
-    """
-    Return the chain accelerations that give the base the twist derivative dvk[:6].
-
-    The base's classical acceleration is v' + w x v (its twist is in its own moving axes),
-    while the chain's prismatic axes stand still; and the chain's revolute joints add
-    w_x w_y e_z - w_x w_z e_y + w_y w_z e_x to the angular acceleration.
-    """
-    (vx, vy, vz, wx, wy, wz), a = vk[:6], dvk.copy()
-    a[0] += wy * vz - wz * vy
-    a[1] += wz * vx - wx * vz
-    a[2] += wx * vy - wy * vx
-    a[3] -= wy * wz
-    a[4] += wx * wz
-    a[5] -= wx * wy
-    return a
+    """Return the chain accelerations that give the base dvk[:6] (kernels.floating_base)."""
+    out = np.empty(len(vk))
+    native.chain_acceleration(vk, dvk, out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -268,7 +263,9 @@ class FloatingBaseModel:
         else:
             self._armature_after = self._armature
         self._ints, self._reals = pack(base_chain(self._tree, self._root), order, armature)
-        self._no_damping = np.zeros(nk)
+        self._reals[-1, :3] = self.gravity      # world gravity: kernels.floating_base
+        self._origin = np.array(T0)             # writable: what the kernels take
+        self._zero_v = np.zeros(self.nv)
 
     @property
     def link_names(self) -> tuple[str, ...]:
@@ -392,6 +389,11 @@ class FloatingBaseModel:
 
     def inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike) -> Array:
         """Return tau = M(q) v' + h(q, v) (nv): RNEA with the base moving (002, 004 app. B)."""
+        if self._same and _plain(q, v, dv):
+            tau = np.empty(self.nv)
+            if native.floating_rnea(self._ints, self._reals, self._origin, q, v, dv, ID,
+                                    QUATERNION_TOLERANCE, tau):
+                return tau
         batch = self._batch(self.inverse_dynamics, q, v, dv)
         if batch is not None:
             return batch
@@ -403,6 +405,10 @@ class FloatingBaseModel:
 
     def mass_matrix(self, q: ArrayLike) -> Array:
         """Return M(q), nv x nv, symmetric positive definite for a physical robot."""
+        if self._same and _plain(q):
+            M = np.empty((self.nv, self.nv))
+            if native.floating_crba(self._ints, self._reals, q, QUATERNION_TOLERANCE, M):
+                return M
         batch = self._batch(self.mass_matrix, q)
         if batch is not None:
             return batch
@@ -414,6 +420,11 @@ class FloatingBaseModel:
 
     def gravity_torque(self, q: ArrayLike) -> Array:
         """Return G(q) = tau at rest (nv): the generalized gravity forces."""
+        if self._same and _plain(q):
+            tau = np.empty(self.nv)
+            if native.floating_rnea(self._ints, self._reals, self._origin, q, self._zero_v,
+                                    self._zero_v, GRAVITY, QUATERNION_TOLERANCE, tau):
+                return tau
         if np.ndim(q) == 2:
             return self._batch(self.gravity_torque, q)
         _, T, _, qk = self._split(q)
@@ -426,12 +437,22 @@ class FloatingBaseModel:
 
     def bias_torque(self, q: ArrayLike, v: ArrayLike) -> Array:
         """Return h(q, v) = C*(q)(v kron v) + G(q) (nv): tau with v' = 0."""
+        if self._same and _plain(q, v):
+            tau = np.empty(self.nv)
+            if native.floating_rnea(self._ints, self._reals, self._origin, q, v, self._zero_v,
+                                    ID, QUATERNION_TOLERANCE, tau):
+                return tau
         if np.ndim(q) == 2 or np.ndim(v) == 2:
             return self._batch(self.bias_torque, q, v)
         return self.inverse_dynamics(q, v, np.zeros(self.nv))
 
     def coriolis_vector(self, q: ArrayLike, v: ArrayLike) -> Array:
         """Return C*(q)(v kron v) = h(q, v) - G(q) (nv)."""
+        if self._same and _plain(q, v):
+            tau = np.empty(self.nv)
+            if native.floating_rnea(self._ints, self._reals, self._origin, q, v, self._zero_v,
+                                    CORIOLIS, QUATERNION_TOLERANCE, tau):
+                return tau
         if np.ndim(q) == 2 or np.ndim(v) == 2:
             return self._batch(self.coriolis_vector, q, v)
         q, T, _, qk = self._split(q)
@@ -469,16 +490,12 @@ class FloatingBaseModel:
         """Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."""
         if np.ndim(q) == 2 or np.ndim(v) == 2 or np.ndim(tau) == 2:
             return self._batch(self.forward_dynamics, q, v, tau)
-        tau = self._vector(tau, self.nv, 'tau')
-        if self._same:      # the kernel's forward dynamics of the chain, its products removed
-            _, T, _, qk = self._split(q)
-            v = self._vector(v, self.nv, 'v')
-            reals = self._reals.copy()
-            reals[-1, :3] = self._gravity_base(T)
+        if self._same and _plain(q, v, tau):      # singular M or bad input: the path below
             dv = np.empty(self.nv)
-            if native.forward_dynamics(self._ints, reals, qk, v, tau,
-                                       self._no_damping, dv):
-                return dv - _chain_acceleration(v, np.zeros(self.nv))
+            if native.floating_forward_dynamics(self._ints, self._reals, self._origin, q, v,
+                                                tau, QUATERNION_TOLERANCE, dv):
+                return dv
+        tau = self._vector(tau, self.nv, 'tau')
         return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
                                  list(self.velocity_names))
 

@@ -217,14 +217,25 @@ def test_batches_stack_rows():
     assert model.mass_matrix(Q).shape == (3, model.nv, model.nv)
 
 
+@pytest.mark.parametrize('mimic', [False, True], ids=['independent', 'mimic'])
 @pytest.mark.parametrize('base', ['floating', 'planar'])
 @pytest.mark.parametrize('seed', range(4))
-def test_compiled_dynamics_are_the_readable_recursion(base, seed):
-    """The kernels behind the base chain equal 004 app. B's recursion, mimics included."""
+def test_compiled_dynamics_are_the_readable_recursion(base, seed, mimic):
+    """
+    The kernels behind the base chain equal 004 app. B's recursion, mimics included.
+
+    A floating base without mimic joints runs kernels.floating_base whole (one compiled call
+    per method), the others the kernels with the projection in NumPy.
+    """
     from kron_dynamics.algorithms.floating_base import mass_matrix_floating, rnea_floating
     rng = np.random.default_rng(300 + seed)
-    xml = random_urdf(rng, int(rng.integers(2, 8)), n_fixed=2, mimic_fraction=0.4)
-    model = RobotModel.from_urdf_string(xml, root_joint=base)
+    n = int(rng.integers(2, 8))
+    xml = random_urdf(rng, n, n_fixed=2, mimic_fraction=0.5 if mimic else 0.0)
+    # armature: M regular (random trees have massless leaves), and armature is tested too
+    joints = RobotModel.from_urdf_string(xml).joint_names
+    model = RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
+                                        root_joint=base)
+    assert model._same == (base == 'floating' and not model.mimic_joints)
     tree, root, P = model.fixed.description.tree, model.fixed.description.root_inertia, model._P
     for _ in range(3):
         q, v, dv = random_state(model, rng)
@@ -243,6 +254,10 @@ def test_compiled_dynamics_are_the_readable_recursion(base, seed):
         close(model.gravity_torque(q), P.T @ rnea_floating(tree, root, qt, zero, zero, g), 'G')
         close(model.coriolis_vector(q, v),
               P.T @ rnea_floating(tree, root, qt, P @ v, zero, np.zeros(3)), 'Coriolis')
+        close(model.bias_torque(q, v), P.T @ rnea_floating(tree, root, qt, P @ v, zero, g),
+              'bias')
+        tau = model.inverse_dynamics(q, v, dv)
+        close(model.forward_dynamics(q, v, tau), dv, 'forward dynamics')
 
 
 # ------------------------------------------------------------------ real robots

@@ -1,0 +1,147 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Dynamics of a tree on a free-flying base in quasi-velocities (004 app. B), compiled.
+
+Mirrors :mod:`kron_dynamics.algorithms.floating_base` on the packed tree behind the base
+chain (:func:`kron_dynamics.floating_model.base_chain`: prismatic x, y, z, then revolute x,
+y, z, at zero, rooted at the base frame of the moment): the chain's velocities are the base
+twist (v, w), its joint forces the base wrench, gravity enters as R^T g, and its
+accelerations are the base's v', w' shifted by the velocity products that a free body has
+and the chain has not (:func:`chain_acceleration`). The packed model's gravity row holds
+the world gravity; a call writes R^T g into a copy. Inputs: q = (x, y, z, qx, qy, qz, qw,
+joints), v and the forces in the kernel order (the chain, then the joints); False when q is
+not finite or its quaternion is not within ``tol`` of unit norm (the facade then raises
+the error that names it).
+"""
+
+import numpy as np
+
+from .algebra import jit
+from .crba import _crba_row, NC
+from .forward_dynamics import forward_dynamics
+from .layout import GRAVITY, ID
+from .rnea import _rnea_row, NW
+
+
+@jit
+def chain_acceleration(v, dv, out):
+    """Write the chain accelerations that give the base the twist derivative dv[:6]."""
+    vx, vy, vz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[:] = dv
+    out[0] += wy * vz - wz * vy       # w x v: the base's classical acceleration
+    out[1] += wz * vx - wx * vz
+    out[2] += wx * vy - wy * vx
+    out[3] -= wy * wz                 # the chain's revolute products, cancelled
+    out[4] += wx * wz
+    out[5] -= wx * wy
+
+
+@jit
+def configuration(q, tol, qk):
+    """Check q (finite, quaternion norm within tol of 1); fill qk; return the unit quaternion."""
+    n = qk.shape[0]
+    if q.shape[0] != n + 1:
+        return False, (0.0, 0.0, 0.0, 1.0)
+    for i in range(n + 1):
+        if not np.isfinite(q[i]):
+            return False, (0.0, 0.0, 0.0, 1.0)
+    x, y, z, w = q[3], q[4], q[5], q[6]
+    norm = np.sqrt(x * x + y * y + z * z + w * w)
+    if abs(norm - 1.0) > tol:
+        return False, (0.0, 0.0, 0.0, 1.0)
+    qk[:6] = 0.0
+    qk[6:] = q[7:]
+    return True, (x / norm, y / norm, z / norm, w / norm)
+
+
+@jit
+def base_frame(ints, reals, origin, q, tol, qk, wreals):
+    """
+    Fill qk (the chain at 0, then the joints) and wreals (reals, gravity R^T g); ok.
+
+    R is the base orientation in the world: the root joint's origin times the unit
+    quaternion of q (normalised when its norm is within tol of 1).
+    """
+    n = ints.shape[0]
+    ok, (x, y, z, w) = configuration(q, tol, qk)
+    if not ok:
+        return False
+    Rq = np.empty((3, 3))
+    Rq[0, 0], Rq[0, 1], Rq[0, 2] = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), \
+        2.0 * (x * z + y * w)
+    Rq[1, 0], Rq[1, 1], Rq[1, 2] = 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), \
+        2.0 * (y * z - x * w)
+    Rq[2, 0], Rq[2, 1], Rq[2, 2] = 2.0 * (x * z - y * w), 2.0 * (y * z + x * w), \
+        1.0 - 2.0 * (x * x + y * y)
+    wreals[:, :] = reals
+    g = np.zeros(3)             # origin^T g: the world gravity in the root joint's frame
+    for c in range(3):
+        for r in range(3):
+            g[c] += origin[r, c] * reals[n, r]
+    for c in range(3):          # then Rq^T: in the base frame
+        wreals[n, c] = Rq[0, c] * g[0] + Rq[1, c] * g[1] + Rq[2, c] * g[2]
+    return True
+
+
+@jit
+def floating_rnea(ints, reals, origin, q, v, dv, mode, tol, out):
+    """
+    Newton-Euler with the base moving into out (kernel order); False on a bad input.
+
+    mode ID: M v' + h(q, v); GRAVITY: G(q) (v, dv ignored); CORIOLIS: h - G (dv ignored).
+    """
+    n = ints.shape[0]
+    if v.shape[0] != n or dv.shape[0] != n or out.shape[0] != n:
+        return False
+    qk, wreals = np.empty(n), np.empty_like(reals)
+    if not base_frame(ints, reals, origin, q, tol, qk, wreals):
+        return False
+    a = np.empty(n)
+    if mode == ID:
+        chain_acceleration(v, dv, a)
+    else:
+        chain_acceleration(v, np.zeros(n), a)
+    if mode != ID and mode != GRAVITY:     # CORIOLIS: no gravity, no acceleration
+        wreals[n, 0] = wreals[n, 1] = wreals[n, 2] = 0.0
+    return _rnea_row(ints, wreals, qk, v, a, GRAVITY if mode == GRAVITY else ID,
+                     np.zeros((0, 6)), np.empty((n, NW)), out)
+
+
+@jit
+def floating_crba(ints, reals, q, tol, out):
+    """M(q) of the base and the joints into out (kernel order); False on a bad q."""
+    n = ints.shape[0]
+    qk = np.empty(n)
+    ok, _ = configuration(q, tol, qk)      # M does not depend on the base pose
+    return ok and _crba_row(ints, reals, qk, np.empty((n, NC)), out)
+
+
+@jit
+def floating_forward_dynamics(ints, reals, origin, q, v, tau, tol, out):
+    """Write v' = M^-1 (tau - h(q, v)) into out; False on a bad input or a singular M."""
+    n = ints.shape[0]
+    if v.shape[0] != n or tau.shape[0] != n or out.shape[0] != n:
+        return False
+    qk, wreals = np.empty(n), np.empty_like(reals)
+    if not base_frame(ints, reals, origin, q, tol, qk, wreals):
+        return False
+    if not forward_dynamics(ints, wreals, qk, v, tau, np.zeros(n), out):
+        return False
+    shift = np.empty(n)           # the chain's v' is the base's plus the velocity products
+    chain_acceleration(v, np.zeros(n), shift)
+    for i in range(6):
+        out[i] -= shift[i]
+    return True
