@@ -727,20 +727,37 @@ class FloatingBaseModel:
     # ----------------------------------------------------------------- contacts
     def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
         """Return J_c (k x nv): the contacts' Jacobians, world-aligned at the contact points."""
-        rows = []
-        for c in _contacts(contacts):
-            J = self.jacobian(q, c.link, c.point, 'local_world_aligned')
-            rows.append(J if c.dim == 6 else J[:3])
-        return np.vstack(rows) if rows else np.zeros((0, self.nv))
+        return self._contact_terms(q, None, contacts)[0]
 
-    def _contact_drift(self, q, v, contacts) -> Array:
-        """Return J_c' v: the contacts' classical acceleration at v' = 0 (world axes)."""
-        zero = np.zeros(self.nv)
-        out = []
-        for c in _contacts(contacts):
-            a = self.acceleration(q, v, zero, c.link, c.point)
-            out.append(a if c.dim == 6 else a[:3])
-        return np.concatenate(out) if out else np.zeros(0)
+    def _contact_terms(self, q, v, contacts) -> tuple[Array, Array | None]:
+        """
+        Return (J_c, J_c' v) of the contacts (J_c' v None without v), world-aligned.
+
+        Compiled: the kernels' Jacobian and classical acceleration of each contact point on
+        the tree behind the base chain (base axes), turned to the world and projected.
+        """
+        contacts = _contacts(contacts)
+        _, T, _, qk = self._split(q)
+        R = T[:3, :3]
+        if v is not None:
+            vk = self._lift(self._vector(v, self.nv, 'v'))
+            ak = _chain_acceleration(vk, np.zeros(len(vk)))
+        Jk, a = np.empty((6, len(qk))), np.empty(6)
+        rows, drifts = [], []
+        for c in contacts:
+            row, p = self.fixed._site(c.link), self.fixed._point3(c.point)
+            native.jacobian(self._ints, self._reals, self._sites, row, p, qk,
+                            LOCAL_WORLD_ALIGNED, Jk)
+            J = Jk @ self._Pk if self._sel is None else Jk[:, self._sel]
+            rows.append(np.vstack([R @ J[:3], R @ J[3:]])[:c.dim])
+            if v is not None:
+                native.acceleration(self._ints, self._reals, self._sites, row, p, qk, vk, ak,
+                                    LOCAL_WORLD_ALIGNED, a)
+                drifts.append(np.concatenate([R @ a[:3], R @ a[3:]])[:c.dim])
+        J = np.vstack(rows) if rows else np.zeros((0, self.nv))
+        if v is None:
+            return J, None
+        return J, (np.concatenate(drifts) if drifts else np.zeros(0))
 
     def _actuated(self, tau) -> Array:
         """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
@@ -765,11 +782,10 @@ class FloatingBaseModel:
         v = self._vector(v, self.nv, 'v')
         rhs = self._actuated(tau) - self.bias_torque(q, v)
         names = list(self.velocity_names)
-        J = self.contact_jacobian(q, contacts)
+        J, gamma = self._contact_terms(q, v, contacts)
         if len(J) == 0:
             return solve_mass_matrix(self.mass_matrix(q), rhs, names), np.zeros(0)
         M = self.mass_matrix(q)
-        gamma = self._contact_drift(q, v, contacts)
         both = solve_mass_matrix(M, np.column_stack([rhs, J.T]), names)    # one factorisation
         Minv_rhs, Minv_JT = both[:, 0], both[:, 1:]
         A = J @ Minv_JT
@@ -802,10 +818,10 @@ class FloatingBaseModel:
         dv = self._vector(dv, self.nv, 'dv')
         total = self.inverse_dynamics(q, v, dv)
         nb = self._nb
-        J = self.contact_jacobian(q, contacts)
+        J, gamma = self._contact_terms(q, v, contacts)
         links = [c.link for c in _contacts(contacts)]
         if len(J):
-            moved = J @ dv + self._contact_drift(q, v, contacts)
+            moved = J @ dv + gamma
             scale = 1.0 + float(np.linalg.norm(J @ dv))
             if np.linalg.norm(moved) > 1e-6 * scale:
                 raise ValueError(f'dv moves the contacts {links} (J_c dv + J_c\' v = '
