@@ -40,6 +40,7 @@ SOAK_SECONDS ?= 600
 bench: venv
 	$(PY) bench/bench_dynamics.py
 	$(PY) bench/bench_kinematics.py
+	$(PY) bench/bench_floating.py
 	$(PY) bench/bench_symbolic.py
 	$(PY) bench/bench_loading.py
 	$(PY) bench/startup.py

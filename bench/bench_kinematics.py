@@ -68,7 +68,8 @@ AGREE_TOL = 1e-9
 ROBOTS = {'panda': 'panda_link7', 'talos': 'arm_left_7_link'}
 # kron op -> target ratio kron / Pinocchio (None: reported only)
 TARGETS = {
-    'jacobian (local_world_aligned)': 2.0, 'jacobian (local)': 2.0, 'jacobians (J_T, J_R)': 2.0,
+    'jacobian (local_world_aligned)': 2.0, 'jacobian (local)': 2.0, 'jacobian (world)': 2.0,
+    'jacobians (J_T, J_R)': 2.0,
     'link_pose': 2.0, 'hessian': 2.0, 'hessians (H_T, H_R)': 2.0,
     'mass_matrix': 1.2, 'gravity_torque': 1.2, 'inverse_dynamics': 1.2,
 }
@@ -231,6 +232,10 @@ def single_calls(pin, pair: Pair, rng, budget, repeat, log) -> dict:
             lambda: k.jacobian(q, link, None, 'local'),
             lambda: pin.computeFrameJacobian(m, d, pq, fid, LOCAL),
             'computeFrameJacobian (LOCAL)'),
+        'jacobian (world)': (
+            lambda: k.jacobian(q, link, None, 'world'),
+            lambda: pin.computeFrameJacobian(m, d, pq, fid, pin.WORLD),
+            'computeFrameJacobian (WORLD)'),
         'jacobians (J_T, J_R)': (lambda: k.jacobians(q, link),
                                  lambda: pin.computeFrameJacobian(m, d, pq, fid, LWA),
                                  'computeFrameJacobian (LOCAL_WORLD_ALIGNED)'),
@@ -326,7 +331,8 @@ def batches(pin, pair: Pair, rng, N: int, budget: float, repeat: int, log) -> di
     Q, Qd, Qdd = rng.uniform(-1, 1, (3, N, pair.n))
     PQ, PV, PA = (np.asfortranarray(X[:, np.argsort(pair.iv)].T) for X in (Q, Qd, Qdd))
     d = m.createData()
-    fid = pair.fid
+    fid, jid = pair.fid, pair.jid
+    joint_link = k.joints[m.names[jid]].child_link
     loop_q = [np.ascontiguousarray(PQ[:, i]) for i in range(N)]
     safe = k.with_armature(np.full(pair.n, 0.1))   # M positive definite for ABA
     m_arm = pin.Model(m)
@@ -345,6 +351,11 @@ def batches(pin, pair: Pair, rng, N: int, budget: float, repeat: int, log) -> di
             'link_pose (loop of forwardKinematics + updateFramePlacement)': (
                 lambda: k.link_pose(Q, link),
                 lambda: [(pin.forwardKinematics(m, d, x), pin.updateFramePlacement(m, d, fid))
+                         for x in loop_q]),
+            'hessian (loop of computeJointKinematicHessians + get)': (
+                lambda: k.hessian(Q, joint_link),
+                lambda: [(pin.computeJointKinematicHessians(m, d, x),
+                          pin.getJointKinematicHessian(m, d, jid, pin.LOCAL_WORLD_ALIGNED))
                          for x in loop_q]),
         }
         try:

@@ -1,0 +1,218 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Benchmark: the dynamics of floating-base robots against Pinocchio's JointModelFreeFlyer.
+
+example-robot-data's solo12 (12 joints, nv = 18) and TALOS (talos_reduced, 32 joints,
+nv = 38), the same URDF file for both libraries. Agreement first (M, RNEA, G, the bias,
+forward dynamics, constrained forward dynamics with the feet in contact, relative to the
+largest entry), then single calls from Python, each kron_dynamics call and its Pinocchio
+counterpart timed alternately (bench_kinematics.alternate); ratio = min(kron) / min(Pinocchio).
+The floating model runs the compiled fixed-base kernels on the tree behind a chain of six
+massless joints (README, Floating and planar bases); the rest of a call is Python.
+
+Writes bench/results/floating.json::
+
+    .venv/bin/python bench/bench_floating.py            # full run (about a minute)
+    .venv/bin/python bench/bench_floating.py --quick    # smoke test
+"""
+
+import argparse
+import json
+import os
+from pathlib import Path
+import sys
+import time
+
+from bench_kinematics import alternate
+from bench_models import find_robots_dir
+import comparison_libs
+import numpy as np
+import provenance
+
+from kron_dynamics import Contact, RobotModel
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / 'bench' / 'results'
+AGREE_TOL = 1e-9
+# robot -> (file under example-robot-data's robots/, contacts of the constrained dynamics)
+ROBOTS = {
+    'solo12': ('solo_description/robots/solo12.urdf',
+               [Contact(f) for f in ('FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT')]),
+    'talos': ('talos_data/robots/talos_reduced.urdf',
+              [Contact('left_sole_link', dim=6), Contact('right_sole_link', dim=6)]),
+}
+
+
+class FloatingPair:
+    """Our floating model and Pinocchio's free-flyer model of one URDF, mapped by name."""
+
+    def __init__(self, pin, path: Path):
+        self.pin = pin
+        self.kron = RobotModel.from_urdf_file(path, root_joint='floating')
+        self.model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        self.data = self.model.createData()
+        k = self.kron
+        if k.fixed.mimic_joints or self.model.nv != k.nv:
+            raise RuntimeError(f'{path}: nv {self.model.nv} (Pinocchio), {k.nv} (ours)')
+        joints = [self.model.joints[self.model.getJointId(j)] for j in k.joint_names]
+        if any(j.nq != 1 for j in joints):
+            raise RuntimeError(f'{path}: continuous joints are not mapped here')
+        self.iq = np.array(list(range(7)) + [j.idx_q for j in joints])
+        self.iv = np.array(list(range(6)) + [j.idx_v for j in joints])
+
+    def q(self, q):
+        out = np.empty(self.model.nq)
+        out[self.iq] = q
+        return out
+
+    def v(self, v):
+        out = np.empty(self.model.nv)
+        out[self.iv] = v
+        return out
+
+    def ours(self, x):
+        """Pinocchio-order vector (or matrix, both axes) -> our order."""
+        x = np.asarray(x)
+        return x[np.ix_(self.iv, self.iv)] if x.ndim == 2 else x[self.iv]
+
+
+def relerr(a, b) -> float:
+    b = np.asarray(b)
+    return float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def state(pair: FloatingPair, rng):
+    k = pair.kron
+    quat = rng.normal(size=4)
+    q = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat),
+                        rng.uniform(-0.5, 0.5, k.n)])
+    return q, rng.uniform(-1, 1, k.nv), rng.uniform(-1, 1, k.nv), rng.uniform(-1, 1, k.n)
+
+
+def constraint_models(pin, pair: FloatingPair, contacts):
+    kinds, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for c in contacts:
+        frame = pair.model.frames[pair.model.getFrameId(c.link)]
+        kinds.append(pin.RigidConstraintModel(
+            pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D,
+            pair.model, frame.parentJoint, frame.placement, pin.LOCAL_WORLD_ALIGNED))
+    for k in kinds:
+        datas.append(k.createData())
+    pin.initConstraintDynamics(pair.model, pair.data, kinds, datas)
+    return kinds, datas
+
+
+def run(pin, pair: FloatingPair, contacts, rng, budget, repeat, log) -> dict:
+    """Agreement at random states, then the alternately timed calls."""
+    k, m, d = pair.kron, pair.model, pair.data
+    kinds, datas = constraint_models(pin, pair, contacts)
+    settings = pin.ProximalSettings(1e-14, 1e-12, 20)
+    agree = {}
+
+    def note(key, ours, theirs):
+        agree[key] = max(agree.get(key, 0.0), relerr(ours, theirs))
+
+    for _ in range(5):
+        q, v, dv, tau = state(pair, rng)
+        pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
+        M = pin.crba(m, d, pq)
+        note('mass_matrix', k.mass_matrix(q), pair.ours(np.triu(M) + np.triu(M, 1).T))
+        note('inverse_dynamics', k.inverse_dynamics(q, v, dv), pair.ours(pin.rnea(m, d, pq, pv,
+                                                                                  pa)))
+        note('gravity_torque', k.gravity_torque(q),
+             pair.ours(pin.computeGeneralizedGravity(m, d, pq)))
+        note('bias_torque', k.bias_torque(q, v), pair.ours(pin.nonLinearEffects(m, d, pq, pv)))
+        full = np.concatenate([np.zeros(6), tau])
+        note('forward_dynamics', k.forward_dynamics(q, v, full),
+             pair.ours(pin.aba(m, d, pq, pv, pair.v(full))))
+        J = k.contact_jacobian(q, contacts)
+        v = v - np.linalg.pinv(J) @ (J @ v)
+        pv = pair.v(v)
+        dvc, lam = k.constrained_forward_dynamics(q, v, tau, contacts)
+        note('constrained_forward_dynamics', dvc, pair.ours(pin.constraintDynamics(
+            m, d, pq, pv, pair.v(full), kinds, datas, settings)))
+        note('contact forces', lam, d.lambda_c)
+    q, v, dv, tau = state(pair, rng)
+    pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
+    full = np.concatenate([np.zeros(6), tau])
+    pfull = pair.v(full)
+    calls = {
+        'mass_matrix': ('crba', lambda: k.mass_matrix(q), lambda: pin.crba(m, d, pq)),
+        'inverse_dynamics': ('rnea', lambda: k.inverse_dynamics(q, v, dv),
+                             lambda: pin.rnea(m, d, pq, pv, pa)),
+        'gravity_torque': ('computeGeneralizedGravity', lambda: k.gravity_torque(q),
+                           lambda: pin.computeGeneralizedGravity(m, d, pq)),
+        'bias_torque': ('nonLinearEffects', lambda: k.bias_torque(q, v),
+                        lambda: pin.nonLinearEffects(m, d, pq, pv)),
+        'forward_dynamics': ('aba', lambda: k.forward_dynamics(q, v, full),
+                             lambda: pin.aba(m, d, pq, pv, pfull)),
+        'constrained_forward_dynamics': (
+            'constraintDynamics', lambda: k.constrained_forward_dynamics(q, v, tau, contacts),
+            lambda: pin.constraintDynamics(m, d, pq, pv, pfull, kinds, datas, settings)),
+    }
+    single = {}
+    for op, (baseline, ours, theirs) in calls.items():
+        single[op] = {'pinocchio': baseline, **alternate(ours, theirs, budget, repeat)}
+        log(f"  {op}: {single[op]['kron_min_us']:.1f} us, {baseline} "
+            f"{single[op]['pin_min_us']:.1f} us, ratio {single[op]['ratio_min']:.2f}")
+    return {'n': k.n, 'nv': k.nv, 'contacts': [[c.link, c.dim] for c in contacts],
+            'agreement': agree, 'single': single}
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and write floating.json."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
+    parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    args = parser.parse_args(argv)
+    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    pin, reason = comparison_libs.pinocchio(log=log)
+    robots_dir = find_robots_dir(log)
+    if pin is None or robots_dir is None:
+        log(f'Pinocchio or example-robot-data missing: {reason}')
+        return 1
+    rng = np.random.default_rng(0)
+    results = {}
+    for name, (relative, contacts) in ROBOTS.items():
+        pair = FloatingPair(pin, Path(robots_dir) / relative)
+        log(f'{name}: nv = {pair.kron.nv}')
+        results[name] = run(pin, pair, contacts, rng, budget, repeat, log)
+        bad = {k: v for k, v in results[name]['agreement'].items() if v > AGREE_TOL}
+        if bad:
+            log(f'  DISAGREEMENT beyond {AGREE_TOL}: {bad}')
+            return 1
+    versions = comparison_libs.versions()
+    meta = {**provenance.stamp(), 'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
+            'load_average': list(os.getloadavg()),
+            'libraries': {k: v for k, v in versions.items()
+                          if k in ('pin', 'example-robot-data')},
+            'wall_seconds': round(time.time() - start, 1)}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'floating.json').write_text(json.dumps({'meta': meta, 'robots': results},
+                                                  indent=2) + '\n')
+    log(f'wrote {out / "floating.json"}')
+    provenance.regenerate_docs(log)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
