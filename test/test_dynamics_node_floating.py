@@ -251,6 +251,14 @@ def test_solo12_from_odometry_and_joint_states_agrees_with_pinocchio():
         assert wait_for(lambda: states.get_subscription_count() > 0
                         and odom.get_subscription_count() > 0, 60), process.output()
         order = rng.permutation(model.n)
+        # joint states before any odometry: refused, saying why, and nothing published
+        for _ in range(600):
+            states.publish(stamped_state([joints[i] for i in order], u[order], ud[order],
+                                         time.time_ns()))
+            if wait_for(lambda: 'no odometry yet' in process.output(), 0.5):
+                break
+        assert 'no odometry yet' in process.output(), process.output()
+        assert not any(outputs.values()), 'an output without a base state'
         for _ in range(600):      # until the odometry subscription has matched too
             stamp = time.time_ns()
             odom.publish(odometry(*base, stamp_ns=stamp, child=model.base_link))

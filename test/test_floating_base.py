@@ -346,6 +346,34 @@ def test_a_free_floating_robot_keeps_its_momentum_and_energy():
     assert abs(model.kinetic_energy(q, v) - e0) < 1e-7 * (1 + e0)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+def test_power_balance_with_gravity_and_torques(base):
+    """d(T + V)/dt = v^T tau along a trajectory driven by joint torques under gravity."""
+    model = RobotModel.from_urdf_string(FLOATING_TREE_URDF, root_joint=base)
+    rng = np.random.default_rng(19)
+    q, v, _ = random_state(model, rng)
+    tau = np.concatenate([np.zeros(model.nv - model.n), rng.uniform(-1, 1, model.n)])
+
+    def energy(q, v):
+        return model.kinetic_energy(q, v) + model.potential_energy(q)
+
+    def rates(q, v):        # (q', v', work rate): the work rides along in the same RK4
+        return v, model.forward_dynamics(q, v, tau), float(v @ tau)
+
+    e0, work, dt = energy(q, v), 0.0, 2e-3
+    for _ in range(100):
+        k1 = rates(q, v)
+        k2 = rates(model.integrate(q, k1[0], dt / 2), v + dt / 2 * k1[1])
+        k3 = rates(model.integrate(q, k2[0], dt / 2), v + dt / 2 * k2[1])
+        k4 = rates(model.integrate(q, k3[0], dt), v + dt * k3[1])
+        q = model.integrate(q, (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]) / 6, dt)
+        v = v + dt * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]) / 6
+        work += dt * (k1[2] + 2 * k2[2] + 2 * k3[2] + k4[2]) / 6
+    change = energy(q, v) - e0
+    assert abs(work) > 1e-3 and abs(change - work) < 1e-7 * (1.0 + abs(e0)), (change, work)
+
+
 def test_finite_differences_through_integrate(floating_tree):
     """d/dt of the centre of mass and of a link pose along integrate(q, v t)."""
     model = floating_tree
