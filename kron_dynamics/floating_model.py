@@ -733,31 +733,25 @@ class FloatingBaseModel:
         """
         Return (J_c, J_c' v) of the contacts (J_c' v None without v), world-aligned.
 
-        Compiled: the kernels' Jacobian and classical acceleration of each contact point on
-        the tree behind the base chain (base axes), turned to the world and projected.
+        Compiled (kernels.floating_base.contact_terms): the Jacobian and classical
+        acceleration of each contact point on the tree behind the base chain, turned from
+        base axes to the world; then projected by P.
         """
         contacts = _contacts(contacts)
         _, T, _, qk = self._split(q)
-        R = T[:3, :3]
-        if v is not None:
-            vk = self._lift(self._vector(v, self.nv, 'v'))
-            ak = _chain_acceleration(vk, np.zeros(len(vk)))
-        Jk, a = np.empty((6, len(qk))), np.empty(6)
-        rows, drifts = [], []
-        for c in contacts:
-            row, p = self.fixed._site(c.link), self.fixed._point3(c.point)
-            native.jacobian(self._ints, self._reals, self._sites, row, p, qk,
-                            LOCAL_WORLD_ALIGNED, Jk)
-            J = Jk @ self._Pk if self._sel is None else Jk[:, self._sel]
-            rows.append(np.vstack([R @ J[:3], R @ J[3:]])[:c.dim])
-            if v is not None:
-                native.acceleration(self._ints, self._reals, self._sites, row, p, qk, vk, ak,
-                                    LOCAL_WORLD_ALIGNED, a)
-                drifts.append(np.concatenate([R @ a[:3], R @ a[3:]])[:c.dim])
-        J = np.vstack(rows) if rows else np.zeros((0, self.nv))
-        if v is None:
-            return J, None
-        return J, (np.concatenate(drifts) if drifts else np.zeros(0))
+        nk = len(qk)
+        rows = np.array([self.fixed._site(c.link) for c in contacts], dtype=np.int64)
+        points = np.array([self.fixed._point3(c.point) for c in contacts]).reshape(-1, 3)
+        dims = np.array([c.dim for c in contacts], dtype=np.int64)
+        vk = np.zeros(nk) if v is None else self._lift(self._vector(v, self.nv, 'v'))
+        Jk, drift = np.empty((int(dims.sum()), nk)), np.empty(int(dims.sum()))
+        if not native.contact_terms(self._ints, self._reals, self._sites,
+                                    np.ascontiguousarray(T[:3, :3]), qk, vk,
+                                    _chain_acceleration(vk, np.zeros(nk)), rows, points, dims,
+                                    Jk, drift):
+            raise ValueError('contacts: q and v must be finite')
+        J = Jk if self._same else (Jk @ self._Pk if self._sel is None else Jk[:, self._sel])
+        return J, (None if v is None else drift)
 
     def _actuated(self, tau) -> Array:
         """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
@@ -786,7 +780,11 @@ class FloatingBaseModel:
         if len(J) == 0:
             return solve_mass_matrix(self.mass_matrix(q), rhs, names), np.zeros(0)
         M = self.mass_matrix(q)
-        both = solve_mass_matrix(M, np.column_stack([rhs, J.T]), names)    # one factorisation
+        B = np.empty((self.nv, 1 + len(J)))     # C order: what the compiled entry takes
+        B[:, 0], B[:, 1:] = rhs, J.T
+        both = np.empty(B.shape)
+        if not native.solve_columns(M, B, 1e-12, both):    # one factorisation, compiled
+            both = solve_mass_matrix(M, B, names)    # raises, naming the coordinates
         Minv_rhs, Minv_JT = both[:, 0], both[:, 1:]
         A = J @ Minv_JT
         b = -gamma - J @ Minv_rhs

@@ -30,7 +30,7 @@ import pytest
 
 from conftest import URDF_DIR
 from kron_dynamics import (Contact, FloatingBaseModel, ModelError, RobotModel,
-                           SingularJacobianError)
+                           SingularJacobianError, SingularMassMatrixError)
 from kron_dynamics.testing.random_urdf import random_urdf
 from pinocchio_oracle import hand_coupling, PinPair, robots_dir
 
@@ -497,6 +497,19 @@ def test_constrained_forward_dynamics_agrees_with_pinocchio(robot):
         pdv, plam = pinocchio_constraint_dynamics(pair, q, v, S_tau, contacts)
         close(dv, pdv, 'v\' against constraintDynamics')
         close(lam, plam, 'lambda against constraintDynamics')
+
+
+def test_a_singular_mass_matrix_is_refused_naming_the_joint_with_contacts_too():
+    """A joint that moves no inertia: forward dynamics, constrained or not, names it."""
+    rng = np.random.default_rng(302)
+    xml = random_urdf(rng, int(rng.integers(2, 8)), n_fixed=2)    # joint5 moves no mass
+    model = RobotModel.from_urdf_string(xml, root_joint='floating')
+    q, v, _ = random_state(model, rng)
+    tau = np.zeros(model.n)
+    with pytest.raises(SingularMassMatrixError, match=r'joint\(s\) joint5 moves'):
+        model.forward_dynamics(q, v, np.zeros(model.nv))
+    with pytest.raises(SingularMassMatrixError, match=r'joint\(s\) joint5 moves'):
+        model.constrained_forward_dynamics(q, v, tau, [Contact(model.link_names[1])])
 
 
 def test_contradicting_contacts_are_refused_with_the_cause(floating_tree):

@@ -32,7 +32,8 @@ import numpy as np
 from .algebra import jit
 from .crba import _crba_row, NC
 from .forward_dynamics import forward_dynamics
-from .layout import GRAVITY, ID
+from .jacobians import acceleration, jacobian
+from .layout import GRAVITY, ID, LOCAL_WORLD_ALIGNED
 from .rnea import _rnea_row, NW
 
 
@@ -144,4 +145,35 @@ def floating_forward_dynamics(ints, reals, origin, q, v, tau, tol, out):
     chain_acceleration(v, np.zeros(n), shift)
     for i in range(6):
         out[i] -= shift[i]
+    return True
+
+
+@jit
+def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, J, drift):
+    """
+    Contact Jacobians (world-aligned rows) and drifts J' v into J (m, n) and drift (m,).
+
+    Contact c is the point points[c] (link frame) of link row rows[c]; its first dims[c] of
+    the six rows (linear, angular) are kept. q, v, a: the kernel coordinates, velocities and
+    chain accelerations (the base's classical ones at v' = 0); R turns base axes to the
+    world. False on a bad input.
+    """
+    n = ints.shape[0]
+    Jk, acc = np.empty((6, n)), np.empty(6)
+    r = 0
+    for c in range(rows.shape[0]):
+        point = points[c]
+        if not jacobian(ints, reals, sites, rows[c], point, q, LOCAL_WORLD_ALIGNED, Jk):
+            return False
+        if not acceleration(ints, reals, sites, rows[c], point, q, v, a, LOCAL_WORLD_ALIGNED,
+                            acc):
+            return False
+        for i in range(dims[c]):
+            block, axis = (i // 3) * 3, i % 3
+            for k in range(n):
+                J[r + i, k] = (R[axis, 0] * Jk[block, k] + R[axis, 1] * Jk[block + 1, k]
+                               + R[axis, 2] * Jk[block + 2, k])
+            drift[r + i] = (R[axis, 0] * acc[block] + R[axis, 1] * acc[block + 1]
+                            + R[axis, 2] * acc[block + 2])
+        r += dims[c]
     return True

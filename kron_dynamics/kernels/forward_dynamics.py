@@ -30,9 +30,9 @@ from .rnea import NW, rnea_pass, WQ, WQD, WQDD, WTAU
 
 
 @jit
-def cholesky_solve(M, b, rcond):
+def cholesky_factor(M, rcond):
     """
-    Solve M x = b for symmetric M by Cholesky; ok is False if cond(M) > 1/rcond.
+    Return (ok, L): the Cholesky factor of symmetric M; ok is False if cond(M) > 1/rcond.
 
     Same rule as :func:`kron_dynamics.algorithms.forward_dynamics.solve_mass_matrix`: accept
     at once when trace(M) ||L^-1||_F^2 < 1/rcond (a guaranteed bound on cond(M)), otherwise
@@ -71,21 +71,56 @@ def cholesky_solve(M, b, rcond):
         if not pd:
             ev = np.linalg.eigvalsh(M)
             pd = ev[0] > rcond * max(abs(ev[0]), abs(ev[-1]))
-    if not pd:
-        return False, np.full(n, np.nan)
+    return pd, L
+
+
+@jit
+def cholesky_substitute(L, b, x):
+    """Write the solution of L L^T x = b into x (forward, then back substitution)."""
+    n = L.shape[0]
     y = np.empty(n)
     for i in range(n):
         t = b[i]
         for k in range(i):
             t -= L[i, k] * y[k]
         y[i] = t / L[i, i]
-    x = np.empty(n)
     for i in range(n - 1, -1, -1):
         t = y[i]
         for k in range(i + 1, n):
             t -= L[k, i] * x[k]
         x[i] = t / L[i, i]
+
+
+@jit
+def cholesky_solve(M, b, rcond):
+    """Solve M x = b for symmetric M by Cholesky; ok is False if cond(M) > 1/rcond."""
+    n = M.shape[0]
+    ok, L = cholesky_factor(M, rcond)
+    if not ok:
+        return False, np.full(n, np.nan)
+    x = np.empty(n)
+    cholesky_substitute(L, b, x)
     return True, x
+
+
+@jit
+def solve_columns(M, B, rcond, out):
+    """M X = B (B: n x k) into out with one factorisation; False if cond(M) > 1/rcond."""
+    n = M.shape[0]
+    if M.shape[1] != n or B.shape[0] != n or out.shape[0] != n or out.shape[1] != B.shape[1]:
+        return False
+    for i in range(n):
+        for j in range(n):
+            if not np.isfinite(M[i, j]):
+                return False
+    ok, L = cholesky_factor(M, rcond)
+    if not ok:
+        return False
+    x = np.empty(n)
+    for c in range(B.shape[1]):
+        cholesky_substitute(L, B[:, c], x)
+        out[:, c] = x
+    return True
 
 
 @jit
