@@ -37,7 +37,7 @@ import sys
 import time
 
 from bench_kinematics import alternate
-from bench_models import find_robots_dir
+from bench_models import pinocchio_and_robots
 import comparison_libs
 import numpy as np
 import provenance
@@ -184,10 +184,8 @@ def main(argv=None) -> int:
     def log(msg):
         print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
 
-    pin, reason = comparison_libs.pinocchio(log=log)
-    robots_dir = find_robots_dir(log)
-    if pin is None or robots_dir is None:
-        log(f'Pinocchio or example-robot-data missing: {reason}')
+    pin, robots_dir = pinocchio_and_robots(log)
+    if pin is None:
         return 1
     rng = np.random.default_rng(0)
     results = {}

@@ -54,7 +54,7 @@ import timeit
 import xml.etree.ElementTree as ET
 
 from bench_dynamics import relerr, symmetric_from_upper
-from bench_models import find_robots_dir, panda_source, panda_urdf
+from bench_models import panda_source, panda_urdf, pinocchio_and_robots
 import comparison_libs
 import numpy as np
 import provenance
@@ -461,10 +461,8 @@ def main(argv=None) -> int:
     def log(msg):
         print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
 
-    pin, reason = comparison_libs.pinocchio(log=log)
-    robots_dir = find_robots_dir(log)
-    if pin is None or robots_dir is None:
-        log(f'Pinocchio or example-robot-data missing: {reason}')
+    pin, robots_dir = pinocchio_and_robots(log)
+    if pin is None:
         return 1
     sources = {'panda': lambda: panda_urdf(panda_source(robots_dir)),
                'talos': lambda: talos_urdf(robots_dir)}

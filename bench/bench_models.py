@@ -37,7 +37,7 @@ from pathlib import Path
 import sys
 import xml.etree.ElementTree as ET
 
-from comparison_libs import example_robot_data
+from comparison_libs import example_robot_data, pinocchio
 import numpy as np
 
 from kron_dynamics import RobotModel
@@ -216,6 +216,16 @@ def panda_urdf(source: Path) -> str:
                     joint.remove(child)
     ET.indent(root)
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+def pinocchio_and_robots(log=print):
+    """Return (pin, robots directory) of the Pinocchio benchmarks, or Nones, saying why."""
+    pin, reason = pinocchio(log=log)
+    robots_dir = find_robots_dir(log)
+    if pin is None or robots_dir is None:
+        log(f'Pinocchio or example-robot-data missing: {reason}')
+        return None, None
+    return pin, robots_dir
 
 
 def find_robots_dir(log=print):

@@ -315,6 +315,24 @@ def test_coriolis_star_is_the_symmetric_quadratic_form_of_the_bias(floating_tree
               - model.gravity_torque(q), 'C*(v kron v) against RNEA at zero acceleration')
 
 
+def rk4(model, q, v, rates, dt, steps):
+    """
+    Return (q, v, integral of the third rate) after RK4 steps on the configuration manifold.
+
+    ``rates(q, v)`` returns (q' as a velocity, v', the rate of a scalar riding along).
+    """
+    total = 0.0
+    for _ in range(steps):
+        k1 = rates(q, v)
+        k2 = rates(model.integrate(q, k1[0], dt / 2), v + dt / 2 * k1[1])
+        k3 = rates(model.integrate(q, k2[0], dt / 2), v + dt / 2 * k2[1])
+        k4 = rates(model.integrate(q, k3[0], dt), v + dt * k3[1])
+        q = model.integrate(q, (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]) / 6, dt)
+        v = v + dt * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]) / 6
+        total += dt * (k1[2] + 2 * k2[2] + 2 * k3[2] + k4[2]) / 6
+    return q, v, total
+
+
 @pytest.mark.slow
 def test_a_free_floating_robot_keeps_its_momentum_and_energy():
     """No gravity, no torque: spatial momentum about the world origin and energy conserved."""
@@ -330,17 +348,10 @@ def test_a_free_floating_robot_keeps_its_momentum_and_energy():
         return np.concatenate([h[:3], h[3:] + np.cross(c, h[:3])])
 
     def rates(q, v):
-        return v, model.forward_dynamics(q, v, tau)
+        return v, model.forward_dynamics(q, v, tau), 0.0
 
     h0, e0 = momentum(q, v), model.kinetic_energy(q, v)
-    dt = 2.5e-3
-    for _ in range(80):      # RK4 on the configuration manifold
-        k1 = rates(q, v)
-        k2 = rates(model.integrate(q, k1[0], dt / 2), v + dt / 2 * k1[1])
-        k3 = rates(model.integrate(q, k2[0], dt / 2), v + dt / 2 * k2[1])
-        k4 = rates(model.integrate(q, k3[0], dt), v + dt * k3[1])
-        q = model.integrate(q, (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]) / 6, dt)
-        v = v + dt * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]) / 6
+    q, v, _ = rk4(model, q, v, rates, 2.5e-3, 80)
     assert abs(np.linalg.norm(q[3:7]) - 1.0) < 1e-14
     np.testing.assert_allclose(momentum(q, v), h0, atol=1e-7 * (1 + np.abs(h0).max()))
     assert abs(model.kinetic_energy(q, v) - e0) < 1e-7 * (1 + e0)
@@ -361,15 +372,8 @@ def test_power_balance_with_gravity_and_torques(base):
     def rates(q, v):        # (q', v', work rate): the work rides along in the same RK4
         return v, model.forward_dynamics(q, v, tau), float(v @ tau)
 
-    e0, work, dt = energy(q, v), 0.0, 2e-3
-    for _ in range(100):
-        k1 = rates(q, v)
-        k2 = rates(model.integrate(q, k1[0], dt / 2), v + dt / 2 * k1[1])
-        k3 = rates(model.integrate(q, k2[0], dt / 2), v + dt / 2 * k2[1])
-        k4 = rates(model.integrate(q, k3[0], dt), v + dt * k3[1])
-        q = model.integrate(q, (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0]) / 6, dt)
-        v = v + dt * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1]) / 6
-        work += dt * (k1[2] + 2 * k2[2] + 2 * k3[2] + k4[2]) / 6
+    e0 = energy(q, v)
+    q, v, work = rk4(model, q, v, rates, 2e-3, 100)
     change = energy(q, v) - e0
     assert abs(work) > 1e-3 and abs(change - work) < 1e-7 * (1.0 + abs(e0)), (change, work)
 

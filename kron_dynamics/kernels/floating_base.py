@@ -98,6 +98,13 @@ def base_frame(ints, reals, origin, q, tol, qk, wreals):
 
 
 @jit
+def _prepared(ints, reals, origin, q, tol):
+    """Return (ok, qk, wreals) of :func:`base_frame` in new arrays."""
+    qk, wreals = np.empty(ints.shape[0]), np.empty_like(reals)
+    return base_frame(ints, reals, origin, q, tol, qk, wreals), qk, wreals
+
+
+@jit
 def floating_rnea(ints, reals, origin, q, v, dv, mode, tol, out):
     """
     Newton-Euler with the base moving into out (kernel order); False on a bad input.
@@ -107,8 +114,8 @@ def floating_rnea(ints, reals, origin, q, v, dv, mode, tol, out):
     n = ints.shape[0]
     if v.shape[0] != n or dv.shape[0] != n or out.shape[0] != n:
         return False
-    qk, wreals = np.empty(n), np.empty_like(reals)
-    if not base_frame(ints, reals, origin, q, tol, qk, wreals):
+    ok, qk, wreals = _prepared(ints, reals, origin, q, tol)
+    if not ok:
         return False
     a = np.empty(n)
     if mode == ID:
@@ -136,10 +143,8 @@ def floating_forward_dynamics(ints, reals, origin, q, v, tau, tol, out):
     n = ints.shape[0]
     if v.shape[0] != n or tau.shape[0] != n or out.shape[0] != n:
         return False
-    qk, wreals = np.empty(n), np.empty_like(reals)
-    if not base_frame(ints, reals, origin, q, tol, qk, wreals):
-        return False
-    if not forward_dynamics(ints, wreals, qk, v, tau, np.zeros(n), out):
+    ok, qk, wreals = _prepared(ints, reals, origin, q, tol)
+    if not ok or not forward_dynamics(ints, wreals, qk, v, tau, np.zeros(n), out):
         return False
     shift = np.empty(n)           # the chain's v' is the base's plus the velocity products
     chain_acceleration(v, np.zeros(n), shift)
