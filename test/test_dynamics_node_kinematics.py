@@ -165,6 +165,11 @@ def test_external_wrench_enters_bias_and_feedforward_as_minus_J_transpose_F(grap
                     and 'header.frame_id is empty' in node.output()
                     and "wrench on 'link3' is not finite" in node.output()), node.output()
     assert bias_becomes(with_wrench)
+    # a link that a fixed joint welds to its body, turned against the body's frame
+    F1 = np.array([-3e3, 4e3, 1e3, 5e2, -2e3, 1e3])
+    assert not np.allclose(model.link_pose(q, 'link1'), model.link_pose(q, 'link1_base'))
+    wrenches.publish(wrench('link1', F1))
+    assert bias_becomes(plain - model.jacobian(q, 'link1', frame='local').T @ F1)
     # a zero wrench replaces it
     wrenches.publish(wrench('link2', np.zeros(6)))
     assert bias_becomes(plain)
