@@ -103,7 +103,8 @@ def tag_coupling(model, xml: str):
     """
     import xml.etree.ElementTree as ET
     tags = {}
-    for joint in ET.fromstring(xml).findall('joint'):
+    # lstrip: blank lines before the XML declaration, which urdfdom (and the loader) accept
+    for joint in ET.fromstring(xml.lstrip()).findall('joint'):
         mimic = joint.find('mimic')
         if mimic is not None and joint.get('type') != 'fixed':
             tags[joint.get('name')] = (mimic.get('joint'), float(mimic.get('multiplier', 1.0)),
