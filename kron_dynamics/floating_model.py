@@ -51,7 +51,7 @@ from .algorithms.forward_dynamics import solve_mass_matrix
 from .errors import ModelError, SingularJacobianError
 from .kernels import CORIOLIS, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
-from .model.rotations import quaternion_to_matrix, skew
+from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 
 Array = NDArray[np.float64]
@@ -225,6 +225,7 @@ class FloatingBaseModel:
         T0.setflags(write=False)
         self.origin: Array = T0      # the world frame of the base motion (root joint origin)
         self._at_origin = origin is None or np.array_equal(T0, np.eye(4))
+        self._origin_inverse = np.linalg.inv(T0)
         self._tree = description.tree
         self._root = description.root_inertia
         B, d = fixed.coupling()
@@ -548,17 +549,18 @@ class FloatingBaseModel:
         world; ``linear`` and ``angular``: its twist in the base frame. A planar base takes
         x, y and the yaw, vx, vy and wz (the rest of the motion is not in its plane).
         """
-        T = np.eye(4)
-        from scipy.spatial.transform import Rotation
         quat = _unit(self._vector(orientation, 4, 'orientation'), 'orientation: the quaternion')
-        T[:3, :3] = quaternion_to_matrix(quat)
-        T[:3, 3] = self._vector(position, 3, 'position')
+        position = self._vector(position, 3, 'position')
         twist = np.concatenate([self._vector(linear, 3, 'linear'),
                                 self._vector(angular, 3, 'angular')])
-        T = np.linalg.solve(self.origin, T)           # relative to the root joint's origin
+        if self._at_origin and self.base == 'floating':
+            return np.concatenate([position, quat]), twist
+        T = np.eye(4)
+        T[:3, :3], T[:3, 3] = quaternion_to_matrix(quat), position
+        if not self._at_origin:
+            T = self._origin_inverse @ T          # relative to the root joint's origin
         if self.base == 'floating':
-            quat = Rotation.from_matrix(T[:3, :3]).as_quat()
-            return np.concatenate([T[:3, 3], quat]), twist
+            return np.concatenate([T[:3, 3], matrix_to_quaternion(T[:3, :3])]), twist
         yaw = math.atan2(T[1, 0], T[0, 0])
         return np.array([T[0, 3], T[1, 3], math.cos(yaw), math.sin(yaw)]), twist[[0, 1, 5]]
 

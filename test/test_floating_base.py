@@ -156,6 +156,38 @@ def test_a_world_link_with_a_floating_joint_gives_a_floating_base_by_default():
     assert isinstance(fixed, RobotModel) and fixed.root_link == root
 
 
+@pytest.mark.parametrize('origin', [False, True], ids=['at the world origin', 'offset'])
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+def test_base_state_is_the_configuration_of_the_given_pose(base, origin):
+    """base_pose(base_state(pose)) is the pose (odometry: the base in the world)."""
+    from scipy.spatial.transform import Rotation
+    xml = random_urdf(np.random.default_rng(20), 3, n_fixed=1)
+    root = RobotModel.from_urdf_string(xml).root_link
+    if origin:
+        head, _, body = xml.partition('<link ')
+        xml = head + f'''<link name="world"/>
+          <joint name="free" type="{base}"><parent link="world"/><child link="{root}"/>
+            <origin xyz="0.1 -0.2 0.3" rpy="0 0 0.7"/></joint>
+          <link ''' + body
+    model = RobotModel.from_urdf_string(xml, root_joint=base)
+    assert model._at_origin != origin
+    rng = np.random.default_rng(21)
+    for _ in range(5):
+        if base == 'floating':
+            R = Rotation.random(random_state=rng.integers(1 << 30))
+            p = rng.normal(size=3)
+        else:      # a pose the planar base can have: the origin's plane, turned about its z
+            R = Rotation.from_euler('z', 0.7 + rng.uniform(-3, 3))
+            p = np.array([0.1, -0.2, 0.3]) * origin + np.append(rng.normal(size=2), 0.0)
+        pose = np.eye(4)
+        pose[:3, :3], pose[:3, 3] = R.as_matrix(), p
+        twist = rng.normal(size=6)
+        qb, vb = model.base_state(p, R.as_quat(), twist[:3], twist[3:])
+        q = np.concatenate([qb, np.zeros(model.n)])
+        np.testing.assert_allclose(model.base_pose(q), pose, atol=1e-14)
+        np.testing.assert_allclose(vb, twist if base == 'floating' else twist[[0, 1, 5]])
+
+
 def test_planar_joint_of_a_document_and_its_refusals():
     xml = (URDF_DIR / 'rp_arm.urdf').read_text()
     root = RobotModel.from_urdf_string(xml).root_link
