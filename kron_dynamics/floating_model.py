@@ -72,7 +72,10 @@ _F64 = np.dtype(np.float64)
 
 def _plain(*arrays) -> bool:
     """Return True if every argument is a 1-D float64 ndarray: what the kernels take as is."""
-    return all(type(a) is np.ndarray and a.dtype is _F64 and a.ndim == 1 for a in arrays)
+    for a in arrays:      # a loop, not all() over a generator: this is on every fast call
+        if type(a) is not np.ndarray or a.dtype is not _F64 or a.ndim != 1:
+            return False
+    return True
 
 
 def base_chain(tree: KinematicTree, root_inertia) -> KinematicTree:
