@@ -475,6 +475,12 @@ def agreement_table(r: Results) -> str:
 KINEMATICS_ROBOTS = {'panda': 'Panda (n = 7)', 'talos': 'Talos (n = 32)'}
 
 
+def timing_cells(e: dict) -> list:
+    """Return the cells of one alternately timed pair: ours, Pinocchio's, ratio (median)."""
+    return [fmt(e.get('kron_min_us')), fmt(e.get('pin_min_us')),
+            f"{fmt(e.get('ratio_min'))} ({fmt(e.get('ratio_median'))})"]
+
+
 def kinematics_table(r: Results) -> str:
     """Single kinematics (and dynamics) calls against Pinocchio, alternately timed."""
     d = r['kinematics']
@@ -486,8 +492,7 @@ def kinematics_table(r: Results) -> str:
         verdicts = []
         for robot in robots:
             e = d['robots'][robot]['single'].get(op, {})
-            row += [fmt(e.get('kron_min_us')), fmt(e.get('pin_min_us')),
-                    f"{fmt(e.get('ratio_min'))} ({fmt(e.get('ratio_median'))})"]
+            row += timing_cells(e)
             if entry.get('target') and e.get('ratio_min') is not None:
                 verdicts.append(e['ratio_min'] <= entry['target'])
         target = entry.get('target')
@@ -537,9 +542,7 @@ def floating_table(r: Results) -> str:
     for op, entry in first.items():
         row = [f'`{op}`', f"`{entry.get('pinocchio', '')}`"]
         for robot in robots:
-            e = d['robots'][robot]['single'].get(op, {})
-            row += [fmt(e.get('kron_min_us')), fmt(e.get('pin_min_us')),
-                    f"{fmt(e.get('ratio_min'))} ({fmt(e.get('ratio_median'))})"]
+            row += timing_cells(d['robots'][robot]['single'].get(op, {}))
         rows.append(row)
     header = ['kron_dynamics', 'Pinocchio']
     for robot in robots:
