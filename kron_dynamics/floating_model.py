@@ -110,19 +110,41 @@ def _chain_acceleration(vk: np.ndarray, dvk: np.ndarray) -> np.ndarray:
     return out
 
 
+CONTACT_FRAMES = {'local_world_aligned': 0, 'local': 1}
+
+
 @dataclass(frozen=True)
 class Contact:
     """
-    A contact of a link with the world: a point (dim 3) or a surface (dim 6).
+    A contact of a link with the world: a point (dim 3) or a surface (dim 6), as Pinocchio's.
 
-    ``point`` is in link coordinates. The constraint keeps the point (and, dim 6, the link's
-    orientation) still in the world; its force lambda is world-aligned at the point: a force
-    (3), then for dim 6 a moment (3).
+    ``point`` is in link coordinates. A 3-D contact keeps the point still: its classical
+    acceleration is zero (Pinocchio's CONTACT_3D). A 6-D contact keeps the frame at the point
+    still: its spatial acceleration is zero (CONTACT_6D; when the frame moves, J_c v != 0,
+    that is not the classical acceleration of the point). ``reference_frame`` chooses the
+    axes of lambda and of the contact Jacobian's rows, not the constraint:
+    'local_world_aligned' (default: world axes at the point) or 'local' (the link's axes);
+    Pinocchio's spellings 'LOCAL_WORLD_ALIGNED' and 'LOCAL' are accepted. lambda is what the
+    world applies to the robot: a force (3), then for dim 6 a moment about the point (3).
     """
 
     link: str
     point: tuple = (0.0, 0.0, 0.0)
     dim: int = 3
+    reference_frame: str = 'local_world_aligned'
+
+    def __post_init__(self):
+        """Check dim and reference_frame; store the frame in lower case."""
+        frame = self.reference_frame
+        key = frame.lower() if isinstance(frame, str) else frame
+        if key not in CONTACT_FRAMES:
+            raise ValueError(f'Contact({self.link!r}): reference_frame must be one of '
+                             f"{list(CONTACT_FRAMES)} (or Pinocchio's 'LOCAL_WORLD_ALIGNED', "
+                             f"'LOCAL'), got {frame!r}")
+        object.__setattr__(self, 'reference_frame', key)
+        if self.dim not in (3, 6):
+            raise ValueError(f'Contact({self.link!r}): dim must be 3 (a point) or 6 (a '
+                             f'surface), got {self.dim!r}')
 
 
 def _contacts(contacts) -> list[Contact]:
@@ -133,7 +155,7 @@ def _contacts(contacts) -> list[Contact]:
     out = []
     for c in contacts:
         c = Contact(c) if isinstance(c, str) else c
-        if not isinstance(c, Contact) or c.dim not in (3, 6):
+        if not isinstance(c, Contact):
             raise ValueError(f'a contact must be Contact(link, point, dim=3 or 6) or a link '
                              f'name, got {c!r}')
         out.append(c)
@@ -731,16 +753,17 @@ class FloatingBaseModel:
 
     # ----------------------------------------------------------------- contacts
     def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
-        """Return J_c (k x nv): the contacts' Jacobians, world-aligned at the contact points."""
+        """Return J_c (k x nv): the contacts' Jacobian rows, in each contact's reference_frame."""
         return self._contact_terms(q, None, contacts)[0]
 
     def _contact_terms(self, q, v, contacts) -> tuple[Array, Array | None]:
         """
-        Return (J_c, J_c' v) of the contacts (J_c' v None without v), world-aligned.
+        Return (J_c, gamma) of the contacts (gamma None without v), each in its own axes.
 
-        Compiled (kernels.floating_base.contact_terms): the Jacobian and classical
-        acceleration of each contact point on the tree behind the base chain, turned from
-        base axes to the world; then projected by P.
+        J_c v' + gamma is what the contacts keep at zero: the classical acceleration of a
+        3-D contact's point, the spatial acceleration of a 6-D contact's frame (Pinocchio's
+        constraints). Compiled (kernels.floating_base.contact_terms) on the tree behind the
+        base chain, turned from base axes to the world or the link; then projected by P.
         """
         contacts = _contacts(contacts)
         _, T, _, qk = self._split(q)
@@ -748,12 +771,13 @@ class FloatingBaseModel:
         rows = np.array([self.fixed._site(c.link) for c in contacts], dtype=np.int64)
         points = np.array([self.fixed._point3(c.point) for c in contacts]).reshape(-1, 3)
         dims = np.array([c.dim for c in contacts], dtype=np.int64)
+        local = np.array([CONTACT_FRAMES[c.reference_frame] for c in contacts], dtype=np.int64)
         vk = np.zeros(nk) if v is None else self._lift(self._vector(v, self.nv, 'v'))
         Jk, drift = np.empty((int(dims.sum()), nk)), np.empty(int(dims.sum()))
         if not native.contact_terms(self._ints, self._reals, self._sites,
                                     np.ascontiguousarray(T[:3, :3]), qk, vk,
                                     _chain_acceleration(vk, np.zeros(nk)), rows, points, dims,
-                                    Jk, drift):
+                                    local, Jk, drift):
             raise ValueError('contacts: q and v must be finite')
         J = Jk if self._same else (Jk @ self._Pk if self._sel is None else Jk[:, self._sel])
         return J, (None if v is None else drift)
@@ -772,10 +796,12 @@ class FloatingBaseModel:
 
         ``tau``: the joint forces (n; the base is not actuated, S = [0 I]) or all nv
         generalized forces. ``contacts``: :class:`Contact` objects or link names (point contacts at
-        the link origins). lambda: per contact a world-aligned force at the contact point
-        (and a moment for dim 6), what the world applies to the robot. Redundant contacts
-        (J_c without full row rank) get the minimum-norm lambda of the same v'; contacts that
-        contradict each other are refused (SingularJacobianError).
+        the link origins); J_c v' + J_c' v = 0 is Pinocchio's constraint (``constraintDynamics``):
+        a 3-D contact's point has no classical acceleration, a 6-D contact's frame no spatial
+        acceleration. lambda: per contact a force at the contact point (and a moment for dim
+        6) in the contact's ``reference_frame`` axes, what the world applies to the robot.
+        Redundant contacts (J_c without full row rank) get the minimum-norm lambda of the same
+        v'; contacts that contradict each other are refused (SingularJacobianError).
         """
         q = self._configuration(q)
         v = self._vector(v, self.nv, 'v')

@@ -483,7 +483,8 @@ def pinocchio_constraint_dynamics(pair: PinPair, q, v, tau_full, contacts):
         at = frame.placement * pin.SE3(np.eye(3), np.asarray(c.point, dtype=float))
         kinds.append(pin.RigidConstraintModel(
             pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D, pm,
-            frame.parentJoint, at, pin.LOCAL_WORLD_ALIGNED))
+            frame.parentJoint, at,
+            pin.LOCAL if c.reference_frame == 'local' else pin.LOCAL_WORLD_ALIGNED))
     for k in kinds:
         datas.append(k.createData())
     pin.initConstraintDynamics(pm, pd, kinds, datas)
@@ -501,9 +502,39 @@ CONTACT_CASES = {   # robot: contacts (feet on the ground: 3-D points, 6-D soles
 }
 
 
+def in_frame(contacts, frame):
+    """Return the contacts with every reference_frame set to frame."""
+    return [Contact(c.link, c.point, c.dim, frame) for c in contacts]
+
+
+def constraint_residual(model, q, v, dv, contacts):
+    """
+    Return what each contact must keep at zero, computed from the Jacobians alone.
+
+    3-D: the point's classical acceleration; 6-D: the frame's spatial acceleration in world
+    axes, (a - w x v_p, w'), with a, w' classical and v_p, w from J v. Not from contact_terms.
+    """
+    out = []
+    for c in contacts:
+        a = model.acceleration(q, v, dv, c.link, c.point)
+        if c.dim == 6:
+            vel = model.jacobian(q, c.link, c.point) @ v
+            a = np.concatenate([a[:3] - np.cross(vel[3:], vel[:3]), a[3:]])
+        out.append(a[:c.dim])
+    return np.concatenate(out)
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize('frame', ['local_world_aligned', 'local'])
+@pytest.mark.parametrize('moving', [False, True], ids=['feet at rest', 'feet moving'])
 @pytest.mark.parametrize('robot', sorted(CONTACT_CASES) + ['random tree'])
-def test_constrained_forward_dynamics_agrees_with_pinocchio(robot):
+def test_constrained_forward_dynamics_agrees_with_pinocchio(robot, moving, frame):
+    """
+    The contact dynamics equal constraintDynamics, feet at rest (J_c v = 0) and moving.
+
+    A moving 6-D contact is where the classical and the spatial acceleration differ
+    (Pinocchio constrains the spatial one); ``frame`` sets the axes of lambda only.
+    """
     if robot == 'random tree':
         model = RobotModel.from_urdf_string(FLOATING_TREE_URDF, root_joint='floating')
         pm = pin.buildModelFromXML(FLOATING_TREE_URDF, pin.JointModelFreeFlyer())
@@ -514,6 +545,7 @@ def test_constrained_forward_dynamics_agrees_with_pinocchio(robot):
         model = RobotModel.from_urdf_file(path, root_joint='floating')
         pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
         contacts = CONTACT_CASES[robot]
+    contacts = in_frame(contacts, frame)
     pair = PinPair(model, pm)
     rng = np.random.default_rng(12)
     for _ in range(2):
@@ -521,18 +553,42 @@ def test_constrained_forward_dynamics_agrees_with_pinocchio(robot):
         tau = rng.uniform(-1, 1, model.n)
         J = model.contact_jacobian(q, contacts)
         assert np.linalg.matrix_rank(J) == len(J)     # lambda unique: comparable
-        v = v - np.linalg.pinv(J) @ (J @ v)       # contacts at rest, as in a real contact
+        if not moving:
+            v = v - np.linalg.pinv(J) @ (J @ v)       # contacts at rest
+        else:
+            assert np.abs(J @ v).max() > 1e-2         # the contact frames move
         dv, lam = model.constrained_forward_dynamics(q, v, tau, contacts)
-        # its own equations: M v' + h = S^T tau + J^T lambda, J v' + J' v = 0
+        # its own equations: M v' + h = S^T tau + J^T lambda, and the constraints
         S_tau = np.concatenate([np.zeros(6), tau])
         close(model.mass_matrix(q) @ dv + model.bias_torque(q, v), S_tau + J.T @ lam,
               'equations of motion')
-        accel = np.concatenate([model.acceleration(q, v, dv, c.link, c.point)[:c.dim]
-                                for c in contacts])
-        assert np.abs(accel).max() < 1e-9 * (1.0 + np.abs(dv).max())
+        residual = constraint_residual(model, q, v, dv, contacts)
+        assert np.abs(residual).max() < 1e-9 * (1.0 + np.abs(dv).max())
         pdv, plam = pinocchio_constraint_dynamics(pair, q, v, S_tau, contacts)
         close(dv, pdv, 'v\' against constraintDynamics')
         close(lam, plam, 'lambda against constraintDynamics')
+
+
+def test_contact_reference_frame_sets_the_axes_of_lambda_not_the_motion(solo):
+    """The same v' in both frames; lambda and J_c rows turn with the link (R^T per contact)."""
+    model, _ = solo
+    q, v, tau = solo_state(model, 31)
+    world = [Contact('FL_FOOT'), Contact('HR_FOOT', point=(0.0, 0.01, 0.0), dim=6)]
+    local = in_frame(world, 'LOCAL')
+    assert local[0].reference_frame == 'local'
+    dv_w, lam_w = model.constrained_forward_dynamics(q, v, tau, world)
+    dv_l, lam_l = model.constrained_forward_dynamics(q, v, tau, local)
+    close(dv_l, dv_w, "v' does not depend on the axes of lambda", 1e-10)
+    J_w, J_l = model.contact_jacobian(q, world), model.contact_jacobian(q, local)
+    R = [model.link_pose(q, c.link)[:3, :3] for c in world]
+    turn = np.zeros((9, 9))
+    turn[:3, :3], turn[3:6, 3:6], turn[6:, 6:] = R[0].T, R[1].T, R[1].T
+    close(J_l, turn @ J_w, 'J_c rows in link axes', 1e-12)
+    close(lam_l, turn @ lam_w, 'lambda in link axes', 1e-9)
+    with pytest.raises(ValueError, match=r"reference_frame must be one of \['local_world_al"):
+        Contact('FL_FOOT', reference_frame='world')
+    with pytest.raises(ValueError, match=r'dim must be 3 \(a point\) or 6'):
+        Contact('FL_FOOT', dim=4)
 
 
 def test_a_singular_mass_matrix_is_refused_naming_the_joint_with_contacts_too():

@@ -33,6 +33,7 @@ from .algebra import jit
 from .crba import _crba_row, NC
 from .forward_dynamics import forward_dynamics
 from .jacobians import acceleration, jacobian
+from .kinematics import link_pose
 from .layout import GRAVITY, ID, LOCAL_WORLD_ALIGNED
 from .rnea import _rnea_row, NW
 
@@ -154,17 +155,23 @@ def floating_forward_dynamics(ints, reals, origin, q, v, tau, tol, out):
 
 
 @jit
-def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, J, drift):
+def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, local, J, drift):
     """
-    Contact Jacobians (world-aligned rows) and drifts J' v into J (m, n) and drift (m,).
+    Contact Jacobians and drifts J' v into J (m, n) and drift (m,), Pinocchio's constraints.
 
-    Contact c is the point points[c] (link frame) of link row rows[c]; its first dims[c] of
-    the six rows (linear, angular) are kept. q, v, a: the kernel coordinates, velocities and
-    chain accelerations (the base's classical ones at v' = 0); R turns base axes to the
-    world. False on a bad input.
+    Contact c is the point points[c] (link frame) of link row rows[c]. A 3-D contact
+    (dims[c] = 3) constrains the classical acceleration of the point: its drift is the
+    point's classical acceleration at v' = 0. A 6-D contact constrains the spatial
+    acceleration of the frame at the point (Pinocchio's CONTACT_6D): linear drift a - w x v
+    (the classical one less the frame's angular velocity crossed with the point's velocity),
+    angular drift w'. The rows are in world axes (local[c] = 0, LOCAL_WORLD_ALIGNED) or in
+    the link's axes (local[c] = 1, LOCAL): the axes of lambda, not the constraint. q, v, a:
+    the kernel coordinates, velocities and chain accelerations (the base's classical ones at
+    v' = 0); R turns base axes to the world. False on a bad input.
     """
     n = ints.shape[0]
-    Jk, acc = np.empty((6, n)), np.empty(6)
+    Jk, acc, T = np.empty((6, n)), np.empty(6), np.empty((4, 4))
+    A = np.empty((3, 3))
     r = 0
     for c in range(rows.shape[0]):
         point = points[c]
@@ -173,12 +180,32 @@ def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, J, drift):
         if not acceleration(ints, reals, sites, rows[c], point, q, v, a, LOCAL_WORLD_ALIGNED,
                             acc):
             return False
+        if dims[c] == 6:        # spatial, not classical: a - w x v_p (base axes)
+            vp0 = vp1 = vp2 = w0 = w1 = w2 = 0.0
+            for k in range(n):
+                vp0 += Jk[0, k] * v[k]
+                vp1 += Jk[1, k] * v[k]
+                vp2 += Jk[2, k] * v[k]
+                w0 += Jk[3, k] * v[k]
+                w1 += Jk[4, k] * v[k]
+                w2 += Jk[5, k] * v[k]
+            acc[0] -= w1 * vp2 - w2 * vp1
+            acc[1] -= w2 * vp0 - w0 * vp2
+            acc[2] -= w0 * vp1 - w1 * vp0
+        if local[c]:            # base axes -> link axes: the link's rotation transposed
+            if not link_pose(ints, reals, sites, rows[c], q, T):
+                return False
+            for i in range(3):
+                for j in range(3):
+                    A[i, j] = T[j, i]
+        else:                   # base axes -> world axes
+            A[:, :] = R
         for i in range(dims[c]):
             block, axis = (i // 3) * 3, i % 3
             for k in range(n):
-                J[r + i, k] = (R[axis, 0] * Jk[block, k] + R[axis, 1] * Jk[block + 1, k]
-                               + R[axis, 2] * Jk[block + 2, k])
-            drift[r + i] = (R[axis, 0] * acc[block] + R[axis, 1] * acc[block + 1]
-                            + R[axis, 2] * acc[block + 2])
+                J[r + i, k] = (A[axis, 0] * Jk[block, k] + A[axis, 1] * Jk[block + 1, k]
+                               + A[axis, 2] * Jk[block + 2, k])
+            drift[r + i] = (A[axis, 0] * acc[block] + A[axis, 1] * acc[block + 1]
+                            + A[axis, 2] * acc[block + 2])
         r += dims[c]
     return True
