@@ -22,8 +22,8 @@ the model, the kernels (numba) and the ROS nodes load when first used.
 from .errors import (ConfigurationError, ModelError, SingularJacobianError,
                      SingularMassMatrixError)
 
-__all__ = ['ConfigurationError', 'Contact', 'FloatingBaseModel', 'ModelError', 'RobotModel',
-           'SingularJacobianError', 'SingularMassMatrixError']
+__all__ = ['ConfigurationError', 'Contact', 'ModelError', 'RobotModel', 'SingularJacobianError',
+           'SingularMassMatrixError']
 __version__ = '0.1.0'
 
 
@@ -31,7 +31,18 @@ def __getattr__(name: str):
     if name == 'RobotModel':
         from .robot_model import RobotModel
         return RobotModel
-    if name in ('FloatingBaseModel', 'Contact'):
-        from . import floating_model
-        return getattr(floating_model, name)
+    if name == 'Contact':
+        from .checks import Contact
+        return Contact
+    if name == 'FloatingBaseModel':
+        import warnings
+        warnings.warn('kron_dynamics.FloatingBaseModel is deprecated: every model is a '
+                      "RobotModel (RobotModel.from_urdf_file(path, root_joint='floating'))",
+                      DeprecationWarning, stacklevel=2)
+        from .robot_model import FloatingBaseModel
+        return FloatingBaseModel
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+def __dir__():
+    return sorted(['__version__', *__all__])

@@ -40,23 +40,26 @@ base are the fixed-base model's (``model.fixed``, compiled), composed with the b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
+import functools
 import math
+import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .algorithms.coriolis_matrix import coriolis_matrix_spatial
 from .algorithms.forward_dynamics import solve_mass_matrix
-from .errors import ModelError, SingularJacobianError
+from .algorithms.operational_space import operational_space_inertia
+from .errors import ModelError
 from .kernels import CORIOLIS, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
+from .checks import _contacts, _PARTS, _step_arguments, BASE_TYPES, CONTACT_FRAMES, frame_name
 
 Array = NDArray[np.float64]
 
-BASE_TYPES = ('floating', 'planar')
 QUATERNION_TOLERANCE = 1e-3     # |q| within this of 1 is normalised; beyond, refused
 _NAMES = {
     'floating': (('base_x', 'base_y', 'base_z', 'base_qx', 'base_qy', 'base_qz', 'base_qw'),
@@ -76,6 +79,31 @@ def _plain(*arrays) -> bool:
         if type(a) is not np.ndarray or a.dtype is not _F64 or a.ndim != 1:
             return False
     return True
+
+
+def _batched(*names):
+    """
+    Let a single-state method take batches: 2-D arrays among ``names`` are looped over.
+
+    Rows of the 2-D arguments go in together (1-D ones are broadcast); the results are
+    stacked along a new first axis (tuples item by item), also for N = 0.
+    """
+    def wrap(method):
+        code = method.__code__
+        positions = {name: code.co_varnames.index(name) - 1 for name in names}
+
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            values = {}
+            for name, k in positions.items():
+                value = args[k] if k < len(args) else kwargs.get(name)
+                if value is not None and np.ndim(value) == 2:
+                    values[name] = (k, np.asarray(value, dtype=float))
+            if not values:
+                return method(self, *args, **kwargs)
+            return self._rows(functools.partial(method, self), values, list(args), kwargs)
+        return call
+    return wrap
 
 
 def base_chain(tree: KinematicTree, root_inertia) -> KinematicTree:
@@ -107,58 +135,6 @@ def _chain_acceleration(vk: np.ndarray, dvk: np.ndarray) -> np.ndarray:
     """Return the chain accelerations that give the base dvk[:6] (kernels.floating_base)."""
     out = np.empty(len(vk))
     native.chain_acceleration(vk, dvk, out)
-    return out
-
-
-CONTACT_FRAMES = {'local_world_aligned': 0, 'local': 1}
-
-
-@dataclass(frozen=True)
-class Contact:
-    """
-    A contact of a link with the world: a point (dim 3) or a surface (dim 6), as Pinocchio's.
-
-    ``point`` is in link coordinates. A 3-D contact keeps the point still: its classical
-    acceleration is zero (Pinocchio's CONTACT_3D). A 6-D contact keeps the frame at the point
-    still: its spatial acceleration is zero (CONTACT_6D; when the frame moves, J_c v != 0,
-    that is not the classical acceleration of the point). ``reference_frame`` chooses the
-    axes of lambda and of the contact Jacobian's rows, not the constraint:
-    'local_world_aligned' (default: world axes at the point) or 'local' (the link's axes);
-    Pinocchio's spellings 'LOCAL_WORLD_ALIGNED' and 'LOCAL' are accepted. lambda is what the
-    world applies to the robot: a force (3), then for dim 6 a moment about the point (3).
-    """
-
-    link: str
-    point: tuple = (0.0, 0.0, 0.0)
-    dim: int = 3
-    reference_frame: str = 'local_world_aligned'
-
-    def __post_init__(self):
-        """Check dim and reference_frame; store the frame in lower case."""
-        frame = self.reference_frame
-        key = frame.lower() if isinstance(frame, str) else frame
-        if key not in CONTACT_FRAMES:
-            raise ValueError(f'Contact({self.link!r}): reference_frame must be one of '
-                             f"{list(CONTACT_FRAMES)} (or Pinocchio's 'LOCAL_WORLD_ALIGNED', "
-                             f"'LOCAL'), got {frame!r}")
-        object.__setattr__(self, 'reference_frame', key)
-        if self.dim not in (3, 6):
-            raise ValueError(f'Contact({self.link!r}): dim must be 3 (a point) or 6 (a '
-                             f'surface), got {self.dim!r}')
-
-
-def _contacts(contacts) -> list[Contact]:
-    """Normalise a contact list: Contact, a link name (point contact at its origin)."""
-    if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence):
-        raise ValueError('contacts must be a list of Contact(link, point, dim) or link names, '
-                         f'got {contacts!r}')
-    out = []
-    for c in contacts:
-        c = Contact(c) if isinstance(c, str) else c
-        if not isinstance(c, Contact):
-            raise ValueError(f'a contact must be Contact(link, point, dim=3 or 6) or a link '
-                             f'name, got {c!r}')
-        out.append(c)
     return out
 
 
@@ -217,9 +193,14 @@ def _log6(T: np.ndarray) -> np.ndarray:
     return np.concatenate([V_inv @ T[:3, 3], w])
 
 
-class FloatingBaseModel:
+class MovingBase:
     """
     A rigid-body tree on a floating (6 DOF) or planar (3 DOF) base; see the module docstring.
+
+    The methods of a :class:`~kron_dynamics.robot_model.RobotModel` whose base moves: the
+    facade's FloatingBaseModel is this mixin on RobotModel, so a moving-base model is a
+    RobotModel with the same methods (test/test_one_model.py checks that every public
+    RobotModel method is defined here or derived from those that are).
 
     Build it with ``RobotModel.from_urdf_file(path, root_joint='floating' | 'planar')`` (a
     URDF whose root is a world link joined to the base by a floating or planar joint gets
@@ -234,15 +215,22 @@ class FloatingBaseModel:
         description = fixed.description
         self.fixed = fixed
         self.base = base
+        self._origin_argument = origin
+        self._description = description
+        self.tree = description.tree
         self.name: str = fixed.name
+        self.root_link: str = fixed.root_link
         self.base_link: str = fixed.root_link
         self.joint_names: tuple[str, ...] = fixed.joint_names
-        self.n: int = fixed.n
+        self.joints = fixed.joints
+        self.armature = fixed.armature
+        self._n_joints: int = fixed.n
         self.total_mass: float = fixed.total_mass
-        self.gravity: Array = fixed.gravity         # world frame
-        self.configuration_names: tuple[str, ...] = _NAMES[base][0] + self.joint_names
-        self.velocity_names: tuple[str, ...] = _NAMES[base][1] + self.joint_names
-        self.nq, self.nv = len(self.configuration_names), len(self.velocity_names)
+        self._gravity: Array = fixed.gravity         # world frame
+        self._gravity.setflags(write=False)
+        self._configuration_names = _NAMES[base][0] + self.joint_names
+        self._velocity_names = _NAMES[base][1] + self.joint_names
+        self._nq, self._nv = len(self._configuration_names), len(self._velocity_names)
         self._nb = self.nv - self.n
         T0 = np.eye(4)
         if origin is not None:
@@ -293,10 +281,120 @@ class FloatingBaseModel:
         self._origin = np.array(T0)             # writable: what the kernels take
         self._zero_v = np.zeros(self.nv)
 
+    # ----------------------------------------------------------------- sizes and names
+    @property
+    def n(self) -> int:
+        """Return the number of joint coordinates (nv less the base's)."""
+        return self._n_joints
+
+    @property
+    def nq(self) -> int:
+        """Return the size of q: the base pose (7 or 4 entries), then the joints."""
+        return self._nq
+
+    @property
+    def nv(self) -> int:
+        """Return the size of v: the base twist (6 or 3 entries), then the joints."""
+        return self._nv
+
+    @property
+    def configuration_names(self) -> tuple[str, ...]:
+        """Return the name of every entry of q."""
+        return self._configuration_names
+
+    @property
+    def velocity_names(self) -> tuple[str, ...]:
+        """Return the name of every entry of v, v' and tau."""
+        return self._velocity_names
+
+    @property
+    def gravity(self) -> Array:
+        """Return the gravity acceleration in the world frame."""
+        return self._gravity.copy()
+
     @property
     def link_names(self) -> tuple[str, ...]:
         """Return the names of every link (the world link of the root joint excluded)."""
         return self.fixed.link_names
+
+    @property
+    def position_limits(self) -> tuple[Array, Array]:
+        """
+        Return (lower, upper), each of length nq.
+
+        The base's translation is unlimited (+-inf), its quaternion or (cos, sin) within
+        [-1, 1]; then the joints' URDF limits (+-inf where none).
+        """
+        nt = 3 if self.base == 'floating' else 2
+        lower, upper = self.fixed.position_limits
+        box = np.concatenate([np.full(nt, np.inf), np.ones(self.nq - self.n - nt)])
+        return np.concatenate([-box, lower]), np.concatenate([box, upper])
+
+    @property
+    def effort_limits(self) -> Array:
+        """Return the effort limits (nv): +inf for the base (it is not actuated), the joints'."""
+        return np.concatenate([np.full(self._nb, np.inf), self.fixed.effort_limits])
+
+    @property
+    def velocity_limits(self) -> Array:
+        """Return the velocity limits (nv): +inf for the base, then the joints' URDF limits."""
+        return np.concatenate([np.full(self._nb, np.inf), self.fixed.velocity_limits])
+
+    @property
+    def full_joint_names(self) -> tuple[str, ...]:
+        """Return every movable joint: ``joint_names``, then the mimic joints."""
+        return self.fixed.full_joint_names
+
+    @property
+    def unconstrained(self) -> MovingBase:
+        """Return the same base and tree without the mimic constraints."""
+        return self._rebuilt(self.fixed.unconstrained)
+
+    def coupling(self) -> tuple[Array, Array]:
+        """Return (B, d) of the joints: positions of ``full_joint_names`` = B u + d."""
+        return self.fixed.coupling()
+
+    def full_configuration(self, q: ArrayLike) -> Array:
+        """Return the position of every movable joint (``full_joint_names``) at q."""
+        return self.fixed.full_configuration(self._split(q)[2])
+
+    def full_velocity(self, v: ArrayLike) -> Array:
+        """Return the velocity of every movable joint (``full_joint_names``)."""
+        return self.fixed.full_velocity(self._vector(v, self.nv, 'v')[self._nb:])
+
+    def full_acceleration(self, dv: ArrayLike) -> Array:
+        """Return the acceleration of every movable joint (``full_joint_names``)."""
+        return self.fixed.full_acceleration(self._vector(dv, self.nv, 'dv')[self._nb:])
+
+    def moved_mass(self) -> Array:
+        """Return, per joint, the mass of the bodies it moves."""
+        return self.fixed.moved_mass()
+
+    def friction_torque(self, v: ArrayLike) -> Array:
+        """Return the URDF <dynamics> joint friction (nv): 0 for the base, then the joints."""
+        v = self._vector(v, self.nv, 'v')
+        return np.concatenate([np.zeros(self._nb), self.fixed.friction_torque(v[self._nb:])])
+
+    # ----------------------------------------------------------------- derived models
+    def _rebuilt(self, fixed) -> MovingBase:
+        """Return the same base (type, origin) on another fixed-base model of the tree."""
+        return type(self)(fixed, self.base, self._origin_argument)
+
+    def with_gravity(self, gravity: ArrayLike) -> MovingBase:
+        """Return a copy with another gravity vector (world frame)."""
+        return self._rebuilt(self.fixed.with_gravity(gravity))
+
+    def with_armature(self, armature) -> MovingBase:
+        """Return a copy with per-joint armature (n values or a mapping by joint name)."""
+        return self._rebuilt(self.fixed.with_armature(armature))
+
+    def locked(self, values: Mapping[str, float]) -> MovingBase:
+        """Return the model with the given joints locked at the given coordinates; same base."""
+        return self._rebuilt(self.fixed.locked(values))
+
+    def __repr__(self) -> str:
+        return (f'RobotModel({self.name!r}, base={self.base!r}, nq={self.nq}, nv={self.nv}, '
+                f'joints={list(self.joint_names)})')
 
     @property
     def mimic_joints(self):
@@ -335,17 +433,42 @@ class FloatingBaseModel:
 
     def _batch(self, method, *arrays):
         """Return method applied to each row of 2-D inputs (1-D ones broadcast), or None."""
-        arrays = [np.asarray(a, dtype=float) if a is not None else None for a in arrays]
-        rows = {a.shape[0] for a in arrays if a is not None and a.ndim == 2}
-        if not rows:
-            return None
+        values = {str(k): (k, np.asarray(a, dtype=float)) for k, a in enumerate(arrays)
+                  if a is not None and np.ndim(a) == 2}
+        return self._rows(method, values, list(arrays), {}) if values else None
+
+    def _rows(self, method, values, args, kwargs):
+        """
+        Call method per row of the 2-D arrays in values ({name: (position, array)}).
+
+        N = 0 gives empty results shaped as one evaluation at the neutral configuration.
+        """
+        rows = {a.shape[0] for _, a in values.values()}
         if len(rows) > 1:
             raise ValueError(f'batch inputs have different numbers of rows: {sorted(rows)}')
         N = rows.pop()
-        out = [method(*[a[k] if a is not None and a.ndim == 2 else a for a in arrays])
-               for k in range(N)]
-        if not out:
-            raise ValueError('empty batch: nothing to compute')
+
+        def put(name, k, value):
+            if k < len(args):
+                args[k] = value
+            else:
+                kwargs[name] = value
+        if N == 0:
+            for name, (k, a) in values.items():
+                width = a.shape[1]
+                put(name, k, self.neutral() if width == self.nq and name in ('0', 'q', 'q0', 'q1')
+                    else np.zeros(width))
+            sample = method(*args, **kwargs)
+            if isinstance(sample, tuple):
+                return tuple(np.empty((0, *np.shape(x))) for x in sample)
+            return np.empty((0, *np.shape(sample)))
+        out = []
+        for row in range(N):
+            for name, (k, a) in values.items():
+                put(name, k, a[row])
+            out.append(method(*args, **kwargs))
+        if isinstance(out[0], tuple):
+            return tuple(np.stack(items) for items in zip(*out))
         return np.array(out)
 
     # ----------------------------------------------------------------- base pose
@@ -413,8 +536,17 @@ class FloatingBaseModel:
             raise ValueError('mass matrix: q must be finite')
         return M
 
-    def inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike) -> Array:
-        """Return tau = M(q) v' + h(q, v) (nv): RNEA with the base moving (002, 004 app. B)."""
+    def inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
+                         f_ext: Mapping[str, ArrayLike] | None = None) -> Array:
+        """
+        Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
+
+        002, 004 app. B. ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that
+        the environment applies to the link: force at the link frame origin and moment, in
+        world axes (as on a fixed base, with the world for the root frame).
+        """
+        if f_ext:
+            return self._with_wrenches(q, v, dv, f_ext)
         if self._same and _plain(q, v, dv):
             tau = np.empty(self.nv)
             if native.floating_rnea(self._ints, self._reals, self._origin, q, v, dv, ID,
@@ -429,8 +561,34 @@ class FloatingBaseModel:
         tau = self._rnea(qk, self._lift(v), self._lift(dv), self._gravity_base(T))
         return self._project(tau) + self._armature_after * dv
 
-    def mass_matrix(self, q: ArrayLike) -> Array:
-        """Return M(q), nv x nv, symmetric positive definite for a physical robot."""
+    def _with_wrenches(self, q, v, dv, f_ext) -> Array:
+        """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
+        if not isinstance(f_ext, Mapping):
+            raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
+        if max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:
+            raise ValueError('f_ext is not supported for a batch: call per configuration')
+        tau = self.inverse_dynamics(q, v, dv)
+        for link, wrench in f_ext.items():
+            self.fixed._site(link)          # names the links if unknown
+            try:
+                w = np.asarray(wrench, dtype=float)
+            except (TypeError, ValueError):
+                w = None
+            if w is None or w.shape != (6,) or not np.all(np.isfinite(w)):
+                raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
+            tau = tau - self.jacobian(q, link).T @ w
+        return tau
+
+    def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
+        """
+        Return M(q), nv x nv, symmetric positive definite for a physical robot.
+
+        ``method``: None only (the compiled recursion); the fixed base's readable
+        alternatives ('jacobian', 'explicit', 'crba') are for ``model.fixed``.
+        """
+        if method is not None:
+            raise ValueError(f'mass_matrix: method {method!r} is for a fixed base; a moving '
+                             'base has the compiled default only (method=None)')
         if self._same and _plain(q):
             M = np.empty((self.nv, self.nv))
             if native.floating_crba(self._ints, self._reals, q, QUATERNION_TOLERANCE, M):
@@ -485,7 +643,7 @@ class FloatingBaseModel:
         vk = self._lift(self._vector(v, self.nv, 'v'))
         return self._project(self._rnea(qk, vk, np.zeros(len(vk)), np.zeros(3)))
 
-    def coriolis_star(self, q: ArrayLike) -> Array:
+    def coriolis_star(self, q: ArrayLike, method: str | None = None) -> Array:
         """
         Return C*(q), nv x nv^2, with C*(q)(v kron v) = h(q, v) - G(q) for every v.
 
@@ -493,7 +651,11 @@ class FloatingBaseModel:
         the matrix of the quadratic form h - G, symmetric in its two velocity indices
         (C*[:, j nv + k] = C*[:, k nv + j]). For holonomic coordinates that is the
         Christoffel form of eq. (101) symmetrized (README, "Floating and planar bases").
+        ``method``: None only.
         """
+        if method is not None:
+            raise ValueError(f'coriolis_star: method {method!r} is for a fixed base; a moving '
+                             'base has the default only (method=None)')
         if np.ndim(q) == 2:
             return self._batch(self.coriolis_star, q)
         _, _, _, qk = self._split(q)
@@ -525,17 +687,20 @@ class FloatingBaseModel:
         return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
                                  list(self.velocity_names))
 
+    @_batched('q', 'v')
     def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float:
         """Return T = v^T M(q) v / 2."""
         v = self._vector(v, self.nv, 'v')
         return 0.5 * float(v @ self.mass_matrix(q) @ v)
 
+    @_batched('q')
     def potential_energy(self, q: ArrayLike) -> float:
         """Return V = -m g . c: the whole robot's mass at its centre (world frame)."""
         return -self.total_mass * float(self.gravity @ self.center_of_mass(q))
 
     # ----------------------------------------------------------------- configuration space
-    def integrate(self, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> Array:
+    @_batched('q', 'v')
+    def _integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
         """
         Return q moved by the constant velocity v for dt (Pinocchio's ``integrate``).
 
@@ -558,6 +723,7 @@ class FloatingBaseModel:
         out[self.nq - self.n:] = u + v[self._nb:]
         return out
 
+    @_batched('q0', 'q1')
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         """Return v (nv) with integrate(q0, v) = q1 (Pinocchio's ``difference``)."""
         _, T0, u0, _ = self._split(q0)
@@ -595,30 +761,113 @@ class FloatingBaseModel:
         q[6 if self.base == 'floating' else 2] = 1.0
         return q
 
+    def _random_base(self, rng: np.random.Generator, base_box: float) -> Array:
+        """Return a random base pose: translation in the box, orientation uniform."""
+        try:
+            box = float(base_box)
+        except (TypeError, ValueError):
+            box = float('nan')
+        if not (np.isfinite(box) and box >= 0.0):
+            raise ValueError(f'base_box must be a finite number >= 0 (m), got {base_box!r}')
+        if self.base == 'floating':
+            quat = rng.normal(size=4)         # uniform on the unit sphere: uniform on SO(3)
+            return np.concatenate([rng.uniform(-box, box, 3), quat / np.linalg.norm(quat)])
+        yaw = rng.uniform(-np.pi, np.pi)
+        return np.array([*rng.uniform(-box, box, 2), math.cos(yaw), math.sin(yaw)])
+
+    def simulate(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float, steps: int = 1,
+                 damping: ArrayLike | None = None) -> tuple[Array, Array]:
+        """
+        Integrate v' = forward_dynamics(q, v, tau - damping v) with RK4 on the manifold.
+
+        tau (nv) is held; ``damping`` is viscous damping per joint (n values; the base has
+        none); q moves by :meth:`integrate` (the base along the exponential of its twist):
+        Runge-Kutta-Munthe-Kaas, so fourth order on the manifold as RK4 is on a fixed base.
+        Returns (q, v) after ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0).
+        """
+        dt, steps = _step_arguments(dt, steps)
+        if damping is None:
+            damping = np.zeros(self.nv)
+        else:
+            damping = np.concatenate([np.zeros(self._nb),
+                                      self.fixed._vector(damping, 'damping')])
+        if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
+            return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,
+                                                             damping[self._nb:]), q, v, tau)
+        q = self._configuration(q)
+        v = self._vector(v, self.nv, 'v')
+        tau = self._vector(tau, self.nv, 'tau')
+
+        def f(x, w):
+            return self.forward_dynamics(x, w, tau - damping * w)
+
+        for _ in range(steps):      # Runge-Kutta-Munthe-Kaas: RK4 in the chart q (+) xi
+            a1 = f(q, v)
+            v2 = v + 0.5 * dt * a1
+            x2 = self._dexp_inverse(0.5 * dt * v, v2)
+            a2 = f(self._integrate(q, v, 0.5 * dt), v2)
+            v3 = v + 0.5 * dt * a2
+            x3 = self._dexp_inverse(0.5 * dt * x2, v3)
+            a3 = f(self._integrate(q, x2, 0.5 * dt), v3)
+            v4 = v + dt * a3
+            x4 = self._dexp_inverse(dt * x3, v4)
+            a4 = f(self._integrate(q, x3, dt), v4)
+            q = self._integrate(q, (v + 2.0 * x2 + 2.0 * x3 + x4) / 6.0, dt)
+            v = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        return q, v
+
+    def _dexp_inverse(self, xi: Array, w: Array) -> Array:
+        """
+        Return xi' of q(t) = q0 (+) xi(t) moving with velocity w (RKMK, order 4).
+
+        The base twist in the body frame (q' = q w, q = q0 exp(xi)): dexp^-1_{-xi}(w) =
+        w + [xi, w] / 2 + [xi, [xi, w]] / 12, the terms an order-4 method needs (the planar
+        twists are a subalgebra); the joints: w itself.
+        """
+        P = _P_BASE[self.base]
+        nb = self._nb
+        ad = _ad(P @ xi[:nb])
+        wb = P @ w[:nb]
+        out = np.array(w, dtype=float)
+        out[:nb] = P.T @ (wb + 0.5 * ad @ wb + ad @ (ad @ wb) / 12.0)
+        return out
+
     # ----------------------------------------------------------------- kinematics
+    @_batched('q')
     def link_pose(self, q: ArrayLike, link: str) -> Array:
         """Return the 4x4 pose of a link in the world."""
         _, T, u, _ = self._split(q)
         return T @ self.fixed.link_pose(u, link)
 
+    @_batched('q')
+    def link_poses(self, q: ArrayLike) -> Array:
+        """Return the 4 x 4 poses of all links in the world, (L, 4, 4) in ``link_names`` order."""
+        _, T, u, _ = self._split(q)
+        return T @ self.fixed.link_poses(u)
+
+    def _site_pose(self, q, link: str, point) -> Array:
+        """Return the world pose of a link frame moved to a point on the link (link axes)."""
+        T = self.link_pose(q, link)
+        if point is not None:
+            T[:3, 3] += T[:3, :3] @ self.fixed._point3(point)
+        return T
+
+    @_batched('q')
     def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
                  frame: str = 'local_world_aligned') -> Array:
         """
         Return the 6 x nv Jacobian of a link or a point on it (rows: linear, angular).
 
-        Frames as :meth:`RobotModel.jacobian` (Pinocchio's), with the world in place of the
-        root: 'local_world_aligned' (world axes at the point), 'local' (link axes), 'world'
-        (spatial velocity at the world origin).
+        Frames as on a fixed base (Pinocchio's), with the world in place of the root:
+        'local_world_aligned' (world axes at the point), 'local' (link axes), 'world'
+        (spatial velocity at the world origin); Pinocchio's upper-case spellings too.
         """
-        if frame not in ('local_world_aligned', 'local', 'world'):
-            raise ValueError("frame must be one of ['world', 'local', 'local_world_aligned'], "
-                             f'got {frame!r}')
+        frame = frame_name(frame)
         _, T, u, _ = self._split(q)
         J_joints = self.fixed.jacobian(u, link, point, 'local')
         T_bk = self.fixed.link_pose(u, link)
         if point is not None:
-            T_bk = T_bk.copy()
-            T_bk[:3, 3] += T_bk[:3, :3] @ np.asarray(point, dtype=float)
+            T_bk[:3, 3] += T_bk[:3, :3] @ self.fixed._point3(point)
         R, p = T_bk[:3, :3], T_bk[:3, 3]
         base = np.zeros((6, 6))          # base twist -> the frame's twist, its own axes
         base[:3, :3] = base[3:, 3:] = R.T
@@ -633,6 +882,13 @@ class FloatingBaseModel:
             out[:3] += skew(T_wk[:3, 3]) @ out[3:]
         return out
 
+    def jacobians(self, q: ArrayLike, link: str,
+                  point: ArrayLike | None = None) -> tuple[Array, Array]:
+        """(J_T, J_R), each 3 x nv in world axes, of a link's origin or a point on it."""
+        J = self.jacobian(q, link, point)
+        return J[..., :3, :], J[..., 3:, :]
+
+    @_batched('q')
     def hessian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
                 frame: str = 'local_world_aligned') -> Array:
         """
@@ -644,9 +900,7 @@ class FloatingBaseModel:
         axes J depends on the joints only: the base directions give 0, the base columns turn
         with the link (-ad(J_k) Ad^-1); the other frames turn with the link's rotation.
         """
-        if frame not in ('local_world_aligned', 'local', 'world'):
-            raise ValueError("frame must be one of ['world', 'local', 'local_world_aligned'], "
-                             f'got {frame!r}')
+        frame = frame_name(frame)
         _, T, u, _ = self._split(q)
         nb, nv = self._nb, self.nv
         J = self.jacobian(q, link, point, 'local')
@@ -656,9 +910,7 @@ class FloatingBaseModel:
             H[:, :nb, k] = -_ad(J[:, k]) @ J[:, :nb]
         if frame == 'local':
             return H.reshape(6, nv * nv)
-        T_wk = self.link_pose(q, link)
-        if point is not None:
-            T_wk[:3, 3] += T_wk[:3, :3] @ np.asarray(point, dtype=float)
+        T_wk = self._site_pose(q, link, point)
         R = T_wk[:3, :3]
         for k in range(nv):              # d/dq_k of X J_local with X turning with the link
             turn = _ad(J[:, k]) if frame == 'world' else _rotation_ad(J[3:, k])
@@ -669,19 +921,46 @@ class FloatingBaseModel:
             X[:3, 3:] = skew(T_wk[:3, 3]) @ R
         return np.einsum('ij,jsk->isk', X, H).reshape(6, nv * nv)
 
-    def acceleration(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str,
-                     point: ArrayLike | None = None) -> Array:
+    def hessians(self, q: ArrayLike, link: str,
+                 point: ArrayLike | None = None) -> tuple[Array, Array]:
+        """(H_T, H_R), each 3 x nv^2, of the world-aligned Jacobian (as :meth:`hessian`)."""
+        H = self.hessian(q, link, point)
+        return H[..., :3, :], H[..., 3:, :]
+
+    @_batched('q', 'v')
+    def jacobian_derivative(self, q: ArrayLike, v: ArrayLike, link: str,
+                            point: ArrayLike | None = None,
+                            frame: str = 'local_world_aligned') -> Array:
         """
-        Return the classical acceleration of a link point (6: linear, angular), world axes.
+        Return J'(q, v), 6 x nv: the time derivative of :meth:`jacobian` (same frame).
+
+        J'[:, s] = sum_k H[:, s nv + k] v_k with H the :meth:`hessian` (000 eq. 8), so that
+        J' v is :meth:`jacobian_derivative_times_velocity`.
+        """
+        v = self._vector(v, self.nv, 'v')
+        return self.hessian(q, link, point, frame).reshape(6, self.nv, self.nv) @ v
+
+    @_batched('q', 'v', 'dv')
+    def acceleration(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str,
+                     point: ArrayLike | None = None,
+                     frame: str = 'local_world_aligned') -> Array:
+        """
+        Return the classical acceleration of a link point (6: linear, angular).
 
         That is J v' + J' v in 'local_world_aligned': the second derivative of the point's
-        world position, and the angular acceleration (Pinocchio's
-        ``getFrameClassicalAcceleration`` in LOCAL_WORLD_ALIGNED). Compiled: the kernel's
-        classical acceleration on the tree behind the base chain, in base axes, turned to
-        the world.
+        world position, and the angular acceleration, world axes (Pinocchio's
+        ``getFrameClassicalAcceleration``); 'local': the same vectors in the link's axes.
+        'world' is refused (a spatial velocity has no classical acceleration). Compiled: the
+        kernel's classical acceleration on the tree behind the base chain, in base axes,
+        turned to the world.
         """
+        frame = frame_name(frame)
+        if frame == 'world':
+            raise ValueError("acceleration: frame 'world' has no classical acceleration (its "
+                             "linear part is not a point's velocity); use "
+                             "'local_world_aligned' or 'local'")
         row, p = self.fixed._site(link), self.fixed._point3(point)
-        _, T, _, qk = self._split(q)
+        _, T, u, qk = self._split(q)
         vk = self._lift(self._vector(v, self.nv, 'v'))
         dvk = _chain_acceleration(vk, self._lift(self._vector(dv, self.nv, 'dv')))
         a = np.empty(6)
@@ -689,11 +968,15 @@ class FloatingBaseModel:
                                    qk, vk, dvk, LOCAL_WORLD_ALIGNED, a):
             raise ValueError('acceleration: q, v and dv must be finite')
         R = T[:3, :3]
+        if frame == 'local':            # the link's axes: R_base_link^T of the base axes
+            R = self.fixed.link_pose(u, link)[:3, :3].T
+            return np.concatenate([R @ a[:3], R @ a[3:]])
         return np.concatenate([R @ a[:3], R @ a[3:]])
 
-    def jacobian_time_variation(self, q: ArrayLike, v: ArrayLike, link: str,
-                                point: ArrayLike | None = None,
-                                frame: str = 'local_world_aligned') -> Array:
+    @_batched('q', 'v')
+    def jacobian_derivative_times_velocity(self, q: ArrayLike, v: ArrayLike, link: str,
+                                           point: ArrayLike | None = None,
+                                           frame: str = 'local_world_aligned') -> Array:
         """
         Return J'(q, v) v (6,) of :meth:`jacobian` in the same frame.
 
@@ -701,29 +984,40 @@ class FloatingBaseModel:
         'local_world_aligned': the classical acceleration at v' = 0; 'local': its derivative
         in the link's moving axes; 'world': that of the spatial velocity at the world origin.
         """
+        frame = frame_name(frame)
         a = self.acceleration(q, v, np.zeros(self.nv), link, point)
         if frame == 'local_world_aligned':
             return a
         v = self._vector(v, self.nv, 'v')
         V = self.jacobian(q, link, point, 'local_world_aligned') @ v
-        T = self.link_pose(q, link)
-        x = T[:3, 3] + (0.0 if point is None else T[:3, :3] @ np.asarray(point, dtype=float))
+        T = self._site_pose(q, link, point)
+        x = T[:3, 3]
         if frame == 'world':      # d/dt (v_p + x x w) = a_p + v_p x w + x x w'
             return np.concatenate([a[:3] + np.cross(V[:3], V[3:]) + np.cross(x, a[3:]),
                                    a[3:]])
-        if frame == 'local':      # d/dt (R^T u) = R^T u' - w_l x R^T u
-            R = T[:3, :3]
-            w_l = R.T @ V[3:]
-            return np.concatenate([R.T @ a[:3] - np.cross(w_l, R.T @ V[:3]), R.T @ a[3:]])
-        raise ValueError("frame must be one of ['world', 'local', 'local_world_aligned'], "
-                         f'got {frame!r}')
+        R = T[:3, :3]             # 'local': d/dt (R^T u) = R^T u' - w_l x R^T u
+        w_l = R.T @ V[3:]
+        return np.concatenate([R.T @ a[:3] - np.cross(w_l, R.T @ V[:3]), R.T @ a[3:]])
 
-    def center_of_mass(self, q: ArrayLike) -> Array:
-        """Return the centre of mass of the whole robot (base included) in the world (3,)."""
+    def jacobian_time_variation(self, q, v, link, point=None, frame='local_world_aligned'):
+        """Return J'(q, v) v: deprecated name of :meth:`jacobian_derivative_times_velocity`."""
+        warnings.warn('jacobian_time_variation (J\' v) is now named '
+                      'jacobian_derivative_times_velocity; jacobian_derivative is J\'',
+                      DeprecationWarning, stacklevel=2)
+        return self.jacobian_derivative_times_velocity(q, v, link, point, frame)
+
+    @_batched('q')
+    def center_of_mass(self, q: ArrayLike, include_root: bool = True) -> Array:
+        """
+        Return the centre of mass of the whole robot (base included) in the world (3,).
+
+        The base moves, so its mass always counts (``include_root`` changes nothing here).
+        """
         _, T, u, _ = self._split(q)
         return T[:3, :3] @ self.fixed.center_of_mass(u, include_root=True) + T[:3, 3]
 
-    def center_of_mass_jacobian(self, q: ArrayLike) -> Array:
+    @_batched('q')
+    def center_of_mass_jacobian(self, q: ArrayLike, include_root: bool = True) -> Array:
         """Return the 3 x nv Jacobian of :meth:`center_of_mass` (world axes)."""
         _, T, u, _ = self._split(q)
         R = T[:3, :3]
@@ -732,6 +1026,7 @@ class FloatingBaseModel:
         J_joints = R @ self.fixed.center_of_mass_jacobian(u, include_root=True)
         return np.hstack([base @ _P_BASE[self.base], J_joints])
 
+    @_batched('q')
     def centroidal_momentum_matrix(self, q: ArrayLike) -> Array:
         """
         Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
@@ -751,11 +1046,54 @@ class FloatingBaseModel:
         X[3:, :3] = -R @ skew(c)
         return X @ rows
 
-    # ----------------------------------------------------------------- contacts
-    def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
-        """Return J_c (k x nv): the contacts' Jacobian rows, in each contact's reference_frame."""
-        return self._contact_terms(q, None, contacts)[0]
+    @_batched('q', 'v')
+    def coriolis_matrix(self, q: ArrayLike, v: ArrayLike) -> Array:
+        """
+        Return the nv x nv Coriolis matrix C: M' - 2C is skew and C v = h(q, v) - G(q).
 
+        With quasi-velocities C is not the Christoffel form: it is Pinocchio's
+        (``computeCoriolisMatrix``), sum over bodies of J^T (I J' + B(I, V) J) with world
+        spatial Jacobians (:mod:`kron_dynamics.algorithms.coriolis_matrix`).
+        """
+        v = self._vector(v, self.nv, 'v')
+        bodies = []
+        for link, mass, com, inertia in self._bodies():
+            T = self.link_pose(q, link)
+            R = T[:3, :3]
+            J = self.jacobian(q, link, frame='world')
+            dJ = self.jacobian_derivative(q, v, link, frame='world')
+            bodies.append((mass, R @ com + T[:3, 3], R @ inertia @ R.T, J, dJ))
+        return coriolis_matrix_spatial(bodies, v)
+
+    def _bodies(self):
+        """Yield (link, mass, centre of mass, central inertia) of every moving body, link frame."""
+        mass, com, inertia = self._root
+        yield self.root_link, mass, np.asarray(com), np.asarray(inertia)   # the base moves
+        yield from super()._bodies()
+
+    def operational_space_inertia(self, q: ArrayLike, link: str,
+                                  point: ArrayLike | None = None,
+                                  frame: str = 'local_world_aligned', part: str = 'full',
+                                  damping: float = 0.0) -> Array:
+        """Return Lambda = (J M^-1 J^T)^-1 of a link or point (arguments as on a fixed base)."""
+        rows = _PARTS.get(part) if isinstance(part, str) else None
+        if rows is None:
+            raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
+        try:
+            damping = float(damping)
+        except (TypeError, ValueError):
+            damping = -1.0
+        if not (np.isfinite(damping) and damping >= 0.0):
+            raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+        if np.ndim(q) == 2:
+            return self._batch(lambda x: self.operational_space_inertia(
+                x, link, point, frame, part, damping), q)
+        J = self.jacobian(q, link, point, frame)[rows]
+        return operational_space_inertia(
+            J, self.mass_matrix(q), list(self.velocity_names), damping,
+            f"J M^-1 J^T of link '{link}' ({part} rows, frame '{frame}')")
+
+    # ----------------------------------------------------------------- contacts
     def _contact_terms(self, q, v, contacts) -> tuple[Array, Array | None]:
         """
         Return (J_c, gamma) of the contacts (gamma None without v), each in its own axes.
@@ -782,86 +1120,6 @@ class FloatingBaseModel:
         J = Jk if self._same else (Jk @ self._Pk if self._sel is None else Jk[:, self._sel])
         return J, (None if v is None else drift)
 
-    def _actuated(self, tau) -> Array:
-        """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
-        tau = np.asarray(tau, dtype=float)
-        if tau.shape == (self.n,):
-            tau = np.concatenate([np.zeros(self._nb), tau])
-        return self._vector(tau, self.nv, 'tau')
-
-    def constrained_forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
-                                     contacts) -> tuple[Array, Array]:
-        """
-        Return (v', lambda): M v' + h = S^T tau + J_c^T lambda with J_c v' + J_c' v = 0.
-
-        ``tau``: the joint forces (n; the base is not actuated, S = [0 I]) or all nv
-        generalized forces. ``contacts``: :class:`Contact` objects or link names (point contacts at
-        the link origins); J_c v' + J_c' v = 0 is Pinocchio's constraint (``constraintDynamics``):
-        a 3-D contact's point has no classical acceleration, a 6-D contact's frame no spatial
-        acceleration. lambda: per contact a force at the contact point (and a moment for dim
-        6) in the contact's ``reference_frame`` axes, what the world applies to the robot.
-        Redundant contacts (J_c without full row rank) get the minimum-norm lambda of the same
-        v'; contacts that contradict each other are refused (SingularJacobianError).
-        """
-        q = self._configuration(q)
-        v = self._vector(v, self.nv, 'v')
-        rhs = self._actuated(tau) - self.bias_torque(q, v)
-        names = list(self.velocity_names)
-        J, gamma = self._contact_terms(q, v, contacts)
-        if len(J) == 0:
-            return solve_mass_matrix(self.mass_matrix(q), rhs, names), np.zeros(0)
-        M = self.mass_matrix(q)
-        B = np.empty((self.nv, 1 + len(J)))     # C order: what the compiled entry takes
-        B[:, 0], B[:, 1:] = rhs, J.T
-        both = np.empty(B.shape)
-        if not native.solve_columns(M, B, 1e-12, both):    # one factorisation, compiled
-            both = solve_mass_matrix(M, B, names)    # raises, naming the coordinates
-        Minv_rhs, Minv_JT = both[:, 0], both[:, 1:]
-        A = J @ Minv_JT
-        b = -gamma - J @ Minv_rhs
-        lam, *_ = np.linalg.lstsq(A, b, rcond=1e-10)
-        residual = float(np.linalg.norm(A @ lam - b))
-        if residual > 1e-8 * (1.0 + float(np.linalg.norm(b))):
-            links = [c.link for c in _contacts(contacts)]
-            moving = J @ v
-            why = (f'; the velocity v moves them (J_c v = {np.round(moving, 9).tolist()}), '
-                   'which redundant contacts cannot absorb: give a v with J_c v = 0'
-                   if np.linalg.norm(moving) > 1e-9 * (1.0 + float(np.linalg.norm(v))) else '')
-            raise SingularJacobianError(
-                f'contacts {links}: their constraints contradict each other (residual '
-                f'{residual:.3g}): no acceleration keeps all of them still{why}')
-        return Minv_rhs + Minv_JT @ lam, lam
-
-    def contact_inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
-                                 contacts) -> tuple[Array, Array]:
-        """
-        Return (tau, lambda): joint forces (n) and contact forces realising v' in contact.
-
-        The base rows of M v' + h = S^T tau + J_c^T lambda fix lambda: of all the contact
-        forces that give the base its acceleration, the one of minimum norm. ValueError if
-        v' moves a contact (J_c v' + J_c' v != 0) or no contact force can give the base that
-        acceleration (for instance, no contact and a base that does not fall freely).
-        """
-        q = self._configuration(q)
-        v = self._vector(v, self.nv, 'v')
-        dv = self._vector(dv, self.nv, 'dv')
-        total = self.inverse_dynamics(q, v, dv)
-        nb = self._nb
-        J, gamma = self._contact_terms(q, v, contacts)
-        links = [c.link for c in _contacts(contacts)]
-        if len(J):
-            moved = J @ dv + gamma
-            scale = 1.0 + float(np.linalg.norm(J @ dv))
-            if np.linalg.norm(moved) > 1e-6 * scale:
-                raise ValueError(f'dv moves the contacts {links} (J_c dv + J_c\' v = '
-                                 f'{np.round(moved, 9).tolist()}): it cannot be realised '
-                                 'in contact')
-            lam, *_ = np.linalg.lstsq(J[:, :nb].T, total[:nb], rcond=1e-10)
-        else:
-            lam = np.zeros(0)
-        base_left = total[:nb] - J[:, :nb].T @ lam
-        if np.linalg.norm(base_left) > 1e-8 * (1.0 + float(np.linalg.norm(total[:nb]))):
-            raise ValueError(f'contacts {links} cannot give the base this acceleration: a '
-                             f'base wrench of {np.round(base_left, 9).tolist()} is left '
-                             'that only an actuated base could apply')
-        return (total - J.T @ lam)[nb:], lam
+    def _single(self, x, what: str) -> Array:
+        """Check one state's q (normalised orientation) or a velocity-sized array."""
+        return self._configuration(x) if what == 'q' else self._vector(x, self.nv, what)

@@ -32,11 +32,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
 from pathlib import Path
+import warnings
 from types import MappingProxyType
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .algorithms.coriolis_matrix import spatial_inertia
 from .algorithms.coriolis_star import coriolis_star as coriolis_star_hessian
 from .algorithms.crba import crba
 from .algorithms.forward_dynamics import solve_mass_matrix
@@ -44,12 +46,16 @@ from .algorithms.jsim_explicit import jsim_explicit
 from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
-from .errors import ModelError, SingularMassMatrixError
-from .floating_model import BASE_TYPES, FloatingBaseModel
+from .checks import (_contacts, _finite_scalar, _frame_code, _generator, _PARTS,
+                     _step_arguments, BASE_TYPES, DEFAULT_BASE_BOX)
+from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
+from .floating_model import MovingBase
+from .kernels.layout import WORLD
 from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .model.dh import DHRow, dh_to_urdf
 from .model.mimic import coupling, MimicJoint
 from .model.reduce import lock_joints
+from .model.rotations import skew
 from .model.urdf import JointInfo, parse_urdf, RobotDescription
 
 Array = NDArray[np.float64]
@@ -69,20 +75,11 @@ _NO_MIMICS: Mapping[str, MimicJoint] = MappingProxyType({})
 _ORIGIN = np.zeros(3)
 _ORIGIN.setflags(write=False)
 _SHAPE_44 = (4, 4)
-_PARTS = {'full': slice(0, 6), 'linear': slice(0, 3), 'angular': slice(3, 6)}
 
 
 def _is_vector(x) -> bool:
     """Return True for a 1-D float64 ndarray: what the compiled entry points take as is."""
     return type(x) is _ND and x.dtype is _F64 and x.ndim == 1
-
-
-def _frame_code(frame) -> int:
-    """Return the kernels' code of a reference frame name; ValueError listing the names."""
-    try:
-        return FRAMES[frame]
-    except (KeyError, TypeError):
-        raise ValueError(f'frame must be one of {list(FRAMES)}, got {frame!r}') from None
 
 
 def _lock_unlisted(description: RobotDescription, joint_names) -> RobotDescription:
@@ -202,7 +199,7 @@ class RobotModel:
                          armature: ArrayLike | None = None,
                          source: str = '<string>', lock_others: bool = False,
                          inertia_check: str = 'error',
-                         root_joint: str | None = None) -> RobotModel | FloatingBaseModel:
+                         root_joint: str | None = None) -> RobotModel:
         """
         Build a model from URDF text; gravity is a 3-vector in the root link frame.
 
@@ -210,9 +207,9 @@ class RobotModel:
         ``inertia_check='warn'`` loads links of moving bodies whose inertia no rigid body can
         have (negative principal moment, triangle inequality broken) as written, with one
         warning per link; the default 'error' refuses them (ModelError naming the link).
-        ``root_joint``: 'fixed' (a RobotModel), 'floating' or 'planar' (a
-        :class:`~kron_dynamics.floating_model.FloatingBaseModel`, gravity then in the world
-        frame); None: as the URDF says (a world link joined to the base by a floating or
+        ``root_joint``: 'fixed', 'floating' or 'planar' (a moving base: ``nq``, ``nv`` and
+        the names include the base's coordinates, gravity is in the world frame); None: as
+        the URDF says (a world link joined to the base by a floating or
         planar joint gives that base; otherwise fixed).
         """
         if root_joint not in (None, 'fixed', *BASE_TYPES):
@@ -232,7 +229,7 @@ class RobotModel:
                        gravity: ArrayLike = (0.0, 0.0, -9.81),
                        armature: ArrayLike | None = None,
                        lock_others: bool = False, inertia_check: str = 'error',
-                       root_joint: str | None = None) -> RobotModel | FloatingBaseModel:
+                       root_joint: str | None = None) -> RobotModel:
         """Build a model from a URDF file (arguments as :meth:`from_urdf_string`)."""
         try:
             xml = Path(path).read_text(encoding='utf-8')
@@ -345,6 +342,104 @@ class RobotModel:
                                  f'{list(self.joint_names)}')
             armature = [float(armature.get(j, 0.0)) for j in self.joint_names]
         return RobotModel(self._description, self.joint_names, armature)
+
+    # ----------------------------------------------------------------- configuration space
+    # Pinocchio's model: a configuration space (nq) and a tangent space (nv). On a fixed base
+    # both are the joint coordinates (the independent joints where there are mimic joints).
+    base = 'fixed'
+
+    @property
+    def nq(self) -> int:
+        """Return the size of a configuration q, as Pinocchio's model has it."""
+        return self.n
+
+    @property
+    def nv(self) -> int:
+        """Return the size of a velocity v, an acceleration and a generalized force."""
+        return self.n
+
+    @property
+    def configuration_names(self) -> tuple[str, ...]:
+        """Return the name of every entry of q (the base's, then ``joint_names``)."""
+        return self.joint_names
+
+    @property
+    def velocity_names(self) -> tuple[str, ...]:
+        """Return the name of every entry of v, v' and tau (the base's, then the joints)."""
+        return self.joint_names
+
+    @property
+    def position_limits(self) -> tuple[Array, Array]:
+        """Return (lower, upper), arrays of length nq: the URDF limits, +-inf where none."""
+        return (np.array([self.joints[j].lower for j in self.joint_names]),
+                np.array([self.joints[j].upper for j in self.joint_names]))
+
+    def neutral(self) -> Array:
+        """Return the neutral configuration (Pinocchio's ``neutral``): every joint at 0."""
+        return np.zeros(self.nq)
+
+    def random_configuration(self, rng=None, base_box: float = DEFAULT_BASE_BOX) -> Array:
+        """
+        Return a random configuration: each joint uniform within its limits (+-pi if none).
+
+        ``rng``: None, a seed or a ``numpy.random.Generator``. A moving base also draws its
+        translation uniformly in [-base_box, base_box] per axis (m) and its orientation
+        uniformly (a floating base: uniform on SO(3); a planar one: its yaw).
+        """
+        rng = _generator(rng)
+        lower, upper = self.position_limits
+        lower, upper = lower[self.nq - self.n:], upper[self.nq - self.n:]
+        lower = np.where(np.isfinite(lower), lower, -np.pi)
+        upper = np.where(np.isfinite(upper), upper, np.pi)
+        return np.concatenate([self._random_base(rng, base_box), rng.uniform(lower, upper)])
+
+    def _random_base(self, rng: np.random.Generator, base_box: float) -> Array:
+        """Return the base's entries of a random configuration (none on a fixed base)."""
+        return np.zeros(0)
+
+    def integrate(self, q: ArrayLike, v: ArrayLike, *args, **kwargs):
+        """
+        Return q moved by the constant velocity v for dt s (Pinocchio's ``integrate``).
+
+        ``integrate(q, v, dt=1.0)``: on a fixed base q + v dt; a moving base moves along the
+        exponential of its twist. The RK4 dynamics step is :meth:`simulate`; the old call
+        ``integrate(q, qd, tau, dt, steps=1, damping=None)`` still works for one release, with
+        a DeprecationWarning.
+        """
+        if len(args) >= 2 or {'tau', 'steps', 'damping'} & kwargs.keys():
+            warnings.warn('integrate(q, qd, tau, dt, ...) is the RK4 dynamics step, now named '
+                          'simulate(q, qd, tau, dt, steps=1, damping=None); '
+                          'integrate(q, v, dt) is the configuration step q (+) v dt, as '
+                          "Pinocchio's", DeprecationWarning, stacklevel=2)
+            return self.simulate(q, v, *args, **kwargs)
+        unknown = set(kwargs) - {'dt'}
+        if unknown:
+            raise TypeError(f'integrate(q, v, dt=1.0) got unexpected argument(s) '
+                            f'{sorted(unknown)}')
+        dt = _finite_scalar(args[0] if args else kwargs.get('dt', 1.0), 'dt')
+        return self._integrate(q, v, dt)
+
+    def _integrate(self, q, v, dt: float) -> Array:
+        """Return q + v dt for checked q, v (single or batch)."""
+        (q, v), N = self._inputs(q=q, v=v)
+        return q + v * dt
+
+    def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
+        """Return v (nv) with integrate(q0, v, 1) = q1 (Pinocchio's ``difference``)."""
+        (q0, q1), N = self._inputs(q0=q0, q1=q1)
+        return q1 - q0
+
+    def base_pose(self, q: ArrayLike) -> Array:
+        """Return the 4 x 4 pose of the base link in the world (a moving base only)."""
+        raise ModelError(f'base_pose: {self.name} has a fixed base (root link '
+                         f"'{self.root_link}' held at the origin); build the model with "
+                         "root_joint='floating' or 'planar' for a moving base")
+
+    def base_state(self, position, orientation, linear, angular):
+        """Return the base's entries of (q, v) from a pose and a twist (a moving base only)."""
+        raise ModelError(f'base_state: {self.name} has a fixed base (root link '
+                         f"'{self.root_link}'): it has no base state; build the model with "
+                         "root_joint='floating' or 'planar' for a moving base")
 
     # ----------------------------------------------------------------- conversions
     def _vector(self, x, name: str) -> Array:
@@ -563,6 +658,19 @@ class RobotModel:
         return self._run(native.jacobian_derivative, native.jacobian_derivative_batch, N,
                          (6, self._n), self._sites, k, p, q, qd, code)
 
+    def jacobian_derivative_times_velocity(self, q: ArrayLike, qd: ArrayLike, link: str,
+                                           point: ArrayLike | None = None,
+                                           frame: str = 'local_world_aligned') -> Array:
+        """
+        Return J'(q, q') q' (6,) of :meth:`jacobian` in the same frame.
+
+        J q'' + J' q' is then the time derivative of the velocity J q' that frame gives; in
+        'local_world_aligned' it is the classical acceleration at q'' = 0.
+        """
+        (q, qd), N = self._inputs(q=q, qd=qd)
+        return np.einsum('...ij,...j->...i', self.jacobian_derivative(q, qd, link, point, frame),
+                         qd)
+
     def acceleration(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, link: str,
                      point: ArrayLike | None = None,
                      frame: str = 'local_world_aligned') -> Array:
@@ -576,7 +684,7 @@ class RobotModel:
         no classical acceleration. Pinocchio: ``getFrameClassicalAcceleration``.
         """
         k, p, code = self._site(link), self._point3(point), _frame_code(frame)
-        if frame == 'world':
+        if code == WORLD:
             raise ValueError("acceleration: frame 'world' has no classical acceleration (its "
                              "linear part is not a point's velocity); use "
                              "'local_world_aligned' or 'local'")
@@ -705,6 +813,33 @@ class RobotModel:
             J, self.mass_matrix(q), list(self.joint_names), damping,
             f"J M^-1 J^T of link '{link}' ({part} rows, frame '{frame}')")
 
+    def _bodies(self):
+        """Yield (link, mass, centre of mass, central inertia) of every moving body, link frame."""
+        d = self._description
+        for b, joint in enumerate(d.joint_names):
+            yield d.joints[joint].child_link, d.tree.mass[b], d.tree.com[b], d.tree.inertia[b]
+
+    def centroidal_momentum_matrix(self, q: ArrayLike) -> Array:
+        """
+        Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
+
+        A_G v = (linear momentum, angular momentum about the centre of mass of the moving
+        bodies, :meth:`center_of_mass`), root-frame axes: the sum over the bodies of their
+        spatial inertia times their spatial Jacobian ('world'), moved to the centre of mass.
+        """
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(self.centroidal_momentum_matrix, N, q)
+        A = np.zeros((6, self.nv))
+        for link, mass, com, inertia in self._bodies():
+            T = self.link_pose(q, link)
+            R = T[:3, :3]
+            A += spatial_inertia(mass, R @ com + T[:3, 3], R @ inertia @ R.T) @ self.jacobian(
+                q, link, frame='world')
+        X = np.eye(6)
+        X[3:, :3] = -skew(self.center_of_mass(q))
+        return X @ A
+
     def locked(self, values: Mapping[str, float]) -> RobotModel:
         """
         Return a model with the given joints locked at the given coordinates (rad or m).
@@ -717,6 +852,129 @@ class RobotModel:
         keep = [i for i, j in enumerate(self.joint_names) if j not in values]
         return RobotModel(description, [self.joint_names[i] for i in keep],
                           self.armature[keep])
+
+    # ----------------------------------------------------------------- contacts
+    def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
+        """Return J_c (k x nv): the contacts' Jacobian rows, in each contact's reference_frame."""
+        return self._contact_terms(q, None, contacts)[0]
+
+    def _actuated(self, tau) -> Array:
+        """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
+        tau = np.asarray(tau, dtype=float)
+        nb = self.nv - self.n
+        if nb and tau.shape == (self.n,):
+            tau = np.concatenate([np.zeros(nb), tau])
+        return self._single(tau, 'tau')
+
+    def constrained_forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+                                     contacts) -> tuple[Array, Array]:
+        """
+        Return (v', lambda): M v' + h = S^T tau + J_c^T lambda with J_c v' + J_c' v = 0.
+
+        ``tau``: the joint forces (n; the base is not actuated, S = [0 I]) or all nv
+        generalized forces. ``contacts``: :class:`Contact` objects or link names (point contacts at
+        the link origins); J_c v' + J_c' v = 0 is Pinocchio's constraint (``constraintDynamics``):
+        a 3-D contact's point has no classical acceleration, a 6-D contact's frame no spatial
+        acceleration. lambda: per contact a force at the contact point (and a moment for dim
+        6) in the contact's ``reference_frame`` axes, what the world applies to the robot.
+        Redundant contacts (J_c without full row rank) get the minimum-norm lambda of the same
+        v'; contacts that contradict each other are refused (SingularJacobianError).
+        """
+        q = self._single(q, 'q')
+        v = self._single(v, 'v')
+        rhs = self._actuated(tau) - self.bias_torque(q, v)
+        names = list(self.velocity_names)
+        J, gamma = self._contact_terms(q, v, contacts)
+        if len(J) == 0:
+            return solve_mass_matrix(self.mass_matrix(q), rhs, names), np.zeros(0)
+        M = self.mass_matrix(q)
+        B = np.empty((self.nv, 1 + len(J)))     # C order: what the compiled entry takes
+        B[:, 0], B[:, 1:] = rhs, J.T
+        both = np.empty(B.shape)
+        if not native.solve_columns(M, B, 1e-12, both):    # one factorisation, compiled
+            both = solve_mass_matrix(M, B, names)    # raises, naming the coordinates
+        Minv_rhs, Minv_JT = both[:, 0], both[:, 1:]
+        A = J @ Minv_JT
+        b = -gamma - J @ Minv_rhs
+        lam, *_ = np.linalg.lstsq(A, b, rcond=1e-10)
+        residual = float(np.linalg.norm(A @ lam - b))
+        if residual > 1e-8 * (1.0 + float(np.linalg.norm(b))):
+            links = [c.link for c in _contacts(contacts)]
+            moving = J @ v
+            why = (f'; the velocity v moves them (J_c v = {np.round(moving, 9).tolist()}), '
+                   'which redundant contacts cannot absorb: give a v with J_c v = 0'
+                   if np.linalg.norm(moving) > 1e-9 * (1.0 + float(np.linalg.norm(v))) else '')
+            raise SingularJacobianError(
+                f'contacts {links}: their constraints contradict each other (residual '
+                f'{residual:.3g}): no acceleration keeps all of them still{why}')
+        return Minv_rhs + Minv_JT @ lam, lam
+
+    def contact_inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
+                                 contacts) -> tuple[Array, Array]:
+        """
+        Return (tau, lambda): joint forces (n) and contact forces realising v' in contact.
+
+        The base rows of M v' + h = S^T tau + J_c^T lambda fix lambda: of all the contact
+        forces that give the base its acceleration, the one of minimum norm. ValueError if
+        v' moves a contact (J_c v' + J_c' v != 0) or no contact force can give the base that
+        acceleration (for instance, no contact and a base that does not fall freely).
+        """
+        q = self._single(q, 'q')
+        v = self._single(v, 'v')
+        dv = self._single(dv, 'dv')
+        total = self.inverse_dynamics(q, v, dv)
+        nb = self.nv - self.n
+        J, gamma = self._contact_terms(q, v, contacts)
+        links = [c.link for c in _contacts(contacts)]
+        if len(J):
+            moved = J @ dv + gamma
+            scale = 1.0 + float(np.linalg.norm(J @ dv))
+            if np.linalg.norm(moved) > 1e-6 * scale:
+                raise ValueError(f'dv moves the contacts {links} (J_c dv + J_c\' v = '
+                                 f'{np.round(moved, 9).tolist()}): it cannot be realised '
+                                 'in contact')
+            lam, *_ = np.linalg.lstsq(J[:, :nb].T, total[:nb], rcond=1e-10)
+        else:
+            lam = np.zeros(0)
+        base_left = total[:nb] - J[:, :nb].T @ lam
+        if np.linalg.norm(base_left) > 1e-8 * (1.0 + float(np.linalg.norm(total[:nb]))):
+            raise ValueError(f'contacts {links} cannot give the base this acceleration: a '
+                             f'base wrench of {np.round(base_left, 9).tolist()} is left '
+                             'that only an actuated base could apply')
+        return (total - J.T @ lam)[nb:], lam
+
+    def _single(self, x, what: str) -> Array:
+        """Check one state's array (q, v, dv or tau: nv = nq entries here); return a copy."""
+        return self._vector(x, what)
+
+    def _contact_terms(self, q, v, contacts) -> tuple[Array, Array | None]:
+        """
+        Return (J_c, gamma) of the contacts (gamma None without v), each in its own axes.
+
+        J_c v' + gamma is what the contacts keep at zero: the classical acceleration of a
+        3-D contact's point, the spatial acceleration of a 6-D contact's frame (Pinocchio's
+        constraints): the compiled Jacobian and classical acceleration of each point.
+        """
+        contacts = _contacts(contacts)
+        rows, drifts = [], []
+        zero = np.zeros(self.nv)
+        for c in contacts:
+            J = self.jacobian(q, c.link, c.point)
+            a = None if v is None else self.acceleration(q, v, zero, c.link, c.point)
+            if a is not None and c.dim == 6:       # spatial: a - w x v_p
+                V = J @ v
+                a[:3] -= np.cross(V[3:], V[:3])
+            if c.reference_frame == 'local':
+                R = self.link_pose(q, c.link)[:3, :3].T
+                J = np.vstack([R @ J[:3], R @ J[3:]])
+                a = None if a is None else np.concatenate([R @ a[:3], R @ a[3:]])
+            rows.append(J[:c.dim])
+            if a is not None:
+                drifts.append(a[:c.dim])
+        J = np.vstack(rows) if rows else np.zeros((0, self.nv))
+        if v is None:
+            return J, None
+        return J, (np.concatenate(drifts) if drifts else np.zeros(0))
 
     # ----------------------------------------------------------------- dynamics
     def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
@@ -769,7 +1027,7 @@ class RobotModel:
     def christoffel(self, q: ArrayLike) -> Array:
         """Christoffel symbols of the first kind, n x n^2 (reshape(n, n, n) gives [i, j, k])."""
         C = self.coriolis_star(q)
-        n = self.n
+        n = self.nv
         C3 = C.reshape(C.shape[:-2] + (n, n, n))
         return (0.5 * (C3 + np.swapaxes(C3, -1, -2))).reshape(C.shape)
 
@@ -895,28 +1153,23 @@ class RobotModel:
         coms = com_positions(self.tree, R, p)
         return -float(self.tree.mass @ (coms @ self.tree.gravity))
 
-    def integrate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
-                  steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
+    def simulate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
+                 steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
         """
         Integrate the forward dynamics with fixed-step RK4 (compiled), tau held constant.
 
         ``damping`` adds viscous joint damping (per joint). Returns (q, qd) after
-        ``steps`` steps of ``dt`` s; SingularMassMatrixError if M becomes singular.
+        ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0); SingularMassMatrixError
+        if M becomes singular.
         """
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
-        try:
-            dt, steps = float(dt), int(steps)
-        except (TypeError, ValueError):
-            raise ValueError(f'dt must be a number and steps an integer, got dt={dt!r}, '
-                             f'steps={steps!r}') from None
-        if not np.isfinite(dt) or steps < 0:
-            raise ValueError(f'dt must be finite and steps >= 0, got dt={dt}, steps={steps}')
+        dt, steps = _step_arguments(dt, steps)
         if N == 0:      # not evaluated at q = 0 as _per_row would: M(0) may be singular
             return np.empty((0, self._n)), np.empty((0, self._n))
         if N is not None:
             return self._per_row(
-                lambda a, b, c: self.integrate(a, b, c, dt, steps, damping), N, q, qd, tau)
+                lambda a, b, c: self.simulate(a, b, c, dt, steps, damping), N, q, qd, tau)
         x = np.empty((2, self._n))
         if not native.rk4(self._ints, self._reals, q, qd, tau, damping, dt, steps, x):
             self.forward_dynamics(q, qd, tau)   # raises the descriptive error
@@ -1202,21 +1455,17 @@ class CoupledRobotModel(RobotModel):
         return solve_mass_matrix(self.mass_matrix(u), tau_u - self.bias_torque(u, ud),
                                  list(self.joint_names))
 
-    def integrate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
-                  steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
+    def simulate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
+                 steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
         """Integrate u'' = forward_dynamics(u, u', tau - damping u') with fixed-step RK4."""
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
+        dt, steps = _step_arguments(dt, steps)
+        if N == 0:
+            return np.empty((0, self._n)), np.empty((0, self._n))
         if N is not None:
             return self._per_row(
-                lambda a, b, c: self.integrate(a, b, c, dt, steps, damping), N, u, ud, tau_u)
-        try:
-            dt, steps = float(dt), int(steps)
-        except (TypeError, ValueError):
-            raise ValueError(f'dt must be a number and steps an integer, got dt={dt!r}, '
-                             f'steps={steps!r}') from None
-        if not np.isfinite(dt) or steps < 0:
-            raise ValueError(f'dt must be finite and steps >= 0, got dt={dt}, steps={steps}')
+                lambda a, b, c: self.simulate(a, b, c, dt, steps, damping), N, u, ud, tau_u)
 
         def f(x, v):
             return self.forward_dynamics(x, v, tau_u - damping * v)
@@ -1257,3 +1506,13 @@ class CoupledRobotModel(RobotModel):
                 moved |= tree.subtree(full_rows[row])
             out.append(tree.mass[moved].sum())
         return np.array(out)
+
+
+class FloatingBaseModel(MovingBase, RobotModel):
+    """
+    A RobotModel on a floating or planar base (:class:`.floating_model.MovingBase`).
+
+    Not a public class of its own: ``RobotModel.from_urdf_file(path, root_joint='floating')``
+    builds one; ``kron_dynamics.FloatingBaseModel`` is a deprecated alias of RobotModel's
+    constructor for a moving base.
+    """

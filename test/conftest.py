@@ -76,6 +76,20 @@ def rover_arm() -> RobotModel:
 _running = []   # the test item whose setup, call or teardown is running
 
 
+def pytest_sessionstart(session):
+    """
+    Build matplotlib's font cache before any test runs, if it is missing.
+
+    On a machine where it was never built, the first ``import matplotlib.pyplot`` runs
+    ``fc-list`` (a child process) inside whichever test plots first; the marker guard below
+    would then fail a test that starts no process of its own.
+    """
+    try:
+        import matplotlib.font_manager  # noqa: F401  (builds ~/.cache/matplotlib once)
+    except ImportError:
+        pass
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Remember which test runs, for the process and rclpy guards below."""

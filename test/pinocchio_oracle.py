@@ -70,6 +70,13 @@ def dynamics(pin, model, names, q, qd, qdd) -> dict:
             'coriolis': (nle - G)[rows]}
 
 
+def close(ours, theirs, what, rtol=1e-9):
+    """Assert agreement relative to the largest entry of the reference (at least 1)."""
+    scale = max(1.0, float(np.max(np.abs(theirs), initial=0.0)))
+    err = float(np.max(np.abs(np.asarray(ours) - theirs), initial=0.0)) / scale
+    assert err < rtol, f'{what}: relative difference {err:.3g}'
+
+
 def relative_error(ours, theirs, floor: float = 0.0) -> float:
     """Return max |ours - theirs| / max(max |theirs|, floor)."""
     ours, theirs = np.asarray(ours, dtype=float), np.asarray(theirs, dtype=float)
@@ -178,11 +185,16 @@ def assert_agrees(pin, model, path, states: int = 2, rtol: float = 1e-9) -> str:
 
 
 class PinPair:
-    """A floating or planar model and Pinocchio's with the same root joint, mapped by name."""
+    """
+    Our model and Pinocchio's with the same root joint (or none), mapped by name.
+
+    Pinocchio's model is the unconstrained tree: mimic joints are projected with B (our v
+    -> Pinocchio's v is P, a constant matrix).
+    """
 
     def __init__(self, model, pmodel):
         self.m, self.pm, self.pd = model, pmodel, pmodel.createData()
-        fixed = model.fixed
+        fixed = self.joints_model = getattr(model, 'fixed', model)
         self.nbq, self.nbv = model.nq - model.n, model.nv - model.n
         B, d = hand_coupling(fixed) if fixed.mimic_joints else (np.eye(fixed.n),
                                                                 np.zeros(fixed.n))
@@ -199,7 +211,7 @@ class PinPair:
         pq = np.zeros(self.pm.nq)
         pq[:self.nbq] = q[:self.nbq]
         full = self.B @ q[self.nbq:] + self.d
-        for name, value in zip(self.m.fixed.full_joint_names, full):
+        for name, value in zip(self.joints_model.full_joint_names, full):
             joint = self.pm.joints[self.pm.getJointId(name)]
             if joint.nq == 2:
                 pq[joint.idx_q], pq[joint.idx_q + 1] = np.cos(value), np.sin(value)

@@ -43,7 +43,7 @@ ALLOWED = {
     'package': {'base', 'facade', 'package'},
 }
 FOLDERS = {'model', 'algorithms', 'kernels', 'symbolic', 'testing', 'nodes', 'demo'}
-FILES = {'errors': 'base', 'resources': 'base', 'robot_model': 'facade',
+FILES = {'errors': 'base', 'resources': 'base', 'robot_model': 'facade', 'checks': 'facade',
          'floating_model': 'facade', 'cli': 'cli', '__init__': 'package'}
 
 

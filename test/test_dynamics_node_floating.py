@@ -167,7 +167,7 @@ def test_services_take_the_base_state(node):
     np.testing.assert_allclose(np.reshape(res.jacobian.data, (6, model.nv)),
                                model.jacobian(q, 'hand', frame='local'), rtol=1e-12,
                                atol=1e-14)
-    np.testing.assert_allclose(res.jacobian_dot_qd.data, model.jacobian_time_variation(
+    np.testing.assert_allclose(res.jacobian_dot_qd.data, model.jacobian_derivative_times_velocity(
         q, v, 'hand', frame='local'), rtol=1e-12, atol=1e-12)
     T = model.link_pose(q, 'hand')
     p = res.pose.pose.position

@@ -64,7 +64,7 @@ METHODS = {
     'forward_dynamics': lambda m, q, link: m.forward_dynamics(q, q, q),
     'kinetic_energy': lambda m, q, link: m.kinetic_energy(q, q),
     'potential_energy': lambda m, q, link: m.potential_energy(q),
-    'integrate': lambda m, q, link: m.integrate(q, q, q, 1e-3, 3),
+    'simulate': lambda m, q, link: m.simulate(q, q, q, 1e-3, 3),
     'friction_torque': lambda m, q, link: m.friction_torque(q),
     'link_pose': lambda m, q, link: m.link_pose(q, link),
     'jacobians': lambda m, q, link: m.jacobians(q, link),
@@ -113,7 +113,7 @@ def test_one_dimensional_arguments_broadcast_against_an_empty_batch(model):
     assert model.forward_dynamics(z, z, Z).shape == (0, n)
     assert model.coriolis_matrix(z, Z).shape == (0, n, n)
     assert model.kinetic_energy(z, Z).shape == (0,)
-    q, v = model.integrate(z, Z, z, 1e-3, 1)
+    q, v = model.simulate(z, Z, z, 1e-3, 1)
     assert q.shape == v.shape == (0, n)
 
 
@@ -125,9 +125,9 @@ def test_an_empty_batch_still_validates_its_other_arguments(model):
     with pytest.raises(ValueError, match='must have shape'):
         model.gravity_torque(np.zeros((0, n + 1)))
     with pytest.raises(ValueError, match='dt must be finite'):
-        model.integrate(Z, Z, Z, np.nan, 1)
-    with pytest.raises(ValueError, match='steps >= 0'):
-        model.integrate(Z, Z, Z, 1e-3, -1)
+        model.simulate(Z, Z, Z, np.nan, 1)
+    with pytest.raises(ValueError, match='steps must be an integer >= 0'):
+        model.simulate(Z, Z, Z, 1e-3, -1)
     with pytest.raises(Exception, match="unknown link 'nope'"):
         model.jacobians(Z, 'nope')
     with pytest.raises(ValueError, match='unknown mass-matrix method'):

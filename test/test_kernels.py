@@ -130,7 +130,7 @@ def test_compiled_rk4_matches_python_rk4(seed, n, branching):
     model = model.with_armature(np.full(model.n, 0.1))   # never singular
     q, qd, tau = rng.uniform(-1, 1, (3, model.n))
     damping = rng.uniform(0, 1, model.n)
-    x, v = model.integrate(q, qd, tau, 1e-3, 1, damping=damping)
+    x, v = model.simulate(q, qd, tau, 1e-3, 1, damping=damping)
     xr, vr = rk4_reference(model, q, qd, tau, 1e-3, damping)
     close(x, xr, 1e-12)
     close(v, vr, 1e-10)
@@ -171,8 +171,8 @@ def test_batch_equals_stacked_single_calls(seed):
     safe = model.with_armature(np.full(n, 0.2))
     close(safe.forward_dynamics(*X), np.stack([safe.forward_dynamics(*x) for x in zip(*X)]),
           1e-12)
-    Q, V = safe.integrate(X[0], X[1], X[2], 1e-3, 2)
-    q1, v1 = safe.integrate(X[0][3], X[1][3], X[2][3], 1e-3, 2)
+    Q, V = safe.simulate(X[0], X[1], X[2], 1e-3, 2)
+    q1, v1 = safe.simulate(X[0][3], X[1][3], X[2][3], 1e-3, 2)
     close(Q[3], q1, 1e-14)
     close(V[3], v1, 1e-14)
 

@@ -294,7 +294,8 @@ def test_inputs_are_checked_first_with_clear_errors():
         with pytest.raises(ModelError, match='unknown link'):
             method(q, ['not', 'a', 'name'])
     with pytest.raises(ValueError, match=r"frame must be one of \['world', 'local', "
-                                         r"'local_world_aligned'\], got 'base'"):
+                                         r"'local_world_aligned'\] \(or Pinocchio's 'WORLD', "
+                                         r"'LOCAL', 'LOCAL_WORLD_ALIGNED'\), got 'base'"):
         model.jacobian(q, link, frame='base')
     with pytest.raises(ValueError, match='point must be 3 numbers'):
         model.jacobian(q, link, point=[1.0, 2.0])

@@ -320,10 +320,10 @@ def test_energy_balance_along_an_integrated_trajectory(case):
         return model.kinetic_energy(x, v) + model.potential_energy(x) - tau @ x
 
     e0 = energy(u, ud)
-    x, v = model.integrate(u, ud, tau, 2e-4, 500)
+    x, v = model.simulate(u, ud, tau, 2e-4, 500)
     assert abs(energy(x, v) - e0) < 1e-7 * (abs(e0) + model.kinetic_energy(u, ud) + 1)
     assert np.max(np.abs(x - u)) > 1e-3     # it did move
-    xd, vd = model.integrate(u, ud, tau, 2e-4, 500, damping=np.full(model.n, 0.5))
+    xd, vd = model.simulate(u, ud, tau, 2e-4, 500, damping=np.full(model.n, 0.5))
     assert energy(xd, vd) < energy(x, v)
 
 
@@ -452,8 +452,8 @@ def test_batches_stack_single_results():
     JT, JR = model.jacobians(U, 'right_finger')
     assert JT.shape == (3, 3, model.n)
     np.testing.assert_allclose(JT[1], model.jacobians(U[1], 'right_finger')[0])
-    x, v = model.integrate(U, Ud, Udd, 1e-3, 2)
-    np.testing.assert_allclose(x[2], model.integrate(U[2], Ud[2], Udd[2], 1e-3, 2)[0])
+    x, v = model.simulate(U, Ud, Udd, 1e-3, 2)
+    np.testing.assert_allclose(x[2], model.simulate(U[2], Ud[2], Udd[2], 1e-3, 2)[0])
 
 
 def test_bad_inputs_name_the_independent_joints():
@@ -504,7 +504,15 @@ def test_random_seeds_draw_mimics():
 DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'from_dh',
            'from_urdf_file', 'from_urdf_string', 'effort_limits', 'velocity_limits',
            'description', 'gravity', 'link_names', 'mimic_joints',
-           'operational_space_inertia'}
+           'operational_space_inertia',
+           # the configuration space: sizes, names and steps from n, joints and _inputs
+           'base', 'nq', 'nv', 'configuration_names', 'velocity_names', 'position_limits',
+           'neutral', 'random_configuration', 'integrate', 'difference', 'base_pose',
+           'base_state',
+           # from the projected jacobian_derivative, link_pose, jacobian, center_of_mass
+           'jacobian_derivative_times_velocity', 'centroidal_momentum_matrix',
+           # from the projected jacobian, acceleration, link_pose, M, h and tau
+           'contact_jacobian', 'constrained_forward_dynamics', 'contact_inverse_dynamics'}
 
 
 def test_every_public_method_is_constrained_or_derived():

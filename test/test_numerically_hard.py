@@ -195,13 +195,13 @@ def test_rover_arm_forward_dynamics_and_integrate_report_the_singular_joints(rov
             rover_arm.forward_dynamics(q, qd, tau)
         assert info.value.joints == ['joint3', 'joint5']
         with pytest.raises(SingularMassMatrixError, match=r'joint3, joint5.*armature') as info:
-            rover_arm.integrate(q, qd, tau, 1e-3, 5)
+            rover_arm.simulate(q, qd, tau, 1e-3, 5)
         assert info.value.joints == ['joint3', 'joint5']
     fixed = rover_arm.with_armature([0.0, 0.0, 1e-4, 0.0, 1e-4])
     q, qd, qdd = random_state(fixed, rng)
     np.testing.assert_allclose(fixed.forward_dynamics(q, qd, fixed.inverse_dynamics(q, qd, qdd)),
                                qdd, rtol=1e-9)
-    assert np.all(np.isfinite(np.concatenate(fixed.integrate(q, qd, np.zeros(5), 1e-3, 10))))
+    assert np.all(np.isfinite(np.concatenate(fixed.simulate(q, qd, np.zeros(5), 1e-3, 10))))
 
 
 def test_rover_arm_load_warns_that_m_is_singular(caplog):
@@ -235,7 +235,7 @@ def test_rover_arm_numerically_singular_is_refused(inertia):
         err, cond = check_forward_dynamics(model, q, qd, qdd)
         assert err is None, f'cond {cond:.3g} accepted'
         with pytest.raises(SingularMassMatrixError, match=r'joint3, joint5'):
-            model.integrate(q, qd, model.inverse_dynamics(q, qd, qdd), 1e-3)
+            model.simulate(q, qd, model.inverse_dynamics(q, qd, qdd), 1e-3)
 
 
 def test_rover_arm_tiny_inertia_warns_on_load(caplog):
@@ -305,7 +305,7 @@ def test_boom_on_rail_numerically_singular_is_refused_naming_both_joints(reach, 
     assert info.value.joints == ['travel', 'slew']
     # the compiled integrator applies the same rule
     with pytest.raises(SingularMassMatrixError, match=r'travel, slew'):
-        model.integrate(q, qd, model.inverse_dynamics(q, qd, qdd), 1e-3)
+        model.simulate(q, qd, model.inverse_dynamics(q, qd, qdd), 1e-3)
 
 
 @pytest.mark.parametrize('reach, inertia', [(100.0, 1e-2), (10.0, 1e-6), (1.0, 1e-9)])

@@ -51,7 +51,7 @@ def test_damping_an_explicit_step_integrates_is_rk4_as_before(arm, factor):
     q, qd, tau = state()
     damping = np.array([1.0, 0.5]) * factor * smallest_inertia(arm, q) / DT
     got = damped_steps(arm, q, qd, tau, DT, 20, damping)
-    expected = arm.integrate(q, qd, tau, DT, 20, damping=damping)
+    expected = arm.simulate(q, qd, tau, DT, 20, damping=damping)
     for a, b in zip(got, expected):
         np.testing.assert_array_equal(a, b)
 
@@ -61,12 +61,12 @@ def test_stiff_damping_follows_a_stable_fine_step_reference(arm, factor):
     q, qd, tau = state()
     damping = np.full(2, factor * smallest_inertia(arm, q) / DT)
     x, v = damped_steps(arm, q, qd, tau, DT, 50, damping)
-    xr, vr = arm.integrate(q, qd, tau, DT / 100, 5000, damping=damping)
+    xr, vr = arm.simulate(q, qd, tau, DT / 100, 5000, damping=damping)
     assert np.max(np.abs(v - vr)) < 1e-3 * np.max(np.abs(vr))
     assert np.max(np.abs(x - xr)) < 1e-6
     if factor > 2.79:       # beyond RK4's bound: the explicit step diverges
         try:
-            _, v_explicit = arm.integrate(q, qd, tau, DT, 50, damping=damping)
+            _, v_explicit = arm.simulate(q, qd, tau, DT, 50, damping=damping)
             assert not np.max(np.abs(v_explicit)) < 1e3, v_explicit
         except SingularMassMatrixError:
             pass

@@ -212,7 +212,7 @@ def test_compiled_rk4_agrees_with_scipy_solve_ivp(seed):
     reference = sol.y[:, -1]
     errors = []
     for steps in (240, 120, 60):
-        x, v = model.integrate(q, qd, tau, T / steps, steps, damping=damping)
+        x, v = model.simulate(q, qd, tau, T / steps, steps, damping=damping)
         errors.append(np.abs(np.concatenate([x, v]) - reference).max())
     assert errors[0] < 1e-10 * scale(reference), errors     # dt = 1 ms
     # fourth order: halving dt divides the error by 2^4 = 16

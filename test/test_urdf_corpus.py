@@ -37,7 +37,7 @@ import numpy as np
 import pytest
 import yaml
 
-from kron_dynamics import FloatingBaseModel, ModelError, RobotModel
+from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.model import inertia, urdf as urdf_loader
 from kron_dynamics.testing.random_urdf import random_urdf
 
@@ -97,7 +97,7 @@ def test_corpus_file_loads_with_the_expected_warning(name, caplog):
         assert any(re.search(expected, w) for w in warnings), warnings
         assert all(w.startswith(f'{path}: ') for w in warnings), warnings
     # a floating or planar base (a world link and its root joint): q starts with the base
-    q = model.neutral() if isinstance(model, FloatingBaseModel) else np.zeros(model.n)
+    q = model.neutral()
     M = model.mass_matrix(q)
     assert np.all(np.isfinite(M)) and np.allclose(M, M.T)
 

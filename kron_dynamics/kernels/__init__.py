@@ -37,7 +37,9 @@ from .layout import (BIAS, CORIOLIS, GRAVITY, ID, LOCAL, LOCAL_WORLD_ALIGNED, pa
                      WORLD)
 
 # the reference frames of the kinematics kernels by name (Pinocchio's ReferenceFrame)
-FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED}
+FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
+          # Pinocchio's spellings (pinocchio.ReferenceFrame)
+          'WORLD': WORLD, 'LOCAL': LOCAL, 'LOCAL_WORLD_ALIGNED': LOCAL_WORLD_ALIGNED}
 
 
 class _Native:

@@ -495,12 +495,8 @@ class DynamicsNode(Node):
             try:
                 T = model.link_pose(q, request.link)
                 jacobian = model.jacobian(q, request.link, point, frame)
-                if self._labels:
-                    velocity_term = model.jacobian_time_variation(q, qd, request.link, point,
-                                                                  frame)
-                else:
-                    velocity_term = model.jacobian_derivative(q, qd, request.link, point,
-                                                              frame) @ qd
+                velocity_term = model.jacobian_derivative_times_velocity(
+                    q, qd, request.link, point, frame)
             except ModelError as exc:
                 raise InputError(f'request.link: {exc}') from None
             except ValueError as exc:
@@ -531,15 +527,15 @@ def _odometry_values(msg: Odometry) -> np.ndarray:
 
 
 def _base_parts(values: np.ndarray) -> tuple:
-    """Split _odometry_values into FloatingBaseModel.base_state's four arguments."""
+    """Split _odometry_values into RobotModel.base_state's four arguments."""
     return values[:3], values[3:7], values[7:10], values[10:13]
 
 
 def _labels(model) -> dict | None:
     """Return the dimension labels of a moving base's outputs by kind (None: fixed base)."""
-    names = getattr(model, 'velocity_names', None)
-    if names is None:
+    if model.base == 'fixed':
         return None
+    names = model.velocity_names
     rows = 'rows: ' + ' '.join(names)
     return {'bias torque': (rows,), 'gravity torque': (rows,),
             'mass matrix': (rows, 'cols: ' + ' '.join(names)),

@@ -137,7 +137,7 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
 
     ``overrides`` are parameter values about to be set (to validate them before they are
     accepted); ``urdf_text`` is a description received on /robot_description. A floating or
-    planar base (a FloatingBaseModel) only where the node reads the base state
+    planar base only where the node reads the base state
     (``moving_base``).
     Raises ModelError (the URDF) or ConfigurationError (a parameter) with the reason.
     """
@@ -168,7 +168,7 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
                                             source='topic /robot_description', **options)
     else:
         return None
-    if not moving_base and not isinstance(model, RobotModel):      # a FloatingBaseModel
+    if not moving_base and model.base != 'fixed':
         raise ConfigurationError(
             f"robot '{model.name}' has a {model.base} base (parameter root_joint "
             f"{root_joint!r}; '': as its URDF says): {node.get_name()} computes fixed-base "

@@ -72,7 +72,7 @@ def damped_steps(model, q, qd, tau, dt: float, steps: int, damping):
                 qd = np.linalg.solve(M + D, M @ qd + dt * (tau - model.bias_torque(q, qd)))
                 q = q + dt * qd
             return q, qd
-    return model.integrate(q, qd, tau, dt, steps, damping=damping)
+    return model.simulate(q, qd, tau, dt, steps, damping=damping)
 
 
 class PlantSimulator(Node):
@@ -118,7 +118,7 @@ class PlantSimulator(Node):
             raise ModelError(f'{exc} (set the armature parameter)') from None
         warm_up(self.model)
         # compile the integrator before subscribing
-        self.model.integrate(self.q, self.qd, np.zeros(n), self.dt, 1)
+        self.model.simulate(self.q, self.qd, np.zeros(n), self.dt, 1)
         self.tau = np.zeros(n)
         self.last_command = None
         self.sim_time = 0.0

@@ -581,8 +581,7 @@ def _trig_simplify(expr):
 # --------------------------------------------------------------------------- the model
 def _refuse_moving_base(model, where: str = '') -> None:
     """Raise ModelError for a floating or planar base: closed forms are of fixed-base trees."""
-    from ..robot_model import RobotModel
-    if not isinstance(model, RobotModel):
+    if getattr(model, 'base', 'fixed') != 'fixed':
         raise ModelError(
             f"{where}robot '{model.name}' has a {getattr(model, 'base', 'moving')} base: the "
             'closed forms are of fixed-base trees (a base pose is no set of joint '

@@ -1,0 +1,140 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Argument checks and small types shared by the facade (robot_model.py, floating_model.py).
+
+Reference frame names (Pinocchio's three, in lower case or as Pinocchio spells them), time
+steps, random generators, the contacts of the constrained dynamics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .kernels import FRAMES
+
+_PARTS = {'full': slice(0, 6), 'linear': slice(0, 3), 'angular': slice(3, 6)}
+
+FRAME_NAMES = ('world', 'local', 'local_world_aligned')
+BASE_TYPES = ('floating', 'planar')
+DEFAULT_BASE_BOX = 1.0      # random_configuration: base translation in [-1, 1] m per axis
+
+
+def _frame_code(frame) -> int:
+    """Return the kernels' code of a reference frame name; ValueError listing the names."""
+    try:
+        return FRAMES[frame]
+    except (KeyError, TypeError):
+        raise ValueError(f'frame must be one of {list(FRAME_NAMES)} (or Pinocchio\'s '
+                         f"'WORLD', 'LOCAL', 'LOCAL_WORLD_ALIGNED'), got {frame!r}") from None
+
+
+def frame_name(frame) -> str:
+    """Return a reference frame's name in lower case; ValueError listing the names."""
+    _frame_code(frame)
+    return frame.lower()
+
+
+def _generator(rng) -> np.random.Generator:
+    """Return a NumPy Generator from None, a seed or a Generator; ValueError otherwise."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise ValueError(f'rng must be None, a seed or a numpy.random.Generator, got '
+                         f'{rng!r}') from None
+
+
+def _step_arguments(dt, steps) -> tuple[float, int]:
+    """Check a time step dt > 0 (finite) and an integer steps >= 0; ValueError naming them."""
+    try:
+        dt = float(dt)
+    except (TypeError, ValueError):
+        raise ValueError(f'dt must be a number of seconds, got {dt!r}') from None
+    if not (np.isfinite(dt) and dt > 0.0):
+        raise ValueError(f'dt must be finite and > 0, got {dt}')
+    if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)) \
+            and not (isinstance(steps, (float, np.floating)) and float(steps).is_integer()):
+        raise ValueError(f'steps must be an integer >= 0, got {steps!r}')
+    if steps < 0:
+        raise ValueError(f'steps must be an integer >= 0, got {steps!r}')
+    return dt, int(steps)
+
+
+def _finite_scalar(x, what: str) -> float:
+    """Return x as a finite float; ValueError naming it otherwise."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        x = float('nan')
+    if not np.isfinite(x):
+        raise ValueError(f'{what} must be a finite number')
+    return x
+
+
+CONTACT_FRAMES = {'local_world_aligned': 0, 'local': 1}
+
+
+@dataclass(frozen=True)
+class Contact:
+    """
+    A contact of a link with the world: a point (dim 3) or a surface (dim 6), as Pinocchio's.
+
+    ``point`` is in link coordinates. A 3-D contact keeps the point still: its classical
+    acceleration is zero (Pinocchio's CONTACT_3D). A 6-D contact keeps the frame at the point
+    still: its spatial acceleration is zero (CONTACT_6D; when the frame moves, J_c v != 0,
+    that is not the classical acceleration of the point). ``reference_frame`` chooses the
+    axes of lambda and of the contact Jacobian's rows, not the constraint:
+    'local_world_aligned' (default: world axes at the point) or 'local' (the link's axes);
+    Pinocchio's spellings 'LOCAL_WORLD_ALIGNED' and 'LOCAL' are accepted. lambda is what the
+    world applies to the robot: a force (3), then for dim 6 a moment about the point (3).
+    """
+
+    link: str
+    point: tuple = (0.0, 0.0, 0.0)
+    dim: int = 3
+    reference_frame: str = 'local_world_aligned'
+
+    def __post_init__(self):
+        """Check dim and reference_frame; store the frame in lower case."""
+        frame = self.reference_frame
+        key = frame.lower() if isinstance(frame, str) else frame
+        if key not in CONTACT_FRAMES:
+            raise ValueError(f'Contact({self.link!r}): reference_frame must be one of '
+                             f"{list(CONTACT_FRAMES)} (or Pinocchio's 'LOCAL_WORLD_ALIGNED', "
+                             f"'LOCAL'), got {frame!r}")
+        object.__setattr__(self, 'reference_frame', key)
+        if self.dim not in (3, 6):
+            raise ValueError(f'Contact({self.link!r}): dim must be 3 (a point) or 6 (a '
+                             f'surface), got {self.dim!r}')
+
+
+def _contacts(contacts) -> list[Contact]:
+    """Normalise a contact list: Contact, a link name (point contact at its origin)."""
+    if isinstance(contacts, (str, Contact)) or not isinstance(contacts, Sequence):
+        raise ValueError('contacts must be a list of Contact(link, point, dim) or link names, '
+                         f'got {contacts!r}')
+    out = []
+    for c in contacts:
+        c = Contact(c) if isinstance(c, str) else c
+        if not isinstance(c, Contact):
+            raise ValueError(f'a contact must be Contact(link, point, dim=3 or 6) or a link '
+                             f'name, got {c!r}')
+        out.append(c)
+    return out

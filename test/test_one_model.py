@@ -1,0 +1,387 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+One RobotModel for every robot (issue 20), against Pinocchio 4.1 on example-robot-data.
+
+The same methods on a fixed arm, a mimic gripper, a floating quadruped and a planar base.
+
+Pinocchio's model is the unconstrained tree with the same root joint (or none); our
+velocities map to its by the constant P (the base, then B of the mimic couplings), so that a
+quantity in the tangent space compares as P^T X P, X P or X. Pinocchio's mimic model refuses
+most algorithms: the projection of its unconstrained model is the reference there.
+"""
+
+import inspect
+import warnings
+
+import numpy as np
+import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
+import pytest
+
+import kron_dynamics
+from kron_dynamics import Contact, ModelError, RobotModel
+from kron_dynamics.floating_model import MovingBase
+from pinocchio_oracle import close, PinPair, robots_dir
+
+ROOTS = {'fixed': None, 'floating': pin.JointModelFreeFlyer, 'planar': pin.JointModelPlanar}
+# kind -> (example-robot-data file, root joint, links to look at)
+CASES = {
+    'fixed arm': ('ur_description/urdf/ur5_robot.urdf', 'fixed', ['tool0', 'forearm_link']),
+    'mimic gripper': ('panda_description/urdf/panda.urdf', 'fixed',
+                      ['panda_rightfinger', 'panda_link7']),
+    'floating quadruped': ('solo_description/robots/solo12.urdf', 'floating',
+                           ['FL_FOOT', 'HR_LOWER_LEG']),
+    'planar base': ('tiago_description/robots/tiago.urdf', 'planar', ['arm_7_link']),
+}
+FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL, 'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
+
+
+def build(kind):
+    """Return (our model, PinPair) of a case."""
+    path, base, _ = CASES[kind]
+    path = robots_dir() / path
+    model = RobotModel.from_urdf_file(path, root_joint=base)
+    root = ROOTS[base]
+    pm = (pin.buildModelFromUrdf(str(path)) if root is None
+          else pin.buildModelFromUrdf(str(path), root()))
+    return model, PinPair(model, pm)
+
+
+@pytest.fixture(scope='module', params=sorted(CASES))
+def case(request):
+    model, pair = build(request.param)
+    return request.param, model, pair
+
+
+def state(model, seed):
+    """Return (q, v, dv) at random: q by random_configuration, v and dv uniform in [-1, 1]."""
+    rng = np.random.default_rng(seed)
+    return (model.random_configuration(rng), rng.uniform(-1, 1, model.nv),
+            rng.uniform(-1, 1, model.nv))
+
+
+# ------------------------------------------------------------------ one class, one API
+# RobotModel methods that a moving base inherits as they are, because they only call
+# methods MovingBase defines (or read sizes and names): each one is checked below.
+INHERITED = {'from_dh', 'from_urdf_file', 'from_urdf_string', 'description', 'christoffel',
+             'random_configuration', 'integrate', 'contact_jacobian',
+             'constrained_forward_dynamics', 'contact_inverse_dynamics', 'mimic_joints',
+             'base'}
+
+
+def test_every_public_method_is_defined_for_a_moving_base_or_inherited_on_purpose():
+    """A RobotModel method a moving base would inherit unchecked computes fixed-base values."""
+    public = {name for name, _ in inspect.getmembers(RobotModel) if not name.startswith('_')}
+    defined = {name for name in public if name in vars(MovingBase)}
+    assert public - defined - INHERITED == set(), (
+        'define these in floating_model.MovingBase (or list them in INHERITED when the '
+        "RobotModel implementation only calls methods MovingBase defines)")
+
+
+def test_every_model_is_a_robot_model_with_a_configuration_and_a_tangent_space(case):
+    kind, model, pair = case
+    assert isinstance(model, RobotModel)
+    assert (model.nq, model.nv) == (pair.pm.nq - count_continuous(pair.pm) - extra(pair),
+                                    len(model.velocity_names))
+    assert len(model.configuration_names) == model.nq
+    assert model.velocity_names[model.nv - model.n:] == model.joint_names
+    base = CASES[kind][1]
+    assert model.base == base
+    assert model.nv - model.n == {'fixed': 0, 'floating': 6, 'planar': 3}[base]
+    assert model.nq - model.nv == (0 if base == 'fixed' else 1)
+    lower, upper = model.position_limits
+    assert lower.shape == upper.shape == (model.nq,) and np.all(lower <= upper)
+    assert model.effort_limits.shape == model.velocity_limits.shape == (model.nv,)
+    assert repr(model).startswith('RobotModel(')
+
+
+def count_continuous(pm):
+    """Return how many of Pinocchio's joints are continuous (nq = 2 there, 1 here)."""
+    return sum(1 for j in pm.joints[1:] if j.nq == 2 and j.nv == 1)
+
+
+def extra(pair):
+    """Return the mimic joints' entries in Pinocchio's unconstrained q (none in ours)."""
+    fixed = pair.joints_model
+    return len(fixed.full_joint_names) - fixed.n
+
+
+def test_neutral_integrate_difference_and_random_configurations_are_pinocchios(case):
+    kind, model, pair = case
+    pm = pair.pm
+    close(pair.q(model.neutral()), pin.neutral(pm), 'neutral')
+    q, v, _ = state(model, 1)
+    for dt in (0.3, -0.2):
+        q1 = model.integrate(q, v, dt)
+        close(pair.q(q1), pin.integrate(pm, pair.q(q), dt * pair.v(v)), f'integrate dt={dt}')
+        close(model.difference(q, q1), dt * v, 'difference')
+    # random configurations: within the limits, reproducible by seed, base orientation unit
+    lower, upper = model.position_limits
+    draws = np.stack([model.random_configuration(seed) for seed in range(50)])
+    assert np.all(draws >= lower) and np.all(draws <= upper)
+    np.testing.assert_array_equal(model.random_configuration(7), model.random_configuration(7))
+    if model.base == 'floating':
+        np.testing.assert_allclose(np.linalg.norm(draws[:, 3:7], axis=1), 1.0, rtol=1e-12)
+        assert np.all(np.abs(draws[:, :3]) <= 1.0)         # the default box
+        assert np.all(np.abs(model.random_configuration(3, base_box=0.1)[:3]) <= 0.1)
+
+
+def test_coriolis_matrix_is_pinocchios_and_skew_balanced(case):
+    """C = P^T C_pin P; C v = h - G; M' - 2C skew, M' by central differences along v."""
+    kind, model, pair = case
+    pm, pd, P = pair.pm, pair.pd, pair.P
+    q, v, _ = state(model, 2)
+    C = model.coriolis_matrix(q, v)
+    close(C, P.T @ pin.computeCoriolisMatrix(pm, pd, pair.q(q), pair.v(v)) @ P,
+          'Coriolis matrix against computeCoriolisMatrix')
+    close(C @ v, model.coriolis_vector(q, v), 'C v against the Coriolis vector')
+    h = 1e-6
+    dM = (model.mass_matrix(model.integrate(q, v, h))
+          - model.mass_matrix(model.integrate(q, v, -h))) / (2 * h)
+    N = dM - 2 * C
+    close(N + N.T, np.zeros_like(N), "M' - 2C skew", 1e-6)
+
+
+def test_centroidal_momentum_matrix_is_ccrba(case):
+    kind, model, pair = case
+    q, v, _ = state(model, 3)
+    A = pin.ccrba(pair.pm, pair.pd, pair.q(q), np.zeros(pair.pm.nv))
+    close(model.centroidal_momentum_matrix(q), A @ pair.P, 'A_G against ccrba')
+
+
+def test_kinematics_in_every_frame_are_pinocchios(case):
+    """link_poses, jacobian, jacobian_derivative (J') and J' v, acceleration, with both names."""
+    kind, model, pair = case
+    pm, pd, P = pair.pm, pair.pd, pair.P
+    q, v, dv = state(model, 4)
+    pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
+    pin.forwardKinematics(pm, pd, pq, pv, pa)
+    pin.updateFramePlacements(pm, pd)
+    pin.computeJointJacobiansTimeVariation(pm, pd, pq, pv)
+    poses = model.link_poses(q)
+    for link in CASES[kind][2]:
+        fid = pm.getFrameId(link)
+        close(poses[model.link_names.index(link)], pd.oMf[fid].homogeneous, f'pose of {link}')
+        for name, frame in FRAMES.items():
+            J = pin.getFrameJacobian(pm, pd, fid, frame) @ P
+            close(model.jacobian(q, link, frame=name), J, f'{name} Jacobian of {link}')
+            close(model.jacobian(q, link, frame=name.upper()), J, f"Pinocchio's name {name}")
+            dJ = pin.getFrameJacobianTimeVariation(pm, pd, fid, frame) @ P
+            close(model.jacobian_derivative(q, v, link, frame=name), dJ, f"{name} J' of {link}")
+            close(model.jacobian_derivative_times_velocity(q, v, link, frame=name), dJ @ v,
+                  f"{name} J' v of {link}")
+        for name in ('local_world_aligned', 'local'):
+            a = pin.getFrameClassicalAcceleration(pm, pd, fid, FRAMES[name]).vector
+            close(model.acceleration(q, v, dv, link, frame=name), a,
+                  f'{name} classical acceleration of {link}')
+        JT, JR = model.jacobians(q, link)
+        J = model.jacobian(q, link)
+        close(np.vstack([JT, JR]), J, 'jacobians')
+        HT, HR = model.hessians(q, link)
+        close(np.vstack([HT, HR]).reshape(6, model.nv, model.nv) @ v,
+              model.jacobian_derivative(q, v, link), "hessians: H (E kron v) = J'")
+
+
+def test_inverse_dynamics_with_external_wrenches_is_pinocchios_rnea_with_fext(case):
+    """f_ext: world-aligned wrench at the link origin; Pinocchio's fext is joint-local."""
+    kind, model, pair = case
+    pm, pd, P = pair.pm, pair.pd, pair.P
+    q, v, dv = state(model, 5)
+    link = CASES[kind][2][0]
+    wrench = np.array([3.0, -2.0, 5.0, 0.4, -0.3, 0.2])
+    tau = model.inverse_dynamics(q, v, dv, f_ext={link: wrench})
+    pq = pair.q(q)
+    pin.forwardKinematics(pm, pd, pq)
+    pin.updateFramePlacements(pm, pd)
+    fid = pm.getFrameId(link)
+    joint = pm.frames[fid].parentJoint
+    oMi, oMf = pd.oMi[joint], pd.oMf[fid]
+    R = oMi.rotation
+    moment = wrench[3:] + np.cross(oMf.translation - oMi.translation, wrench[:3])
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    fext[joint] = pin.Force(R.T @ wrench[:3], R.T @ moment)
+    ref = pin.rnea(pm, pd, pq, pair.v(v), pair.v(dv), fext)
+    close(tau, P.T @ ref, 'inverse dynamics with f_ext against rnea with fext')
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] must be 6 finite numbers" % link):
+        model.inverse_dynamics(q, v, dv, f_ext={link: [1.0, np.nan, 0, 0, 0, 0]})
+
+
+def test_operational_space_inertia_and_energies(case):
+    kind, model, pair = case
+    q, v, _ = state(model, 6)
+    link = CASES[kind][2][0]
+    J = model.jacobian(q, link)[:3]
+    M = model.mass_matrix(q)
+    close(model.operational_space_inertia(q, link, part='linear'),
+          np.linalg.inv(J @ np.linalg.solve(M, J.T)), 'Lambda, linear rows')
+    pm, pd = pair.pm, pair.pd
+    close(model.kinetic_energy(q, v), pin.computeKineticEnergy(pm, pd, pair.q(q), pair.v(v)),
+          'kinetic energy')
+
+
+def test_simulate_is_the_rk4_step_and_the_old_integrate_call_still_works_with_a_warning(case):
+    kind, model, pair = case
+    q, v, _ = state(model, 7)
+    rng = np.random.default_rng(8)
+    tau = np.concatenate([np.zeros(model.nv - model.n), rng.uniform(-0.5, 0.5, model.n)])
+    # fourth order, on the manifold too: against 400 fine steps over 4 ms, halving dt
+    # divides the error by 16 (a naive q (+) dt v-average on SO(3) would give 4)
+    q_ref, v_ref = model.simulate(q, v, tau, 1e-5, 400)
+
+    def error(x, w):
+        return np.abs(np.concatenate([model.difference(q_ref, x), w - v_ref])).max()
+    coarse, fine = error(*model.simulate(q, v, tau, 2e-3, 2)), error(*model.simulate(
+        q, v, tau, 1e-3, 4))
+    assert coarse < 1e-5 and 12.0 < coarse / fine < 20.0, (coarse, fine)
+    q1, v1 = model.simulate(q, v, tau, 1e-3, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        q3, v3 = model.integrate(q, v, tau, 1e-3, 4)
+    assert any(issubclass(w.category, DeprecationWarning) and 'simulate' in str(w.message)
+               for w in caught), [str(w.message) for w in caught]
+    np.testing.assert_array_equal(q3, q1)
+    for dt, steps, message in ((0.0, 1, 'dt must be finite and > 0'),
+                               (-1e-3, 1, 'dt must be finite and > 0'),
+                               (np.inf, 1, 'dt must be finite and > 0'),
+                               (1e-3, 1.5, 'steps must be an integer >= 0'),
+                               (1e-3, -1, 'steps must be an integer >= 0'),
+                               (1e-3, True, 'steps must be an integer >= 0')):
+        with pytest.raises(ValueError, match=message):
+            model.simulate(q, v, tau, dt, steps)
+
+
+def test_a_free_floating_robot_keeps_its_energy_under_simulate():
+    """No gravity, no torque, no damping: simulate conserves T on the manifold (solo12)."""
+    model, _ = build('floating quadruped')
+    model = model.with_gravity([0.0, 0.0, 0.0])
+    assert model.base == 'floating' and isinstance(model, RobotModel)
+    q, v, _ = state(model, 9)
+    energy = model.kinetic_energy(q, v)
+    q1, v1 = model.simulate(q, v, np.zeros(model.nv), 1e-3, 200)
+    assert abs(model.kinetic_energy(q1, v1) - energy) < 1e-7 * energy
+
+
+def test_contacts_on_a_fixed_base_are_pinocchios_constraint_dynamics():
+    """An arm pushing on a wall is a contact: constrained dynamics on the fixed UR5."""
+    model, pair = build('fixed arm')
+    pm, pd = pair.pm, pair.pd
+    q, v, _ = state(model, 10)
+    tau = np.random.default_rng(11).uniform(-5, 5, model.n)
+    for contact in (Contact('tool0', point=(0.0, 0.0, 0.05)),
+                    Contact('tool0', dim=6, reference_frame='LOCAL'),
+                    Contact('forearm_link', point=(0.1, 0.0, 0.0), reference_frame='local')):
+        dv, lam = model.constrained_forward_dynamics(q, v, tau, [contact])
+        frame = pm.frames[pm.getFrameId(contact.link)]
+        at = frame.placement * pin.SE3(np.eye(3), np.asarray(contact.point, dtype=float))
+        kinds = pin.StdVec_RigidConstraintModel()
+        kinds.append(pin.RigidConstraintModel(
+            pin.ContactType.CONTACT_3D if contact.dim == 3 else pin.ContactType.CONTACT_6D,
+            pm, frame.parentJoint, at,
+            pin.LOCAL if contact.reference_frame == 'local' else pin.LOCAL_WORLD_ALIGNED))
+        datas = pin.StdVec_RigidConstraintData()
+        datas.append(kinds[0].createData())
+        pin.initConstraintDynamics(pm, pd, kinds, datas)
+        pdv = pin.constraintDynamics(pm, pd, pair.q(q), v, tau, kinds, datas,
+                                     pin.ProximalSettings(1e-14, 1e-12, 20))
+        close(dv, pdv, f"v' with {contact}")
+        close(lam, pd.lambda_c, f'lambda with {contact}')
+        # inverse: the torques that give v' in contact; the fixed base needs no contact force
+        tau_back, lam_back = model.contact_inverse_dynamics(q, v, dv, [contact])
+        close(tau_back, model.inverse_dynamics(q, v, dv), 'contact inverse dynamics')
+        np.testing.assert_array_equal(lam_back, np.zeros(contact.dim))
+
+
+# ------------------------------------------------------------------ batches, every method
+METHODS = {   # name -> call on (model, q, v, dv, link) of one state or a batch
+    'mass_matrix': lambda m, q, v, a, link: m.mass_matrix(q),
+    'inverse_dynamics': lambda m, q, v, a, link: m.inverse_dynamics(q, v, a),
+    'forward_dynamics': lambda m, q, v, a, link: m.forward_dynamics(q, v, a),
+    'gravity_torque': lambda m, q, v, a, link: m.gravity_torque(q),
+    'bias_torque': lambda m, q, v, a, link: m.bias_torque(q, v),
+    'coriolis_vector': lambda m, q, v, a, link: m.coriolis_vector(q, v),
+    'coriolis_matrix': lambda m, q, v, a, link: m.coriolis_matrix(q, v),
+    'coriolis_star': lambda m, q, v, a, link: m.coriolis_star(q),
+    'christoffel': lambda m, q, v, a, link: m.christoffel(q),
+    'jacobian': lambda m, q, v, a, link: m.jacobian(q, link),
+    'jacobian_derivative': lambda m, q, v, a, link: m.jacobian_derivative(q, v, link),
+    'jacobian_derivative_times_velocity':
+        lambda m, q, v, a, link: m.jacobian_derivative_times_velocity(q, v, link),
+    'acceleration': lambda m, q, v, a, link: m.acceleration(q, v, a, link),
+    'hessian': lambda m, q, v, a, link: m.hessian(q, link),
+    'link_pose': lambda m, q, v, a, link: m.link_pose(q, link),
+    'link_poses': lambda m, q, v, a, link: m.link_poses(q),
+    'center_of_mass': lambda m, q, v, a, link: m.center_of_mass(q),
+    'center_of_mass_jacobian': lambda m, q, v, a, link: m.center_of_mass_jacobian(q),
+    'centroidal_momentum_matrix': lambda m, q, v, a, link: m.centroidal_momentum_matrix(q),
+    'operational_space_inertia':
+        lambda m, q, v, a, link: m.operational_space_inertia(q, link, part='linear'),
+    'kinetic_energy': lambda m, q, v, a, link: m.kinetic_energy(q, v),
+    'potential_energy': lambda m, q, v, a, link: m.potential_energy(q),
+    'integrate': lambda m, q, v, a, link: m.integrate(q, v, 0.01),
+    'difference': lambda m, q, v, a, link: m.difference(q, m.integrate(q, v, 0.01)),
+    'simulate': lambda m, q, v, a, link: m.simulate(q, v, a, 1e-3, 2),
+}
+
+
+@pytest.mark.parametrize('method', sorted(METHODS))
+def test_every_method_takes_batches_and_empty_batches_the_same_way(case, method):
+    kind, model, pair = case
+    call = METHODS[method]
+    link = CASES[kind][2][0]
+    states = [state(model, 20 + k) for k in range(3)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    batch = call(model, Q, V, A, link)
+    for k in range(3):
+        single = call(model, Q[k], V[k], A[k], link)
+        for b, s in zip(batch if isinstance(batch, tuple) else (batch,),
+                        single if isinstance(single, tuple) else (single,)):
+            np.testing.assert_allclose(b[k], s, rtol=1e-12, atol=1e-12)
+    empty = call(model, Q[:0], V[:0], A[:0], link)
+    for e, s in zip(empty if isinstance(empty, tuple) else (empty,),
+                    single if isinstance(single, tuple) else (single,)):
+        assert np.shape(e) == (0, *np.shape(s)), (method, np.shape(e), np.shape(s))
+
+
+# ------------------------------------------------------------------ what only a base has
+def test_a_fixed_base_refuses_base_pose_and_base_state_clearly():
+    model, _ = build('fixed arm')
+    with pytest.raises(ModelError, match=r"base_pose: ur5 has a fixed base.*root_joint="):
+        model.base_pose(model.neutral())
+    with pytest.raises(ModelError, match=r'base_state: ur5 has a fixed base'):
+        model.base_state([0, 0, 0], [0, 0, 0, 1], [0, 0, 0], [0, 0, 0])
+
+
+def test_derived_models_keep_their_base():
+    model, _ = build('floating quadruped')
+    for derived in (model.with_gravity([0, 0, -1.62]), model.with_armature(np.full(12, 0.01)),
+                    model.locked({'FL_KFE': 0.3})):
+        assert isinstance(derived, RobotModel) and derived.base == 'floating'
+        assert derived.nv == derived.n + 6
+    locked = model.locked({'FL_KFE': 0.3})
+    assert 'FL_KFE' not in locked.joint_names and locked.n == 11
+    np.testing.assert_allclose(model.with_gravity([0, 0, -1.62]).gravity, [0, 0, -1.62])
+    armed = model.with_armature(np.full(12, 0.01))
+    q = model.neutral()
+    close(armed.mass_matrix(q) - model.mass_matrix(q),
+          np.diag(np.concatenate([np.zeros(6), np.full(12, 0.01)])), 'armature')
+
+
+def test_the_package_lists_its_public_names_and_the_old_class_name_warns():
+    names = dir(kron_dynamics)
+    assert {'RobotModel', 'Contact', 'ModelError', 'SingularMassMatrixError'} <= set(names)
+    assert 'FloatingBaseModel' not in names
+    with pytest.warns(DeprecationWarning, match='every model is a RobotModel'):
+        alias = kron_dynamics.FloatingBaseModel
+    assert issubclass(alias, RobotModel)
