@@ -1233,6 +1233,15 @@ class CoupledRobotModel(RobotModel):
         B.setflags(write=False)
         d.setflags(write=False)
         self._B, self._d, self._Bt = B, d, np.ascontiguousarray(B.T)
+        # the compiled path (kernels/coupled.py): per joint of the full tree the coordinate it
+        # follows, the multiplier and the offset (URDF mimic: one non-zero per row of B)
+        full = self._full
+        self._fints, self._freals, self._fsites = full._ints, full._reals, full._sites
+        sources = np.argmax(np.abs(B), axis=1)
+        self._cpl = np.ascontiguousarray(np.column_stack(
+            [sources, B[np.arange(len(B)), sources], d]), dtype=float)
+        if not np.array_equal(np.count_nonzero(B, axis=1), np.ones(len(B))):
+            self._cpl = None        # a general B: the NumPy projections only
         self._n = len(self.joint_names)
         self._nn = (self._n, self._n)
         try:
@@ -1246,6 +1255,7 @@ class CoupledRobotModel(RobotModel):
         self.armature: Array = armature
         self._zeros = np.zeros(self._n)
         self._zeros.setflags(write=False)
+        self._6n = (6, self._n)
         full = self._full.joints
         self._damping = np.array([full[j].damping for j in self._full_names])
         self._friction = np.array([full[j].friction for j in self._full_names])
@@ -1324,6 +1334,12 @@ class CoupledRobotModel(RobotModel):
     # ----------------------------------------------------------------- kinematics
     def link_pose(self, q: ArrayLike, link: str) -> Array:
         """Return the 4 x 4 pose of a link frame in the root frame at u (mimic motion in)."""
+        k = self._site_rows.get(link, -1) if isinstance(link, str) else -1
+        if k >= 0 and self._cpl is not None and _is_vector(q):
+            T = np.empty(_SHAPE_44)
+            if native.coupled_link_pose(self._fints, self._freals, self._fsites, self._cpl, k,
+                                        q, T):
+                return T
         self._frame(link)
         (u,), _ = self._inputs(q=q)
         return self._full.link_pose(self._lift(u), link)
@@ -1336,6 +1352,13 @@ class CoupledRobotModel(RobotModel):
     def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
                  frame: str = 'local_world_aligned') -> Array:
         """Return J B, the 6 x n Jacobian in u of a link or point (frames as RobotModel)."""
+        k = self._site_rows.get(link, -1) if isinstance(link, str) else -1
+        code = FRAMES.get(frame, -1) if isinstance(frame, str) else -1
+        if k >= 0 and code >= 0 and point is None and self._cpl is not None and _is_vector(q):
+            J = np.empty(self._6n)
+            if native.coupled_jacobian(self._fints, self._freals, self._fsites, self._cpl, k,
+                                       _ORIGIN, q, code, J):
+                return J
         self._frame(link)
         (u,), _ = self._inputs(q=q)
         return self._cols(self._full.jacobian(self._lift(u), link, point, frame))
@@ -1405,6 +1428,10 @@ class CoupledRobotModel(RobotModel):
     # ----------------------------------------------------------------- dynamics
     def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
         """Return M_u = B^T M(q) B (+ armature), n x n; ``method`` as for RobotModel."""
+        if method is None and self._cpl is not None and _is_vector(q):
+            M = np.empty(self._nn)
+            if native.coupled_crba(self._fints, self._freals, self._cpl, self.armature, q, M):
+                return M
         (u,), _ = self._inputs(q=q)
         return self._mat(self._full.mass_matrix(self._lift(u), method)) + np.diag(
             self.armature)
@@ -1421,16 +1448,31 @@ class CoupledRobotModel(RobotModel):
 
     def coriolis_vector(self, q: ArrayLike, qd: ArrayLike) -> Array:
         """C*_u (u' kron u') = B^T C*(q)(q' kron q'), q' = B u'."""
+        if self._cpl is not None and _is_vector(q) and _is_vector(qd):
+            tau = np.empty(self._n)
+            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, qd,
+                                   qd, CORIOLIS, tau):
+                return tau
         (u, ud), _ = self._inputs(q=q, qd=qd)
         return self._vec(self._full.coriolis_vector(self._lift(u), self._lift_rate(ud)))
 
     def gravity_torque(self, q: ArrayLike) -> Array:
         """G_u = B^T G(q) = dV/du."""
+        if self._cpl is not None and _is_vector(q):
+            tau = np.empty(self._n)
+            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, q, q,
+                                   GRAVITY, tau):
+                return tau
         (u,), _ = self._inputs(q=q)
         return self._vec(self._full.gravity_torque(self._lift(u)))
 
     def bias_torque(self, q: ArrayLike, qd: ArrayLike) -> Array:
         """Return C*_u (u' kron u') + G_u, the generalized force that holds u'' = 0."""
+        if self._cpl is not None and _is_vector(q) and _is_vector(qd):
+            tau = np.empty(self._n)
+            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, qd,
+                                   qd, BIAS, tau):
+                return tau
         (u, ud), _ = self._inputs(q=q, qd=qd)
         return self._vec(self._full.bias_torque(self._lift(u), self._lift_rate(ud)))
 
@@ -1442,6 +1484,12 @@ class CoupledRobotModel(RobotModel):
         The generalized forces of the independent joints that produce u''; ``f_ext`` as
         for RobotModel.
         """
+        if f_ext is None and self._cpl is not None and _is_vector(q) and _is_vector(qd) \
+                and _is_vector(qdd):
+            tau = np.empty(self._n)
+            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, qd,
+                                   qdd, ID, tau):
+                return tau
         (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
         tau = self._full.inverse_dynamics(self._lift(u), self._lift_rate(ud),
                                           self._lift_rate(udd), f_ext)
@@ -1449,6 +1497,11 @@ class CoupledRobotModel(RobotModel):
 
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike) -> Array:
         """Return u'' = M_u^-1 (tau_u - C*_u (u' kron u') - G_u); SingularMassMatrixError."""
+        if self._cpl is not None and _is_vector(q) and _is_vector(qd) and _is_vector(tau):
+            a = np.empty(self._n)      # a singular M_u or bad input: the path below says why
+            if native.coupled_forward_dynamics(self._fints, self._freals, self._cpl,
+                                               self.armature, q, qd, tau, a):
+                return a
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             return self._per_row(self.forward_dynamics, N, u, ud, tau_u)

@@ -491,6 +491,31 @@ def test_random_trees_with_mimics_against_the_projected_tree(seed):
     np.testing.assert_allclose(model.coriolis_star(u), expected, atol=1e-7 * scale(expected))
 
 
+@pytest.mark.parametrize('seed', range(6))
+def test_the_compiled_mimic_path_equals_the_numpy_projection(seed):
+    """kernels/coupled.py (1-D float64 inputs) against the projections of the general path."""
+    rng = np.random.default_rng(40 + seed)
+    model = RobotModel.from_urdf_string(random_urdf(rng, 7, 2, mimic_fraction=0.5))
+    assert model.mimic_joints and model._cpl is not None
+    model = model.with_armature(rng.uniform(0, 0.1, model.n))
+    u, ud, udd = state(model, seed)
+
+    def both(method, *args, **kw):     # lists take the checked NumPy path
+        fast = method(*args, **kw)
+        slow = method(*[list(a) if isinstance(a, np.ndarray) else a for a in args], **kw)
+        np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)
+    both(model.mass_matrix, u)
+    both(model.inverse_dynamics, u, ud, udd)
+    both(model.gravity_torque, u)
+    both(model.bias_torque, u, ud)
+    both(model.coriolis_vector, u, ud)
+    both(model.forward_dynamics, u, ud, udd)
+    for link in model.link_names:
+        both(model.link_pose, u, link)
+        for frame in ('world', 'local', 'LOCAL_WORLD_ALIGNED'):
+            both(model.jacobian, u, link, frame=frame)
+
+
 def test_random_seeds_draw_mimics():
     drawn = [len(RobotModel.from_urdf_string(
         random_urdf(np.random.default_rng(seed), 7, 2, mimic_fraction=0.4)).mimic_joints)

@@ -1,0 +1,176 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Mimic joints in one compiled call: q = B u + d, the full tree's kernel, then B^T (004 sec. 5).
+
+URDF mimic couplings resolve to one primary per joint, so B has one non-zero per row: the
+coupling array ``cpl`` (nf, 3) holds, per joint of the full tree in its user order, the
+independent coordinate it follows (as a float), the multiplier and the offset. Every entry
+point lifts u to q (q' = B u', q'' = B u''), runs the fixed-base kernel of the full tree and
+projects: tau_u = B^T tau, M_u = B^T M B + armature, J_u = J B. Mirrors the projections of
+:class:`kron_dynamics.robot_model.CoupledRobotModel`, which falls back to them in NumPy.
+"""
+
+import numpy as np
+
+from .algebra import jit
+from .crba import _crba_row, NC
+from .forward_dynamics import cholesky_solve
+from .jacobians import jacobian
+from .kinematics import link_pose
+from .layout import BIAS, GRAVITY, ID
+from .rnea import _rnea_row, NW
+
+_NO_WRENCH = np.zeros((0, 6))
+
+
+@jit
+def lift(cpl, u, offset, out):
+    """Write q = B u (+ d if offset) into out; False if u has the wrong length or is not finite."""
+    n = u.shape[0]
+    for a in range(n):
+        if not np.isfinite(u[a]):
+            return False
+    for f in range(cpl.shape[0]):
+        s = int(cpl[f, 0])
+        if s >= n:
+            return False
+        out[f] = cpl[f, 1] * u[s] + (cpl[f, 2] if offset else 0.0)
+    return True
+
+
+@jit
+def project_vector(cpl, x, out):
+    """Write B^T x into out."""
+    out[:] = 0.0
+    for f in range(cpl.shape[0]):
+        out[int(cpl[f, 0])] += cpl[f, 1] * x[f]
+
+
+@jit
+def project_matrix(cpl, M, arm, out):
+    """Write B^T M B + diag(arm) into out."""
+    out[:, :] = 0.0
+    nf = cpl.shape[0]
+    for i in range(nf):
+        a, mi = int(cpl[i, 0]), cpl[i, 1]
+        for j in range(nf):
+            out[a, int(cpl[j, 0])] += mi * cpl[j, 1] * M[i, j]
+    for a in range(out.shape[0]):
+        out[a, a] += arm[a]
+
+
+@jit
+def project_columns(cpl, J, out):
+    """Write J B into out, J with one column per joint of the full tree."""
+    out[:, :] = 0.0
+    for f in range(cpl.shape[0]):
+        a, m = int(cpl[f, 0]), cpl[f, 1]
+        for r in range(J.shape[0]):
+            out[r, a] += m * J[r, f]
+
+
+@jit
+def coupled_crba(ints, reals, cpl, arm, u, out):
+    """M_u = B^T M(B u + d) B + armature into out (n, n); False on a bad u."""
+    nf = ints.shape[0]
+    if u.shape[0] != out.shape[0]:
+        return False
+    q, M = np.empty(nf), np.empty((nf, nf))
+    if not lift(cpl, u, True, q) or not _crba_row(ints, reals, q, np.empty((nf, NC)), M):
+        return False
+    project_matrix(cpl, M, arm, out)
+    return True
+
+
+@jit
+def _coupled_rnea_full(ints, reals, cpl, u, ud, udd, mode, tau):
+    """Newton-Euler of the full tree at the lifted state into tau (nf,); False on bad input."""
+    nf = ints.shape[0]
+    q, qd, qdd = np.empty(nf), np.empty(nf), np.empty(nf)
+    if not lift(cpl, u, True, q):
+        return False
+    if mode != GRAVITY and not lift(cpl, ud, False, qd):
+        return False
+    if mode == ID:
+        if not lift(cpl, udd, False, qdd):
+            return False
+    else:
+        qdd[:] = 0.0
+    if mode == GRAVITY:
+        qd[:] = 0.0
+    return _rnea_row(ints, reals, q, qd, qdd, mode, _NO_WRENCH, np.empty((nf, NW)), tau)
+
+
+@jit
+def coupled_rnea(ints, reals, cpl, arm, u, ud, udd, mode, out):
+    """
+    tau_u = B^T tau(B u + d, B u', B u'') (+ armature u'' for ID) into out; False on bad input.
+
+    mode as :func:`kron_dynamics.kernels.rnea.rnea` (ID, GRAVITY, CORIOLIS, BIAS).
+    """
+    n = out.shape[0]
+    if u.shape[0] != n or ud.shape[0] != n or udd.shape[0] != n:
+        return False
+    tau = np.empty(ints.shape[0])
+    if not _coupled_rnea_full(ints, reals, cpl, u, ud, udd, mode, tau):
+        return False
+    project_vector(cpl, tau, out)
+    if mode == ID:
+        for a in range(n):
+            out[a] += arm[a] * udd[a]
+    return True
+
+
+@jit
+def coupled_forward_dynamics(ints, reals, cpl, arm, u, ud, tau, out):
+    """Write u'' = M_u^-1 (tau - h_u) into out; False on a bad input or a singular M_u."""
+    n = out.shape[0]
+    if u.shape[0] != n or ud.shape[0] != n or tau.shape[0] != n:
+        return False
+    for a in range(n):
+        if not np.isfinite(tau[a]):
+            return False
+    M = np.empty((n, n))
+    if not coupled_crba(ints, reals, cpl, arm, u, M):
+        return False
+    h = np.empty(n)
+    if not coupled_rnea(ints, reals, cpl, arm, u, ud, ud, BIAS, h):
+        return False
+    ok, x = cholesky_solve(M, tau - h, 1e-12)
+    if not ok:
+        return False
+    out[:] = x
+    return True
+
+
+@jit
+def coupled_jacobian(ints, reals, sites, cpl, k, point, u, frame, out):
+    """J_u = J(B u + d) B (6 x n) of a point on link k into out; False on a bad input."""
+    nf = ints.shape[0]
+    q, J = np.empty(nf), np.empty((6, nf))
+    if u.shape[0] != out.shape[1] or not lift(cpl, u, True, q):
+        return False
+    if not jacobian(ints, reals, sites, k, point, q, frame, J):
+        return False
+    project_columns(cpl, J, out)
+    return True
+
+
+@jit
+def coupled_link_pose(ints, reals, sites, cpl, k, u, out):
+    """4 x 4 pose of link k at q = B u + d into out; False on a bad input."""
+    q = np.empty(ints.shape[0])
+    return lift(cpl, u, True, q) and link_pose(ints, reals, sites, k, q, out)
