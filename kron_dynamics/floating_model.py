@@ -52,7 +52,7 @@ from .algorithms.coriolis_matrix import coriolis_matrix_spatial
 from .algorithms.forward_dynamics import solve_mass_matrix
 from .algorithms.operational_space import operational_space_inertia
 from .errors import ModelError
-from .kernels import CORIOLIS, GRAVITY, ID, native, pack, pack_sites
+from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
@@ -70,6 +70,7 @@ _NAMES = {
 _P_BASE = {'floating': np.eye(6), 'planar': np.eye(6)[:, [0, 1, 5]]}
 _NO_WRENCH = np.zeros((0, 6))
 _CHAIN_AT_ZERO = np.zeros(6)
+_ORIGIN3 = np.zeros(3)
 _F64 = np.dtype(np.float64)
 
 
@@ -280,6 +281,7 @@ class MovingBase:
         self._reals[-1, :3] = self.gravity      # world gravity: kernels.floating_base
         self._origin = np.array(T0)             # writable: what the kernels take
         self._zero_v = np.zeros(self.nv)
+        self._site_rows = fixed._site_rows          # link -> row of the packed sites
 
     # ----------------------------------------------------------------- sizes and names
     @property
@@ -852,7 +854,6 @@ class MovingBase:
             T[:3, 3] += T[:3, :3] @ self.fixed._point3(point)
         return T
 
-    @_batched('q')
     def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
                  frame: str = 'local_world_aligned') -> Array:
         """
@@ -861,7 +862,22 @@ class MovingBase:
         Frames as on a fixed base (Pinocchio's), with the world in place of the root:
         'local_world_aligned' (world axes at the point), 'local' (link axes), 'world'
         (spatial velocity at the world origin); Pinocchio's upper-case spellings too.
+        Compiled in one call for a floating base without mimic joints
+        (``kernels.floating_base.floating_jacobian``).
         """
+        if self._same and point is None and _plain(q):
+            k = self._site_rows.get(link, -1) if isinstance(link, str) else -1
+            code = FRAMES.get(frame, -1) if isinstance(frame, str) else -1
+            if k >= 0 and code >= 0:
+                J = np.empty((6, self.nv))
+                if native.floating_jacobian(self._ints, self._reals, self._sites, self._origin,
+                                            q, QUATERNION_TOLERANCE, k, _ORIGIN3, code, J):
+                    return J
+        return self._jacobian(q, link, point, frame)
+
+    @_batched('q')
+    def _jacobian(self, q, link, point, frame) -> Array:
+        """Return :meth:`jacobian` on the general path (checks, batches, every base)."""
         frame = frame_name(frame)
         _, T, u, _ = self._split(q)
         J_joints = self.fixed.jacobian(u, link, point, 'local')

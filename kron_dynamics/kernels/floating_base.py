@@ -34,7 +34,7 @@ from .crba import _crba_row, NC
 from .forward_dynamics import forward_dynamics
 from .jacobians import acceleration, jacobian
 from .kinematics import link_pose
-from .layout import GRAVITY, ID, LOCAL_WORLD_ALIGNED
+from .layout import GRAVITY, ID, LOCAL, LOCAL_WORLD_ALIGNED, WORLD
 from .rnea import _rnea_row, NW
 
 
@@ -208,4 +208,73 @@ def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, local, J, 
             drift[r + i] = (A[axis, 0] * acc[block] + A[axis, 1] * acc[block + 1]
                             + A[axis, 2] * acc[block + 2])
         r += dims[c]
+    return True
+
+
+@jit
+def base_rotation(origin, x, y, z, w):
+    """Return the base orientation in the world: the root joint origin's times the quaternion's."""
+    Rq = np.empty((3, 3))
+    Rq[0, 0], Rq[0, 1], Rq[0, 2] = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), \
+        2.0 * (x * z + y * w)
+    Rq[1, 0], Rq[1, 1], Rq[1, 2] = 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), \
+        2.0 * (y * z - x * w)
+    Rq[2, 0], Rq[2, 1], Rq[2, 2] = 2.0 * (x * z - y * w), 2.0 * (y * z + x * w), \
+        1.0 - 2.0 * (x * x + y * y)
+    R = np.zeros((3, 3))
+    for r in range(3):
+        for c in range(3):
+            for j in range(3):
+                R[r, c] += origin[r, j] * Rq[j, c]
+    return R
+
+
+@jit
+def floating_jacobian(ints, reals, sites, origin, q, tol, k, point, frame, out):
+    """
+    6 x n Jacobian (kernel order: the base twist, then the joints) of a point on link k.
+
+    frame as the fixed-base kernels' (WORLD, LOCAL, LOCAL_WORLD_ALIGNED) with the world in
+    place of the root: the kernel's Jacobian in base axes behind the base chain at zero,
+    turned to the world (or to the link's axes), and for WORLD moved to the world origin.
+    False on a bad input (the facade then raises the error that names it).
+    """
+    n = ints.shape[0]
+    if out.shape[1] != n or frame < WORLD or frame > LOCAL_WORLD_ALIGNED:
+        return False
+    qk = np.empty(n)
+    ok, (x, y, z, w) = configuration(q, tol, qk)
+    if not ok:
+        return False
+    Jk = np.empty((6, n))
+    if not jacobian(ints, reals, sites, k, point, qk, LOCAL_WORLD_ALIGNED, Jk):
+        return False
+    T = np.empty((4, 4))
+    if frame != LOCAL_WORLD_ALIGNED:
+        if not link_pose(ints, reals, sites, k, qk, T):
+            return False
+    if frame == LOCAL:                  # base axes -> link axes
+        A = np.empty((3, 3))
+        for r in range(3):
+            for c in range(3):
+                A[r, c] = T[c, r]
+    else:
+        A = base_rotation(origin, x, y, z, w)
+    for c in range(n):
+        for r in range(3):
+            out[r, c] = A[r, 0] * Jk[0, c] + A[r, 1] * Jk[1, c] + A[r, 2] * Jk[2, c]
+            out[3 + r, c] = A[r, 0] * Jk[3, c] + A[r, 1] * Jk[4, c] + A[r, 2] * Jk[5, c]
+    if frame == WORLD:                  # the linear rows at the world origin: + p x w
+        p = np.empty(3)                 # the point in base axes, then in the world
+        for r in range(3):
+            p[r] = T[r, 3] + T[r, 0] * point[0] + T[r, 1] * point[1] + T[r, 2] * point[2]
+        pw = np.empty(3)
+        for r in range(3):
+            pw[r] = (A[r, 0] * p[0] + A[r, 1] * p[1] + A[r, 2] * p[2] + origin[r, 0] * q[0]
+                     + origin[r, 1] * q[1] + origin[r, 2] * q[2] + origin[r, 3])
+        for c in range(n):
+            w0, w1, w2 = out[3, c], out[4, c], out[5, c]
+            out[0, c] += pw[1] * w2 - pw[2] * w1
+            out[1, c] += pw[2] * w0 - pw[0] * w2
+            out[2, c] += pw[0] * w1 - pw[1] * w0
     return True
