@@ -556,6 +556,36 @@ def floating_table(r: Results) -> str:
             f'{contacts}.\n\n' + source(r, 'floating'))
 
 
+ONE_MODEL_CASES = {
+    'panda_hand': 'stock Panda with its hand (mimic finger), against `mimic=True`',
+    'talos_floating': 'TALOS on a free flyer (nv = 38)',
+    'solo12_contacts': 'solo12 on four point feet, feet moving',
+    'talos_contacts': 'TALOS on two 6-D soles, feet moving',
+    'panda_fixed': 'fixed 7-DOF Panda (fingers fixed)',
+}
+
+
+def one_model_table(r: Results) -> str:
+    """The one-model targets: every kind of robot against Pinocchio, alternately timed."""
+    d = r['one_model']
+    rows = []
+    for case, title in ONE_MODEL_CASES.items():
+        entry = d['cases'].get(case)
+        if entry is None:
+            continue
+        for op, e in entry['single'].items():
+            target = e.get('target')
+            ratio = e.get('ratio_min')
+            rows.append([title, f'`{op}`', f"`{e.get('pinocchio', '')}`", *timing_cells(e),
+                         f'≤ {target:g}' if target else '–',
+                         met(None if target is None or ratio is None else ratio <= target)])
+    worst = max(v for entry in d['cases'].values() for v in entry['agreement'].values())
+    return (table(['robot', 'kron_dynamics', 'Pinocchio', 'µs', 'Pinocchio µs',
+                   'ratio min (median)', 'target', 'verdict'], rows)
+            + f'\n\nWorst relative difference from Pinocchio over the agreement checks: '
+            f'{sig(worst, 2)}.\n\n' + source(r, 'one_model'))
+
+
 def call_anatomy_table(r: Results) -> str:
     """Where a Panda dynamics call goes: facade, compiled entry point, unboxing, output."""
     d = r['kinematics']['robots']['panda']['anatomy']
@@ -728,6 +758,18 @@ around those calls: the contact Jacobians and drifts, a dense solve and the cont
 minimum-norm least squares, where Pinocchio's `constraintDynamics` factorises the KKT
 system in C++.""",
      [floating_table]),
+    ('## One model for every robot', """\
+`bench/bench_one_model.py`: the targets of the one-model issue, each kind of robot through
+the same `RobotModel` API against Pinocchio 4.1 in the same process, each call and its
+counterpart timed alternately (ratio of the minima, the median of the per-repeat ratios in
+brackets). The mimic robot runs `kernels/coupled.py` (q = B u + d, the full tree's kernel and
+the projection in one compiled call); the floating frame Jacobian and the constrained forward
+dynamics of a floating base run one compiled call each (`kernels/floating_base.py`:
+`floating_jacobian`, `floating_constrained_forward_dynamics`, the Delassus matrix of the
+contacts factorised by Cholesky; redundant contacts fall back to the minimum-norm least
+squares in NumPy). Pinocchio's mimic model refuses `constraintDynamics`, so the contact rows
+are floating bases.""",
+     [one_model_table]),
     ('## Start-up', """\
 `bench/startup.py`: time from creating a `dynamics_node` process to the first
 `~/bias_torque` it publishes, while joint states are already streaming. numba caches the

@@ -282,6 +282,7 @@ class MovingBase:
         self._origin = np.array(T0)             # writable: what the kernels take
         self._zero_v = np.zeros(self.nv)
         self._site_rows = fixed._site_rows          # link -> row of the packed sites
+        self._contact_cache = {}                    # contact list -> the kernels' arrays
 
     # ----------------------------------------------------------------- sizes and names
     @property
@@ -1135,6 +1136,40 @@ class MovingBase:
             raise ValueError('contacts: q and v must be finite')
         J = Jk if self._same else (Jk @ self._Pk if self._sel is None else Jk[:, self._sel])
         return J, (None if v is None else drift)
+
+    def _packed_contacts(self, contacts):
+        """Return (rows, points, dims, local) of a contact list for the kernels (cached)."""
+        try:
+            key = tuple(contacts) if isinstance(contacts, (list, tuple)) else None
+            hash(key)
+        except TypeError:          # a Contact with a list for a point
+            key = None
+        packed = self._contact_cache.get(key) if key is not None else None
+        if packed is None:
+            contacts = _contacts(contacts)
+            packed = (np.array([self.fixed._site(c.link) for c in contacts], dtype=np.int64),
+                      np.array([self.fixed._point3(c.point) for c in contacts],
+                               dtype=float).reshape(-1, 3),
+                      np.array([c.dim for c in contacts], dtype=np.int64),
+                      np.array([CONTACT_FRAMES[c.reference_frame] for c in contacts],
+                               dtype=np.int64))
+            if key is not None and len(self._contact_cache) < 64:
+                self._contact_cache[key] = packed
+        return packed
+
+    def _constrained_compiled(self, q, v, tau, contacts):
+        """Return (v', lambda) of a floating base without mimic joints in one call, or None."""
+        if not (self._same and _plain(q, v, tau)):
+            return None
+        if tau.shape[0] == self.n:
+            tau = np.concatenate([self._zero_v[:self._nb], tau])
+        rows, points, dims, local = self._packed_contacts(contacts)
+        dv, lam = np.empty(self.nv), np.empty(int(dims.sum()))
+        if len(lam) and native.floating_constrained_forward_dynamics(
+                self._ints, self._reals, self._sites, self._origin, q, v, tau,
+                QUATERNION_TOLERANCE, rows, points, dims, local, dv, lam):
+            return dv, lam
+        return None
 
     def _single(self, x, what: str) -> Array:
         """Check one state's q (normalised orientation) or a velocity-sized array."""

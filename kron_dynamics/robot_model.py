@@ -880,6 +880,9 @@ class RobotModel:
         Redundant contacts (J_c without full row rank) get the minimum-norm lambda of the same
         v'; contacts that contradict each other are refused (SingularJacobianError).
         """
+        fast = self._constrained_compiled(q, v, tau, contacts)
+        if fast is not None:
+            return fast
         q = self._single(q, 'q')
         v = self._single(v, 'v')
         rhs = self._actuated(tau) - self.bias_torque(q, v)
@@ -942,6 +945,10 @@ class RobotModel:
                              f'base wrench of {np.round(base_left, 9).tolist()} is left '
                              'that only an actuated base could apply')
         return (total - J.T @ lam)[nb:], lam
+
+    def _constrained_compiled(self, q, v, tau, contacts):
+        """Return (v', lambda) from one compiled call where there is one, else None."""
+        return None
 
     def _single(self, x, what: str) -> Array:
         """Check one state's array (q, v, dv or tau: nv = nq entries here); return a copy."""

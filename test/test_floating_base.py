@@ -563,6 +563,23 @@ def test_constrained_forward_dynamics_agrees_with_pinocchio(robot, moving, frame
         close(lam, plam, 'lambda against constraintDynamics')
 
 
+def test_the_compiled_contact_dynamics_equal_the_general_path(solo):
+    """kernels.floating_base.floating_constrained_forward_dynamics against the NumPy path."""
+    model, _ = solo
+    for seed in range(3):
+        q, v, tau = solo_state(model, 40 + seed)
+        contacts = [Contact('FL_FOOT'), Contact('HR_FOOT', dim=6, reference_frame='local'),
+                    Contact('HL_FOOT', point=(0.0, 0.01, -0.01))]
+        fast = model.constrained_forward_dynamics(q, v, tau, contacts)
+        general = model.constrained_forward_dynamics(list(q), list(v), list(tau), contacts)
+        assert model._constrained_compiled(q, v, tau, contacts) is not None
+        for a, b, what in zip(fast, general, ("v'", 'lambda')):
+            close(a, b, f'{what}: compiled against the general path', 1e-10)
+    # redundant contacts: the compiled call declines, the general path gives min-norm lambda
+    twice = [Contact('FL_FOOT'), Contact('FL_FOOT')]
+    assert model._constrained_compiled(q, v, tau, twice) is None
+
+
 def test_contact_reference_frame_sets_the_axes_of_lambda_not_the_motion(solo):
     """The same v' in both frames; lambda and J_c rows turn with the link (R^T per contact)."""
     model, _ = solo

@@ -613,15 +613,21 @@ def test_a_urdf_without_a_movable_joint_is_refused_at_start_up(module):
 
 
 def test_a_floating_base_urdf_is_refused_at_start_up_with_the_reason(tmp_path):
-    """Issue 14: the simulator reads no base state; a floating URDF is one clear line."""
+    """
+    Issues 14, 20: the simulator and the controller take fixed and mimic models only.
+
+    A floating base is refused at start-up in one line that says why (no joint actuates it).
+    """
     xml = (URDF_DIR / 'rp_arm.urdf').read_text()
     root = RobotModel.from_urdf_string(xml).root_link
     floating = tmp_path / 'floating.urdf'
     floating.write_text(xml.replace('<robot name="rp_arm">', (
         '<robot name="rp_arm"><link name="world"/><joint name="free" type="floating">'
         f'<parent link="world"/><child link="{root}"/></joint>')))
-    code, out = NodeProcess('plant_simulator', ['-p', f'urdf_file:={floating}']).wait(60)
-    assert code == 1 and 'has a floating base' in out and 'Traceback' not in out, out
+    for module in ('plant_simulator', 'computed_torque_controller'):
+        code, out = NodeProcess(module, ['-p', f'urdf_file:={floating}']).wait(60)
+        assert code == 1 and 'has a floating base' in out and 'Traceback' not in out, out
+        assert 'computed-torque control of an unactuated base is ill-posed' in out, out
     # held still, the same URDF is a fixed-base arm
     node = NodeProcess('plant_simulator', ['-p', f'urdf_file:={floating}',
                                            '-p', 'root_joint:=fixed',

@@ -31,7 +31,7 @@ import numpy as np
 
 from .algebra import jit
 from .crba import _crba_row, NC
-from .forward_dynamics import forward_dynamics
+from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics, solve_columns
 from .jacobians import acceleration, jacobian
 from .kinematics import link_pose
 from .layout import GRAVITY, ID, LOCAL, LOCAL_WORLD_ALIGNED, WORLD
@@ -277,4 +277,70 @@ def floating_jacobian(ints, reals, sites, origin, q, tol, k, point, frame, out):
             out[0, c] += pw[1] * w2 - pw[2] * w1
             out[1, c] += pw[2] * w0 - pw[0] * w2
             out[2, c] += pw[0] * w1 - pw[1] * w0
+    return True
+
+
+@jit
+def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau, tol, rows,
+                                          points, dims, local, dv, lam):
+    """
+    (v', lambda) of M v' + h = tau + J_c^T lambda, J_c v' + gamma = 0, into dv and lam.
+
+    Kernel order (a floating base without mimic joints). M and h by the compiled recursions,
+    the contact rows by :func:`contact_terms`, then one Cholesky factorisation of M for
+    M^-1 [tau - h, J_c^T] and one of the contacts' Delassus matrix J_c M^-1 J_c^T. False on
+    a bad input, a singular M or a Delassus matrix that is singular or nearly so (redundant
+    or contradicting contacts): the facade's general path then gives the minimum-norm lambda
+    or the error that says why.
+    """
+    n, m = ints.shape[0], lam.shape[0]
+    if v.shape[0] != n or tau.shape[0] != n or dv.shape[0] != n:
+        return False
+    for i in range(n):
+        if not (np.isfinite(v[i]) and np.isfinite(tau[i])):
+            return False
+    qk, wreals = np.empty(n), np.empty_like(reals)
+    if not base_frame(ints, reals, origin, q, tol, qk, wreals):
+        return False
+    norm = np.sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6])
+    R = base_rotation(origin, q[3] / norm, q[4] / norm, q[5] / norm, q[6] / norm)
+    a = np.empty(n)
+    chain_acceleration(v, np.zeros(n), a)
+    h = np.empty(n)
+    if not _rnea_row(ints, wreals, qk, v, a, ID, np.zeros((0, 6)), np.empty((n, NW)), h):
+        return False
+    M = np.empty((n, n))
+    if not _crba_row(ints, reals, qk, np.empty((n, NC)), M):
+        return False
+    J, gamma = np.empty((m, n)), np.empty(m)
+    if not contact_terms(ints, reals, sites, R, qk, v, a, rows, points, dims, local, J, gamma):
+        return False
+    B = np.empty((n, 1 + m))
+    for i in range(n):
+        B[i, 0] = tau[i] - h[i]
+        for r in range(m):
+            B[i, 1 + r] = J[r, i]
+    X = np.empty((n, 1 + m))
+    if not solve_columns(M, B, 1e-12, X):
+        return False
+    A, b = np.zeros((m, m)), np.empty(m)
+    for r in range(m):
+        t = -gamma[r]
+        for i in range(n):
+            t -= J[r, i] * X[i, 0]
+        b[r] = t
+        for c in range(m):
+            s = 0.0
+            for i in range(n):
+                s += J[r, i] * X[i, 1 + c]
+            A[r, c] = s
+    ok, L = cholesky_factor(A, 1e-10)
+    if not ok:
+        return False
+    cholesky_substitute(L, b, lam)
+    for i in range(n):
+        s = X[i, 0]
+        for c in range(m):
+            s += X[i, 1 + c] * lam[c]
+        dv[i] = s
     return True

@@ -168,12 +168,14 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
                                             source='topic /robot_description', **options)
     else:
         return None
-    if not moving_base and model.base != 'fixed':
+    if not moving_base and model.nv != model.n:     # the one capability check: an actuated base
         raise ConfigurationError(
             f"robot '{model.name}' has a {model.base} base (parameter root_joint "
-            f"{root_joint!r}; '': as its URDF says): {node.get_name()} computes fixed-base "
-            "dynamics from joint_states alone; set root_joint to 'fixed' to hold the base "
-            'still (dynamics_node reads a moving base from ~/odometry)')
+            f"{root_joint!r}; '': as its URDF says) that no joint actuates: computed-torque "
+            'control of an unactuated base is ill-posed, and without contacts its free fall '
+            f'is no plant, so {node.get_name()} takes fixed and mimic models only; set '
+            "root_joint to 'fixed' to hold the base still (dynamics_node serves a moving "
+            'base, its state from ~/odometry)')
     if model.n == 0:
         source = ('parameter robot_description' if description else path if path
                   else 'topic /robot_description')

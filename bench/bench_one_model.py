@@ -1,0 +1,251 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Benchmark: one RobotModel for every robot, each kind against Pinocchio in the same process.
+
+The targets of the one-model issue, every call timed alternately with its Pinocchio
+counterpart (bench_kinematics.alternate), ratio = min(kron) / min(Pinocchio):
+
+- the stock Panda with its hand (example-robot-data ``panda.urdf``, a mimic finger) against
+  ``buildModelFromUrdf(path, mimic=True)``: M, RNEA, the LOCAL_WORLD_ALIGNED frame Jacobian
+  of ``panda_hand`` (target 1.5x);
+- TALOS (``talos_reduced``) on a free flyer: M, RNEA (1.3x), the frame Jacobian of
+  ``left_sole_link`` (2x);
+- constrained forward dynamics against ``constraintDynamics``: solo12 on four point feet,
+  TALOS on two 6-D soles, the feet moving (2x);
+- the fixed 7-DOF Panda (fingers fixed, bench_models.panda_urdf): M, G and the frame
+  Jacobian of ``panda_link7`` (1.3x).
+
+Agreement with Pinocchio is checked first (relative 1e-9). Writes bench/results/one_model.json::
+
+    .venv/bin/python bench/bench_one_model.py            # full run (about a minute)
+    .venv/bin/python bench/bench_one_model.py --quick    # smoke test
+"""
+
+import argparse
+import json
+import os
+from pathlib import Path
+import sys
+import time
+
+from bench_kinematics import alternate
+from bench_models import panda_urdf, pinocchio_and_robots
+import comparison_libs
+import numpy as np
+import provenance
+
+from kron_dynamics import Contact, RobotModel
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / 'bench' / 'results'
+AGREE_TOL = 1e-9
+PANDA = 'panda_description/urdf/panda.urdf'
+TALOS = 'talos_data/robots/talos_reduced.urdf'
+SOLO = 'solo_description/robots/solo12.urdf'
+
+
+def relerr(a, b) -> float:
+    b = np.asarray(b)
+    return float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))
+
+
+def symmetric(M):
+    """Pinocchio's crba fills the upper triangle."""
+    return np.triu(M) + np.triu(M, 1).T
+
+
+class Pair:
+    """Our model and Pinocchio's, coordinates mapped by joint name (one q entry per joint)."""
+
+    def __init__(self, pin, ours, pmodel):
+        self.pin, self.k, self.m = pin, ours, pmodel
+        self.d = pmodel.createData()
+        nbq, nbv = ours.nq - ours.n, ours.nv - ours.n
+        joints = [pmodel.joints[pmodel.getJointId(j)] for j in ours.joint_names]
+        if any(j.nq != 1 for j in joints) or pmodel.nv != ours.nv:
+            raise RuntimeError(f'{ours.name}: coordinates do not map one to one')
+        self.iq = np.array(list(range(nbq)) + [j.idx_q for j in joints])
+        self.iv = np.array(list(range(nbv)) + [j.idx_v for j in joints])
+
+    def q(self, q):
+        out = np.empty(self.m.nq)
+        out[self.iq] = q
+        return out
+
+    def v(self, v):
+        out = np.empty(self.m.nv)
+        out[self.iv] = v
+        return out
+
+    def ours(self, x):
+        """Pinocchio-order vector, matrix (both axes) or 6 x nv Jacobian -> our order."""
+        x = np.asarray(x)
+        if x.ndim == 2 and x.shape[0] == 6 and x.shape[1] == len(self.iv) != 6:
+            return x[:, self.iv]
+        return x[np.ix_(self.iv, self.iv)] if x.ndim == 2 else x[self.iv]
+
+
+def state(k, rng):
+    q = k.random_configuration(rng, base_box=0.5)
+    return q, rng.uniform(-1, 1, k.nv), rng.uniform(-1, 1, k.nv)
+
+
+def dynamics_rows(pin, pair: Pair, rng, link, ops, budget, repeat, log) -> dict:
+    """Agreement, then the alternately timed calls named in ops."""
+    k, m, d = pair.k, pair.m, pair.d
+    fid = m.getFrameId(link)
+    q, v, dv = state(k, rng)
+    pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
+    agree = {
+        'mass_matrix': relerr(k.mass_matrix(q), pair.ours(symmetric(pin.crba(m, d, pq)))),
+        'inverse_dynamics': relerr(k.inverse_dynamics(q, v, dv),
+                                   pair.ours(pin.rnea(m, d, pq, pv, pa))),
+        'gravity_torque': relerr(k.gravity_torque(q),
+                                 pair.ours(pin.computeGeneralizedGravity(m, d, pq))),
+        'jacobian': relerr(k.jacobian(q, link), pair.ours(pin.computeFrameJacobian(
+            m, d, pq, fid, pin.LOCAL_WORLD_ALIGNED))),
+    }
+    calls = {
+        'mass_matrix': ('crba', lambda: k.mass_matrix(q), lambda: pin.crba(m, d, pq)),
+        'inverse_dynamics': ('rnea', lambda: k.inverse_dynamics(q, v, dv),
+                             lambda: pin.rnea(m, d, pq, pv, pa)),
+        'gravity_torque': ('computeGeneralizedGravity', lambda: k.gravity_torque(q),
+                           lambda: pin.computeGeneralizedGravity(m, d, pq)),
+        'jacobian': ('computeFrameJacobian (LOCAL_WORLD_ALIGNED)', lambda: k.jacobian(q, link),
+                     lambda: pin.computeFrameJacobian(m, d, pq, fid, pin.LOCAL_WORLD_ALIGNED)),
+    }
+    single = {}
+    for op in ops:
+        baseline, ours, theirs = calls[op]
+        single[op] = {'pinocchio': baseline, **alternate(ours, theirs, budget, repeat)}
+        log(f"  {op}: {single[op]['kron_min_us']:.2f} us, {baseline} "
+            f"{single[op]['pin_min_us']:.2f} us, ratio {single[op]['ratio_min']:.2f}")
+    return {'agreement': {op: agree[op] for op in ops}, 'single': single}
+
+
+def contact_rows(pin, pair: Pair, contacts, rng, budget, repeat, log) -> dict:
+    """Constrained forward dynamics with the feet moving, against constraintDynamics."""
+    k, m, d = pair.k, pair.m, pair.d
+    kinds, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for c in contacts:
+        frame = m.frames[m.getFrameId(c.link)]
+        kinds.append(pin.RigidConstraintModel(
+            pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D,
+            m, frame.parentJoint, frame.placement, pin.LOCAL_WORLD_ALIGNED))
+    for kind in kinds:
+        datas.append(kind.createData())
+    pin.initConstraintDynamics(m, d, kinds, datas)
+    settings = pin.ProximalSettings(1e-14, 1e-12, 20)
+    q, v, _ = state(k, rng)
+    tau = rng.uniform(-1, 1, k.n)
+    full = np.concatenate([np.zeros(k.nv - k.n), tau])
+    pq, pv, pfull = pair.q(q), pair.v(v), pair.v(full)
+    dv, lam = k.constrained_forward_dynamics(q, v, tau, contacts)
+    pdv = pin.constraintDynamics(m, d, pq, pv, pfull, kinds, datas, settings)
+    agree = {'constrained_forward_dynamics': relerr(dv, pair.ours(pdv)),
+             'contact forces': relerr(lam, d.lambda_c)}
+    entry = {'pinocchio': 'constraintDynamics', **alternate(
+        lambda: k.constrained_forward_dynamics(q, v, tau, contacts),
+        lambda: pin.constraintDynamics(m, d, pq, pv, pfull, kinds, datas, settings),
+        budget, repeat)}
+    log(f"  constrained_forward_dynamics: {entry['kron_min_us']:.1f} us, constraintDynamics "
+        f"{entry['pin_min_us']:.1f} us, ratio {entry['ratio_min']:.2f}")
+    return {'agreement': agree, 'single': {'constrained_forward_dynamics': entry},
+            'contacts': [[c.link, c.dim] for c in contacts]}
+
+
+# case -> (description, target ratio)
+CASES = {
+    'panda_hand': ('stock Panda with its hand (mimic finger) against the mimic model', 1.5),
+    'talos_floating': ('TALOS on a free flyer (nv = 38)', None),
+    'solo12_contacts': ('solo12 on four point feet, feet moving', 2.0),
+    'talos_contacts': ('TALOS on two 6-D soles, feet moving', 2.0),
+    'panda_fixed': ('fixed 7-DOF Panda (fingers fixed)', 1.3),
+}
+TALOS_TARGETS = {'mass_matrix': 1.3, 'inverse_dynamics': 1.3, 'jacobian': 2.0}
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and write one_model.json."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
+    parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    args = parser.parse_args(argv)
+    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    pin, robots_dir = pinocchio_and_robots(log)
+    if pin is None:
+        return 1
+    robots = Path(robots_dir)
+    rng = np.random.default_rng(0)
+    results = {}
+    log('panda_hand')
+    pair = Pair(pin, RobotModel.from_urdf_file(robots / PANDA),
+                pin.buildModelFromUrdf(str(robots / PANDA), mimic=True))
+    results['panda_hand'] = dynamics_rows(pin, pair, rng, 'panda_hand',
+                                          ('mass_matrix', 'inverse_dynamics', 'jacobian'),
+                                          budget, repeat, log)
+    log('talos_floating')
+    talos = Pair(pin, RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
+                 pin.buildModelFromUrdf(str(robots / TALOS), pin.JointModelFreeFlyer()))
+    results['talos_floating'] = dynamics_rows(pin, talos, rng, 'left_sole_link',
+                                              ('mass_matrix', 'inverse_dynamics', 'jacobian'),
+                                              budget, repeat, log)
+    log('solo12_contacts')
+    solo = Pair(pin, RobotModel.from_urdf_file(robots / SOLO, root_joint='floating'),
+                pin.buildModelFromUrdf(str(robots / SOLO), pin.JointModelFreeFlyer()))
+    results['solo12_contacts'] = contact_rows(
+        pin, solo, [Contact(f) for f in ('FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT')], rng,
+        budget, repeat, log)
+    log('talos_contacts')
+    results['talos_contacts'] = contact_rows(
+        pin, talos, [Contact('left_sole_link', dim=6), Contact('right_sole_link', dim=6)],
+        rng, budget, repeat, log)
+    log('panda_fixed')
+    xml = panda_urdf(robots / PANDA)
+    fixed = Pair(pin, RobotModel.from_urdf_string(xml), pin.buildModelFromXML(xml))
+    results['panda_fixed'] = dynamics_rows(pin, fixed, rng, 'panda_link7',
+                                           ('mass_matrix', 'gravity_torque', 'jacobian'),
+                                           budget, repeat, log)
+    for case, entry in results.items():
+        target = CASES[case][1]
+        for op, row in entry['single'].items():
+            row['target'] = TALOS_TARGETS[op] if case == 'talos_floating' else target
+        bad = {k: v for k, v in entry['agreement'].items() if v > AGREE_TOL}
+        if bad:
+            log(f'  {case}: DISAGREEMENT beyond {AGREE_TOL}: {bad}')
+            return 1
+    versions = comparison_libs.versions()
+    meta = {**provenance.stamp(), 'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
+            'load_average': list(os.getloadavg()),
+            'libraries': {k: v for k, v in versions.items()
+                          if k in ('pin', 'example-robot-data')},
+            'wall_seconds': round(time.time() - start, 1)}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / 'one_model.json').write_text(json.dumps({'meta': meta, 'cases': results},
+                                                   indent=2) + '\n')
+    log(f'wrote {out / "one_model.json"}')
+    provenance.regenerate_docs(log)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
