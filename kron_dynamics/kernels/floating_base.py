@@ -70,17 +70,8 @@ def configuration(q, tol, qk):
 
 
 @jit
-def base_frame(ints, reals, origin, q, tol, qk, wreals):
-    """
-    Fill qk (the chain at 0, then the joints) and wreals (reals, gravity R^T g); ok.
-
-    R is the base orientation in the world: the root joint's origin times the unit
-    quaternion of q (normalised when its norm is within tol of 1).
-    """
-    n = ints.shape[0]
-    ok, (x, y, z, w) = configuration(q, tol, qk)
-    if not ok:
-        return False
+def base_rotation(origin, x, y, z, w):
+    """Return the base orientation in the world: the root joint origin's times the quaternion's."""
     Rq = np.empty((3, 3))
     Rq[0, 0], Rq[0, 1], Rq[0, 2] = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), \
         2.0 * (x * z + y * w)
@@ -88,13 +79,30 @@ def base_frame(ints, reals, origin, q, tol, qk, wreals):
         2.0 * (y * z - x * w)
     Rq[2, 0], Rq[2, 1], Rq[2, 2] = 2.0 * (x * z - y * w), 2.0 * (y * z + x * w), \
         1.0 - 2.0 * (x * x + y * y)
+    R = np.zeros((3, 3))
+    for r in range(3):
+        for c in range(3):
+            for j in range(3):
+                R[r, c] += origin[r, j] * Rq[j, c]
+    return R
+
+
+@jit
+def base_frame(ints, reals, origin, q, tol, qk, wreals):
+    """
+    Fill qk (the chain at 0, then the joints) and wreals (reals, gravity R^T g); ok.
+
+    R is the base orientation in the world (:func:`base_rotation`): the root joint's origin
+    times the unit quaternion of q (normalised when its norm is within tol of 1).
+    """
+    n = ints.shape[0]
+    ok, (x, y, z, w) = configuration(q, tol, qk)
+    if not ok:
+        return False
+    R = base_rotation(origin, x, y, z, w)
     wreals[:, :] = reals
-    g = np.zeros(3)             # origin^T g: the world gravity in the root joint's frame
-    for c in range(3):
-        for r in range(3):
-            g[c] += origin[r, c] * reals[n, r]
-    for c in range(3):          # then Rq^T: in the base frame
-        wreals[n, c] = Rq[0, c] * g[0] + Rq[1, c] * g[1] + Rq[2, c] * g[2]
+    for c in range(3):          # R^T g: the world gravity in the base frame
+        wreals[n, c] = R[0, c] * reals[n, 0] + R[1, c] * reals[n, 1] + R[2, c] * reals[n, 2]
     return True
 
 
@@ -209,24 +217,6 @@ def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, local, J, 
                             + A[axis, 2] * acc[block + 2])
         r += dims[c]
     return True
-
-
-@jit
-def base_rotation(origin, x, y, z, w):
-    """Return the base orientation in the world: the root joint origin's times the quaternion's."""
-    Rq = np.empty((3, 3))
-    Rq[0, 0], Rq[0, 1], Rq[0, 2] = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), \
-        2.0 * (x * z + y * w)
-    Rq[1, 0], Rq[1, 1], Rq[1, 2] = 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), \
-        2.0 * (y * z - x * w)
-    Rq[2, 0], Rq[2, 1], Rq[2, 2] = 2.0 * (x * z - y * w), 2.0 * (y * z + x * w), \
-        1.0 - 2.0 * (x * x + y * y)
-    R = np.zeros((3, 3))
-    for r in range(3):
-        for c in range(3):
-            for j in range(3):
-                R[r, c] += origin[r, j] * Rq[j, c]
-    return R
 
 
 @jit
