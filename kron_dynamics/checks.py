@@ -120,6 +120,8 @@ class Contact:
                              f"{list(CONTACT_FRAMES)} (or Pinocchio's 'LOCAL_WORLD_ALIGNED', "
                              f"'LOCAL'), got {frame!r}")
         object.__setattr__(self, 'reference_frame', key)
+        if isinstance(self.point, (list, np.ndarray)):    # immutable, as the contact is
+            object.__setattr__(self, 'point', tuple(self.point))
         if self.dim not in (3, 6):
             raise ValueError(f'Contact({self.link!r}): dim must be 3 (a point) or 6 (a '
                              f'surface), got {self.dim!r}')

@@ -72,6 +72,7 @@ _NO_WRENCH = np.zeros((0, 6))
 _CHAIN_AT_ZERO = np.zeros(6)
 _ORIGIN3 = np.zeros(3)
 _F64 = np.dtype(np.float64)
+_ND = np.ndarray
 
 
 def _plain(*arrays) -> bool:
@@ -283,6 +284,7 @@ class MovingBase:
         self._zero_v = np.zeros(self.nv)
         self._site_rows = fixed._site_rows          # link -> row of the packed sites
         self._contact_cache = {}                    # contact list -> the kernels' arrays
+        self._6nv = (6, self.nv)
 
     # ----------------------------------------------------------------- sizes and names
     @property
@@ -866,11 +868,13 @@ class MovingBase:
         Compiled in one call for a floating base without mimic joints
         (``kernels.floating_base.floating_jacobian``).
         """
-        if self._same and point is None and _plain(q):
-            k = self._site_rows.get(link, -1) if isinstance(link, str) else -1
-            code = FRAMES.get(frame, -1) if isinstance(frame, str) else -1
-            if k >= 0 and code >= 0:
-                J = np.empty((6, self.nv))
+        if self._same and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+            try:
+                k, code = self._site_rows[link], FRAMES[frame]
+            except (KeyError, TypeError):
+                k = code = -1
+            if k >= 0:
+                J = np.empty(self._6nv)
                 if native.floating_jacobian(self._ints, self._reals, self._sites, self._origin,
                                             q, QUATERNION_TOLERANCE, k, _ORIGIN3, code, J):
                     return J
@@ -1120,15 +1124,11 @@ class MovingBase:
         constraints). Compiled (kernels.floating_base.contact_terms) on the tree behind the
         base chain, turned from base axes to the world or the link; then projected by P.
         """
-        contacts = _contacts(contacts)
+        rows, points, dims, local, m = self._packed_contacts(contacts)
         _, T, _, qk = self._split(q)
         nk = len(qk)
-        rows = np.array([self.fixed._site(c.link) for c in contacts], dtype=np.int64)
-        points = np.array([self.fixed._point3(c.point) for c in contacts]).reshape(-1, 3)
-        dims = np.array([c.dim for c in contacts], dtype=np.int64)
-        local = np.array([CONTACT_FRAMES[c.reference_frame] for c in contacts], dtype=np.int64)
         vk = np.zeros(nk) if v is None else self._lift(self._vector(v, self.nv, 'v'))
-        Jk, drift = np.empty((int(dims.sum()), nk)), np.empty(int(dims.sum()))
+        Jk, drift = np.empty((m, nk)), np.empty(m)
         if not native.contact_terms(self._ints, self._reals, self._sites,
                                     np.ascontiguousarray(T[:3, :3]), qk, vk,
                                     _chain_acceleration(vk, np.zeros(nk)), rows, points, dims,
@@ -1138,23 +1138,24 @@ class MovingBase:
         return J, (None if v is None else drift)
 
     def _packed_contacts(self, contacts):
-        """Return (rows, points, dims, local) of a contact list for the kernels (cached)."""
-        try:
-            key = tuple(contacts) if isinstance(contacts, (list, tuple)) else None
-            hash(key)
-        except TypeError:          # a Contact with a list for a point
-            key = None
-        packed = self._contact_cache.get(key) if key is not None else None
-        if packed is None:
-            contacts = _contacts(contacts)
-            packed = (np.array([self.fixed._site(c.link) for c in contacts], dtype=np.int64),
-                      np.array([self.fixed._point3(c.point) for c in contacts],
-                               dtype=float).reshape(-1, 3),
-                      np.array([c.dim for c in contacts], dtype=np.int64),
-                      np.array([CONTACT_FRAMES[c.reference_frame] for c in contacts],
-                               dtype=np.int64))
-            if key is not None and len(self._contact_cache) < 64:
-                self._contact_cache[key] = packed
+        """Return (rows, points, dims, local, rows of J_c) of a contact list (cached)."""
+        # keyed by the identity of the (immutable) Contact objects or link names, which the
+        # cache keeps alive so that their ids are not reused
+        key = tuple(map(id, contacts)) if isinstance(contacts, (list, tuple)) else None
+        cached = self._contact_cache.get(key) if key is not None else None
+        if cached is not None:
+            return cached[1]
+        given = tuple(contacts) if key is not None else None
+        contacts = _contacts(contacts)
+        packed = (np.array([self.fixed._site(c.link) for c in contacts], dtype=np.int64),
+                  np.array([self.fixed._point3(c.point) for c in contacts],
+                           dtype=float).reshape(-1, 3),
+                  np.array([c.dim for c in contacts], dtype=np.int64),
+                  np.array([CONTACT_FRAMES[c.reference_frame] for c in contacts],
+                           dtype=np.int64),
+                  sum(c.dim for c in contacts))
+        if key is not None and len(self._contact_cache) < 64:
+            self._contact_cache[key] = (given, packed)
         return packed
 
     def _constrained_compiled(self, q, v, tau, contacts):
@@ -1162,10 +1163,12 @@ class MovingBase:
         if not (self._same and _plain(q, v, tau)):
             return None
         if tau.shape[0] == self.n:
-            tau = np.concatenate([self._zero_v[:self._nb], tau])
-        rows, points, dims, local = self._packed_contacts(contacts)
-        dv, lam = np.empty(self.nv), np.empty(int(dims.sum()))
-        if len(lam) and native.floating_constrained_forward_dynamics(
+            full = np.zeros(self.nv)
+            full[self._nb:] = tau
+            tau = full
+        rows, points, dims, local, m = self._packed_contacts(contacts)
+        dv, lam = np.empty(self.nv), np.empty(m)
+        if m and native.floating_constrained_forward_dynamics(
                 self._ints, self._reals, self._sites, self._origin, q, v, tau,
                 QUATERNION_TOLERANCE, rows, points, dims, local, dv, lam):
             return dv, lam

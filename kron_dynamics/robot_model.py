@@ -1359,9 +1359,15 @@ class CoupledRobotModel(RobotModel):
     def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
                  frame: str = 'local_world_aligned') -> Array:
         """Return J B, the 6 x n Jacobian in u of a link or point (frames as RobotModel)."""
-        k = self._site_rows.get(link, -1) if isinstance(link, str) else -1
-        code = FRAMES.get(frame, -1) if isinstance(frame, str) else -1
-        if k >= 0 and code >= 0 and point is None and self._cpl is not None and _is_vector(q):
+        if point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1 \
+                and self._cpl is not None:        # _is_vector, inlined
+            try:
+                k, code = self._site_rows[link], FRAMES[frame]
+            except (KeyError, TypeError):
+                k = code = -1
+        else:
+            k = -1
+        if k >= 0:
             J = np.empty(self._6n)
             if native.coupled_jacobian(self._fints, self._freals, self._fsites, self._cpl, k,
                                        _ORIGIN, q, code, J):

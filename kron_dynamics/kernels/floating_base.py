@@ -31,7 +31,7 @@ import numpy as np
 
 from .algebra import jit
 from .crba import _crba_row, NC
-from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics, solve_columns
+from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
 from .jacobians import acceleration, jacobian
 from .kinematics import link_pose
 from .layout import GRAVITY, ID, LOCAL, LOCAL_WORLD_ALIGNED, WORLD
@@ -236,9 +236,8 @@ def floating_jacobian(ints, reals, sites, origin, q, tol, k, point, frame, out):
     ok, (x, y, z, w) = configuration(q, tol, qk)
     if not ok:
         return False
-    Jk = np.empty((6, n))
-    if not jacobian(ints, reals, sites, k, point, qk, LOCAL_WORLD_ALIGNED, Jk):
-        return False
+    if not jacobian(ints, reals, sites, k, point, qk, LOCAL_WORLD_ALIGNED, out):
+        return False              # base axes, turned below column by column
     T = np.empty((4, 4))
     if frame != LOCAL_WORLD_ALIGNED:
         if not link_pose(ints, reals, sites, k, qk, T):
@@ -250,10 +249,13 @@ def floating_jacobian(ints, reals, sites, origin, q, tol, k, point, frame, out):
                 A[r, c] = T[c, r]
     else:
         A = base_rotation(origin, x, y, z, w)
-    for c in range(n):
+    for c in range(n):            # the columns off the link's path are zero: left so
+        l0, l1, l2, a0, a1, a2 = out[0, c], out[1, c], out[2, c], out[3, c], out[4, c], out[5, c]
+        if l0 == 0.0 and l1 == 0.0 and l2 == 0.0 and a0 == 0.0 and a1 == 0.0 and a2 == 0.0:
+            continue
         for r in range(3):
-            out[r, c] = A[r, 0] * Jk[0, c] + A[r, 1] * Jk[1, c] + A[r, 2] * Jk[2, c]
-            out[3 + r, c] = A[r, 0] * Jk[3, c] + A[r, 1] * Jk[4, c] + A[r, 2] * Jk[5, c]
+            out[r, c] = A[r, 0] * l0 + A[r, 1] * l1 + A[r, 2] * l2
+            out[3 + r, c] = A[r, 0] * a0 + A[r, 1] * a1 + A[r, 2] * a2
     if frame == WORLD:                  # the linear rows at the world origin: + p x w
         p = np.empty(3)                 # the point in base axes, then in the world
         for r in range(3):
@@ -305,32 +307,50 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
     J, gamma = np.empty((m, n)), np.empty(m)
     if not contact_terms(ints, reals, sites, R, qk, v, a, rows, points, dims, local, J, gamma):
         return False
-    B = np.empty((n, 1 + m))
+    # M = L L^T: y0 = L^-1 (tau - h), Y = L^-1 J^T; the Delassus matrix J M^-1 J^T = Y^T Y
     for i in range(n):
-        B[i, 0] = tau[i] - h[i]
-        for r in range(m):
-            B[i, 1 + r] = J[r, i]
-    X = np.empty((n, 1 + m))
-    if not solve_columns(M, B, 1e-12, X):
-        return False
-    A, b = np.zeros((m, m)), np.empty(m)
-    for r in range(m):
-        t = -gamma[r]
-        for i in range(n):
-            t -= J[r, i] * X[i, 0]
-        b[r] = t
-        for c in range(m):
-            s = 0.0
-            for i in range(n):
-                s += J[r, i] * X[i, 1 + c]
-            A[r, c] = s
-    ok, L = cholesky_factor(A, 1e-10)
+        for c in range(n):
+            if not np.isfinite(M[i, c]):
+                return False
+    ok, L = cholesky_factor(M, 1e-12)
     if not ok:
         return False
-    cholesky_substitute(L, b, lam)
+    Y = np.empty((n, 1 + m))          # column 0: y0, then Y
     for i in range(n):
-        s = X[i, 0]
+        Y[i, 0] = tau[i] - h[i]
+        for r in range(m):
+            Y[i, 1 + r] = J[r, i]
+    for i in range(n):                # forward substitution, every column at once
+        d = L[i, i]
+        for c in range(1 + m):
+            t = Y[i, c]
+            for k in range(i):
+                t -= L[i, k] * Y[k, c]
+            Y[i, c] = t / d
+    A, b = np.empty((m, m)), np.empty(m)
+    for r in range(m):                # b = -gamma - J M^-1 (tau - h) = -gamma - Y^T y0
+        t = -gamma[r]
+        for i in range(n):
+            t -= Y[i, 1 + r] * Y[i, 0]
+        b[r] = t
+        for c in range(r, m):
+            s = 0.0
+            for i in range(n):
+                s += Y[i, 1 + r] * Y[i, 1 + c]
+            A[r, c] = A[c, r] = s
+    ok, La = cholesky_factor(A, 1e-10)
+    if not ok:
+        return False
+    cholesky_substitute(La, b, lam)
+    z = np.empty(n)                   # v' = L^-T (y0 + Y lambda)
+    for i in range(n):
+        s = Y[i, 0]
         for c in range(m):
-            s += X[i, 1 + c] * lam[c]
-        dv[i] = s
+            s += Y[i, 1 + c] * lam[c]
+        z[i] = s
+    for i in range(n - 1, -1, -1):
+        t = z[i]
+        for k in range(i + 1, n):
+            t -= L[k, i] * dv[k]
+        dv[i] = t / L[i, i]
     return True
