@@ -856,7 +856,32 @@ class RobotModel:
     # ----------------------------------------------------------------- contacts
     def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
         """Return J_c (k x nv): the contacts' Jacobian rows, in each contact's reference_frame."""
+        batch = self._contact_batch(self.contact_jacobian, (q,), contacts, ('m', 'nv'))
+        if batch is not None:
+            return batch[0]
         return self._contact_terms(q, None, contacts)[0]
+
+    def _contact_batch(self, method, arrays, contacts, *shapes):
+        """
+        Return the per-row results of a contact method for 2-D inputs (1-D ones broadcast).
+
+        None when every input is one state. ``shapes`` name each result's shape per row
+        ('m': the contact rows, 'n', 'nv'), for an empty batch.
+        """
+        if all(np.ndim(a) < 2 for a in arrays):
+            return None
+        arrays = [np.asarray(a, dtype=float) for a in arrays]
+        rows = {a.shape[0] for a in arrays if a.ndim == 2}
+        if len(rows) > 1:
+            raise ValueError(f'batch inputs have different numbers of rows: {sorted(rows)}')
+        N = rows.pop()
+        if N == 0:
+            sizes = {'m': sum(c.dim for c in _contacts(contacts)), 'n': self.n, 'nv': self.nv}
+            return tuple(np.empty((0, *(sizes[s] for s in shape))) for shape in shapes)
+        out = [method(*[a[k] if a.ndim == 2 else a for a in arrays], contacts)
+               for k in range(N)]
+        out = [x if isinstance(x, tuple) else (x,) for x in out]
+        return tuple(np.stack(items) for items in zip(*out))
 
     def _actuated(self, tau) -> Array:
         """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
@@ -883,6 +908,10 @@ class RobotModel:
         fast = self._constrained_compiled(q, v, tau, contacts)
         if fast is not None:
             return fast
+        batch = self._contact_batch(self.constrained_forward_dynamics, (q, v, tau), contacts,
+                                    ('nv',), ('m',))
+        if batch is not None:
+            return batch
         q = self._single(q, 'q')
         v = self._single(v, 'v')
         rhs = self._actuated(tau) - self.bias_torque(q, v)
@@ -922,6 +951,10 @@ class RobotModel:
         v' moves a contact (J_c v' + J_c' v != 0) or no contact force can give the base that
         acceleration (for instance, no contact and a base that does not fall freely).
         """
+        batch = self._contact_batch(self.contact_inverse_dynamics, (q, v, dv), contacts,
+                                    ('n',), ('m',))
+        if batch is not None:
+            return batch
         q = self._single(q, 'q')
         v = self._single(v, 'v')
         dv = self._single(dv, 'dv')

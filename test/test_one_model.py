@@ -332,6 +332,12 @@ METHODS = {   # name -> call on (model, q, v, dv, link) of one state or a batch
     'integrate': lambda m, q, v, a, link: m.integrate(q, v, 0.01),
     'difference': lambda m, q, v, a, link: m.difference(q, m.integrate(q, v, 0.01)),
     'simulate': lambda m, q, v, a, link: m.simulate(q, v, a, 1e-3, 2),
+    'contact_jacobian': lambda m, q, v, a, link: m.contact_jacobian(q, [Contact(link)]),
+    'constrained_forward_dynamics': lambda m, q, v, a, link: m.constrained_forward_dynamics(
+        q, v, a[..., m.nv - m.n:], [Contact(link)]),
+    'contact_inverse_dynamics': lambda m, q, v, a, link: m.contact_inverse_dynamics(
+        q, v, m.constrained_forward_dynamics(q, v, a[..., m.nv - m.n:], [Contact(link)])[0],
+        [Contact(link)]),
 }
 
 
