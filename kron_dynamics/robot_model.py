@@ -111,10 +111,19 @@ class RobotModel:
     mimic_joints: Mapping[str, MimicJoint] = _NO_MIMICS
 
     def __new__(cls, description: RobotDescription | None = None, *args, **kwargs):
-        """Return a :class:`CoupledRobotModel` for a description with mimic joints."""
-        if (cls is RobotModel and isinstance(description, RobotDescription)
-                and description.mimic_joints):
-            cls = CoupledRobotModel
+        """
+        Return a :class:`CoupledRobotModel` for a description with mimic joints.
+
+        With ``lock_others``, the mimic joints that remain after locking decide: a Panda whose
+        fingers are locked is a plain tree, on the plain compiled path.
+        """
+        if cls is RobotModel and isinstance(description, RobotDescription):
+            names = args[0] if args else kwargs.get('joint_names')
+            lock = args[2] if len(args) > 2 else kwargs.get('lock_others', False)
+            if lock and isinstance(names, (list, tuple)):
+                description = _lock_unlisted(description, names)
+            if description.mimic_joints:
+                cls = CoupledRobotModel
         return super().__new__(cls)
 
     def __init__(self, description: RobotDescription, joint_names: Sequence[str] | None = None,
@@ -216,6 +225,8 @@ class RobotModel:
             raise ModelError(f"root_joint must be one of {['fixed', *BASE_TYPES]} or None (as "
                              f'the URDF says), got {root_joint!r}')
         description = parse_urdf(xml, source, gravity, inertia_check)
+        if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
+            joint_names = list(joint_names)       # read more than once
         fixed = cls(description, joint_names, armature, lock_others)
         declared = description.root_joint
         base = root_joint or (declared[0] if declared else 'fixed')

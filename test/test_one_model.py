@@ -391,3 +391,16 @@ def test_the_package_lists_its_public_names_and_the_old_class_name_warns():
     with pytest.warns(DeprecationWarning, match='every model is a RobotModel'):
         alias = kron_dynamics.FloatingBaseModel
     assert issubclass(alias, RobotModel)
+
+
+def test_locking_every_mimic_joint_away_gives_the_plain_compiled_model():
+    """lock_others on the Panda's arm joints locks the fingers: no mimic joint is left."""
+    path = robots_dir() / CASES['mimic gripper'][0]
+    arm = [f'panda_joint{i}' for i in range(1, 8)]
+    model = RobotModel.from_urdf_file(path, joint_names=arm, lock_others=True)
+    assert type(model) is RobotModel and not model.mimic_joints and model.n == 7
+    also = RobotModel.from_urdf_file(path, joint_names=iter(arm), lock_others=True)
+    assert type(also) is RobotModel and also.joint_names == tuple(arm)
+    q = model.random_configuration(1)
+    full = RobotModel.from_urdf_file(path)
+    close(model.mass_matrix(q), full.mass_matrix(np.append(q, 0.0))[:7, :7], 'M, fingers at 0')
