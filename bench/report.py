@@ -674,12 +674,25 @@ def readme_block(r: Results) -> str:
                  f"{fmt(fl['mass_matrix']['pin_min_us'])} / "
                  f"{fmt(fl['inverse_dynamics']['pin_min_us'])} µs)",
                  f'[floating bases]({perf}#floating-bases)'])
+    one = r['one_model']['cases']
+    hand, contacts = one['panda_hand']['single'], one['solo12_contacts']['single']
+    rows.append(['stock Panda with its mimic hand: M / RNEA / frame Jacobian, ratio to '
+                 "Pinocchio's mimic model (target 1.5x)",
+                 ' / '.join(f"{fmt(hand[op]['ratio_min'])}x" for op in
+                            ('mass_matrix', 'inverse_dynamics', 'jacobian')),
+                 f'[one model]({perf}#one-model-for-every-robot)'])
+    c = contacts['constrained_forward_dynamics']
+    rows.append(['constrained forward dynamics, solo12 on four feet (moving), one call',
+                 f"{fmt(c['kron_min_us'], 1)} µs (Pinocchio `constraintDynamics`: "
+                 f"{fmt(c['pin_min_us'], 1)} µs, {fmt(c['ratio_min'])}x)",
+                 f'[one model]({perf}#one-model-for-every-robot)'])
     s = r['loading']['summary']
     rows.append([f"loading a URDF, {s['robots_timed']} robots of example-robot-data, median "
                  f"ratio to Pinocchio's `buildModelFromUrdf`",
                  f"{fmt(s['median_ratio'])}x (5000-link chain: {fmt(s['chain_5000_s'])} s)",
                  f'[loading]({perf}#loading-a-urdf)'])
-    stems = ('dynamics', 'kinematics', 'floating', 'loading', 'ros_latency', 'startup')
+    stems = ('dynamics', 'kinematics', 'floating', 'one_model', 'loading', 'ros_latency',
+             'startup')
     return '\n\n'.join([
         table(['what', 'measured', 'details'], rows),
         '*Sources: ' + '; '.join(f'`{stem}.json` {provenance(r[stem])}'
@@ -753,10 +766,11 @@ alternately. Agreement first (M, RNEA, G, the bias, forward dynamics, constraine
 dynamics and contact forces at random states). Each dynamics call is one compiled call
 (`kernels/floating_base.py`: the kernels on the tree behind the six-joint base chain, with
 the quaternion check, the base orientation and the chain's accelerations;
-[README](../README.md#floating-and-planar-bases)). Constrained forward dynamics is NumPy
-around those calls: the contact Jacobians and drifts, a dense solve and the contact forces'
-minimum-norm least squares, where Pinocchio's `constraintDynamics` factorises the KKT
-system in C++.""",
+[README](../README.md#floating-and-planar-bases)). Constrained forward dynamics is one
+compiled call too (`floating_constrained_forward_dynamics`: M, h, the contact rows, a dense
+Cholesky factorisation of M and one of the contacts' Delassus matrix), where Pinocchio's
+`constraintDynamics` factorises the KKT system with the sparsity of the tree; redundant
+contacts fall back to a minimum-norm least squares in NumPy.""",
      [floating_table]),
     ('## One model for every robot', """\
 `bench/bench_one_model.py`: the targets of the one-model issue, each kind of robot through
