@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-FloatingBaseModel: a tree on a free-flying or planar base, Pinocchio's conventions.
+MovingBase: RobotModel's methods on a free-flying or planar base, Pinocchio's conventions.
 
 Configuration q (nq): the base pose, then the joints in ``joint_names`` order (one angle per
 continuous joint). Floating: (x, y, z, qx, qy, qz, qw), the base origin in the world and a

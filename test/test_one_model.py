@@ -154,6 +154,35 @@ def test_coriolis_matrix_is_pinocchios_and_skew_balanced(case):
     close(N + N.T, np.zeros_like(N), "M' - 2C skew", 1e-6)
 
 
+def test_jacobians_gravity_and_centre_of_mass_against_finite_differences(case):
+    """Along integrate(q, e_k h): J (LWA), J', G = dV/dq and the centre-of-mass Jacobian."""
+    kind, model, pair = case
+    q, v, _ = state(model, 12)
+    h = 1e-6
+    link = CASES[kind][2][0]
+
+    def along(f, direction, step=h):
+        return (f(model.integrate(q, direction, step))
+                - f(model.integrate(q, direction, -step))) / (2 * step)
+    E = np.eye(model.nv)
+    J = model.jacobian(q, link)
+    R = model.link_pose(q, link)[:3, :3]
+    for k in range(model.nv):
+        dp = along(lambda x: model.link_pose(x, link)[:3, 3], E[k])
+        dR = along(lambda x: model.link_pose(x, link)[:3, :3], E[k])
+        W = dR @ R.T
+        close(J[:3, k], dp, f'linear column {k} of J ({link})', 1e-6)
+        close(J[3:, k], [W[2, 1], W[0, 2], W[1, 0]], f'angular column {k} of J', 1e-6)
+        close(model.gravity_torque(q)[k], along(model.potential_energy, E[k]),
+              f'G[{k}] = dV/dq_k', 1e-6)
+        close(model.center_of_mass_jacobian(q)[:, k], along(model.center_of_mass, E[k]),
+              f'centre-of-mass Jacobian column {k}', 1e-6)
+    for frame in ('local_world_aligned', 'local', 'world'):
+        close(model.jacobian_derivative(q, v, link, frame=frame),
+              along(lambda x: model.jacobian(x, link, frame=frame), v),
+              f"{frame} J' along v", 1e-6)
+
+
 def test_centroidal_momentum_matrix_is_ccrba(case):
     kind, model, pair = case
     q, v, _ = state(model, 3)
