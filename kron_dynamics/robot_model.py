@@ -1036,7 +1036,7 @@ class RobotModel:
         'explicit' (003 eqs. 30-37) or 'crba' (readable reference implementations).
         """
         if method is None:
-            if _is_vector(q):
+            if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:     # _is_vector, inlined
                 M = np.empty(self._nn)
                 if native.crba(self._ints, self._reals, q, M):
                     return M
@@ -1102,7 +1102,7 @@ class RobotModel:
 
     def gravity_torque(self, q: ArrayLike) -> Array:
         """G(q) = dV/dq, by Newton-Euler at rest."""
-        if _is_vector(q):
+        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:     # _is_vector, inlined
             tau = np.empty(self._n)
             if native.gravity(self._ints, self._reals, q, tau):
                 return tau

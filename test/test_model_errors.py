@@ -188,8 +188,6 @@ BAD_URDFS = {
                                r"joint 'j1': a revolute joint needs a <limit> element"),
     'prismatic_without_limit': (edit(J2_LIMIT, ''),
                                 r"joint 'j2': a prismatic joint needs a <limit> element"),
-    'limit_lower_above_upper': (edit(J1_LIMIT, J1_LIMIT.replace('lower="-2"', 'lower="3"')),
-                                r"joint 'j1': <limit> lower 3\.0 > upper 2\.0"),
     'limit_without_effort': (edit(J1_LIMIT, J1_LIMIT.replace(' effort="50"', '')),
                              r"joint 'j1': <limit> has no effort attribute"),
     'limit_without_velocity': (edit(J1_LIMIT, J1_LIMIT.replace(' velocity="3"', '')),
@@ -392,3 +390,52 @@ def test_repeated_single_elements_are_refused(xml_edit, message):
 def test_bad_model_arguments(kwargs, message):
     with pytest.raises(ModelError, match=message):
         RobotModel.from_urdf_string(RP_ARM, **kwargs)
+
+
+def test_an_inverted_limit_is_read_as_unlimited_with_one_warning(caplog):
+    """
+    Issue 21: lower > upper, which urdfdom and Pinocchio load (some simulators mean no limit).
+
+    The dynamics do not depend on it: the same M and tau as with the limit as written.
+    """
+    inverted = edit(J1_LIMIT, J1_LIMIT.replace('lower="-2"', 'lower="3"'))
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        model = RobotModel.from_urdf_string(inverted, source='inverted.urdf')
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith("inverted.urdf: joint 'j1': <limit> lower "
+                                                   '3.0 > upper 2.0: read as unlimited'), lines
+    lower, upper = model.position_limits
+    assert lower[0] == -np.inf and upper[0] == np.inf and lower[1] == 0.0
+    plain = RobotModel.from_urdf_string(BASE)
+    q = np.array([0.3, 0.2])
+    np.testing.assert_array_equal(model.mass_matrix(q), plain.mass_matrix(q))
+
+
+def test_undeclared_namespace_prefixes_are_declared_with_one_warning(caplog):
+    """
+    Issue 21: Drake's URDFs use ``drake:`` elements and attributes without declaring it.
+
+    urdfdom and Pinocchio read such files; here one warning names the prefix, and the
+    dynamics are those of the document without the Drake markup (Pinocchio too).
+    """
+    import pinocchio as pin
+    drake = edit('<robot name="arm">', '<robot name="arm"><drake:collision_filter_group '
+                 'name="g"><drake:member link="a"/></drake:collision_filter_group>')
+    drake = edit('<joint name="j1" type="revolute">', '<joint name="j1" type="revolute" '
+                 'drake:ignored="1"><drake:rotor_inertia value="0.5"/>', drake)
+    assert drake.count('drake:') == 5
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        model = RobotModel.from_urdf_string(drake, source='drake.urdf')
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith(
+        "drake.urdf: XML namespace prefix(es) ['drake'] used but never declared"), lines
+    plain = RobotModel.from_urdf_string(BASE)
+    q, qd = np.array([0.3, 0.2]), np.array([0.5, -0.1])
+    np.testing.assert_array_equal(model.inverse_dynamics(q, qd, qd),
+                                  plain.inverse_dynamics(q, qd, qd))
+    pm = pin.buildModelFromXML(drake)
+    np.testing.assert_allclose(model.inverse_dynamics(q, qd, qd),
+                               pin.rnea(pm, pm.createData(), q, qd, qd), rtol=1e-12)
+    # a prefix used in a truly malformed document is still refused as malformed
+    with pytest.raises(ModelError, match='malformed XML'):
+        RobotModel.from_urdf_string(drake.replace('</robot>', ''), source='drake.urdf')

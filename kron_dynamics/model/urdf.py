@@ -37,6 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 import logging
 import math
+import re
 import sys
 from types import MappingProxyType
 import xml.etree.ElementTree as ET
@@ -201,6 +202,31 @@ class _GuardedTreeBuilder(ET.TreeBuilder):
                        'expand without bound or read local files)')
 
 
+_PREFIX_USED = re.compile(r'[<\s/]([A-Za-z_][\w.-]*):[A-Za-z_]')
+_PREFIX_DECLARED = re.compile(r'xmlns:([A-Za-z_][\w.-]*)\s*=')
+
+
+def _declare_prefixes(xml: str, source: str) -> str | None:
+    """
+    Return xml with its undeclared namespace prefixes declared on <robot>, or None.
+
+    Drake's URDFs use ``drake:`` elements and attributes without declaring the prefix; such
+    a document is not namespace-well-formed, but urdfdom and Pinocchio read it (they ignore
+    what they do not know, as dynamics here does). One warning names the prefixes.
+    """
+    used = set(_PREFIX_USED.findall(xml)) - set(_PREFIX_DECLARED.findall(xml)) - {
+        'xml', 'xmlns'}
+    robot = re.search(r'<robot\b', xml)
+    if not used or robot is None:
+        return None
+    logger.warning('%s: XML namespace prefix(es) %s used but never declared (as Drake '
+                   'writes them): declared here; what they mark is not read', source,
+                   sorted(used))
+    declarations = ''.join(f' xmlns:{p}="urn:kron_dynamics:undeclared:{p}"'
+                           for p in sorted(used))
+    return xml[:robot.end()] + declarations + xml[robot.end():]
+
+
 def _parse_xml(xml: str, source: str) -> ET.Element:
     """
     Parse XML text within the size limits; ModelError for malformed or refused documents.
@@ -226,6 +252,9 @@ def _parse_xml(xml: str, source: str) -> ET.Element:
             start, size = start + size, 2 * size
         return parser.close()
     except ET.ParseError as exc:
+        declared = _declare_prefixes(xml, source) if 'unbound prefix' in str(exc) else None
+        if declared is not None:
+            return _parse_xml(declared, source)
         raise ModelError(f'{source}: malformed XML: {exc}') from None
     except UnicodeError as exc:     # e.g. lone surrogates in the text
         raise ModelError(f'{source}: malformed XML: {exc}') from None
@@ -392,8 +421,11 @@ def _joint_info(joint: _Joint, axis, reader: _Reader) -> JointInfo:
         if limit is None:
             reader.fail(owner, f'a {joint.type} joint needs a <limit> element')
         lower, upper = (0.0 if b is None else b[0] for b in bounds)   # urdfdom's defaults
-        if lower > upper:
-            reader.fail(owner, f'<limit> lower {lower} > upper {upper}')
+        if lower > upper:       # urdfdom and Pinocchio load it; some simulators mean no limit
+            logger.warning('%s: %s: <limit> lower %s > upper %s: read as unlimited (as '
+                           'some simulators write "no position limit")', reader.source,
+                           owner, lower, upper)
+            lower, upper = -math.inf, math.inf
         if lower == math.inf or upper == -math.inf:
             reader.fail(owner, f'<limit> lower {lower}, upper {upper} leave no position')
     damping = friction = 0.0
