@@ -393,6 +393,11 @@ class MovingBase:
         """Return a copy with per-joint armature (n values or a mapping by joint name)."""
         return self._rebuilt(self.fixed.with_armature(armature))
 
+    def with_frame(self, name: str, link: str, xyz=(0.0, 0.0, 0.0),
+                   rpy=(0.0, 0.0, 0.0)) -> MovingBase:
+        """Return a copy with an operational frame on a link (as on a fixed base)."""
+        return self._rebuilt(self.fixed.with_frame(name, link, xyz, rpy))
+
     def locked(self, values: Mapping[str, float]) -> MovingBase:
         """Return the model with the given joints locked at the given coordinates; same base."""
         return self._rebuilt(self.fixed.locked(values))

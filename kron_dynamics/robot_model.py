@@ -55,7 +55,7 @@ from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sit
 from .model.dh import DHRow, dh_to_urdf
 from .model.mimic import coupling, MimicJoint
 from .model.reduce import lock_joints
-from .model.rotations import skew
+from .model.rotations import rpy_to_matrix, skew
 from .model.urdf import JointInfo, parse_urdf, RobotDescription
 
 Array = NDArray[np.float64]
@@ -353,6 +353,45 @@ class RobotModel:
                                  f'{list(self.joint_names)}')
             armature = [float(armature.get(j, 0.0)) for j in self.joint_names]
         return RobotModel(self._description, self.joint_names, armature)
+
+    def with_frame(self, name: str, link: str, xyz: ArrayLike = (0.0, 0.0, 0.0),
+                   rpy: ArrayLike = (0.0, 0.0, 0.0)) -> RobotModel:
+        """
+        Return a copy with an operational frame: a tool centre point, a foot sole, a camera.
+
+        The frame ``name`` is fixed to ``link`` at ``xyz`` (m) and ``rpy`` (rad) in the link
+        frame, as a URDF ``<origin>``; it is usable wherever a link name is (poses,
+        Jacobians in its own axes, contacts), as Pinocchio's ``addFrame``. ModelError for a
+        name already taken or an unknown link.
+        """
+        return self._rebuilt_description(self._described_frame(name, link, xyz, rpy))
+
+    def _described_frame(self, name, link, xyz, rpy) -> RobotDescription:
+        """Return the description with one more frame (checked)."""
+        d = self._description
+        if not isinstance(name, str) or not name:
+            raise ModelError(f'with_frame: the name must be a non-empty string, got {name!r}')
+        if name in d.frames:
+            raise ModelError(f"with_frame: '{name}' is already a link or frame of {self.name}")
+        body, R_link, p_link = self._frame(link)
+        values = []
+        for what, x in (('xyz', xyz), ('rpy', rpy)):
+            try:
+                a = np.array(x, dtype=float).reshape(3)
+            except (TypeError, ValueError):
+                a = np.full(3, np.nan)
+            if not np.all(np.isfinite(a)):
+                raise ModelError(f'with_frame: {what} must be 3 finite numbers, got {x!r}')
+            values.append(a)
+        R = R_link @ rpy_to_matrix(values[1])
+        R.setflags(write=False)
+        p = p_link + R_link @ values[0]
+        p.setflags(write=False)
+        return dataclasses.replace(d, frames={**d.frames, name: (body, R, p)})
+
+    def _rebuilt_description(self, description: RobotDescription) -> RobotModel:
+        """Return a model of another description of the same tree: same joints, armature."""
+        return RobotModel(description, self.joint_names, self.armature)
 
     # ----------------------------------------------------------------- configuration space
     # Pinocchio's model: a configuration space (nq) and a tangent space (nv). On a fixed base

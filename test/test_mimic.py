@@ -537,7 +537,9 @@ DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'fr
            # from the projected jacobian_derivative, link_pose, jacobian, center_of_mass
            'jacobian_derivative_times_velocity', 'centroidal_momentum_matrix',
            # from the projected jacobian, acceleration, link_pose, M, h and tau
-           'contact_jacobian', 'constrained_forward_dynamics', 'contact_inverse_dynamics'}
+           'contact_jacobian', 'constrained_forward_dynamics', 'contact_inverse_dynamics',
+           # a new description of the same tree, built as RobotModel(description, ...)
+           'with_frame'}
 
 
 def test_every_public_method_is_constrained_or_derived():

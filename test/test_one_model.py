@@ -332,6 +332,45 @@ def test_contacts_on_a_fixed_base_are_pinocchios_constraint_dynamics():
         np.testing.assert_array_equal(lam_back, np.zeros(contact.dim))
 
 
+def test_an_operational_frame_is_usable_wherever_a_link_name_is(case):
+    """with_frame against Pinocchio's addFrame: pose, Jacobians in three frames, J', contact."""
+    kind, model, _ = case
+    link = CASES[kind][2][0]
+    xyz, rpy = (0.02, -0.01, 0.12), (0.3, -0.2, 0.5)
+    tcp = model.with_frame('tcp', link, xyz, rpy)
+    assert isinstance(tcp, RobotModel) and tcp.base == model.base
+    assert 'tcp' in tcp.link_names and 'tcp' not in model.link_names
+    path, base, _ = CASES[kind]
+    pm = (pin.buildModelFromUrdf(str(robots_dir() / path)) if ROOTS[base] is None
+          else pin.buildModelFromUrdf(str(robots_dir() / path), ROOTS[base]()))
+    parent = pm.frames[pm.getFrameId(link)]
+    placement = parent.placement * pin.SE3(pin.rpy.rpyToMatrix(*rpy), np.array(xyz))
+    pm.addFrame(pin.Frame('tcp', parent.parentJoint, pm.getFrameId(link), placement,
+                          pin.FrameType.OP_FRAME))
+    pair = PinPair(tcp, pm)
+    pd, P = pair.pd, pair.P
+    q, v, _ = state(tcp, 13)
+    pin.forwardKinematics(pm, pd, pair.q(q), pair.v(v))
+    pin.updateFramePlacements(pm, pd)
+    pin.computeJointJacobiansTimeVariation(pm, pd, pair.q(q), pair.v(v))
+    fid = pm.getFrameId('tcp')
+    close(tcp.link_pose(q, 'tcp'), pd.oMf[fid].homogeneous, 'pose of the new frame')
+    for name, frame in FRAMES.items():
+        close(tcp.jacobian(q, 'tcp', frame=name), pin.getFrameJacobian(pm, pd, fid, frame) @ P,
+              f'{name} Jacobian of the new frame')
+        close(tcp.jacobian_derivative(q, v, 'tcp', frame=name),
+              pin.getFrameJacobianTimeVariation(pm, pd, fid, frame) @ P, f"{name} J'")
+    close(tcp.contact_jacobian(q, [Contact('tcp', dim=6, reference_frame='local')]),
+          tcp.jacobian(q, 'tcp', frame='local'), 'a 6-D contact at the new frame')
+    close(tcp.mass_matrix(q), model.mass_matrix(q), 'a frame adds no mass')
+    with pytest.raises(ModelError, match="with_frame: 'tcp' is already a link or frame"):
+        tcp.with_frame('tcp', link)
+    with pytest.raises(ModelError, match="unknown link 'nope'"):
+        model.with_frame('x', 'nope')
+    with pytest.raises(ModelError, match='with_frame: rpy must be 3 finite numbers'):
+        model.with_frame('x', link, rpy=(0, np.nan, 0))
+
+
 # ------------------------------------------------------------------ batches, every method
 METHODS = {   # name -> call on (model, q, v, dv, link) of one state or a batch
     'mass_matrix': lambda m, q, v, a, link: m.mass_matrix(q),
