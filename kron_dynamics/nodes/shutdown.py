@@ -37,6 +37,7 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
   (which restores the default handlers otherwise) cannot be killed by a late second signal.
 """
 
+import contextlib
 import faulthandler
 import functools
 import os
@@ -62,6 +63,8 @@ class ProcessShutdown:
         self.installed = False
         self.exit_code = 0
         self._watchdog = None
+        self._deferring = False
+        self._deferred = None
 
     def install(self) -> None:
         """Install the handlers for SIGINT and SIGTERM (main thread; idempotent)."""
@@ -75,6 +78,28 @@ class ProcessShutdown:
         first = not self.requested.is_set()
         self.requested.set()
         if first and not self.spinning:
+            if self._deferring:          # inside a callback from native code: raise later
+                self._deferred = signum
+                return
+            raise Interrupted(signal.Signals(signum).name)
+
+    @contextlib.contextmanager
+    def signals_deferred(self):
+        """
+        Run a block in which a start-up signal does not raise; it raises after the block.
+
+        For code that native libraries call back into (LLVM compiling through ctypes
+        callbacks): an exception raised there is only printed as "Exception ignored" with a
+        traceback, and the library goes on. Python runs signal handlers in the main thread
+        wherever it is, so blocking the signal in this thread would not keep it out.
+        """
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+        signum, self._deferred = self._deferred, None
+        if signum is not None and not self.spinning:
             raise Interrupted(signal.Signals(signum).name)
 
     def start_cleanup(self, exit_code: int, timeout: float = CLEANUP_TIMEOUT_S) -> None:
@@ -131,23 +156,32 @@ def native_exit_handler(exit_code: int):
 
     It is compiled by numba (about 0.3 s the first time in a process) and runs without the
     interpreter, so it ends a process whose main thread is stuck in native code holding the
-    GIL, where neither a Python thread nor a Python signal handler can run.
+    GIL, where neither a Python thread nor a Python signal handler can run. SIGINT and
+    SIGTERM raise only after it compiled (:meth:`ProcessShutdown.signals_deferred`): LLVM
+    calls back into Python (a ctypes callback) then, where the exception would only be
+    printed as "Exception ignored" with a traceback.
     """
     if exit_code not in _NATIVE_HANDLERS:
-        try:
-            import ctypes
-            import numba
-            exit_now = _libc()._exit
-            exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
-            code = int(exit_code)
-
-            @numba.cfunc(numba.types.void(numba.types.int32))
-            def handler(signum):
-                exit_now(code)
-            _NATIVE_HANDLERS[exit_code] = handler
-        except Exception:   # noqa: B902 (no numba or no libc: faulthandler ends it instead)
-            _NATIVE_HANDLERS[exit_code] = None
+        with PROCESS.signals_deferred():
+            _NATIVE_HANDLERS[exit_code] = _compile_native_exit(exit_code)
     return _NATIVE_HANDLERS[exit_code]
+
+
+def _compile_native_exit(exit_code: int):
+    """Return the compiled handler of :func:`native_exit_handler`, or None without numba."""
+    try:
+        import ctypes
+        import numba
+        exit_now = _libc()._exit
+        exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
+        code = int(exit_code)
+
+        @numba.cfunc(numba.types.void(numba.types.int32))
+        def handler(signum):
+            exit_now(code)
+        return handler
+    except Exception:   # noqa: B902 (no numba or no libc: faulthandler ends it instead)
+        return None
 
 
 def arm_native_exit(exit_code: int, delay: float) -> bool:
