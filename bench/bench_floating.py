@@ -30,7 +30,6 @@ Writes bench/results/floating.json::
 """
 
 import argparse
-import json
 import os
 from pathlib import Path
 import sys
@@ -198,17 +197,11 @@ def main(argv=None) -> int:
             log(f'  DISAGREEMENT beyond {AGREE_TOL}: {bad}')
             return 1
     versions = comparison_libs.versions()
-    meta = {**provenance.stamp(), 'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-            'load_average': list(os.getloadavg()),
-            'libraries': {k: v for k, v in versions.items()
-                          if k in ('pin', 'example-robot-data')},
-            'wall_seconds': round(time.time() - start, 1)}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / 'floating.json').write_text(json.dumps({'meta': meta, 'robots': results},
-                                                  indent=2) + '\n')
-    log(f'wrote {out / "floating.json"}')
-    provenance.regenerate_docs(log)
+    provenance.write_result(args.out, 'floating', {
+        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
+        'load_average': list(os.getloadavg()),
+        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
+        'wall_seconds': round(time.time() - start, 1)}, {'robots': results}, log)
     return 0
 
 

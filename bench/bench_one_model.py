@@ -35,7 +35,6 @@ Agreement with Pinocchio is checked first (relative 1e-9). Writes bench/results/
 """
 
 import argparse
-import json
 import os
 from pathlib import Path
 import sys
@@ -233,17 +232,11 @@ def main(argv=None) -> int:
             log(f'  {case}: DISAGREEMENT beyond {AGREE_TOL}: {bad}')
             return 1
     versions = comparison_libs.versions()
-    meta = {**provenance.stamp(), 'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-            'load_average': list(os.getloadavg()),
-            'libraries': {k: v for k, v in versions.items()
-                          if k in ('pin', 'example-robot-data')},
-            'wall_seconds': round(time.time() - start, 1)}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / 'one_model.json').write_text(json.dumps({'meta': meta, 'cases': results},
-                                                   indent=2) + '\n')
-    log(f'wrote {out / "one_model.json"}')
-    provenance.regenerate_docs(log)
+    provenance.write_result(args.out, 'one_model', {
+        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
+        'load_average': list(os.getloadavg()),
+        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
+        'wall_seconds': round(time.time() - start, 1)}, {'cases': results}, log)
     return 0
 
 

@@ -24,6 +24,7 @@ renders, so a number in docs/ always says which code on which machine produced i
 """
 
 import datetime
+import json
 import os
 from pathlib import Path
 import platform
@@ -63,6 +64,21 @@ def stamp() -> dict:
             'date': datetime.datetime.now().astimezone().isoformat(timespec='seconds'),
             'cpu': cpu_model(), 'cpu_count': os.cpu_count(), 'machine': platform.machine(),
             'python': platform.python_version(), 'loadavg': os.getloadavg()[0]}
+
+
+def write_result(out_dir, stem: str, meta: dict, body: dict, log=print) -> Path:
+    """
+    Write ``out_dir/stem.json``: {'meta': the stamp and meta, **body}; re-render the docs.
+
+    ``meta`` adds the script's own settings (and a load average, the libraries timed).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f'{stem}.json'
+    path.write_text(json.dumps({'meta': {**stamp(), **meta}, **body}, indent=2) + '\n')
+    log(f'wrote {path}')
+    regenerate_docs(log)
+    return path
 
 
 def regenerate_docs(log=print) -> None:
