@@ -875,7 +875,16 @@ TESTS = """\
   against `constraintDynamics`); the compiled paths against the readable recursion of 004
   app. B; momentum and energy conserved free-floating, power balance under gravity and
   torques, finite differences through `integrate`, refused singular or contradicting
-  contacts.
+  contacts; constrained forward dynamics with the feet at rest and moving, in both contact
+  frames (a 6-D contact constrains the spatial acceleration, as Pinocchio's).
+- **One model for every robot** (`test/test_one_model.py`): every method on a fixed UR5, the
+  Panda with its mimic hand, solo12 on a floating base and a planar TIAGo against Pinocchio
+  (M, RNEA with external wrenches, the Coriolis matrix, `ccrba`, frame Jacobians and their
+  time variation in three frames, operational frames against `addFrame`, `constraintDynamics`
+  on a fixed base, `integrate`, `difference`, `neutral`) and finite differences (Jacobians,
+  J', G = dV/dq, the centre-of-mass Jacobian, M' − 2C skew); batches against single calls
+  and empty batches for every method; RK4's fourth order on every base (Runge-Kutta-Munthe-
+  Kaas on the manifold); a public method added without its moving-base version fails.
 - **Bad input** (`test/test_model_errors.py`, `test/test_urdf_corpus.py`,
   `test/test_fuzz_loader.py`, `test/test_numerically_hard.py`): every kind of bad URDF and
   bad argument gets its `ModelError` or `ValueError`; a corpus of realistic malformed or
