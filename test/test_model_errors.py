@@ -402,8 +402,8 @@ def test_an_inverted_limit_is_read_as_unlimited_with_one_warning(caplog):
     with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
         model = RobotModel.from_urdf_string(inverted, source='inverted.urdf')
     lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1 and lines[0].startswith("inverted.urdf: joint 'j1': <limit> lower "
-                                                   '3.0 > upper 2.0: read as unlimited'), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        'inverted.urdf: <limit> lower > upper at joint(s) j1 (3 > 2): read as unlimited'), lines
     lower, upper = model.position_limits
     assert lower[0] == -np.inf and upper[0] == np.inf and lower[1] == 0.0
     plain = RobotModel.from_urdf_string(BASE)

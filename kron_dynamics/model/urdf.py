@@ -270,6 +270,7 @@ class _Reader:
         self.source = source
         self.ignored = Counter() if debug else None
         self.fixed_mimics = []      # fixed joints whose <mimic> is ignored (debug only)
+        self.inverted = []          # joints whose <limit> has lower > upper (one warning)
 
     def fail(self, owner: str, message: str):
         raise ModelError(f'{self.source}: {owner}: {message}')
@@ -422,9 +423,7 @@ def _joint_info(joint: _Joint, axis, reader: _Reader) -> JointInfo:
             reader.fail(owner, f'a {joint.type} joint needs a <limit> element')
         lower, upper = (0.0 if b is None else b[0] for b in bounds)   # urdfdom's defaults
         if lower > upper:       # urdfdom and Pinocchio load it; some simulators mean no limit
-            logger.warning('%s: %s: <limit> lower %s > upper %s: read as unlimited (as '
-                           'some simulators write "no position limit")', reader.source,
-                           owner, lower, upper)
+            reader.inverted.append(f'{joint.name} ({lower:g} > {upper:g})')
             lower, upper = -math.inf, math.inf
         if lower == math.inf or upper == -math.inf:
             reader.fail(owner, f'<limit> lower {lower}, upper {upper} leave no position')
@@ -702,6 +701,10 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
         p0=np.array(p0s).reshape(n, 3), mass=np.array(mass, dtype=float),
         com=np.array(com, dtype=float).reshape(n, 3),
         inertia=np.array(inertia, dtype=float).reshape(n, 3, 3), gravity=g)
+    if reader.inverted:
+        logger.warning('%s: <limit> lower > upper at joint(s) %s: read as unlimited (as some '
+                       'simulators write "no position limit")', source,
+                       ', '.join(reader.inverted))
     warn_unusual(tree, joint_names, frames, source, mimic_joints)
     if reader.ignored:
         for kind, count in sorted(reader.ignored.items()):
