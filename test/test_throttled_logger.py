@@ -19,13 +19,21 @@ import rclpy.logging
 from kron_dynamics.nodes.throttled_logger import ThrottledLogger
 
 
-def test_warnings_and_errors_mix_on_one_logger():
-    """A warning then an error raised: rclpy refused a call site that changed severity."""
+def test_warnings_and_errors_mix_on_one_logger(capfd):
+    """
+    A warning then an error raised: rclpy refused a call site that changed severity.
+
+    Every line reaches rclpy's logger at its severity (period 0: nothing is throttled).
+    """
     log = ThrottledLogger(rclpy.logging.get_logger('throttled_logger_test'), period=0.0)
     for k in range(3):
         log.warning(f'w{k}', 'a warning')
         log.error(f'e{k}', 'an error')
         log.warning(f'w{k}', 'the same warning again')
+    err = capfd.readouterr().err
+    assert err.count('[WARN]') == 6 and err.count('[ERROR]') == 3, err
+    assert err.count('a warning') == 3 and err.count('an error') == 3, err
+    assert err.count('the same warning again') == 3, err
 
 
 def test_a_key_is_logged_once_per_period_with_the_suppressed_count():
