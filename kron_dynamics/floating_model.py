@@ -48,7 +48,7 @@ import warnings
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .algorithms.coriolis_matrix import coriolis_matrix_spatial
+from .algorithms.coriolis_matrix import coriolis_matrix_spatial, motion_cross
 from .algorithms.forward_dynamics import solve_mass_matrix
 from .algorithms.operational_space import operational_space_inertia
 from .errors import ModelError
@@ -164,14 +164,6 @@ def _exp6(twist: np.ndarray) -> np.ndarray:
     T[:3, :3] = np.eye(3) + A * W + Bc * W @ W
     T[:3, 3] = (np.eye(3) + Bc * W + Cc * W @ W) @ v
     return T
-
-
-def _ad(twist: np.ndarray) -> np.ndarray:
-    """Return ad of a twist (v, w), 6 x 6: its Lie bracket [twist, .] in (linear; angular)."""
-    A = np.zeros((6, 6))
-    A[:3, :3] = A[3:, 3:] = skew(twist[3:])
-    A[:3, 3:] = skew(twist[:3])
-    return A
 
 
 def _rotation_ad(w: np.ndarray) -> np.ndarray:
@@ -836,7 +828,7 @@ class MovingBase:
         """
         P = _P_BASE[self.base]
         nb = self._nb
-        ad = _ad(P @ xi[:nb])
+        ad = motion_cross(P @ xi[:nb])
         wb = P @ w[:nb]
         out = np.array(w, dtype=float)
         out[:nb] = P.T @ (wb + 0.5 * ad @ wb + ad @ (ad @ wb) / 12.0)
@@ -933,13 +925,13 @@ class MovingBase:
         H = np.zeros((6, nv, nv))        # H[:, s, k]
         H[:, nb:, nb:] = self.fixed.hessian(u, link, point, 'local').reshape(6, self.n, self.n)
         for k in range(nb, nv):
-            H[:, :nb, k] = -_ad(J[:, k]) @ J[:, :nb]
+            H[:, :nb, k] = -motion_cross(J[:, k]) @ J[:, :nb]
         if frame == 'local':
             return H.reshape(6, nv * nv)
         T_wk = self._site_pose(q, link, point)
         R = T_wk[:3, :3]
         for k in range(nv):              # d/dq_k of X J_local with X turning with the link
-            turn = _ad(J[:, k]) if frame == 'world' else _rotation_ad(J[3:, k])
+            turn = motion_cross(J[:, k]) if frame == 'world' else _rotation_ad(J[3:, k])
             H[:, :, k] += turn @ J
         X = np.zeros((6, 6))
         X[:3, :3] = X[3:, 3:] = R

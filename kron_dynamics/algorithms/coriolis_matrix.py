@@ -44,7 +44,12 @@ def spatial_inertia(mass: float, com: np.ndarray, inertia: np.ndarray) -> np.nda
 
 
 def motion_cross(V: np.ndarray) -> np.ndarray:
-    """Return V x for a spatial motion V = (v, w): (V x) m = (w x m_v + v x m_w, w x m_w)."""
+    """
+    Return V x for a spatial motion V = (v, w): (V x) m = (w x m_v + v x m_w, w x m_w).
+
+    The Lie bracket ad_V of twists, linear rows first (the base's exponential coordinates in
+    :mod:`kron_dynamics.floating_model` use it too).
+    """
     out = np.zeros((6, 6))
     out[:3, :3] = out[3:, 3:] = skew(V[3:])
     out[:3, 3:] = skew(V[:3])
