@@ -83,6 +83,27 @@ def _plain(*arrays) -> bool:
     return True
 
 
+def _batch_rows(*arrays):
+    """
+    Return 1-D / 2-D float64 arrays as rows of a batch (1-D ones broadcast), or None.
+
+    None unless at least one array is 2-D and every 2-D array has the same number of rows:
+    what the compiled batch kernels take; anything else goes the per-row path, which names
+    what is wrong.
+    """
+    N = None
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype is not _F64 or not 1 <= a.ndim <= 2:
+            return None
+        if a.ndim == 2:
+            if N is not None and a.shape[0] != N:
+                return None
+            N = a.shape[0]
+    if N is None:
+        return None
+    return [a if a.ndim == 2 else np.broadcast_to(a, (N, a.shape[0])) for a in arrays]
+
+
 def _batched(*names):
     """
     Let a single-state method take batches: 2-D arrays among ``names`` are looped over.
@@ -468,7 +489,11 @@ class MovingBase:
         for row in range(N):
             for name, (k, a) in values.items():
                 put(name, k, a[row])
-            out.append(method(*args, **kwargs))
+            try:
+                out.append(method(*args, **kwargs))
+            except ValueError as exc:       # name the row, as a fixed base's batch does
+                exc.args = (f'row {row}: {exc.args[0] if exc.args else exc}', *exc.args[1:])
+                raise
         if isinstance(out[0], tuple):
             return tuple(np.stack(items) for items in zip(*out))
         return np.array(out)
@@ -554,6 +579,9 @@ class MovingBase:
             if native.floating_rnea(self._ints, self._reals, self._origin, q, v, dv, ID,
                                     QUATERNION_TOLERANCE, tau):
                 return tau
+        batch = self._rnea_batch(ID, q, v, dv)
+        if batch is not None:
+            return batch
         batch = self._batch(self.inverse_dynamics, q, v, dv)
         if batch is not None:
             return batch
@@ -562,6 +590,20 @@ class MovingBase:
         dv = self._vector(dv, self.nv, 'dv')
         tau = self._rnea(qk, self._lift(v), self._lift(dv), self._gravity_base(T))
         return self._project(tau) + self._armature_after * dv
+
+    def _rnea_batch(self, mode, q, v=None, dv=None) -> Array | None:
+        """Return the compiled Newton-Euler of a batch (mode as floating_rnea), or None."""
+        if not self._same:
+            return None
+        rows = _batch_rows(q, self._zero_v if v is None else v,
+                           self._zero_v if dv is None else dv)
+        if rows is None:
+            return None
+        tau = np.empty((rows[0].shape[0], self.nv))
+        if native.floating_rnea_batch(self._ints, self._reals, self._origin, *rows, mode,
+                                      QUATERNION_TOLERANCE, tau):
+            return tau
+        return None         # a bad row: the per-row path names it
 
     def _with_wrenches(self, q, v, dv, f_ext) -> Array:
         """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
@@ -595,6 +637,12 @@ class MovingBase:
             M = np.empty((self.nv, self.nv))
             if native.floating_crba(self._ints, self._reals, q, QUATERNION_TOLERANCE, M):
                 return M
+        rows = _batch_rows(q) if self._same else None
+        if rows is not None:
+            M = np.empty((rows[0].shape[0], self.nv, self.nv))
+            if native.floating_crba_batch(self._ints, self._reals, rows[0], QUATERNION_TOLERANCE,
+                                          M):
+                return M
         batch = self._batch(self.mass_matrix, q)
         if batch is not None:
             return batch
@@ -612,7 +660,8 @@ class MovingBase:
                                     self._zero_v, GRAVITY, QUATERNION_TOLERANCE, tau):
                 return tau
         if np.ndim(q) == 2:
-            return self._batch(self.gravity_torque, q)
+            batch = self._rnea_batch(GRAVITY, q)
+            return self._batch(self.gravity_torque, q) if batch is None else batch
         _, T, _, qk = self._split(q)
         reals = self._reals.copy()
         reals[-1, :3] = self._gravity_base(T)
@@ -629,7 +678,8 @@ class MovingBase:
                                     ID, QUATERNION_TOLERANCE, tau):
                 return tau
         if np.ndim(q) == 2 or np.ndim(v) == 2:
-            return self._batch(self.bias_torque, q, v)
+            batch = self._rnea_batch(ID, q, v)
+            return self._batch(self.bias_torque, q, v) if batch is None else batch
         return self.inverse_dynamics(q, v, np.zeros(self.nv))
 
     def coriolis_vector(self, q: ArrayLike, v: ArrayLike) -> Array:
@@ -640,7 +690,8 @@ class MovingBase:
                                     CORIOLIS, QUATERNION_TOLERANCE, tau):
                 return tau
         if np.ndim(q) == 2 or np.ndim(v) == 2:
-            return self._batch(self.coriolis_vector, q, v)
+            batch = self._rnea_batch(CORIOLIS, q, v)
+            return self._batch(self.coriolis_vector, q, v) if batch is None else batch
         q, T, _, qk = self._split(q)
         vk = self._lift(self._vector(v, self.nv, 'v'))
         return self._project(self._rnea(qk, vk, np.zeros(len(vk)), np.zeros(3)))
@@ -679,6 +730,12 @@ class MovingBase:
     def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> Array:
         """Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."""
         if np.ndim(q) == 2 or np.ndim(v) == 2 or np.ndim(tau) == 2:
+            rows = _batch_rows(q, v, tau) if self._same else None
+            if rows is not None:     # a bad row or a singular M: the per-row path says which
+                dv = np.empty((rows[0].shape[0], self.nv))
+                if native.floating_forward_dynamics_batch(self._ints, self._reals, self._origin,
+                                                          *rows, QUATERNION_TOLERANCE, dv):
+                    return dv
             return self._batch(self.forward_dynamics, q, v, tau)
         if self._same and _plain(q, v, tau):      # singular M or bad input: the path below
             dv = np.empty(self.nv)

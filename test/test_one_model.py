@@ -428,6 +428,19 @@ def test_every_method_takes_batches_and_empty_batches_the_same_way(case, method)
         assert np.shape(e) == (0, *np.shape(s)), (method, np.shape(e), np.shape(s))
 
 
+@pytest.mark.parametrize('method', ['mass_matrix', 'inverse_dynamics', 'gravity_torque',
+                                    'bias_torque', 'forward_dynamics'])
+def test_a_bad_row_of_a_batch_is_named_on_every_model(case, method):
+    """The compiled batch refuses the batch; the error names the row and the coordinate."""
+    kind, model, pair = case
+    states = [state(model, 30 + k) for k in range(3)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    Q[1, -1] = np.nan
+    name = model.configuration_names[-1]
+    with pytest.raises(ValueError, match=rf"(row 1: q|q\[1\]) is not finite at .*'{name}'"):
+        METHODS[method](model, Q, V, A, CASES[kind][2][0])
+
+
 # ------------------------------------------------------------------ what only a base has
 def test_a_fixed_base_refuses_base_pose_and_base_state_clearly():
     model, _ = build('fixed arm')

@@ -27,9 +27,10 @@ not finite or its quaternion is not within ``tol`` of unit norm (the facade then
 the error that names it).
 """
 
+import numba
 import numpy as np
 
-from .algebra import jit
+from .algebra import chunks, jit, pjit
 from .crba import _crba_row, NC
 from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
 from .jacobians import acceleration, jacobian
@@ -160,6 +161,55 @@ def floating_forward_dynamics(ints, reals, origin, q, v, tau, tol, out):
     for i in range(6):
         out[i] -= shift[i]
     return True
+
+
+@pjit
+def floating_rnea_batch(ints, reals, origin, Q, V, DV, mode, tol, out):
+    """:func:`floating_rnea` over the rows of (N, nq) and (N, nv) arrays into out (N, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or DV.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not floating_rnea(ints, reals, origin, Q[r], V[r], DV[r], mode, tol, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@pjit
+def floating_crba_batch(ints, reals, Q, tol, out):
+    """:func:`floating_crba` over the rows of an (N, nq) array into out (N, nv, nv)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not floating_crba(ints, reals, Q[r], tol, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@pjit
+def floating_forward_dynamics_batch(ints, reals, origin, Q, V, TAU, tol, out):
+    """:func:`floating_forward_dynamics` over the rows of Q, V, TAU into out (N, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or TAU.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not floating_forward_dynamics(ints, reals, origin, Q[r], V[r], TAU[r], tol,
+                                             out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
 
 
 @jit

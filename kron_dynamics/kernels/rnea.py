@@ -19,7 +19,9 @@ Mirrors :mod:`kron_dynamics.algorithms.rnea`: body-frame outward pass (velocitie
 accelerations, gravity as an upward acceleration of the base), inward pass (transmitted
 force and moment, projected on the joint axis). Modes select the terms: ``ID`` gives
 M q'' + C*(q' kron q') + G, ``GRAVITY`` G, ``CORIOLIS`` C*(q' kron q'), ``BIAS`` the sum of
-the last two.
+the last two. At rest (``GRAVITY`` without external wrenches) the same recursion keeps only
+what is not zero (:func:`gravity_pass`): gravity outward, each subtree's mass and first
+moment inward.
 """
 
 import numba
@@ -93,11 +95,48 @@ def rnea_pass(ints, reals, gscale, W, wk):
 
 
 @jit
+def gravity_pass(ints, reals, wk):
+    """
+    G(q) by Newton-Euler at rest on wk's q column; tau into wk's tau column.
+
+    With q' = q'' = 0 the outward pass carries only gravity, g_i = R_i^T g_parent, and the
+    inward pass only each subtree's mass m and first moment h (about the body origin, body
+    axes): the body's force is -m g and its moment -h x g, so tau_i = -z . (h x g_i)
+    (revolute) or -z . (m g_i) (prismatic).
+    """
+    n = ints.shape[0]
+    frames(ints, reals, wk, WQ, False)
+    for i in range(n):
+        R = get9(wk, i, FR)
+        par = ints[i, PARENT]
+        gp = (reals[n, 0], reals[n, 1], reals[n, 2]) if par < 0 else get3(wk, par, _WW)
+        set3(wk, i, _WW, mtv(R, gp))
+        m = reals[i, MASS]
+        wk[i, _WDW] = m
+        set3(wk, i, _WA, scl(get3(reals, i, COM), m))
+    for i in range(n - 1, -1, -1):
+        z = get3(reals, i, AX)
+        g = get3(wk, i, _WW)
+        m = wk[i, _WDW]
+        h = get3(wk, i, _WA)
+        wk[i, WTAU] = -dot(z, cross(h, g)) if ints[i, REVOLUTE] else -m * dot(z, g)
+        par = ints[i, PARENT]
+        if par >= 0:
+            wk[par, _WDW] += m
+            acc3(wk, par, _WA, add(mv(get9(wk, i, FR), h), scl(get3(wk, i, FP), m)))
+
+
+@jit
 def _rnea_row(ints, reals, q, qd, qdd, mode, W, wk, out):
     """One Newton-Euler evaluation in user order into out; False on a bad input."""
     n = ints.shape[0]
     if not load(ints, q, n, wk, WQ):
         return False
+    if mode == GRAVITY and W.shape[0] != n:
+        gravity_pass(ints, reals, wk)
+        for u in range(n):
+            out[u] = wk[ints[u, PERM], WTAU]
+        return True
     if mode == GRAVITY:
         wk[:, WQD] = 0.0
     elif not load(ints, qd, n, wk, WQD):
