@@ -44,19 +44,31 @@ def inertia_times(wk, k, sw, sv):
 
 
 @jit
+def motion_subspaces(ints, reals, wk):
+    """
+    Every body's S into wk[:, CS:CS + 6] from its root-frame frame in wk[:, 0:12].
+
+    (angular, linear) in root axes, the linear part the velocity of the body point at the
+    root origin: (a, p x a) for a revolute joint of axis a at p, (0, a) for a prismatic one.
+    """
+    for i in range(ints.shape[0]):
+        a = mv(get9(wk, i, FR), get3(reals, i, AX))
+        if ints[i, REVOLUTE]:
+            set3(wk, i, CS, a)
+            set3(wk, i, CS + 3, cross(get3(wk, i, FP), a))
+        else:
+            set3(wk, i, CS, (0.0, 0.0, 0.0))
+            set3(wk, i, CS + 3, a)
+
+
+@jit
 def crba_pass(ints, reals, wk):
     """Kinematics, motion subspaces S, composite inertias Ic and F = Ic S, about the root."""
     n = ints.shape[0]
     frames(ints, reals, wk, CQ, True)
+    motion_subspaces(ints, reals, wk)
     for i in range(n):
         R, p = get9(wk, i, FR), get3(wk, i, FP)
-        a = mv(R, get3(reals, i, AX))
-        if ints[i, REVOLUTE]:
-            set3(wk, i, CS, a)
-            set3(wk, i, CS + 3, cross(p, a))
-        else:
-            set3(wk, i, CS, (0.0, 0.0, 0.0))
-            set3(wk, i, CS + 3, a)
         m = reals[i, MASS]
         c = add(p, mv(R, get3(reals, i, COM)))
         IG = mmt(mm(R, get9(reals, i, INER)), R)

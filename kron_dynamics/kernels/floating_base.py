@@ -30,12 +30,13 @@ the error that names it).
 import numba
 import numpy as np
 
-from .algebra import chunks, jit, pjit
-from .crba import _crba_row, NC
+from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set3
+from .crba import _crba_row, CQ, CS, motion_subspaces, NC
 from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
-from .jacobians import acceleration, jacobian
-from .kinematics import link_pose
-from .layout import GRAVITY, ID, LOCAL, LOCAL_WORLD_ALIGNED, WORLD
+from .jacobians import jacobian
+from .kinematics import FP, FR, frames, link_pose, load
+from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, SITE_BODY, SITE_P,
+                     SITE_R, WORLD)
 from .rnea import _rnea_row, NW
 
 
@@ -213,60 +214,103 @@ def floating_forward_dynamics_batch(ints, reals, origin, Q, V, TAU, tol, out):
 
 
 @jit
-def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, local, J, drift):
+def contact_rows(ints, sites, wk, R, v, a, rows, points, dims, local, J, drift):
     """
     Contact Jacobians and drifts J' v into J (m, n) and drift (m,), Pinocchio's constraints.
 
-    Contact c is the point points[c] (link frame) of link row rows[c]. A 3-D contact
-    (dims[c] = 3) constrains the classical acceleration of the point: its drift is the
-    point's classical acceleration at v' = 0. A 6-D contact constrains the spatial
-    acceleration of the frame at the point (Pinocchio's CONTACT_6D): linear drift a - w x v
-    (the classical one less the frame's angular velocity crossed with the point's velocity),
-    angular drift w'. The rows are in world axes (local[c] = 0, LOCAL_WORLD_ALIGNED) or in
-    the link's axes (local[c] = 1, LOCAL): the axes of lambda, not the constraint. q, v, a:
-    the kernel coordinates, velocities and chain accelerations (the base's classical ones at
-    v' = 0); R turns base axes to the world. False on a bad input.
+    wk holds the root-frame frames and motion subspaces S of every body (:func:`crba_pass`
+    or :func:`~kron_dynamics.kernels.crba.motion_subspaces`); v and a are the velocities and
+    the accelerations at v' = 0 (the chain's, :func:`chain_acceleration`), kernel order. One
+    outward pass gives every body's spatial velocity V and acceleration A at v' = 0 (root
+    axes, at the root origin: A_i = A_parent + S_i a_i + V_parent x S_i v_i). Contact c is the
+    point points[c] (link frame) of link row rows[c]; x its root-frame position, w, v_x its
+    angular and linear velocity. A 3-D contact constrains the classical acceleration of the
+    point, drift A_lin + A_ang x x + w x v_x; a 6-D contact the spatial acceleration of the
+    frame at the point (Pinocchio's CONTACT_6D), drift (A_lin + A_ang x x, A_ang). The rows
+    are in world axes (local[c] = 0: R turns base axes to the world) or in the link's
+    (local[c] = 1): the axes of lambda, not the constraint.
     """
     n = ints.shape[0]
-    Jk, acc, T = np.empty((6, n)), np.empty(6), np.empty((4, 4))
-    A = np.empty((3, 3))
+    V, A = np.empty((n, 6)), np.empty((n, 6))
+    for i in range(n):
+        u = ints[i, INV]
+        par = ints[i, PARENT]
+        sw, sv = get3(wk, i, CS), get3(wk, i, CS + 3)
+        vw, vl = scl(sw, v[u]), scl(sv, v[u])
+        aw, al = scl(sw, a[u]), scl(sv, a[u])
+        if par >= 0:
+            w, vo = get3(V, par, 0), get3(V, par, 3)
+            aw = add(add(get3(A, par, 0), aw), cross(w, vw))
+            al = add(add(get3(A, par, 3), al), add(cross(w, vl), cross(vo, vw)))
+            vw, vl = add(w, vw), add(vo, vl)
+        set3(V, i, 0, vw)
+        set3(V, i, 3, vl)
+        set3(A, i, 0, aw)
+        set3(A, i, 3, al)
     r = 0
+    zero = (0.0, 0.0, 0.0)
     for c in range(rows.shape[0]):
-        point = points[c]
-        if not jacobian(ints, reals, sites, rows[c], point, q, LOCAL_WORLD_ALIGNED, Jk):
-            return False
-        if not acceleration(ints, reals, sites, rows[c], point, q, v, a, LOCAL_WORLD_ALIGNED,
-                            acc):
-            return False
-        if dims[c] == 6:        # spatial, not classical: a - w x v_p (base axes)
-            vp0 = vp1 = vp2 = w0 = w1 = w2 = 0.0
-            for k in range(n):
-                vp0 += Jk[0, k] * v[k]
-                vp1 += Jk[1, k] * v[k]
-                vp2 += Jk[2, k] * v[k]
-                w0 += Jk[3, k] * v[k]
-                w1 += Jk[4, k] * v[k]
-                w2 += Jk[5, k] * v[k]
-            acc[0] -= w1 * vp2 - w2 * vp1
-            acc[1] -= w2 * vp0 - w0 * vp2
-            acc[2] -= w0 * vp1 - w1 * vp0
-        if local[c]:            # base axes -> link axes: the link's rotation transposed
-            if not link_pose(ints, reals, sites, rows[c], q, T):
-                return False
-            for i in range(3):
-                for j in range(3):
-                    A[i, j] = T[j, i]
-        else:                   # base axes -> world axes
-            A[:, :] = R
-        for i in range(dims[c]):
-            block, axis = (i // 3) * 3, i % 3
-            for k in range(n):
-                J[r + i, k] = (A[axis, 0] * Jk[block, k] + A[axis, 1] * Jk[block + 1, k]
-                               + A[axis, 2] * Jk[block + 2, k])
-            drift[r + i] = (A[axis, 0] * acc[block] + A[axis, 1] * acc[block + 1]
-                            + A[axis, 2] * acc[block + 2])
-        r += dims[c]
+        k = rows[c]
+        body = int(sites[k, SITE_BODY])
+        Rs = get9(sites, k, SITE_R)
+        point = add(get3(sites, k, SITE_P), mv(Rs, (points[c, 0], points[c, 1], points[c, 2])))
+        if body >= 0:
+            Rb = get9(wk, body, FR)
+            x = add(get3(wk, body, FP), mv(Rb, point))
+            Rl = mm(Rb, Rs)
+            w, vo, aw, al = get3(V, body, 0), get3(V, body, 3), get3(A, body, 0), get3(A, body, 3)
+        else:
+            x, Rl, w, vo, aw, al = point, Rs, zero, zero, zero, zero
+        lin = add(al, cross(aw, x))          # the spatial acceleration at the point
+        if dims[c] == 3:                     # classical: + w x v_x
+            lin = add(lin, cross(w, add(vo, cross(w, x))))
+        if local[c]:                         # base axes -> link axes: Rl^T
+            T = (Rl[0], Rl[3], Rl[6], Rl[1], Rl[4], Rl[7], Rl[2], Rl[5], Rl[8])
+        else:
+            T = (R[0, 0], R[0, 1], R[0, 2], R[1, 0], R[1, 1], R[1, 2], R[2, 0], R[2, 1],
+                 R[2, 2])
+        d = dims[c]
+        for i in range(d):
+            for col in range(n):
+                J[r + i, col] = 0.0
+        j = body
+        while j >= 0:
+            col = ints[j, INV]
+            sw = get3(wk, j, CS)
+            cl = mv(T, add(get3(wk, j, CS + 3), cross(sw, x)))
+            J[r, col], J[r + 1, col], J[r + 2, col] = cl[0], cl[1], cl[2]
+            if d == 6:
+                ca = mv(T, sw)
+                J[r + 3, col], J[r + 4, col], J[r + 5, col] = ca[0], ca[1], ca[2]
+            j = ints[j, PARENT]
+        dl = mv(T, lin)
+        drift[r], drift[r + 1], drift[r + 2] = dl[0], dl[1], dl[2]
+        if d == 6:
+            da = mv(T, aw)
+            drift[r + 3], drift[r + 4], drift[r + 5] = da[0], da[1], da[2]
+        r += d
     return True
+
+
+@jit
+def contact_terms(ints, reals, sites, R, q, v, a, rows, points, dims, local, J, drift):
+    """
+    :func:`contact_rows` at q (kernel coordinates): the root-frame frames and S first.
+
+    False on a bad input (a q, v or a that is not finite or not of the kernel's size).
+    """
+    n = ints.shape[0]
+    if v.shape[0] != n or a.shape[0] != n:
+        return False
+    for i in range(n):
+        if not (np.isfinite(v[i]) and np.isfinite(a[i])):
+            return False
+    wk = np.empty((n, NC))
+    if not load(ints, q, n, wk, CQ):
+        return False
+    frames(ints, reals, wk, CQ, True)
+    motion_subspaces(ints, reals, wk)
+    return contact_rows(ints, sites, wk, R, v, a, rows, points, dims, local, J, drift)
 
 
 @jit
@@ -352,11 +396,11 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
     if not _rnea_row(ints, wreals, qk, v, a, ID, np.zeros((0, 6)), np.empty((n, NW)), h):
         return False
     M = np.empty((n, n))
-    if not _crba_row(ints, reals, qk, np.empty((n, NC)), M):
+    wk = np.empty((n, NC))            # the CRBA's frames and S serve the contact rows
+    if not _crba_row(ints, reals, qk, wk, M):
         return False
     J, gamma = np.empty((m, n)), np.empty(m)
-    if not contact_terms(ints, reals, sites, R, qk, v, a, rows, points, dims, local, J, gamma):
-        return False
+    contact_rows(ints, sites, wk, R, v, a, rows, points, dims, local, J, gamma)
     # M = L L^T: y0 = L^-1 (tau - h), Y = L^-1 J^T; the Delassus matrix J M^-1 J^T = Y^T Y
     for i in range(n):
         for c in range(n):
