@@ -170,6 +170,18 @@ def _unit(x: np.ndarray, what: str) -> np.ndarray:
     return x / norm
 
 
+def _chain_acceleration_jacobian(vk: np.ndarray) -> np.ndarray:
+    """d/dv of the velocity products :func:`_chain_acceleration` adds (6 x 6, base block)."""
+    vx, vy, vz, wx, wy, wz = vk[:6]
+    D = np.zeros((6, 6))
+    D[:3, :3] = skew(vk[3:6])            # w x v: d/dv = [w]x, d/dw = -[v]x
+    D[:3, 3:] = -skew(vk[:3])
+    D[3, 4], D[3, 5] = -wz, -wy          # -wy wz
+    D[4, 3], D[4, 5] = wz, wx            # wx wz
+    D[5, 3], D[5, 4] = -wy, -wx          # -wx wy
+    return D
+
+
 def _exp6(twist: np.ndarray) -> np.ndarray:
     """Return the 4x4 exponential of a twist (v, w): the motion it gives in unit time."""
     v, w = twist[:3], twist[3:]
@@ -745,6 +757,60 @@ class MovingBase:
         tau = self._vector(tau, self.nv, 'tau')
         return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
                                  list(self.velocity_names))
+
+    @_batched('q', 'v', 'dv')
+    def inverse_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
+                                     f_ext: Mapping[str, ArrayLike] | None = None
+                                     ) -> tuple[Array, Array, Array]:
+        """
+        Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.
+
+        d/dq_k is the derivative along integrate(q, e_k t) with v and dv held (the base's
+        twist and its derivative in base axes). From the compiled recursion on the tree
+        behind the base chain at zero: moving the base moves nothing relative to it but
+        gravity, which turns the other way (the base-rotation columns are -M_xyz [g_b]x, the
+        translation columns 0), and the chain's accelerations carry the velocity products of
+        the base (:func:`_chain_acceleration`), whose derivative enters dtau/dv through M.
+        ``f_ext`` as for :meth:`inverse_dynamics`, held constant in world axes.
+        """
+        q, T, _, qk = self._split(q)
+        vk = self._lift(self._vector(v, self.nv, 'v'))
+        dvk = self._lift(self._vector(dv, self.nv, 'dv'))
+        gb = self._gravity_base(T)
+        reals = self._reals.copy()
+        reals[-1, :3] = gb
+        nk = len(vk)
+        out = np.empty((3, nk, nk))
+        if not native.rnea_derivatives(self._ints, reals, qk, vk,
+                                       _chain_acceleration(vk, dvk), out):
+            raise ValueError('inverse dynamics derivatives: q, v and dv must be finite')
+        Dq, Dv, Mk = out
+        Dq[:, :3] = 0.0
+        Dq[:, 3:6] = -Mk[:, :3] @ skew(gb)
+        Dv[:, :6] += Mk[:, :6] @ _chain_acceleration_jacobian(vk)
+        P = self._Pk
+        dq = P.T @ Dq @ P
+        if f_ext:
+            dq -= self._wrench_derivative(q, f_ext)
+        return dq, P.T @ Dv @ P, P.T @ Mk @ P + np.diag(self._armature_after)
+
+    @_batched('q', 'v', 'tau')
+    def forward_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike
+                                     ) -> tuple[Array, Array, Array]:
+        """Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space."""
+        return self._derivatives_at(q, v, tau)
+
+    @_batched('q')
+    def mass_matrix_derivative(self, q: ArrayLike) -> Array:
+        """Return dM/dq [i, j, k] = dM_ij/dq_k along integrate(q, e_k t): 0 for the base."""
+        _, _, _, qk = self._split(q)
+        nk = len(qk)
+        dMk = np.empty((nk, nk, nk))
+        if not native.mass_matrix_derivative(self._ints, self._reals, qk, dMk):
+            raise ValueError('mass matrix derivative: q must be finite')
+        dMk[:, :, :6] = 0.0         # the base moves the tree rigidly: M does not change
+        P = self._Pk
+        return np.einsum('abc,ai,bj,ck->ijk', dMk, P, P, P, optimize=True)
 
     @_batched('q', 'v')
     def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float:

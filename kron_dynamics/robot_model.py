@@ -174,6 +174,7 @@ class RobotModel:
         self._nnn = (self.n, self.n * self.n)
         self._6n, self._23n = (6, self.n), (2, 3, self.n)
         self._6nn, self._23nn = (6, self.n * self.n), (2, 3, self.n * self.n)
+        self._3nn, self._nnn3 = (3, self.n, self.n), (self.n, self.n, self.n)
 
     def _joint_order(self, joint_names) -> tuple[str, ...]:
         """Check a user joint order against the movable joints; ModelError naming the fault."""
@@ -1226,6 +1227,103 @@ class RobotModel:
         M = self.mass_matrix(q)
         return solve_mass_matrix(M, tau - bias, list(self.joint_names))
 
+    # ----------------------------------------------------------------- derivatives
+    # compiled: kernels/rnea_derivatives.py, kernels/coriolis_star.py (dM/dq); the readable
+    # reference is algorithms/rnea_derivatives.py
+    def inverse_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                                     f_ext: Mapping[str, ArrayLike] | None = None
+                                     ) -> tuple[Array, Array, Array]:
+        """
+        Return (dtau/dq, dtau/dq', M), the partial derivatives of :meth:`inverse_dynamics`.
+
+        Each n x n (N x n x n for a batch); [i, k] = dtau_i/dq_k. Compiled recursion (no
+        n^3 tensor); dtau/dq' is C*(q)(I kron q' + q' kron I) of 000 eq. (101). ``f_ext`` as
+        for :meth:`inverse_dynamics`, each wrench held constant in the axes the API takes it
+        in (root axes, at the link origin): its term is -sum_i F_i H_i with the Hessians H
+        of 000 section 3. Pinocchio: ``computeRNEADerivatives`` (its ``fext`` is joint-local,
+        so with wrenches its dtau/dq differs by the turning of the wrench).
+        """
+        if f_ext is None and _is_vector(q) and _is_vector(qd) and _is_vector(qdd):
+            out = np.empty(self._3nn)
+            if native.rnea_derivatives(self._ints, self._reals, q, qd, qdd, out):
+                return out[0], out[1], out[2]
+        (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
+        if f_ext and N is not None:
+            raise ValueError('f_ext is not supported for a batch: call per configuration')
+        out = self._run(native.rnea_derivatives, native.rnea_derivatives_batch, N, self._3nn,
+                        q, qd, qdd)
+        if f_ext:
+            out[0] -= self._wrench_derivative(q, f_ext)
+        return out[..., 0, :, :], out[..., 1, :, :], out[..., 2, :, :]
+
+    def _wrench_derivative(self, q: Array, f_ext) -> Array:
+        """d/dq of sum J^T F over the wrenches of f_ext, held constant in root axes (n x n)."""
+        if not isinstance(f_ext, Mapping):
+            raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
+        n = self.nv
+        D = np.zeros((n, n))
+        for link, wrench in f_ext.items():
+            self._site(link)          # names the links if unknown
+            try:
+                w = np.asarray(wrench, dtype=float)
+            except (TypeError, ValueError):
+                w = None
+            if w is None or w.shape != (6,) or not np.all(np.isfinite(w)):
+                raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
+            H = self.hessian(q, link).reshape(6, n, n)      # [row, s, k] = dJ_row,s/dq_k
+            D += np.einsum('r,rsk->sk', w, H)
+        return D
+
+    def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike
+                                     ) -> tuple[Array, Array, Array]:
+        """
+        Return (dq''/dq, dq''/dq', M^-1), the partial derivatives of :meth:`forward_dynamics`.
+
+        At q'' = forward_dynamics(q, q', tau): dq''/dx = -M^-1 dtau/dx with the derivatives of
+        :meth:`inverse_dynamics_derivatives` (Carpentier and Mansard, 2018). Each n x n
+        (N x n x n for a batch); SingularMassMatrixError if M is singular. Pinocchio:
+        ``computeABADerivatives``.
+        """
+        if _is_vector(q) and _is_vector(qd) and _is_vector(tau):
+            out = np.empty(self._3nn)
+            if native.forward_dynamics_derivatives(self._ints, self._reals, q, qd, tau, out):
+                return out[0], out[1], out[2]
+        (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
+        if N is not None:
+            out = np.empty((N, *self._3nn))
+            if native.forward_dynamics_derivatives_batch(self._ints, self._reals, q, qd, tau,
+                                                         out):
+                return out[:, 0], out[:, 1], out[:, 2]
+            return self._per_row(self.forward_dynamics_derivatives, N, q, qd, tau)
+        return self._derivatives_at(q, qd, tau)
+
+    def _derivatives_at(self, q, qd, tau) -> tuple[Array, Array, Array]:
+        """forward_dynamics_derivatives from the facade's own methods (the errors that say why)."""
+        dq, dv, M = self.inverse_dynamics_derivatives(q, qd, self.forward_dynamics(q, qd, tau))
+        Minv = solve_mass_matrix(M, np.eye(self.nv), list(self.velocity_names))
+        return -Minv @ dq, -Minv @ dv, Minv
+
+    def mass_matrix_derivative(self, q: ArrayLike) -> Array:
+        """
+        Return dM/dq, n x n x n with [i, j, k] = dM_ij/dq_k (N x n x n x n for a batch).
+
+        From the spatial derivatives of the composite-rigid-body terms (O(n^3)); C* of
+        000 eq. (101) is C*[i, j n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i.
+        """
+        if _is_vector(q):
+            out = np.empty(self._nnn3)
+            if native.mass_matrix_derivative(self._ints, self._reals, q, out):
+                return out
+        (q,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(self.mass_matrix_derivative, N, q)
+        return self._run(native.mass_matrix_derivative, None, N, self._nnn3, q)
+
+    def gravity_derivative(self, q: ArrayLike) -> Array:
+        """Return dG/dq, n x n with [i, k] = dG_i/dq_k (N x n x n for a batch)."""
+        zero = np.zeros(self.nv)
+        return self.inverse_dynamics_derivatives(q, zero, zero)[0]
+
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float | Array:
         """T = 1/2 q'^T M(q) q' (000 eq. 93), armature included (an (N,) array for a batch)."""
         (q, qd), N = self._inputs(q=q, qd=qd)
@@ -1603,6 +1701,35 @@ class CoupledRobotModel(RobotModel):
             return self._per_row(self.forward_dynamics, N, u, ud, tau_u)
         return solve_mass_matrix(self.mass_matrix(u), tau_u - self.bias_torque(u, ud),
                                  list(self.joint_names))
+
+    def inverse_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                                     f_ext: Mapping[str, ArrayLike] | None = None
+                                     ) -> tuple[Array, Array, Array]:
+        """Return (B^T dtau/dq B, B^T dtau/dq' B, M_u): q = B u + d, q' = B u', q'' = B u''."""
+        (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
+        if N is not None:
+            if f_ext:
+                raise ValueError('f_ext is not supported for a batch: call per configuration')
+            return self._per_row(self.inverse_dynamics_derivatives, N, u, ud, udd)
+        dq, dv, M = self._full.inverse_dynamics_derivatives(
+            self._lift(u), self._lift_rate(ud), self._lift_rate(udd), f_ext)
+        return self._mat(dq), self._mat(dv), self._mat(M) + np.diag(self.armature)
+
+    def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike
+                                     ) -> tuple[Array, Array, Array]:
+        """Return (du''/du, du''/du', M_u^-1) at u'' = forward_dynamics(u, u', tau)."""
+        (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
+        if N is not None:
+            return self._per_row(self.forward_dynamics_derivatives, N, u, ud, tau_u)
+        return self._derivatives_at(u, ud, tau_u)
+
+    def mass_matrix_derivative(self, q: ArrayLike) -> Array:
+        """Return dM_u/du [i, j, k] = sum B_ai B_bj B_ck dM_ab/dq_c (B constant)."""
+        (u,), N = self._inputs(q=q)
+        if N is not None:
+            return self._per_row(self.mass_matrix_derivative, N, u)
+        dM = self._full.mass_matrix_derivative(self._lift(u))
+        return np.einsum('abc,ai,bj,ck->ijk', dM, self._B, self._B, self._B, optimize=True)
 
     def simulate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
                  steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:

@@ -222,3 +222,36 @@ class PinPair:
     def v(self, v):
         """Return Pinocchio's velocity (or acceleration)."""
         return self.P @ v
+
+
+# the kinds of robot of the one-model tests: kind -> (example-robot-data file, root joint,
+# links to look at)
+ONE_MODEL_CASES = {
+    'fixed arm': ('ur_description/urdf/ur5_robot.urdf', 'fixed', ['tool0', 'forearm_link']),
+    'mimic gripper': ('panda_description/urdf/panda.urdf', 'fixed',
+                      ['panda_rightfinger', 'panda_link7']),
+    'floating quadruped': ('solo_description/robots/solo12.urdf', 'floating',
+                           ['FL_FOOT', 'HR_LOWER_LEG']),
+    'planar base': ('tiago_description/robots/tiago.urdf', 'planar', ['arm_7_link']),
+}
+_ROOT_JOINTS = {'fixed': None, 'floating': 'JointModelFreeFlyer', 'planar': 'JointModelPlanar'}
+
+
+def build_case(kind):
+    """Return (our model, PinPair) of a case of ONE_MODEL_CASES."""
+    import pinocchio as pin
+    from kron_dynamics import RobotModel
+    path, base, _ = ONE_MODEL_CASES[kind]
+    path = robots_dir() / path
+    model = RobotModel.from_urdf_file(path, root_joint=base)
+    root = _ROOT_JOINTS[base]
+    pm = (pin.buildModelFromUrdf(str(path)) if root is None
+          else pin.buildModelFromUrdf(str(path), getattr(pin, root)()))
+    return model, PinPair(model, pm)
+
+
+def random_state(model, seed):
+    """Return (q, v, dv) at random: q by random_configuration, v and dv uniform in [-1, 1]."""
+    rng = np.random.default_rng(seed)
+    return (model.random_configuration(rng), rng.uniform(-1, 1, model.nv),
+            rng.uniform(-1, 1, model.nv))

@@ -33,30 +33,10 @@ import pytest
 import kron_dynamics
 from kron_dynamics import Contact, ModelError, RobotModel
 from kron_dynamics.floating_model import MovingBase
-from pinocchio_oracle import close, PinPair, robots_dir
+from pinocchio_oracle import build_case as build, close, ONE_MODEL_CASES as CASES
+from pinocchio_oracle import PinPair, random_state as state, robots_dir
 
-ROOTS = {'fixed': None, 'floating': pin.JointModelFreeFlyer, 'planar': pin.JointModelPlanar}
-# kind -> (example-robot-data file, root joint, links to look at)
-CASES = {
-    'fixed arm': ('ur_description/urdf/ur5_robot.urdf', 'fixed', ['tool0', 'forearm_link']),
-    'mimic gripper': ('panda_description/urdf/panda.urdf', 'fixed',
-                      ['panda_rightfinger', 'panda_link7']),
-    'floating quadruped': ('solo_description/robots/solo12.urdf', 'floating',
-                           ['FL_FOOT', 'HR_LOWER_LEG']),
-    'planar base': ('tiago_description/robots/tiago.urdf', 'planar', ['arm_7_link']),
-}
 FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL, 'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
-
-
-def build(kind):
-    """Return (our model, PinPair) of a case."""
-    path, base, _ = CASES[kind]
-    path = robots_dir() / path
-    model = RobotModel.from_urdf_file(path, root_joint=base)
-    root = ROOTS[base]
-    pm = (pin.buildModelFromUrdf(str(path)) if root is None
-          else pin.buildModelFromUrdf(str(path), root()))
-    return model, PinPair(model, pm)
 
 
 @pytest.fixture(scope='module', params=sorted(CASES))
@@ -65,20 +45,13 @@ def case(request):
     return request.param, model, pair
 
 
-def state(model, seed):
-    """Return (q, v, dv) at random: q by random_configuration, v and dv uniform in [-1, 1]."""
-    rng = np.random.default_rng(seed)
-    return (model.random_configuration(rng), rng.uniform(-1, 1, model.nv),
-            rng.uniform(-1, 1, model.nv))
-
-
 # ------------------------------------------------------------------ one class, one API
 # RobotModel methods that a moving base inherits as they are, because they only call
 # methods MovingBase defines (or read sizes and names): each one is checked below.
 INHERITED = {'from_dh', 'from_urdf_file', 'from_urdf_string', 'description', 'christoffel',
              'random_configuration', 'integrate', 'contact_jacobian',
              'constrained_forward_dynamics', 'contact_inverse_dynamics', 'mimic_joints',
-             'base'}
+             'base', 'gravity_derivative'}
 
 
 def test_every_public_method_is_defined_for_a_moving_base_or_inherited_on_purpose():
@@ -340,9 +313,7 @@ def test_an_operational_frame_is_usable_wherever_a_link_name_is(case):
     tcp = model.with_frame('tcp', link, xyz, rpy)
     assert isinstance(tcp, RobotModel) and tcp.base == model.base
     assert 'tcp' in tcp.link_names and 'tcp' not in model.link_names
-    path, base, _ = CASES[kind]
-    pm = (pin.buildModelFromUrdf(str(robots_dir() / path)) if ROOTS[base] is None
-          else pin.buildModelFromUrdf(str(robots_dir() / path), ROOTS[base]()))
+    pm = build(kind)[1].pm
     parent = pm.frames[pm.getFrameId(link)]
     placement = parent.placement * pin.SE3(pin.rpy.rpyToMatrix(*rpy), np.array(xyz))
     pm.addFrame(pin.Frame('tcp', parent.parentJoint, pm.getFrameId(link), placement,

@@ -105,6 +105,24 @@ def coriolis_star(ints, reals, q, out):
     return _cstar_row(ints, reals, q, np.empty((n, NC)), np.empty((n, n, n)), out)
 
 
+@jit
+def mass_matrix_derivative(ints, reals, q, out):
+    """dM/dq in user order into out (n, n, n), out[u, v, w] = dM_uv/dq_w; False on a bad q."""
+    n = ints.shape[0]
+    wk, dM = np.empty((n, NC)), np.empty((n, n, n))
+    if not load(ints, q, n, wk, CQ):
+        return False
+    crba_pass(ints, reals, wk)
+    dmdq(ints, wk, dM)
+    for u in range(n):
+        i = ints[u, PERM]
+        for v in range(n):
+            j = ints[v, PERM]
+            for w in range(n):
+                out[u, v, w] = dM[i, j, ints[w, PERM]]
+    return True
+
+
 @pjit
 def coriolis_star_batch(ints, reals, Q, out):
     """:func:`coriolis_star` over the rows of an (N, n) array into out; False on bad input."""

@@ -62,24 +62,30 @@ def motion_subspaces(ints, reals, wk):
 
 
 @jit
+def body_inertia(reals, wk, i):
+    """Body i's spatial inertia about the root origin (m, h = m c, Io) into wk's CM, CH, CI."""
+    R, p = get9(wk, i, FR), get3(wk, i, FP)
+    m = reals[i, MASS]
+    c = add(p, mv(R, get3(reals, i, COM)))
+    IG = mmt(mm(R, get9(reals, i, INER)), R)
+    cc = dot(c, c)
+    wk[i, CM] = m
+    set3(wk, i, CH, scl(c, m))
+    set9(wk, i, CI, (IG[0] + m * (cc - c[0] * c[0]), IG[1] - m * c[0] * c[1],
+                     IG[2] - m * c[0] * c[2], IG[3] - m * c[1] * c[0],
+                     IG[4] + m * (cc - c[1] * c[1]), IG[5] - m * c[1] * c[2],
+                     IG[6] - m * c[2] * c[0], IG[7] - m * c[2] * c[1],
+                     IG[8] + m * (cc - c[2] * c[2])))
+
+
+@jit
 def crba_pass(ints, reals, wk):
     """Kinematics, motion subspaces S, composite inertias Ic and F = Ic S, about the root."""
     n = ints.shape[0]
     frames(ints, reals, wk, CQ, True)
     motion_subspaces(ints, reals, wk)
     for i in range(n):
-        R, p = get9(wk, i, FR), get3(wk, i, FP)
-        m = reals[i, MASS]
-        c = add(p, mv(R, get3(reals, i, COM)))
-        IG = mmt(mm(R, get9(reals, i, INER)), R)
-        cc = dot(c, c)
-        wk[i, CM] = m
-        set3(wk, i, CH, scl(c, m))
-        set9(wk, i, CI, (IG[0] + m * (cc - c[0] * c[0]), IG[1] - m * c[0] * c[1],
-                         IG[2] - m * c[0] * c[2], IG[3] - m * c[1] * c[0],
-                         IG[4] + m * (cc - c[1] * c[1]), IG[5] - m * c[1] * c[2],
-                         IG[6] - m * c[2] * c[0], IG[7] - m * c[2] * c[1],
-                         IG[8] + m * (cc - c[2] * c[2])))
+        body_inertia(reals, wk, i)
     for i in range(n - 1, -1, -1):
         par = ints[i, PARENT]
         if par >= 0:

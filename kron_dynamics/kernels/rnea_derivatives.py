@@ -1,0 +1,293 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Partial derivatives of Newton-Euler inverse dynamics (dtau/dq, dtau/dq', M), compiled.
+
+Mirrors :mod:`kron_dynamics.algorithms.rnea_derivatives` (its docstring has the formulas):
+one outward pass of root-frame spatial velocities V, accelerations A, S' = V_parent x S,
+each body's inertia I, Newton-Euler force f^B and K = V x* I - I V x + (I V) xbar*; one
+inward pass summing I, f and K over sub-trees; then every ancestor pair (k, j). O(n d)
+pairs for a tree of depth d, each a few 6-vector products: no n^3 tensor. Forward dynamics
+derivatives follow at a = M^-1 (tau - h): da/dx = -M^-1 dtau/dx (Carpentier and Mansard).
+"""
+
+import numba
+import numpy as np
+
+from .algebra import add, chunks, cross, dot, get3, jit, pjit, scl, set3, sub
+from .crba import body_inertia, CM, CQ, CQD, CS, inertia_times, motion_subspaces, NC
+from .forward_dynamics import cholesky_factor, forward_dynamics
+from .kinematics import frames, load
+from .layout import ARM, INV, PARENT
+
+# work array: the CRBA's columns (frames, S, inertia m h Io, F, q, q'), then q'', V, A,
+# V and A of the parent, S', f, K (6 x 6 row-major) and X = A_parent x S - S' x V_parent
+DQDD = NC
+DV, DA, DVP, DAP, DSD, DF = DQDD + 1, DQDD + 7, DQDD + 13, DQDD + 19, DQDD + 25, DQDD + 31
+DK = DQDD + 37
+DX = DK + 36
+ND = DX + 6
+
+
+@jit
+def _mcross(w, v, mw, mv):
+    """Motion cross product (w, v) x (mw, mv)."""
+    return cross(w, mw), add(cross(w, mv), cross(v, mw))
+
+
+@jit
+def _fcross(w, v, fn, ff):
+    """Force cross product (w, v) x* (fn, ff)."""
+    return add(cross(w, fn), cross(v, ff)), cross(w, ff)
+
+
+@jit
+def _get6(wk, i, o):
+    return get3(wk, i, o), get3(wk, i, o + 3)
+
+
+@jit
+def _set6(wk, i, o, a, b):
+    set3(wk, i, o, a)
+    set3(wk, i, o + 3, b)
+
+
+@jit
+def _k_row(wk, i, r, xw, xv):
+    o = DK + 6 * r
+    return (wk[i, o] * xw[0] + wk[i, o + 1] * xw[1] + wk[i, o + 2] * xw[2]
+            + wk[i, o + 3] * xv[0] + wk[i, o + 4] * xv[1] + wk[i, o + 5] * xv[2])
+
+
+@jit
+def _k_times(wk, i, xw, xv):
+    """K_i (x_w, x_v): the 6 x 6 block stored row-major at wk[i, DK:DK + 36]."""
+    return ((_k_row(wk, i, 0, xw, xv), _k_row(wk, i, 1, xw, xv), _k_row(wk, i, 2, xw, xv)),
+            (_k_row(wk, i, 3, xw, xv), _k_row(wk, i, 4, xw, xv), _k_row(wk, i, 5, xw, xv)))
+
+
+@jit
+def _sdot(wk, k, fn, ff):
+    """S_k . (fn, ff)."""
+    return dot(get3(wk, k, CS), fn) + dot(get3(wk, k, CS + 3), ff)
+
+
+@jit
+def derivative_pass(ints, reals, wk):
+    """Outward and inward passes on wk's q, q', q'' columns (internal order)."""
+    n = ints.shape[0]
+    zero = (0.0, 0.0, 0.0)
+    frames(ints, reals, wk, CQ, True)
+    motion_subspaces(ints, reals, wk)
+    for i in range(n):
+        par = ints[i, PARENT]
+        if par < 0:
+            vpw, vpv = zero, zero
+            apw, apv = zero, (-reals[n, 0], -reals[n, 1], -reals[n, 2])
+        else:
+            vpw, vpv = _get6(wk, par, DV)
+            apw, apv = _get6(wk, par, DA)
+        sw, sv = _get6(wk, i, CS)
+        sdw, sdv = _mcross(vpw, vpv, sw, sv)
+        qd, qdd = wk[i, CQD], wk[i, DQDD]
+        vw, vv = add(vpw, scl(sw, qd)), add(vpv, scl(sv, qd))
+        aw = add(add(apw, scl(sw, qdd)), scl(sdw, qd))
+        av = add(add(apv, scl(sv, qdd)), scl(sdv, qd))
+        _set6(wk, i, DVP, vpw, vpv)
+        _set6(wk, i, DAP, apw, apv)
+        _set6(wk, i, DSD, sdw, sdv)
+        _set6(wk, i, DV, vw, vv)
+        _set6(wk, i, DA, aw, av)
+        xw1, xv1 = _mcross(apw, apv, sw, sv)
+        xw2, xv2 = _mcross(sdw, sdv, vpw, vpv)
+        _set6(wk, i, DX, sub(xw1, xw2), sub(xv1, xv2))
+        body_inertia(reals, wk, i)
+        hn, hf = inertia_times(wk, i, vw, vv)
+        fn, ff = inertia_times(wk, i, aw, av)
+        cn, cf = _fcross(vw, vv, hn, hf)
+        _set6(wk, i, DF, add(fn, cn), add(ff, cf))
+        for c in range(6):      # K e_c = V x* (I e_c) - I (V x e_c) + e_c x* h
+            ew = (1.0 if c == 0 else 0.0, 1.0 if c == 1 else 0.0, 1.0 if c == 2 else 0.0)
+            ev = (1.0 if c == 3 else 0.0, 1.0 if c == 4 else 0.0, 1.0 if c == 5 else 0.0)
+            ien, ief = inertia_times(wk, i, ew, ev)
+            an, af = _fcross(vw, vv, ien, ief)
+            mw, mv = _mcross(vw, vv, ew, ev)
+            bn, bf = inertia_times(wk, i, mw, mv)
+            en, ef = _fcross(ew, ev, hn, hf)
+            col = (an[0] - bn[0] + en[0], an[1] - bn[1] + en[1], an[2] - bn[2] + en[2],
+                   af[0] - bf[0] + ef[0], af[1] - bf[1] + ef[1], af[2] - bf[2] + ef[2])
+            for r in range(6):
+                wk[i, DK + 6 * r + c] = col[r]
+    for i in range(n - 1, -1, -1):
+        par = ints[i, PARENT]
+        if par >= 0:
+            for k in range(CM, CM + 13):        # m, h, Io
+                wk[par, k] += wk[i, k]
+            for k in range(DF, DF + 6):
+                wk[par, k] += wk[i, k]
+            for k in range(DK, DK + 36):
+                wk[par, k] += wk[i, k]
+
+
+@jit
+def _pair_terms(wk, m, j):
+    """(Ic_m X_j + Kc_m S'_j, 2 Ic_m S'_j + Kc_m S_j) with the composites of body m."""
+    xw, xv = _get6(wk, j, DX)
+    sdw, sdv = _get6(wk, j, DSD)
+    sw, sv = _get6(wk, j, CS)
+    an, af = inertia_times(wk, m, xw, xv)
+    bn, bf = _k_times(wk, m, sdw, sdv)
+    cn, cf = inertia_times(wk, m, sdw, sdv)
+    dn, df = _k_times(wk, m, sw, sv)
+    return (add(an, bn), add(af, bf)), (add(scl(cn, 2.0), dn), add(scl(cf, 2.0), df))
+
+
+@jit
+def assemble_derivatives(ints, reals, wk, out):
+    """dtau/dq, dtau/dq', M (armature in) in user order into out (3, n, n)."""
+    n = ints.shape[0]
+    for t in range(3):
+        for u in range(n):
+            for v in range(n):
+                out[t, u, v] = 0.0
+    for j in range(n):
+        uj = ints[j, INV]
+        (fn, ff), (rn, rf) = _pair_terms(wk, j, j)
+        sw, sv = _get6(wk, j, CS)
+        en, ef = _fcross(sw, sv, get3(wk, j, DF), get3(wk, j, DF + 3))
+        Fn, Ff = inertia_times(wk, j, sw, sv)
+        k = j
+        while k >= 0:
+            uk = ints[k, INV]
+            out[0, uk, uj] = _sdot(wk, k, fn, ff) + (0.0 if k == j else _sdot(wk, k, en, ef))
+            out[1, uk, uj] = _sdot(wk, k, rn, rf)
+            m = _sdot(wk, k, Fn, Ff)
+            out[2, uk, uj] = m
+            out[2, uj, uk] = m
+            k = ints[k, PARENT]
+        out[2, uj, uj] += reals[j, ARM]
+    for k in range(n):                  # k strictly below j: the composites of k
+        uk = ints[k, INV]
+        j = ints[k, PARENT]
+        while j >= 0:
+            (fn, ff), (rn, rf) = _pair_terms(wk, k, j)
+            out[0, uk, ints[j, INV]] = _sdot(wk, k, fn, ff)
+            out[1, uk, ints[j, INV]] = _sdot(wk, k, rn, rf)
+            j = ints[j, PARENT]
+
+
+@jit
+def _derivatives_row(ints, reals, q, qd, qdd, wk, out):
+    n = ints.shape[0]
+    if not (load(ints, q, n, wk, CQ) and load(ints, qd, n, wk, CQD)
+            and load(ints, qdd, n, wk, DQDD)):
+        return False
+    derivative_pass(ints, reals, wk)
+    assemble_derivatives(ints, reals, wk, out)
+    return True
+
+
+@jit
+def rnea_derivatives(ints, reals, q, qd, qdd, out):
+    """(dtau/dq, dtau/dq', M) in user order into out (3, n, n); False on a bad input."""
+    return _derivatives_row(ints, reals, q, qd, qdd, np.empty((ints.shape[0], ND)), out)
+
+
+@pjit
+def rnea_derivatives_batch(ints, reals, Q, Qd, Qdd, out):
+    """:func:`rnea_derivatives` over the rows of (N, n) arrays into out (N, 3, n, n)."""
+    n = ints.shape[0]
+    N = Q.shape[0]
+    if Q.shape[1] != n or Qd.shape[0] != N or Qdd.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, ND))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _derivatives_row(ints, reals, Q[r], Qd[r], Qdd[r], wk, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@jit
+def _fd_derivatives_row(ints, reals, q, qd, tau, wk, out):
+    """(da/dq, da/dq', M^-1) at a = M^-1 (tau - h) into out (3, n, n); False if M singular."""
+    n = ints.shape[0]
+    a = np.empty(n)
+    if not forward_dynamics(ints, reals, q, qd, tau, np.zeros(n), a):
+        return False
+    if not _derivatives_row(ints, reals, q, qd, a, wk, out):
+        return False
+    ok, L = cholesky_factor(out[2], 1e-12)
+    if not ok:
+        return False
+    Minv = np.zeros((n, n))
+    for c in range(n):      # L L^T x = e_c
+        for i in range(n):
+            t = 1.0 if i == c else 0.0
+            for k in range(i):
+                t -= L[i, k] * Minv[k, c]
+            Minv[i, c] = t / L[i, i]
+        for i in range(n - 1, -1, -1):
+            t = Minv[i, c]
+            for k in range(i + 1, n):
+                t -= L[k, i] * Minv[k, c]
+            Minv[i, c] = t / L[i, i]
+    return _finish_fd(out, Minv, n)
+
+
+@jit
+def _finish_fd(out, Minv, n):
+    """Replace out[0], out[1] by -M^-1 out[0], -M^-1 out[1] and out[2] by M^-1."""
+    col = np.empty(n)
+    for t in range(2):
+        for c in range(n):
+            for r in range(n):
+                s = 0.0
+                for k in range(n):
+                    s -= Minv[r, k] * out[t, k, c]
+                col[r] = s
+            for r in range(n):
+                out[t, r, c] = col[r]
+    for r in range(n):
+        for c in range(n):
+            out[2, r, c] = Minv[r, c]
+    return True
+
+
+@jit
+def forward_dynamics_derivatives(ints, reals, q, qd, tau, out):
+    """(da/dq, da/dq', M^-1) in user order into out (3, n, n); False on bad input or singular M."""
+    return _fd_derivatives_row(ints, reals, q, qd, tau, np.empty((ints.shape[0], ND)), out)
+
+
+@pjit
+def forward_dynamics_derivatives_batch(ints, reals, Q, Qd, Tau, out):
+    """:func:`forward_dynamics_derivatives` over the rows of (N, n) arrays into out."""
+    n = ints.shape[0]
+    N = Q.shape[0]
+    if Q.shape[1] != n or Qd.shape[0] != N or Tau.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, ND))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _fd_derivatives_row(ints, reals, Q[r], Qd[r], Tau[r], wk, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)

@@ -1,0 +1,207 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Derivatives of the dynamics (issue 23) on every kind of model.
+
+Against Pinocchio's computeRNEADerivatives and computeABADerivatives on a fixed arm, a
+floating quadruped, a planar base and (projected with B, which Pinocchio's mimic model
+refuses) a mimic gripper; against central differences along integrate(q, e_k h) on all of
+them and on random trees; the compiled kernel against the readable reference; and against
+000 eq. (101): dtau/dq' = C*(I kron q' + q' kron I).
+"""
+
+import numpy as np
+import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
+import pytest
+
+from kron_dynamics import RobotModel, SingularMassMatrixError
+from kron_dynamics.algorithms.rnea_derivatives import rnea_derivatives
+from kron_dynamics.testing.random_urdf import random_urdf
+from pinocchio_oracle import build_case, close, ONE_MODEL_CASES, random_state
+
+
+@pytest.fixture(scope='module', params=sorted(ONE_MODEL_CASES))
+def case(request):
+    model, pair = build_case(request.param)
+    return request.param, model, pair
+
+
+def along(model, f, q, direction, h=1e-6):
+    """Central difference of f along integrate(q, direction t) at t = 0."""
+    return (f(model.integrate(q, direction, h)) - f(model.integrate(q, direction, -h))) / (2 * h)
+
+
+def columns(model, f, q):
+    """Return d f / dq in the tangent space, one column per velocity direction (last axis)."""
+    E = np.eye(model.nv)
+    return np.stack([along(model, f, q, E[k]) for k in range(model.nv)], axis=-1)
+
+
+def symmetric(M):
+    """Pinocchio fills the upper triangle of M."""
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def test_inverse_dynamics_derivatives_are_pinocchios(case):
+    """P^T dtau/dx P of the unconstrained Pinocchio model (P: our v -> its v)."""
+    kind, model, pair = case
+    P = pair.P
+    for seed in range(3):
+        q, v, dv = random_state(model, seed)
+        dq, dvv, M = model.inverse_dynamics_derivatives(q, v, dv)
+        pdq, pdv, pM = pin.computeRNEADerivatives(pair.pm, pair.pd, pair.q(q), pair.v(v),
+                                                  pair.v(dv))
+        # with mimic joints q = B u + d, so that d/du = (d/dq) B: the projection again
+        close(dq, P.T @ pdq @ P, 'dtau/dq against computeRNEADerivatives', 1e-9)
+        close(dvv, P.T @ pdv @ P, 'dtau/dv against computeRNEADerivatives', 1e-9)
+        close(M, P.T @ symmetric(pM) @ P, 'M', 1e-9)
+        close(M, model.mass_matrix(q), 'M of the derivatives is mass_matrix', 1e-12)
+        close(model.gravity_derivative(q),
+              P.T @ pin.computeGeneralizedGravityDerivatives(pair.pm, pair.pd, pair.q(q)) @ P,
+              'dG/dq against computeGeneralizedGravityDerivatives', 1e-9)
+
+
+def test_forward_dynamics_derivatives_are_pinocchios(case):
+    """Pinocchio's computeABADerivatives where its model is ours (mimic: by differences)."""
+    kind, model, pair = case
+    q, v, dv = random_state(model, 4)
+    tau = model.inverse_dynamics(q, v, dv)
+    da_dq, da_dv, Minv = model.forward_dynamics_derivatives(q, v, tau)
+    close(Minv @ model.mass_matrix(q), np.eye(model.nv), 'M^-1 M', 1e-9)
+    if model.mimic_joints:          # Pinocchio's ABA is the unconstrained system's
+        return
+    P = pair.P                      # a permutation of the coordinates here
+    pa, pv, pMinv = pin.computeABADerivatives(pair.pm, pair.pd, pair.q(q), pair.v(v),
+                                              pair.v(tau))
+    close(da_dq, P.T @ pa @ P, "dv'/dq against computeABADerivatives", 1e-8)
+    close(da_dv, P.T @ pv @ P, "dv'/dv against computeABADerivatives", 1e-8)
+    close(Minv, P.T @ pMinv @ P, 'M^-1 against computeABADerivatives', 1e-8)
+
+
+def test_every_derivative_against_central_differences(case):
+    """Along integrate(q, e_k h), v + e_k h, dv + e_k h; with an external wrench too."""
+    kind, model, pair = case
+    q, v, dv = random_state(model, 7)
+    link = ONE_MODEL_CASES[kind][2][0]
+    wrench = {link: np.array([3.0, -2.0, 5.0, 0.4, -0.3, 0.2])}
+    for f_ext in (None, wrench):
+        dq, dvv, M = model.inverse_dynamics_derivatives(q, v, dv, f_ext=f_ext)
+        E = np.eye(model.nv)
+        close(dq, columns(model, lambda x: model.inverse_dynamics(x, v, dv, f_ext), q),
+              f'dtau/dq (f_ext={f_ext})', 1e-6)
+        close(dvv, np.stack([(model.inverse_dynamics(q, v + 1e-6 * E[k], dv, f_ext)
+                              - model.inverse_dynamics(q, v - 1e-6 * E[k], dv, f_ext)) / 2e-6
+                             for k in range(model.nv)], axis=1), 'dtau/dv', 1e-6)
+        close(M, np.stack([(model.inverse_dynamics(q, v, dv + E[k], f_ext)
+                            - model.inverse_dynamics(q, v, dv - E[k], f_ext)) / 2
+                           for k in range(model.nv)], axis=1), 'dtau/ddv', 1e-9)
+    tau = model.inverse_dynamics(q, v, dv)[model.nv - model.n:]
+    tau = np.concatenate([np.zeros(model.nv - model.n), tau])
+    da_dq, da_dv, _ = model.forward_dynamics_derivatives(q, v, tau)
+    close(da_dq, columns(model, lambda x: model.forward_dynamics(x, v, tau), q),
+          "dv'/dq", 1e-5)
+    close(da_dv, np.stack([(model.forward_dynamics(q, v + 1e-6 * E[k], tau)
+                            - model.forward_dynamics(q, v - 1e-6 * E[k], tau)) / 2e-6
+                           for k in range(model.nv)], axis=1), "dv'/dv", 1e-5)
+    close(model.mass_matrix_derivative(q), columns(model, model.mass_matrix, q), 'dM/dq', 1e-6)
+    close(model.gravity_derivative(q), columns(model, model.gravity_torque, q), 'dG/dq', 1e-6)
+
+
+def test_derivatives_take_batches_and_say_what_is_wrong(case):
+    kind, model, pair = case
+    states = [random_state(model, 20 + k) for k in range(3)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    T = np.stack([model.inverse_dynamics(*s) for s in states])
+    for method, args in (('inverse_dynamics_derivatives', (Q, V, A)),
+                         ('forward_dynamics_derivatives', (Q, V, T)),
+                         ('mass_matrix_derivative', (Q,)), ('gravity_derivative', (Q,))):
+        batch = getattr(model, method)(*args)
+        for k in range(3):
+            single = getattr(model, method)(*(x[k] for x in args))
+            for b, s in zip(batch if isinstance(batch, tuple) else (batch,),
+                            single if isinstance(single, tuple) else (single,)):
+                np.testing.assert_allclose(b[k], s, rtol=1e-12, atol=1e-12)
+        empty = getattr(model, method)(*(x[:0] for x in args))
+        for e in (empty if isinstance(empty, tuple) else (empty,)):
+            assert e.shape[0] == 0
+    bad = Q.copy()
+    bad[1, -1] = np.nan
+    with pytest.raises(ValueError, match=r'(row 1: q|q\[1\]) is not finite'):
+        model.inverse_dynamics_derivatives(bad, V, A)
+    with pytest.raises(ValueError, match='qd|v'):
+        model.inverse_dynamics_derivatives(Q[0], V[0][:-1], A[0])
+
+
+def random_model(seed, mimic=0.0):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 10))
+    xml = random_urdf(rng, n, mimic_fraction=mimic)
+    names = list(rng.permutation(RobotModel.from_urdf_string(xml).joint_names))
+    armature = rng.uniform(0.0, 0.5, len(names))
+    return RobotModel.from_urdf_string(xml, joint_names=names, armature=armature), rng
+
+
+@pytest.mark.parametrize('seed', range(12))
+def test_random_trees_kernel_reference_and_kronecker_form(seed):
+    """Compiled = readable reference; dtau/dq' = C*(I kron q' + q' kron I) (000 eq. 101)."""
+    model, rng = random_model(seed)
+    n, p = model.n, model._perm
+    q, qd, qdd = rng.uniform(-2, 2, (3, n))
+    dq, dv, M = model.inverse_dynamics_derivatives(q, qd, qdd)
+    inner = [np.empty(n) for _ in range(3)]
+    for x, y in zip(inner, (q, qd, qdd)):
+        x[p] = y
+    rdq, rdv, rM = rnea_derivatives(model.tree, *inner)
+    ix = np.ix_(p, p)
+    close(dq, rdq[ix], 'dtau/dq: kernel against reference', 1e-11)
+    close(dv, rdv[ix], 'dtau/dv: kernel against reference', 1e-11)
+    close(M, rM[ix] + np.diag(model.armature), 'M: kernel against reference', 1e-11)
+    Cs = model.coriolis_star(q)
+    identity = np.eye(n)
+    close(dv, Cs @ (np.kron(identity, qd[:, None]) + np.kron(qd[:, None], identity)),
+          "dtau/dq' = C*(I kron q' + q' kron I)", 1e-10)
+    dM = model.mass_matrix_derivative(q)
+    close(Cs.reshape(n, n, n), dM - 0.5 * np.transpose(dM, (2, 1, 0)),
+          'C*[i, j n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i', 1e-10)
+
+
+@pytest.mark.parametrize('seed', range(8))
+def test_random_trees_with_mimic_joints_against_differences(seed):
+    model, rng = random_model(100 + seed, mimic=0.3)
+    n = model.n
+    q, qd, qdd = rng.uniform(-1.5, 1.5, (3, n))
+    dq, dv, M = model.inverse_dynamics_derivatives(q, qd, qdd)
+    E = np.eye(n)
+    h = 1e-6
+    close(dq, np.stack([(model.inverse_dynamics(q + h * E[k], qd, qdd)
+                         - model.inverse_dynamics(q - h * E[k], qd, qdd)) / (2 * h)
+                        for k in range(n)], axis=1), 'dtau/dq', 1e-6)
+    close(dv, np.stack([(model.inverse_dynamics(q, qd + h * E[k], qdd)
+                         - model.inverse_dynamics(q, qd - h * E[k], qdd)) / (2 * h)
+                        for k in range(n)], axis=1), 'dtau/dq\'', 1e-6)
+    close(M, model.mass_matrix(q), 'M', 1e-12)
+    close(model.mass_matrix_derivative(q),
+          np.stack([(model.mass_matrix(q + h * E[k]) - model.mass_matrix(q - h * E[k]))
+                    / (2 * h) for k in range(n)], axis=2), 'dM/dq', 1e-6)
+
+
+def test_a_singular_mass_matrix_is_named_by_forward_dynamics_derivatives():
+    xml = '''<robot name="r"><link name="base"/>
+      <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>
+        <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <link name="l1"/></robot>'''
+    model = RobotModel.from_urdf_string(xml)      # logs that M is singular
+    with pytest.raises(SingularMassMatrixError, match='j1'):
+        model.forward_dynamics_derivatives(np.zeros(1), np.zeros(1), np.ones(1))
