@@ -957,6 +957,39 @@ class MovingBase:
         out[:nb] = P.T @ (wb + 0.5 * ad @ wb + ad @ (ad @ wb) / 12.0)
         return out
 
+    def _tangent_bracket(self, v: Array) -> Array:
+        """ad_v on the base block: d/dt of q (-) q_ref drifts by -ad_v (linearize)."""
+        P = _P_BASE[self.base]
+        nb = self._nb
+        out = np.zeros((self.nv, self.nv))
+        out[:nb, :nb] = P.T @ motion_cross(P @ v[:nb]) @ P
+        return out
+
+    def _integrate_jacobians(self, w: Array) -> tuple[Array, Array]:
+        """
+        d integrate(q, w) / dq and / dw (tangent coordinates): Ad(exp(-w)) and the right
+        Jacobian J_r(w) = sum_k (-ad_w)^k / (k + 1)! on the base block, identities on joints.
+        """
+        P = _P_BASE[self.base]
+        nb = self._nb
+        xi = P @ w[:nb]
+        T = _exp6(-xi)
+        R, p = T[:3, :3], T[:3, 3]
+        Ad = np.zeros((6, 6))
+        Ad[:3, :3] = Ad[3:, 3:] = R
+        Ad[:3, 3:] = skew(p) @ R
+        ad = -motion_cross(xi)
+        term, Jr = np.eye(6), np.eye(6)
+        for k in range(1, 60):      # |ad| <= |xi|: the terms fall factorially
+            term = term @ ad / (k + 1)
+            Jr = Jr + term
+            if np.abs(term).max() < 1e-18:
+                break
+        Jq, Jw = np.eye(self.nv), np.eye(self.nv)
+        Jq[:nb, :nb] = P.T @ Ad @ P
+        Jw[:nb, :nb] = P.T @ Jr @ P
+        return Jq, Jw
+
     # ----------------------------------------------------------------- kinematics
     @_batched('q')
     def link_pose(self, q: ArrayLike, link: str) -> Array:

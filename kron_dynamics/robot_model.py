@@ -1303,6 +1303,46 @@ class RobotModel:
         Minv = solve_mass_matrix(M, np.eye(self.nv), list(self.velocity_names))
         return -Minv @ dq, -Minv @ dv, Minv
 
+    def linearize(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
+                  dt: float | None = None) -> tuple[Array, Array]:
+        """
+        Return (A, B) of the dynamics linearised at (q, v, tau) for LQR and MPC.
+
+        State x = (q, v) in the tangent space (2 nv: q perturbed as integrate(q, dq), as
+        Pinocchio's derivatives), input u the n joint torques (a moving base is not actuated:
+        B has n columns); ``tau`` as :meth:`forward_dynamics` takes it. Without ``dt`` the
+        continuous x' = A x + B u: A = [[-ad_v, I], [da/dq, da/dv]], B = [[0], [M^-1 S^T]]
+        (ad_v, the base twist's bracket, only on a moving base; S^T puts the joint torques
+        in the generalized forces). With ``dt`` > 0 the discrete map of semi-implicit Euler,
+        v+ = v + dt a(q, v, tau), q+ = integrate(q, v+, dt):
+        A = [[Jq + dt^2 Jw da/dq, dt Jw (I + dt da/dv)], [dt da/dq, I + dt da/dv]],
+        B = [[dt^2 Jw M^-1 S^T], [dt M^-1 S^T]], with Jq, Jw the derivatives of
+        integrate(q, w) = q (+) w in q and w at w = dt v+ (identities for the joints).
+        """
+        if dt is not None:
+            dt = _step_arguments(dt, 1)[0]
+        q, v = self._single(q, 'q'), self._single(v, 'v')
+        da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
+        nv, nb = self.nv, self.nv - self.n
+        MinvS = Minv[:, nb:]
+        eye = np.eye(nv)
+        if dt is None:
+            A = np.block([[-self._tangent_bracket(v), eye], [da_dq, da_dv]])
+            return A, np.vstack([np.zeros((nv, self.n)), MinvS])
+        v_next = v + dt * self.forward_dynamics(q, v, tau)
+        Jq, Jw = self._integrate_jacobians(dt * v_next)
+        A = np.block([[Jq + dt * dt * Jw @ da_dq, dt * Jw @ (eye + dt * da_dv)],
+                      [dt * da_dq, eye + dt * da_dv]])
+        return A, np.vstack([dt * dt * Jw @ MinvS, dt * MinvS])
+
+    def _tangent_bracket(self, v: Array) -> Array:
+        """ad_v: how the tangent coordinates of q drift with v (zero without a moving base)."""
+        return np.zeros((self.nv, self.nv))
+
+    def _integrate_jacobians(self, w: Array) -> tuple[Array, Array]:
+        """d integrate(q, w) / dq and / dw in tangent coordinates: identities on joints."""
+        return np.eye(self.nv), np.eye(self.nv)
+
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:
         """
         Return dM/dq, n x n x n with [i, j, k] = dM_ij/dq_k (N x n x n x n for a batch).

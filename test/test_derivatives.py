@@ -205,3 +205,42 @@ def test_a_singular_mass_matrix_is_named_by_forward_dynamics_derivatives():
     model = RobotModel.from_urdf_string(xml)      # logs that M is singular
     with pytest.raises(SingularMassMatrixError, match='j1'):
         model.forward_dynamics_derivatives(np.zeros(1), np.zeros(1), np.ones(1))
+
+
+def test_linearize_is_the_derivative_of_the_discrete_map_and_its_limit(case):
+    """(A, B) with dt against differences of semi-implicit Euler; without dt its limit."""
+    kind, model, pair = case
+    q, v, dv = random_state(model, 3)
+    nb, nv, n = model.nv - model.n, model.nv, model.n
+    tau = model.inverse_dynamics(q, v, dv)
+    tau[:nb] = 0.0
+    dt = 0.01
+
+    def step(q, v, u):
+        v_next = v + dt * model.forward_dynamics(q, v, np.concatenate([np.zeros(nb), u]))
+        return model.integrate(q, v_next, dt), v_next
+    q1, v1 = step(q, v, tau[nb:])
+    A, B = model.linearize(q, v, tau, dt)
+    assert A.shape == (2 * nv, 2 * nv) and B.shape == (2 * nv, n)
+    h = 1e-6
+    columns = []
+    for k in range(2 * nv + n):
+        e = np.zeros(2 * nv + n)
+        e[k] = h
+        ends = []
+        for sign in (1.0, -1.0):
+            qn, vn = step(model.integrate(q, sign * e[:nv], 1.0), v + sign * e[nv:2 * nv],
+                          tau[nb:] + sign * e[2 * nv:])
+            ends.append(np.concatenate([model.difference(q1, qn), vn - v1]))
+        columns.append((ends[0] - ends[1]) / (2 * h))
+    close(np.hstack([A, B]), np.stack(columns, axis=1), 'discrete (A, B)', 1e-6)
+    Ac, Bc = model.linearize(q, v, tau)
+
+    def rate(d):
+        Ad, Bd = model.linearize(q, v, tau, d)
+        return (Ad - np.eye(2 * nv)) / d, Bd / d
+    (a1, b1), (a2, b2) = rate(1e-4), rate(5e-5)      # Richardson: error O(dt^2)
+    close(Ac, 2 * a2 - a1, 'continuous A = lim (A_dt - I) / dt', 1e-7)
+    close(Bc, 2 * b2 - b1, 'continuous B = lim B_dt / dt', 1e-7)
+    with pytest.raises(ValueError, match='dt'):
+        model.linearize(q, v, tau, 0.0)
