@@ -967,8 +967,10 @@ class MovingBase:
 
     def _integrate_jacobians(self, w: Array) -> tuple[Array, Array]:
         """
-        d integrate(q, w) / dq and / dw (tangent coordinates): Ad(exp(-w)) and the right
-        Jacobian J_r(w) = sum_k (-ad_w)^k / (k + 1)! on the base block, identities on joints.
+        Return the derivatives of integrate(q, w) in q and in w (tangent coordinates).
+
+        Ad(exp(-w)) and the right Jacobian J_r(w) = sum_k (-ad_w)^k / (k + 1)! on the base
+        block, identities on the joints.
         """
         P = _P_BASE[self.base]
         nb = self._nb

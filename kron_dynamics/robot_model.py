@@ -1340,7 +1340,7 @@ class RobotModel:
         return np.zeros((self.nv, self.nv))
 
     def _integrate_jacobians(self, w: Array) -> tuple[Array, Array]:
-        """d integrate(q, w) / dq and / dw in tangent coordinates: identities on joints."""
+        """Return the derivatives of integrate(q, w) in q and w: identities on joints."""
         return np.eye(self.nv), np.eye(self.nv)
 
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:

@@ -540,8 +540,8 @@ DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'fr
            'contact_jacobian', 'constrained_forward_dynamics', 'contact_inverse_dynamics',
            # a new description of the same tree, built as RobotModel(description, ...)
            'with_frame',
-           # from the projected inverse_dynamics_derivatives
-           'gravity_derivative'}
+           # from the projected inverse_dynamics_derivatives, forward_dynamics(_derivatives)
+           'gravity_derivative', 'linearize'}
 
 
 def test_every_public_method_is_constrained_or_derived():
