@@ -42,6 +42,7 @@ bench: venv
 	$(PY) bench/bench_kinematics.py
 	$(PY) bench/bench_floating.py
 	$(PY) bench/bench_one_model.py
+	$(PY) bench/bench_derivatives.py
 	$(PY) bench/bench_symbolic.py
 	$(PY) bench/bench_loading.py
 	$(PY) bench/startup.py

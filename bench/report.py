@@ -586,6 +586,39 @@ def one_model_table(r: Results) -> str:
             f'{sig(worst, 2)}.\n\n' + source(r, 'one_model'))
 
 
+DERIVATIVE_CASES = {
+    'panda_arm': 'Panda arm (7 DOF, fingers fixed)',
+    'talos_floating': 'TALOS on a free flyer (nv = 38)',
+}
+
+
+def derivatives_table(r: Results) -> str:
+    """Derivatives of the dynamics against Pinocchio: single calls and batches."""
+    d = r['derivatives']
+    rows, batch_rows = [], []
+    for case, title in DERIVATIVE_CASES.items():
+        entry = d['cases'].get(case)
+        if entry is None:
+            continue
+        for op, e in entry['single'].items():
+            target, ratio = e.get('target'), e.get('ratio_min')
+            rows.append([title, f'`{op}`', f"`{e.get('pinocchio', '')}`", *timing_cells(e),
+                         f'≤ {target:g}' if target else '–',
+                         met(None if target is None or ratio is None else ratio <= target)])
+        for op, b in entry['batch'].items():
+            batch_rows.append([title, f'`{op}`', f"{b['N']:,}", fmt(b['kron_us_per_state']),
+                               fmt(b['pin_loop_us_per_state']), f"{fmt(b['speedup'])}x",
+                               str(b['threads'])])
+    worst = max(v for entry in d['cases'].values() for v in entry['agreement'].values())
+    batches = table(['robot', 'batch', 'N', 'µs per state', 'Pinocchio loop µs per state',
+                     'speed-up', 'threads'], batch_rows)
+    return (table(['robot', 'kron_dynamics', 'Pinocchio', 'µs', 'Pinocchio µs',
+                   'ratio min (median)', 'target', 'verdict'], rows)
+            + '\n\n' + batches
+            + f'\n\nWorst relative difference from Pinocchio over the agreement checks: '
+            f'{sig(worst, 2)}.\n\n' + source(r, 'derivatives'))
+
+
 def call_anatomy_table(r: Results) -> str:
     """Where a Panda dynamics call goes: facade, compiled entry point, unboxing, output."""
     d = r['kinematics']['robots']['panda']['anatomy']
@@ -784,6 +817,18 @@ contacts factorised by Cholesky; redundant contacts fall back to the minimum-nor
 squares in NumPy). Pinocchio's mimic model refuses `constraintDynamics`, so the contact rows
 are floating bases.""",
      [one_model_table]),
+    ('## Derivatives', """\
+`bench/bench_derivatives.py`: `inverse_dynamics_derivatives` (∂τ/∂q, ∂τ/∂v, M) against
+`computeRNEADerivatives` and `forward_dynamics_derivatives` (∂v'/∂q, ∂v'/∂v, M⁻¹) against
+`computeABADerivatives`, each call and its counterpart timed alternately (ratio of the
+minima, the median of the per-repeat ratios in brackets), then batches in one call against a
+Python loop of Pinocchio's calls. Each is one compiled call on a fixed or floating base
+(`kernels/rnea_derivatives.py`: the derivative recursion, for a floating base with its
+tangent-space base columns in the same call). The forward derivatives run forward dynamics
+first (M by CRBA, h by Newton-Euler, a dense Cholesky solve), then the recursion at that
+acceleration, then M⁻¹ [∂τ/∂q, ∂τ/∂v, I] by the tree's LTL factorisation (no fill-in);
+Pinocchio's `computeABADerivatives` is one O(n²) pass of its own.""",
+     [derivatives_table]),
     ('## Start-up', """\
 `bench/startup.py`: time from creating a `dynamics_node` process to the first
 `~/bias_torque` it publishes, while joint states are already streaming. numba caches the

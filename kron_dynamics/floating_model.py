@@ -758,7 +758,6 @@ class MovingBase:
         return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
                                  list(self.velocity_names))
 
-    @_batched('q', 'v', 'dv')
     def inverse_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
                                      f_ext: Mapping[str, ArrayLike] | None = None
                                      ) -> tuple[Array, Array, Array]:
@@ -771,8 +770,18 @@ class MovingBase:
         gravity, which turns the other way (the base-rotation columns are -M_xyz [g_b]x, the
         translation columns 0), and the chain's accelerations carry the velocity products of
         the base (:func:`_chain_acceleration`), whose derivative enters dtau/dv through M.
-        ``f_ext`` as for :meth:`inverse_dynamics`, held constant in world axes.
+        ``f_ext`` as for :meth:`inverse_dynamics`, held constant in world axes. One
+        compiled call for a floating base without mimic joints
+        (kernels.rnea_derivatives.floating_rnea_derivatives), batches too.
         """
+        fast = None if f_ext else self._compiled_derivatives(
+            native.floating_rnea_derivatives, native.floating_rnea_derivatives_batch, q, v, dv)
+        if fast is not None:
+            return fast
+        if max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:
+            if f_ext:
+                raise ValueError('f_ext is not supported for a batch: call per configuration')
+            return self._batch(self.inverse_dynamics_derivatives, q, v, dv)
         q, T, _, qk = self._split(q)
         vk = self._lift(self._vector(v, self.nv, 'v'))
         dvk = self._lift(self._vector(dv, self.nv, 'dv'))
@@ -794,11 +803,36 @@ class MovingBase:
             dq -= self._wrench_derivative(q, f_ext)
         return dq, P.T @ Dv @ P, P.T @ Mk @ P + np.diag(self._armature_after)
 
-    @_batched('q', 'v', 'tau')
     def forward_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike
                                      ) -> tuple[Array, Array, Array]:
         """Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space."""
+        fast = self._compiled_derivatives(native.floating_forward_dynamics_derivatives,
+                                          native.floating_forward_dynamics_derivatives_batch,
+                                          q, v, tau)
+        if fast is not None:
+            return fast
+        if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
+            return self._batch(self.forward_dynamics_derivatives, q, v, tau)
         return self._derivatives_at(q, v, tau)
+
+    def _compiled_derivatives(self, single, batch, q, v, x):
+        """Return a derivative kernel's three nv x nv results (a batch: N x ...), or None."""
+        if not self._same:
+            return None
+        nv = self.nv
+        if _plain(q, v, x):
+            out = np.empty((3, nv, nv))
+            if single(self._ints, self._reals, self._origin, q, v, x, QUATERNION_TOLERANCE,
+                      out):
+                return out[0], out[1], out[2]
+            return None             # a bad input or a singular M: the general path says so
+        rows = _batch_rows(q, v, x)
+        if rows is None:
+            return None
+        out = np.empty((rows[0].shape[0], 3, nv, nv))
+        if batch(self._ints, self._reals, self._origin, *rows, QUATERNION_TOLERANCE, out):
+            return out[:, 0], out[:, 1], out[:, 2]
+        return None
 
     @_batched('q')
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:

@@ -73,6 +73,19 @@ def test_inverse_dynamics_derivatives_are_pinocchios(case):
               'dG/dq against computeGeneralizedGravityDerivatives', 1e-9)
 
 
+def test_the_compiled_path_equals_the_general_one(case):
+    """Lists skip the compiled entry points: the NumPy path around the kernels must agree."""
+    kind, model, pair = case
+    q, v, dv = random_state(model, 9)
+    tau = model.inverse_dynamics(q, v, dv)
+    for method, args in (('inverse_dynamics_derivatives', (q, v, dv)),
+                         ('forward_dynamics_derivatives', (q, v, tau))):
+        fast = getattr(model, method)(*args)
+        general = getattr(model, method)(*(list(x) for x in args))
+        for a, b in zip(fast, general):
+            close(a, b, f'{method}: compiled against general', 1e-10)
+
+
 def test_forward_dynamics_derivatives_are_pinocchios(case):
     """Pinocchio's computeABADerivatives where its model is ours (mimic: by differences)."""
     kind, model, pair = case

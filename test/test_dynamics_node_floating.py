@@ -23,7 +23,8 @@ matched by value to the library's FloatingBaseModel; the services take the base 
 
 import time
 
-from kron_dynamics_interfaces.srv import GetDynamics, GetKinematics, GetMassMatrix
+from kron_dynamics_interfaces.srv import (GetDynamics, GetKinematics, GetLinearization,
+                                          GetMassMatrix)
 from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
@@ -173,6 +174,20 @@ def test_services_take_the_base_state(node):
     p = res.pose.pose.position
     np.testing.assert_allclose([p.x, p.y, p.z], T[:3, 3], rtol=1e-12, atol=1e-14)
     assert res.pose.header.frame_id == 'odom'
+    tau = np.array([2.0, -1.0, 0.5])                # the joints' efforts (request order)
+    effort_state = JointState(name=JOINTS[::-1], position=list(u[::-1]),
+                              velocity=list(ud[::-1]), effort=list(tau[::-1]))
+    res = probe.call(GetLinearization, f'/{NAME}/get_linearization',
+                     GetLinearization.Request(state=effort_state, base=base, dt=0.01))
+    assert res.success, res.message
+    A, B = model.linearize(q, v, np.concatenate([np.zeros(6), tau]), 0.01)
+    nv = model.nv
+    np.testing.assert_allclose(np.reshape(res.a.data, (2 * nv, 2 * nv)), A, rtol=1e-10,
+                               atol=1e-10)
+    np.testing.assert_allclose(np.reshape(res.b.data, (2 * nv, model.n)), B, rtol=1e-10,
+                               atol=1e-12)
+    assert list(res.state_names[:nv]) == [f'position/{c}' for c in model.velocity_names]
+    assert list(res.input_names) == list(model.joint_names)
     unit = odometry(*BASE)
     unit.pose.pose.orientation.w = 3.0
     res = probe.call(GetMassMatrix, f'/{NAME}/get_mass_matrix',

@@ -12,12 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""dynamics_node as a real process: ~/get_kinematics and the ~/external_wrench input."""
+"""dynamics_node as a real process: ~/get_kinematics, ~/get_linearization, ~/external_wrench."""
 
 import math
 
 from geometry_msgs.msg import WrenchStamped
-from kron_dynamics_interfaces.srv import GetKinematics
+from kron_dynamics_interfaces.srv import GetKinematics, GetLinearization
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -214,3 +214,32 @@ def test_bad_external_wrench_timeout_stops_the_node():
                                               'external_wrench_timeout:=-1.0']).wait(60)
     assert code != 0 and 'external_wrench_timeout must be a finite number >= 0' in out, out
     assert 'Traceback' not in out
+
+
+@pytest.mark.parametrize('dt', [0.0, 0.002])
+def test_get_linearization_answers_the_models_a_and_b(graph, model, dt):
+    """~/get_linearization: (A, B) of RobotModel.linearize, named rows; bad requests named."""
+    _, probe, *_ = graph
+    q, qd = np.array([2.0, -0.7, 0.25]), np.array([0.3, 0.1, -0.2])
+    tau = model.gravity_torque(q) + np.array([1e3, -2e4, 5e4])
+    msg = state(q, qd)
+    msg.effort = list(tau)
+    res = probe.call(GetLinearization, '/kin_node/get_linearization',
+                     GetLinearization.Request(state=msg, dt=dt))
+    assert res.success, res.message
+    A, B = model.linearize(q, qd, tau, dt or None)
+    np.testing.assert_allclose(np.reshape(res.a.data, (6, 6)), A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(np.reshape(res.b.data, (6, 3)), B, rtol=1e-12, atol=1e-15)
+    assert layout(res.a) == [('rows', 6, 36), ('cols', 6, 6)]
+    assert layout(res.b) == [('rows', 6, 18), ('cols', 3, 3)]
+    assert list(res.state_names) == ([f'position/{j}' for j in JOINTS]
+                                     + [f'velocity/{j}' for j in JOINTS])
+    assert list(res.input_names) == JOINTS
+    msg.effort = []
+    res = probe.call(GetLinearization, '/kin_node/get_linearization',
+                     GetLinearization.Request(state=msg, dt=dt))
+    assert not res.success and '3 names but 0 efforts' in res.message, res.message
+    msg.effort = list(tau)
+    res = probe.call(GetLinearization, '/kin_node/get_linearization',
+                     GetLinearization.Request(state=msg, dt=-1.0))
+    assert not res.success and 'request.dt' in res.message, res.message

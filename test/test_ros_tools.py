@@ -19,7 +19,7 @@ A plain ``colcon build`` of a workspace holding this checkout (ros_tools_env.py:
 environment is built once and cached), then every launch file with ``ros2 launch`` (nodes up,
 params from the installed share/ applied, Ctrl-C ends everything with exit status 0),
 ``ros2 param dump`` of every node, ``ros2 param set`` of every dynamic parameter with its
-effect observed, ``ros2 service call`` of both services and ``ros2 topic echo --once`` of
+effect observed, ``ros2 service call`` of the services and ``ros2 topic echo --once`` of
 every output. Skipped, with that reason, where ../shared/ros2_cli is absent.
 """
 
@@ -249,6 +249,16 @@ def check_services(tools) -> None:
                       'kron_dynamics_interfaces/srv/GetMassMatrix',
                       '{state: {name: [q1_travel], position: [0.0]}}')
     assert 'success=False' in text and 'missing joint' in text, text
+    tau = model.inverse_dynamics(q, qd, qdd)
+    text = tools.ros2('service', 'call', '/dynamics_node/get_linearization',
+                      'kron_dynamics_interfaces/srv/GetLinearization',
+                      f'{{state: {{name: {STACKER_JOINTS}, position: {q.tolist()}, '
+                      f'velocity: {qd.tolist()}, effort: {tau.tolist()}}}, dt: 0.001}}')
+    assert 'success=True' in text, text
+    A, B = model.linearize(q, qd, tau, 0.001)
+    np.testing.assert_allclose(parse_array(text, 'a').reshape(6, 6), A, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(parse_array(text, 'b').reshape(6, 3), B, rtol=1e-12, atol=1e-15)
+    assert "input_names=['q1_travel', 'q2_slew', 'q3_luff']" in text, text
 
 
 def check_outputs(tools) -> dict:

@@ -81,6 +81,14 @@ SIGNATURES = {
     'forward_dynamics_derivatives': ('rnea_derivatives', (_I, _R, _V, _V, _V, _O3)),
     'forward_dynamics_derivatives_batch': ('rnea_derivatives', (_I, _R, _A2, _A2, _A2, _O4)),
     'mass_matrix_derivative': ('coriolis_star', (_I, _R, _V, _O3)),
+    'floating_rnea_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V, nt.float64,
+                                                       _O3)),
+    'floating_forward_dynamics_derivatives': ('rnea_derivatives', (
+        _I, _R, _R, _V, _V, _V, nt.float64, _O3)),
+    'floating_rnea_derivatives_batch': ('rnea_derivatives', (
+        _I, _R, _R, _A2, _A2, _A2, nt.float64, _O4)),
+    'floating_forward_dynamics_derivatives_batch': ('rnea_derivatives', (
+        _I, _R, _R, _A2, _A2, _A2, nt.float64, _O4)),
     'center_of_mass': ('center_of_mass', (_I, _R, _V, nt.boolean, _O1)),
     'center_of_mass_batch': ('center_of_mass', (_I, _R, _A2, nt.boolean, _O2)),
     'center_of_mass_jacobian': ('center_of_mass', (_I, _R, _V, nt.boolean, _O2)),

@@ -28,7 +28,8 @@ import numpy as np
 
 from .algebra import add, chunks, cross, dot, get3, jit, pjit, scl, set3, sub
 from .crba import body_inertia, CM, CQ, CQD, CS, inertia_times, motion_subspaces, NC
-from .forward_dynamics import cholesky_factor, forward_dynamics
+from .floating_base import base_frame, chain_acceleration, floating_forward_dynamics
+from .forward_dynamics import forward_dynamics
 from .kinematics import frames, load
 from .layout import ARM, INV, PARENT
 
@@ -178,13 +179,29 @@ def assemble_derivatives(ints, reals, wk, out):
             out[2, uj, uk] = m
             k = ints[k, PARENT]
         out[2, uj, uj] += reals[j, ARM]
-    for k in range(n):                  # k strictly below j: the composites of k
+    # k strictly below j, the composites of k: S_k . (Ic_k X_j + Kc_k S'_j) is
+    # F_k . X_j + G_k . S'_j with F_k = Ic_k S_k (Ic symmetric) and G_k = Kc_k^T S_k, made
+    # once per k: two 6-vector dot products per pair
+    for k in range(n):
         uk = ints[k, INV]
+        sw, sv = _get6(wk, k, CS)
+        Fn, Ff = inertia_times(wk, k, sw, sv)
+        g = np.zeros(6)
+        for r in range(6):
+            o = DK + 6 * r
+            s = wk[k, CS + r]
+            for c in range(6):
+                g[c] += wk[k, o + c] * s
+        Gn, Gf = (g[0], g[1], g[2]), (g[3], g[4], g[5])
         j = ints[k, PARENT]
         while j >= 0:
-            (fn, ff), (rn, rf) = _pair_terms(wk, k, j)
-            out[0, uk, ints[j, INV]] = _sdot(wk, k, fn, ff)
-            out[1, uk, ints[j, INV]] = _sdot(wk, k, rn, rf)
+            uj = ints[j, INV]
+            xw, xv = _get6(wk, j, DX)
+            dw, dv = _get6(wk, j, DSD)
+            jw, jv = _get6(wk, j, CS)
+            out[0, uk, uj] = dot(Fn, xw) + dot(Ff, xv) + dot(Gn, dw) + dot(Gf, dv)
+            out[1, uk, uj] = (2.0 * (dot(Fn, dw) + dot(Ff, dv)) + dot(Gn, jw)
+                              + dot(Gf, jv))
             j = ints[j, PARENT]
 
 
@@ -232,41 +249,83 @@ def _fd_derivatives_row(ints, reals, q, qd, tau, wk, out):
         return False
     if not _derivatives_row(ints, reals, q, qd, a, wk, out):
         return False
-    ok, L = cholesky_factor(out[2], 1e-12)
-    if not ok:
-        return False
-    Minv = np.zeros((n, n))
-    for c in range(n):      # L L^T x = e_c
-        for i in range(n):
-            t = 1.0 if i == c else 0.0
-            for k in range(i):
-                t -= L[i, k] * Minv[k, c]
-            Minv[i, c] = t / L[i, i]
-        for i in range(n - 1, -1, -1):
-            t = Minv[i, c]
-            for k in range(i + 1, n):
-                t -= L[k, i] * Minv[k, c]
-            Minv[i, c] = t / L[i, i]
-    return _finish_fd(out, Minv, n)
+    return tree_solve(ints, out, 1e-12)
 
 
 @jit
-def _finish_fd(out, Minv, n):
-    """Replace out[0], out[1] by -M^-1 out[0], -M^-1 out[1] and out[2] by M^-1."""
-    col = np.empty(n)
-    for t in range(2):
+def tree_solve(ints, out, rcond):
+    """
+    Replace out[0], out[1] by -M^-1 out[0], -M^-1 out[1] and out[2] = M by M^-1; ok.
+
+    M = L^T L by the LTL factorisation of a tree's mass matrix (Featherstone, RBDA 6.5:
+    internal order, parents first, no fill-in: L[k, i] is non-zero only for i an ancestor of
+    k), so each solve costs O(n d) for depth d instead of O(n^2). False when a pivot is not
+    positive or trace(M) trace(M^-1) > 1 / rcond (the bound on cond(M) that
+    :func:`~kron_dynamics.kernels.forward_dynamics.cholesky_factor` accepts at once): the
+    facade's general path then decides, naming the joints of a singular M.
+    """
+    n = ints.shape[0]
+    L = np.empty((n, n))
+    trace = 0.0
+    for i in range(n):
+        ui = ints[i, INV]
+        trace += out[2, ui, ui]
+        for j in range(n):
+            L[i, j] = out[2, ui, ints[j, INV]]
+    for k in range(n - 1, -1, -1):
+        if not L[k, k] > 0.0:
+            return False
+        L[k, k] = np.sqrt(L[k, k])
+        i = ints[k, PARENT]
+        while i >= 0:
+            L[k, i] /= L[k, k]
+            i = ints[i, PARENT]
+        i = ints[k, PARENT]
+        while i >= 0:
+            j = i
+            while j >= 0:
+                L[i, j] -= L[k, i] * L[k, j]
+                j = ints[j, PARENT]
+            i = ints[i, PARENT]
+    # every right-hand side at once, one row per body (internal order): [dq, dv, I]
+    # columns in user order, so that each step is a row operation over 3 n contiguous values
+    Y = np.zeros((n, 3 * n))
+    for i in range(n):
+        ui = ints[i, INV]
         for c in range(n):
-            for r in range(n):
-                s = 0.0
-                for k in range(n):
-                    s -= Minv[r, k] * out[t, k, c]
-                col[r] = s
-            for r in range(n):
-                out[t, r, c] = col[r]
-    for r in range(n):
+            Y[i, c] = out[0, ui, c]
+            Y[i, n + c] = out[1, ui, c]
+        Y[i, 2 * n + ui] = 1.0
+    w = 3 * n
+    for k in range(n - 1, -1, -1):          # L^T Z = Y: leaves first
+        d = 1.0 / L[k, k]
+        for c in range(w):
+            Y[k, c] *= d
+        i = ints[k, PARENT]
+        while i >= 0:
+            f = L[k, i]
+            for c in range(w):
+                Y[i, c] -= f * Y[k, c]
+            i = ints[i, PARENT]
+    for k in range(n):                      # L X = Z: the root first
+        i = ints[k, PARENT]
+        while i >= 0:
+            f = L[k, i]
+            for c in range(w):
+                Y[k, c] -= f * Y[i, c]
+            i = ints[i, PARENT]
+        d = 1.0 / L[k, k]
+        for c in range(w):
+            Y[k, c] *= d
+    inv_trace = 0.0
+    for i in range(n):
+        ui = ints[i, INV]
         for c in range(n):
-            out[2, r, c] = Minv[r, c]
-    return True
+            out[0, ui, c] = -Y[i, c]
+            out[1, ui, c] = -Y[i, n + c]
+            out[2, ui, c] = Y[i, 2 * n + c]
+        inv_trace += Y[i, 2 * n + ui]
+    return inv_trace * trace * rcond < 1.0
 
 
 @jit
@@ -288,6 +347,105 @@ def forward_dynamics_derivatives_batch(ints, reals, Q, Qd, Tau, out):
         wk = np.empty((n, ND))
         for r in range(c * N // K, (c + 1) * N // K):
             if not _fd_derivatives_row(ints, reals, Q[r], Qd[r], Tau[r], wk, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@jit
+def floating_corrections(v, gb, out):
+    """
+    Turn the base chain's (dtau/dq, dtau/dq', M) in out into the floating base's tangent ones.
+
+    Moving the base changes nothing relative to it but gravity g_b (base axes), which turns
+    the other way: the translation columns of dtau/dq are 0, the rotation columns
+    -M[:, :3] [g_b]x; the chain's accelerations carry the base's velocity products
+    (floating_base.chain_acceleration), whose derivative D enters dtau/dv as M[:, :6] D.
+    """
+    n = out.shape[1]
+    vx, vy, vz, wx, wy, wz = v[0], v[1], v[2], v[3], v[4], v[5]
+    D = np.zeros((6, 6))
+    D[0, 1], D[0, 2], D[1, 0], D[1, 2], D[2, 0], D[2, 1] = -wz, wy, wz, -wx, -wy, wx
+    D[0, 4], D[0, 5], D[1, 3], D[1, 5], D[2, 3], D[2, 4] = vz, -vy, -vz, vx, vy, -vx
+    D[3, 4], D[3, 5], D[4, 3], D[4, 5], D[5, 3], D[5, 4] = -wz, -wy, wz, wx, -wy, -wx
+    g0, g1, g2 = gb[0], gb[1], gb[2]
+    for i in range(n):
+        m0, m1, m2 = out[2, i, 0], out[2, i, 1], out[2, i, 2]
+        out[0, i, 0] = out[0, i, 1] = out[0, i, 2] = 0.0
+        # -(m0, m1, m2) [g]x: row vector times the skew matrix of g
+        out[0, i, 3] = -(m1 * g2 - m2 * g1)
+        out[0, i, 4] = -(m2 * g0 - m0 * g2)
+        out[0, i, 5] = -(m0 * g1 - m1 * g0)
+        for c in range(6):
+            s = 0.0
+            for k in range(6):
+                s += out[2, i, k] * D[k, c]
+            out[1, i, c] += s
+
+
+@jit
+def floating_rnea_derivatives(ints, reals, origin, q, v, dv, tol, out):
+    """
+    Floating-base (dtau/dq, dtau/dv, M) in the tangent space into out (3, nv, nv).
+
+    Kernel order (a floating base without mimic joints, kernel = model coordinates); False on
+    a bad input (the facade then names it).
+    """
+    n = ints.shape[0]
+    if v.shape[0] != n or dv.shape[0] != n:
+        return False
+    qk, wreals = np.empty(n), np.empty_like(reals)
+    if not base_frame(ints, reals, origin, q, tol, qk, wreals):
+        return False
+    a = np.empty(n)
+    chain_acceleration(v, dv, a)
+    if not _derivatives_row(ints, wreals, qk, v, a, np.empty((n, ND)), out):
+        return False
+    floating_corrections(v, (wreals[n, 0], wreals[n, 1], wreals[n, 2]), out)
+    return True
+
+
+@jit
+def floating_forward_dynamics_derivatives(ints, reals, origin, q, v, tau, tol, out):
+    """(dv'/dq, dv'/dv, M^-1) of a floating base into out (3, nv, nv); False if M singular."""
+    n = ints.shape[0]
+    a = np.empty(n)
+    if not floating_forward_dynamics(ints, reals, origin, q, v, tau, tol, a):
+        return False
+    if not floating_rnea_derivatives(ints, reals, origin, q, v, a, tol, out):
+        return False
+    return tree_solve(ints, out, 1e-12)
+
+
+@pjit
+def floating_rnea_derivatives_batch(ints, reals, origin, Q, V, DV, tol, out):
+    """:func:`floating_rnea_derivatives` over the rows of Q, V, DV into out (N, 3, nv, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or DV.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not floating_rnea_derivatives(ints, reals, origin, Q[r], V[r], DV[r], tol,
+                                             out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@pjit
+def floating_forward_dynamics_derivatives_batch(ints, reals, origin, Q, V, TAU, tol, out):
+    """:func:`floating_forward_dynamics_derivatives` over the rows of Q, V, TAU into out."""
+    N = Q.shape[0]
+    if V.shape[0] != N or TAU.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not floating_forward_dynamics_derivatives(ints, reals, origin, Q[r], V[r],
+                                                         TAU[r], tol, out[r]):
                 ok[c] = False
                 break
     return np.all(ok)

@@ -34,12 +34,14 @@ first, Pinocchio's order) and carry the coordinate names in their dimension labe
 """
 
 from collections import deque
+import math
 import re
 import sys
 import time
 
 from geometry_msgs.msg import WrenchStamped
-from kron_dynamics_interfaces.srv import GetDynamics, GetKinematics, GetMassMatrix
+from kron_dynamics_interfaces.srv import (GetDynamics, GetKinematics, GetLinearization,
+                                          GetMassMatrix)
 from nav_msgs.msg import Odometry
 import numpy as np
 from rclpy.node import Node
@@ -139,6 +141,8 @@ class DynamicsNode(Node):
         self.create_service(GetDynamics, '~/get_dynamics', self._get_dynamics,
                             qos_profile=SERVICE_QOS)
         self.create_service(GetKinematics, '~/get_kinematics', self._get_kinematics,
+                            qos_profile=SERVICE_QOS)
+        self.create_service(GetLinearization, '~/get_linearization', self._get_linearization,
                             qos_profile=SERVICE_QOS)
         self.create_subscription(WrenchStamped, '~/external_wrench', self._on_external_wrench,
                                  10)
@@ -441,8 +445,9 @@ class DynamicsNode(Node):
             response.success, response.message = False, str(exc)
             return response
         response.success, response.message = True, ''
-        response.joint_names = list(model.velocity_names if self._labels else
-                                    model.joint_names)
+        if hasattr(response, 'joint_names'):        # GetLinearization names its own rows
+            response.joint_names = list(model.velocity_names if self._labels else
+                                        model.joint_names)
         for name, values in fields.items():
             if not name.startswith('_'):       # '_name': checked, not a response field
                 setattr(response, name, array_msg(values))
@@ -511,6 +516,29 @@ class DynamicsNode(Node):
              orientation.w) = (float(v) for v in matrix_to_quaternion(T[:3, :3]))
             return {'jacobian': jacobian, 'jacobian_dot_qd': velocity_term, '_pose': T}
         return self._answer(request, response, compute, 'kinematics')
+
+    def _get_linearization(self, request, response):
+        def compute(model, index, request):
+            state = request.state
+            q, qd = index.from_joint_state(state, 'request.state', strict=True)
+            if len(state.effort) != len(state.name):
+                raise InputError(f'request.state: {len(state.name)} names but '
+                                 f'{len(state.effort)} efforts (the torques to linearise '
+                                 'about, one per joint)')
+            tau, _ = index.extract(state.name, state.effort, [], 'request.state',
+                                   label='effort')
+            dt = float(request.dt)
+            if not (math.isfinite(dt) and dt >= 0.0):
+                raise InputError(f'request.dt must be 0 (continuous) or a time step > 0, '
+                                 f'got {dt}')
+            q, qd = self._request_base(model, request, q, qd)
+            tau = np.concatenate([np.zeros(model.nv - model.n), tau])
+            A, B = model.linearize(q, qd, tau, dt if dt > 0.0 else None)
+            response.state_names = ([f'position/{name}' for name in model.velocity_names]
+                                    + [f'velocity/{name}' for name in model.velocity_names])
+            response.input_names = list(model.joint_names)
+            return {'a': A, 'b': B}
+        return self._answer(request, response, compute, 'linearization')
 
     def _require_model(self):
         if self._active is None:

@@ -1,0 +1,144 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Benchmark: derivatives of the dynamics against Pinocchio in the same process (issue 23).
+
+``inverse_dynamics_derivatives`` against ``computeRNEADerivatives`` and
+``forward_dynamics_derivatives`` against ``computeABADerivatives`` (targets 1.5x), on the
+7-DOF Panda arm (fingers fixed) and TALOS on a free flyer; each call and its counterpart timed
+alternately (bench_kinematics.alternate), ratio = min(kron) / min(Pinocchio). Batches of
+N states in one call against a Python loop of Pinocchio's calls. Agreement first (relative
+1e-9). Writes bench/results/derivatives.json::
+
+    .venv/bin/python bench/bench_derivatives.py            # full run (about a minute)
+    .venv/bin/python bench/bench_derivatives.py --quick    # smoke test
+"""
+
+import argparse
+import os
+from pathlib import Path
+import sys
+import time
+
+from bench_kinematics import alternate
+from bench_models import panda_urdf, pinocchio_and_robots
+from bench_one_model import Pair, PANDA, relerr, state, TALOS
+import comparison_libs
+import numpy as np
+import provenance
+
+from kron_dynamics import RobotModel
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / 'bench' / 'results'
+AGREE_TOL = 1e-9
+TARGET = 1.5
+BATCH = 1000
+
+
+def rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
+    """Agreement, alternately timed single calls and a batch, of both derivatives."""
+    k, m, d = pair.k, pair.m, pair.d
+    q, v, a = state(k, rng)
+    tau = k.inverse_dynamics(q, v, a)
+    pq, pv, pa, ptau = pair.q(q), pair.v(v), pair.v(a), pair.v(tau)
+    ours_id = k.inverse_dynamics_derivatives(q, v, a)
+    theirs_id = pin.computeRNEADerivatives(m, d, pq, pv, pa)
+    ours_fd = k.forward_dynamics_derivatives(q, v, tau)
+    theirs_fd = pin.computeABADerivatives(m, d, pq, pv, ptau)
+    agree = {
+        'inverse_dynamics_derivatives': max(relerr(x, pair.ours(y)) for x, y in zip(
+            ours_id[:2], theirs_id[:2])),
+        'forward_dynamics_derivatives': max(relerr(x, pair.ours(y)) for x, y in zip(
+            ours_fd, theirs_fd)),
+    }
+    calls = {
+        'inverse_dynamics_derivatives': (
+            'computeRNEADerivatives', lambda: k.inverse_dynamics_derivatives(q, v, a),
+            lambda: pin.computeRNEADerivatives(m, d, pq, pv, pa)),
+        'forward_dynamics_derivatives': (
+            'computeABADerivatives', lambda: k.forward_dynamics_derivatives(q, v, tau),
+            lambda: pin.computeABADerivatives(m, d, pq, pv, ptau)),
+    }
+    single = {}
+    for op, (baseline, ours, theirs) in calls.items():
+        single[op] = {'pinocchio': baseline, 'target': TARGET,
+                      **alternate(ours, theirs, budget, repeat)}
+        log(f"  {op}: {single[op]['kron_min_us']:.2f} us, {baseline} "
+            f"{single[op]['pin_min_us']:.2f} us, ratio {single[op]['ratio_min']:.2f}")
+    states = [state(k, rng) for _ in range(BATCH)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    T = k.inverse_dynamics(Q, V, A)
+    PQ = [pair.q(x) for x in Q]
+    PV, PA, PT = ([pair.v(x) for x in X] for X in (V, A, T))
+    batch = {}
+    for op, ours, theirs in (
+            ('inverse_dynamics_derivatives', lambda: k.inverse_dynamics_derivatives(Q, V, A),
+             lambda: [pin.computeRNEADerivatives(m, d, *x) for x in zip(PQ, PV, PA)]),
+            ('forward_dynamics_derivatives', lambda: k.forward_dynamics_derivatives(Q, V, T),
+             lambda: [pin.computeABADerivatives(m, d, *x) for x in zip(PQ, PV, PT)])):
+        timing = alternate(ours, theirs, budget * 3, max(3, repeat // 3))
+        batch[op] = {'N': BATCH, 'kron_us_per_state': timing['kron_min_us'] / BATCH,
+                     'pin_loop_us_per_state': timing['pin_min_us'] / BATCH,
+                     'speedup': timing['pin_min_us'] / timing['kron_min_us'],
+                     'threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count()))}
+        log(f"  {op} batch of {BATCH}: {batch[op]['kron_us_per_state']:.2f} us per state, "
+            f"Pinocchio loop {batch[op]['pin_loop_us_per_state']:.2f}")
+    return {'agreement': agree, 'single': single, 'batch': batch}
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and write derivatives.json."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
+    parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    args = parser.parse_args(argv)
+    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    pin, robots_dir = pinocchio_and_robots(log)
+    if pin is None:
+        return 1
+    robots = Path(robots_dir)
+    rng = np.random.default_rng(0)
+    results = {}
+    log('panda_arm')
+    xml = panda_urdf(robots / PANDA)
+    results['panda_arm'] = rows(pin, Pair(pin, RobotModel.from_urdf_string(xml),
+                                          pin.buildModelFromXML(xml)), rng, budget, repeat, log)
+    log('talos_floating')
+    results['talos_floating'] = rows(pin, Pair(
+        pin, RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
+        pin.buildModelFromUrdf(str(robots / TALOS), pin.JointModelFreeFlyer())),
+        rng, budget, repeat, log)
+    for case, entry in results.items():
+        bad = {k: v for k, v in entry['agreement'].items() if v > AGREE_TOL}
+        if bad:
+            log(f'  {case}: DISAGREEMENT beyond {AGREE_TOL}: {bad}')
+            return 1
+    versions = comparison_libs.versions()
+    provenance.write_result(args.out, 'derivatives', {
+        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
+        'load_average': list(os.getloadavg()),
+        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
+        'wall_seconds': round(time.time() - start, 1)}, {'cases': results}, log)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
