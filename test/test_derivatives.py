@@ -257,3 +257,27 @@ def test_linearize_is_the_derivative_of_the_discrete_map_and_its_limit(case):
     close(Bc, 2 * b2 - b1, 'continuous B = lim B_dt / dt', 1e-7)
     with pytest.raises(ValueError, match='dt'):
         model.linearize(q, v, tau, 0.0)
+
+
+def test_discrete_lqr_on_the_stacker_brings_a_perturbed_state_back():
+    """LQR from linearize(..., dt) and solve_discrete_are, closed on the RK4 plant."""
+    from scipy.linalg import solve_discrete_are
+    from conftest import URDF_DIR
+    model = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    q_star = np.array([2.0, -0.4, 0.3])
+    tau_star = model.gravity_torque(q_star)
+    dt = 0.01
+    A, B = model.linearize(q_star, np.zeros(3), tau_star, dt)
+    scale = model.effort_limits
+    Q = np.diag(1.0 / np.array([0.01, 0.01, 0.01, 0.05, 0.05, 0.05]) ** 2)
+    P = solve_discrete_are(A, B * scale, Q, np.eye(3))
+    Bs = B * scale
+    K = scale[:, None] * np.linalg.solve(np.eye(3) + Bs.T @ P @ Bs, Bs.T @ P @ A)
+    assert np.abs(np.linalg.eigvals(A - B @ K)).max() < 1.0
+    q, v = q_star + np.array([0.1, 0.05, -0.05]), np.zeros(3)
+    start = np.abs(model.difference(q_star, q)).max()
+    for _ in range(500):                            # 5 s, control held over each step
+        x = np.concatenate([model.difference(q_star, q), v])
+        q, v = model.simulate(q, v, tau_star - K @ x, dt / 10, steps=10)
+    assert np.abs(model.difference(q_star, q)).max() < 1e-6 * start
+    assert np.abs(v).max() < 1e-5
