@@ -27,23 +27,30 @@ def spatial_inertia(m: float, c: np.ndarray, I_G: np.ndarray) -> np.ndarray:
     return np.block([[I_G + m * C @ C.T, m * C], [m * C.T, m * np.eye(3)]])
 
 
-def crba(tree: KinematicTree, q: np.ndarray) -> np.ndarray:
-    """M(q) by the composite-rigid-body algorithm: M_ij = s_i^T I^c_j s_j for j in subtree(i)."""
+def spatial_terms(tree: KinematicTree, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return every body's spatial inertia (n, 6, 6) and motion subspace S (n, 6), root frame."""
     n = tree.n
     R, p = forward_kinematics(tree, q)
     axes = world_axes(tree, R)
     coms = com_positions(tree, R, p)
     inertias = world_inertias(tree, R)
-    Ic = np.array([spatial_inertia(tree.mass[i], coms[i], inertias[i]) for i in range(n)])
-    for i in range(n - 1, -1, -1):
-        if tree.parent[i] >= 0:
-            Ic[tree.parent[i]] += Ic[i]
+    inertia = np.array([spatial_inertia(tree.mass[i], coms[i], inertias[i]) for i in range(n)])
     S = np.zeros((n, 6))
     for i in range(n):
         if tree.revolute[i]:
             S[i] = np.concatenate([axes[i], np.cross(p[i], axes[i])])
         else:
             S[i, 3:] = axes[i]
+    return inertia.reshape(n, 6, 6), S
+
+
+def crba(tree: KinematicTree, q: np.ndarray) -> np.ndarray:
+    """M(q) by the composite-rigid-body algorithm: M_ij = s_i^T I^c_j s_j for j in subtree(i)."""
+    n = tree.n
+    Ic, S = spatial_terms(tree, q)
+    for i in range(n - 1, -1, -1):
+        if tree.parent[i] >= 0:
+            Ic[tree.parent[i]] += Ic[i]
     M = np.zeros((n, n))
     for j in range(n):
         F = Ic[j] @ S[j]

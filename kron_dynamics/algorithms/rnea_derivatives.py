@@ -41,8 +41,7 @@ import numpy as np
 
 from ..model.rotations import skew
 from ..model.tree import KinematicTree
-from .crba import spatial_inertia
-from .kinematics import com_positions, forward_kinematics, world_axes, world_inertias
+from .crba import spatial_terms
 
 
 def motion_cross(V: np.ndarray) -> np.ndarray:
@@ -69,17 +68,7 @@ def force_cross_bar(f: np.ndarray) -> np.ndarray:
 def rnea_derivatives(tree: KinematicTree, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray):
     """Return (dtau/dq, dtau/dq', M) at (q, q', q'') in the tree's order, armature excluded."""
     n = tree.n
-    R, p = forward_kinematics(tree, q)
-    axes = world_axes(tree, R)
-    coms = com_positions(tree, R, p)
-    inertias = world_inertias(tree, R)
-    Ib = np.array([spatial_inertia(tree.mass[i], coms[i], inertias[i]) for i in range(n)])
-    S = np.zeros((n, 6))
-    for i in range(n):
-        if tree.revolute[i]:
-            S[i] = np.concatenate([axes[i], np.cross(p[i], axes[i])])
-        else:
-            S[i, 3:] = axes[i]
+    Ib, S = spatial_terms(tree, q)
     root_a = np.concatenate([np.zeros(3), -np.asarray(tree.gravity, dtype=float)])
     V, A, Sd = np.zeros((n, 6)), np.zeros((n, 6)), np.zeros((n, 6))
     Vp, Ap = np.zeros((n, 6)), np.zeros((n, 6))       # of each joint's parent body

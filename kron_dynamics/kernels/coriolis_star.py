@@ -81,13 +81,21 @@ def dmdq(ints, wk, dM):
 
 
 @jit
-def _cstar_row(ints, reals, q, wk, dM, out):
-    """C*(q) in user order into out (n, n^2); False on a bad q."""
-    n = ints.shape[0]
-    if not load(ints, q, n, wk, CQ):
+def _dmdq_at(ints, reals, q, wk, dM):
+    """dM/dq at q (user order) into dM (internal order) after a crba_pass; False on a bad q."""
+    if not load(ints, q, ints.shape[0], wk, CQ):
         return False
     crba_pass(ints, reals, wk)
     dmdq(ints, wk, dM)
+    return True
+
+
+@jit
+def _cstar_row(ints, reals, q, wk, dM, out):
+    """C*(q) in user order into out (n, n^2); False on a bad q."""
+    n = ints.shape[0]
+    if not _dmdq_at(ints, reals, q, wk, dM):
+        return False
     for u in range(n):
         i = ints[u, PERM]
         for v in range(n):
@@ -109,11 +117,9 @@ def coriolis_star(ints, reals, q, out):
 def mass_matrix_derivative(ints, reals, q, out):
     """dM/dq in user order into out (n, n, n), out[u, v, w] = dM_uv/dq_w; False on a bad q."""
     n = ints.shape[0]
-    wk, dM = np.empty((n, NC)), np.empty((n, n, n))
-    if not load(ints, q, n, wk, CQ):
+    dM = np.empty((n, n, n))
+    if not _dmdq_at(ints, reals, q, np.empty((n, NC)), dM):
         return False
-    crba_pass(ints, reals, wk)
-    dmdq(ints, wk, dM)
     for u in range(n):
         i = ints[u, PERM]
         for v in range(n):
