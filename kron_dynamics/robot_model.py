@@ -1746,6 +1746,12 @@ class CoupledRobotModel(RobotModel):
                                      f_ext: Mapping[str, ArrayLike] | None = None
                                      ) -> tuple[Array, Array, Array]:
         """Return (B^T dtau/dq B, B^T dtau/dq' B, M_u): q = B u + d, q' = B u', q'' = B u''."""
+        if f_ext is None and self._cpl is not None and _is_vector(q) and _is_vector(qd) \
+                and _is_vector(qdd):
+            out = np.empty((3, self._n, self._n))
+            if native.coupled_rnea_derivatives(self._fints, self._freals, self._cpl,
+                                               self.armature, q, qd, qdd, out):
+                return out[0], out[1], out[2]
         (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if N is not None:
             if f_ext:
@@ -1758,6 +1764,12 @@ class CoupledRobotModel(RobotModel):
     def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike
                                      ) -> tuple[Array, Array, Array]:
         """Return (du''/du, du''/du', M_u^-1) at u'' = forward_dynamics(u, u', tau)."""
+        if self._cpl is not None and _is_vector(q) and _is_vector(qd) and _is_vector(tau):
+            out = np.empty((3, self._n, self._n))     # a singular M_u: the path below says so
+            if native.coupled_forward_dynamics_derivatives(self._fints, self._freals,
+                                                           self._cpl, self.armature, q, qd,
+                                                           tau, out):
+                return out[0], out[1], out[2]
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             return self._per_row(self.forward_dynamics_derivatives, N, u, ud, tau_u)

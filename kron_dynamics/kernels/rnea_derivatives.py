@@ -29,7 +29,8 @@ import numpy as np
 from .algebra import add, chunks, cross, dot, get3, jit, pjit, scl, set3, sub
 from .crba import body_inertia, CM, CQ, CQD, CS, inertia_times, motion_subspaces, NC
 from .floating_base import base_frame, chain_acceleration, floating_forward_dynamics
-from .forward_dynamics import forward_dynamics
+from .coupled import coupled_forward_dynamics, lift, project_matrix
+from .forward_dynamics import cholesky_factor, forward_dynamics
 from .kinematics import frames, load
 from .layout import ARM, INV, PARENT
 
@@ -449,3 +450,84 @@ def floating_forward_dynamics_derivatives_batch(ints, reals, origin, Q, V, TAU, 
                 ok[c] = False
                 break
     return np.all(ok)
+
+
+@jit
+def dense_solve(out, rcond):
+    """
+    Do what :func:`tree_solve` does for a mass matrix without the tree's sparsity.
+
+    Mimic joints couple branches: M = L L^T by Cholesky (cholesky_factor's conditioning
+    rule), every right-hand side [dq, dv, I] at once by row operations; same order in and
+    out.
+    """
+    n = out.shape[1]
+    ok, L = cholesky_factor(out[2], rcond)
+    if not ok:
+        return False
+    w = 3 * n
+    Y = np.zeros((n, w))
+    for i in range(n):
+        for c in range(n):
+            Y[i, c] = out[0, i, c]
+            Y[i, n + c] = out[1, i, c]
+        Y[i, 2 * n + i] = 1.0
+    for i in range(n):                      # L Z = Y
+        for k in range(i):
+            f = L[i, k]
+            for c in range(w):
+                Y[i, c] -= f * Y[k, c]
+        d = 1.0 / L[i, i]
+        for c in range(w):
+            Y[i, c] *= d
+    for i in range(n - 1, -1, -1):          # L^T X = Z
+        for k in range(i + 1, n):
+            f = L[k, i]
+            for c in range(w):
+                Y[i, c] -= f * Y[k, c]
+        d = 1.0 / L[i, i]
+        for c in range(w):
+            Y[i, c] *= d
+    for i in range(n):
+        for c in range(n):
+            out[0, i, c] = -Y[i, c]
+            out[1, i, c] = -Y[i, n + c]
+            out[2, i, c] = Y[i, 2 * n + c]
+    return True
+
+
+@jit
+def coupled_rnea_derivatives(ints, reals, cpl, arm, u, ud, udd, out):
+    """
+    Mimic joints: B^T (dtau/dq, dtau/dq', M) B (+ armature on M) at q = B u + d into out.
+
+    ``ints``, ``reals`` the full tree (no armature), ``cpl`` its coupling
+    (:mod:`.coupled`); (3, n, n) in u order; False on a bad input.
+    """
+    nf, n = ints.shape[0], out.shape[1]
+    if u.shape[0] != n or ud.shape[0] != n or udd.shape[0] != n:
+        return False
+    q, qd, qdd = np.empty(nf), np.empty(nf), np.empty(nf)
+    if not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)
+            and lift(cpl, udd, False, qdd)):
+        return False
+    full = np.empty((3, nf, nf))
+    if not _derivatives_row(ints, reals, q, qd, qdd, np.empty((nf, ND)), full):
+        return False
+    none = np.zeros(n)
+    project_matrix(cpl, full[0], none, out[0])
+    project_matrix(cpl, full[1], none, out[1])
+    project_matrix(cpl, full[2], arm, out[2])
+    return True
+
+
+@jit
+def coupled_forward_dynamics_derivatives(ints, reals, cpl, arm, u, ud, tau, out):
+    """Mimic joints: (du''/du, du''/du', M_u^-1) at u'' = forward dynamics into out."""
+    n = out.shape[1]
+    a = np.empty(n)
+    if not coupled_forward_dynamics(ints, reals, cpl, arm, u, ud, tau, a):
+        return False
+    if not coupled_rnea_derivatives(ints, reals, cpl, arm, u, ud, a, out):
+        return False
+    return dense_solve(out, 1e-12)
