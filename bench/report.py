@@ -930,6 +930,15 @@ TESTS = """\
   J', G = dV/dq, the centre-of-mass Jacobian, M' − 2C skew); batches against single calls
   and empty batches for every method; RK4's fourth order on every base (Runge-Kutta-Munthe-
   Kaas on the manifold); a public method added without its moving-base version fails.
+- **Derivatives of the dynamics** (`test/test_derivatives.py`): ∂τ/∂q, ∂τ/∂v, M, the
+  forward-dynamics derivatives and ∂G/∂q against Pinocchio's `computeRNEADerivatives`,
+  `computeABADerivatives` and `computeGeneralizedGravityDerivatives` on the same four robots
+  (the mimic one projected with B), and against central differences along `integrate` with
+  and without an external wrench; on random trees the compiled kernel against the readable
+  reference, ∂τ/∂v = C*(I ⊗ v + v ⊗ I) and C* from ∂M/∂q (000 eq. 101), mimic trees by
+  differences; the compiled path against the NumPy one; `linearize` against differences of
+  the discrete map and its continuous limit; LQR closed on the stacker; the
+  `~/get_linearization` service by rclpy and by the real `ros2 service call`.
 - **Bad input** (`test/test_model_errors.py`, `test/test_urdf_corpus.py`,
   `test/test_fuzz_loader.py`, `test/test_numerically_hard.py`): every kind of bad URDF and
   bad argument gets its `ModelError` or `ValueError`; a corpus of realistic malformed or
