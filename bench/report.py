@@ -719,13 +719,21 @@ def readme_block(r: Results) -> str:
                  f"{fmt(c['kron_min_us'], 1)} µs (Pinocchio `constraintDynamics`: "
                  f"{fmt(c['pin_min_us'], 1)} µs, {fmt(c['ratio_min'])}x)",
                  f'[one model]({perf}#one-model-for-every-robot)'])
+    der = r['derivatives']['cases']
+    arm, talos = der['panda_arm']['single'], der['talos_floating']['single']
+    rows.append(['derivatives of inverse / forward dynamics, ratio to Pinocchio\'s '
+                 '`computeRNEADerivatives` / `computeABADerivatives` (target 1.5x): Panda arm; '
+                 'TALOS on a free flyer',
+                 ' / '.join(f"{fmt(arm[op]['ratio_min'])}x" for op in arm) + '; '
+                 + ' / '.join(f"{fmt(talos[op]['ratio_min'])}x" for op in talos),
+                 f'[derivatives]({perf}#derivatives)'])
     s = r['loading']['summary']
     rows.append([f"loading a URDF, {s['robots_timed']} robots of example-robot-data, median "
                  f"ratio to Pinocchio's `buildModelFromUrdf`",
                  f"{fmt(s['median_ratio'])}x (5000-link chain: {fmt(s['chain_5000_s'])} s)",
                  f'[loading]({perf}#loading-a-urdf)'])
-    stems = ('dynamics', 'kinematics', 'floating', 'one_model', 'loading', 'ros_latency',
-             'startup')
+    stems = ('dynamics', 'kinematics', 'floating', 'one_model', 'derivatives', 'loading',
+             'ros_latency', 'startup')
     return '\n\n'.join([
         table(['what', 'measured', 'details'], rows),
         '*Sources: ' + '; '.join(f'`{stem}.json` {provenance(r[stem])}'
