@@ -21,7 +21,7 @@ steps, random generators, the contacts of the constrained dynamics.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +33,28 @@ _PARTS = {'full': slice(0, 6), 'linear': slice(0, 3), 'angular': slice(3, 6)}
 FRAME_NAMES = ('world', 'local', 'local_world_aligned')
 BASE_TYPES = ('floating', 'planar')
 DEFAULT_BASE_BOX = 1.0      # random_configuration: base translation in [-1, 1] m per axis
+
+
+def _wrenches(f_ext, check_link: Callable) -> list:
+    """
+    Check f_ext ({link: (fx, fy, fz, mx, my, mz)}); return [(link, wrench array)].
+
+    ``check_link(link)`` raises (naming the links) for an unknown link; a wrench that is not
+    6 finite numbers is a ValueError naming its link.
+    """
+    if not isinstance(f_ext, Mapping):
+        raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
+    out = []
+    for link, wrench in f_ext.items():
+        check_link(link)
+        try:
+            w = np.asarray(wrench, dtype=float)
+        except (TypeError, ValueError):
+            w = None
+        if w is None or w.shape != (6,) or not np.all(np.isfinite(w)):
+            raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
+        out.append((link, w))
+    return out
 
 
 def _frame_code(frame) -> int:

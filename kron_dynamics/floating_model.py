@@ -56,7 +56,8 @@ from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
-from .checks import _contacts, _PARTS, _step_arguments, BASE_TYPES, CONTACT_FRAMES, frame_name
+from .checks import (_contacts, _PARTS, _step_arguments, _wrenches, BASE_TYPES, CONTACT_FRAMES,
+                     frame_name)
 
 Array = NDArray[np.float64]
 
@@ -619,19 +620,11 @@ class MovingBase:
 
     def _with_wrenches(self, q, v, dv, f_ext) -> Array:
         """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
-        if not isinstance(f_ext, Mapping):
-            raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
+        wrenches = _wrenches(f_ext, self.fixed._site)
         if max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:
             raise ValueError('f_ext is not supported for a batch: call per configuration')
         tau = self.inverse_dynamics(q, v, dv)
-        for link, wrench in f_ext.items():
-            self.fixed._site(link)          # names the links if unknown
-            try:
-                w = np.asarray(wrench, dtype=float)
-            except (TypeError, ValueError):
-                w = None
-            if w is None or w.shape != (6,) or not np.all(np.isfinite(w)):
-                raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
+        for link, w in wrenches:
             tau = tau - self.jacobian(q, link).T @ w
         return tau
 

@@ -47,7 +47,7 @@ from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
 from .checks import (_contacts, _finite_scalar, _frame_code, _generator, _PARTS,
-                     _step_arguments, BASE_TYPES, DEFAULT_BASE_BOX)
+                     _step_arguments, _wrenches, BASE_TYPES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD
@@ -1185,18 +1185,11 @@ class RobotModel:
         return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
 
     def _external_wrenches(self, qi, f_ext):
-        if not isinstance(f_ext, Mapping):
-            raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
+        wrenches = _wrenches(f_ext, self._frame)
         R, p = forward_kinematics(self.tree, qi)
         W = np.zeros((self.n, 6))
-        for link, wrench in f_ext.items():
+        for link, w in wrenches:
             body, Rb, pb = self._frame(link)
-            try:
-                w = np.asarray(wrench, dtype=float)
-            except (TypeError, ValueError):
-                w = None
-            if w is None or w.shape != (6,) or not np.all(np.isfinite(w)):
-                raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
             if body < 0:
                 continue  # acts on the fixed base
             force, moment = w[:3], w[3:]
@@ -1258,18 +1251,9 @@ class RobotModel:
 
     def _wrench_derivative(self, q: Array, f_ext) -> Array:
         """d/dq of sum J^T F over the wrenches of f_ext, held constant in root axes (n x n)."""
-        if not isinstance(f_ext, Mapping):
-            raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
         n = self.nv
         D = np.zeros((n, n))
-        for link, wrench in f_ext.items():
-            self._site(link)          # names the links if unknown
-            try:
-                w = np.asarray(wrench, dtype=float)
-            except (TypeError, ValueError):
-                w = None
-            if w is None or w.shape != (6,) or not np.all(np.isfinite(w)):
-                raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
+        for link, w in _wrenches(f_ext, self._site):
             H = self.hessian(q, link).reshape(6, n, n)      # [row, s, k] = dJ_row,s/dq_k
             D += np.einsum('r,rsk->sk', w, H)
         return D
