@@ -189,3 +189,32 @@ def test_a_signal_while_the_native_exit_handler_compiles_is_handled_after_it():
     assert done.returncode == 0, done
     assert 'interrupted after the compile True' in done.stdout, done
     assert 'Traceback' not in done.stderr and 'Exception ignored' not in done.stderr, done
+
+
+SIGNAL_IN_AN_EXTENSION_IMPORT = textwrap.dedent('''
+    import importlib, os, signal, sys, time
+    from kron_dynamics.nodes import entry
+
+    def import_module(name):                 # an extension module that is initialising
+        try:
+            os.kill(os.getpid(), signal.SIGINT)  # the handler raises Interrupted here
+            time.sleep(5)
+        except BaseException as exc:
+            raise ImportError('initialization failed') from exc   # as rclpy's C library
+    importlib.import_module = import_module
+    sys.exit(entry.run('dynamics_node'))
+''')
+
+
+def test_a_signal_while_an_extension_module_initialises_still_exits_0():
+    """
+    A loaded clean-clone run saw SIGINT 0.2 s into start-up land in rclpy's C extension.
+
+    Its initialisation failed with ``ImportError: initialization failed`` caused by the
+    handler's Interrupted, and the process ended with that traceback and exit status 1. An
+    import broken by the interruption is the interruption: exit 0, no traceback.
+    """
+    done = subprocess.run([sys.executable, '-c', SIGNAL_IN_AN_EXTENSION_IMPORT], cwd=REPO,
+                          capture_output=True, text=True, timeout=BOUND_S)
+    assert done.returncode == 0, done
+    assert 'Traceback' not in done.stderr, done

@@ -33,13 +33,32 @@ NODES = {
 }
 
 
+def interrupted(exc: BaseException) -> bool:
+    """
+    Return True if a start-up signal (:class:`Interrupted`) is in exc's chain of causes.
+
+    A signal that lands while an extension module initialises (rclpy's C library) comes out
+    as that module's ``ImportError: initialization failed``, caused by the Interrupted that
+    the handler raised: a Ctrl-C all the same.
+    """
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, Interrupted):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def run(name: str, args=None) -> int:
     """Run the node ``name`` (a key of NODES) with ROS arguments ``args``; return the status."""
     PROCESS.install()
     try:
         module = importlib.import_module(f'{__package__}.{name}')
         from .executor import run_node
-    except Interrupted:
+    except BaseException as exc:        # Interrupted, or an import it broke
+        if not interrupted(exc):
+            raise
         PROCESS.finish_cleanup()
         return 0
     return run_node(getattr(module, NODES[name]), args)
