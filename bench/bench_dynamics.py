@@ -63,7 +63,7 @@ from kron_dynamics.kernels import native
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
-SEEDS = Path('/work/shared/seeds')
+SEEDS = REPO.parent / 'shared' / 'seeds'      # the seeds beside the checkout
 GRAVITY = (0.0, 0.0, -9.81)
 AGREE_TOL = 1e-8         # relative to the largest entry of the reference
 AGREE_TOL_LOOSE = 1e-6   # PyBullet (btScalar arithmetic, inertia diagonalised on load)

@@ -152,3 +152,20 @@ def test_kernels_native_stays_the_entry_point_object_after_first_use():
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True, cwd=PACKAGE.parent).stdout.split()
     assert out == ['_Native', 'True']
+
+
+def test_the_page_names_which_kernel_mirrors_which_algorithm():
+    """The table of docs/architecture.md against algorithms/ and kernels/, both ways."""
+    page = (PACKAGE.parent / 'docs' / 'architecture.md').read_text(encoding='utf-8')
+    section = page.split('## Readable and compiled, file by file', 1)[1].split('\n## ', 1)[0]
+    readable, compiled = set(), set()
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if len(cells) < 2 or not cells[0].startswith(('`', '–')):
+            continue
+        readable |= {name for name in cells[0].split('`')[1::2]}
+        compiled |= {name for name in cells[1].split('`')[1::2]}
+    for folder, named in (('algorithms', readable), ('kernels', compiled)):
+        present = {p.name for p in (PACKAGE / folder).glob('*.py') if p.name != '__init__.py'}
+        assert named == present, (f'{folder}/: the page names {sorted(named - present)} that '
+                                  f'do not exist and leaves out {sorted(present - named)}')
