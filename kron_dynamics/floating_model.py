@@ -171,18 +171,6 @@ def _unit(x: np.ndarray, what: str) -> np.ndarray:
     return x / norm
 
 
-def _chain_acceleration_jacobian(vk: np.ndarray) -> np.ndarray:
-    """d/dv of the velocity products :func:`_chain_acceleration` adds (6 x 6, base block)."""
-    vx, vy, vz, wx, wy, wz = vk[:6]
-    D = np.zeros((6, 6))
-    D[:3, :3] = skew(vk[3:6])            # w x v: d/dv = [w]x, d/dw = -[v]x
-    D[:3, 3:] = -skew(vk[:3])
-    D[3, 4], D[3, 5] = -wz, -wy          # -wy wz
-    D[4, 3], D[4, 5] = wz, wx            # wx wz
-    D[5, 3], D[5, 4] = -wy, -wx          # -wx wy
-    return D
-
-
 def _exp6(twist: np.ndarray) -> np.ndarray:
     """Return the 4x4 exponential of a twist (v, w): the motion it gives in unit time."""
     v, w = twist[:3], twist[3:]
@@ -786,10 +774,8 @@ class MovingBase:
         if not native.rnea_derivatives(self._ints, reals, qk, vk,
                                        _chain_acceleration(vk, dvk), out):
             raise ValueError('inverse dynamics derivatives: q, v and dv must be finite')
+        native.floating_corrections(vk, gb, out)        # the base's tangent columns
         Dq, Dv, Mk = out
-        Dq[:, :3] = 0.0
-        Dq[:, 3:6] = -Mk[:, :3] @ skew(gb)
-        Dv[:, :6] += Mk[:, :6] @ _chain_acceleration_jacobian(vk)
         P = self._Pk
         dq = P.T @ Dq @ P
         if f_ext:

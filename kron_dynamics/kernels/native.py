@@ -84,6 +84,7 @@ SIGNATURES = {
     'coupled_rnea_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V, _V, _O3)),
     'coupled_forward_dynamics_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V,
                                                                   _V, _O3)),
+    'floating_corrections': ('rnea_derivatives', (_V, _V, _O3)),
     'floating_rnea_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V, nt.float64,
                                                        _O3)),
     'floating_forward_dynamics_derivatives': ('rnea_derivatives', (

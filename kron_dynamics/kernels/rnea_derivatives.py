@@ -402,7 +402,7 @@ def floating_rnea_derivatives(ints, reals, origin, q, v, dv, tol, out):
     chain_acceleration(v, dv, a)
     if not _derivatives_row(ints, wreals, qk, v, a, np.empty((n, ND)), out):
         return False
-    floating_corrections(v, (wreals[n, 0], wreals[n, 1], wreals[n, 2]), out)
+    floating_corrections(v, wreals[n, :3], out)
     return True
 
 
