@@ -458,6 +458,19 @@ def test_controller_parameters_with_ros2_run_and_param_set(tools, probe):
         v_max = np.array([0.01, 0.02])
         np.testing.assert_allclose(command(q, qd),
                                    law(model, q, qd, q_d, 0, 0, kp, kd, v_max), rtol=1e-9)
+        # [] (sent by the CLI as an empty bool array) restores the default, the URDF limits
+        text = tools.param_set('/cli_controller', 'max_approach_velocity', '[]')
+        assert 'successful' in text, text
+        np.testing.assert_allclose(command(q, qd), law(model, q, qd, q_d, 0, 0, kp, kd),
+                                   rtol=1e-9)
+        tools.param_set('/cli_controller', 'max_approach_velocity', '[0.01, 0.02]')
+        np.testing.assert_allclose(command(q, qd),
+                                   law(model, q, qd, q_d, 0, 0, kp, kd, v_max), rtol=1e-9)
+        # a wrong type is refused in words, not with rclpy's type codes
+        text = tools.ros2('param', 'set', '/cli_controller', 'max_reference_age', 'abc',
+                          check=False)
+        assert ('parameter max_reference_age must be a number with a decimal point, got '
+                "'abc' (a string)") in text, text
         # max_reference_age: a reference 40 ms older than the state is advanced 40 ms, or 10
         tools.param_set('/cli_controller', 'max_reference_age', '0.05')
         now = time.time_ns()

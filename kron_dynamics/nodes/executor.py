@@ -26,6 +26,7 @@ from ..errors import ConfigurationError, ModelError
 from ..robot_model import RobotModel
 from . import realtime
 from .shutdown import Interrupted, native_exit_handler, PROCESS
+from .parameters import ParameterTypes
 from .throttled_logger import ThrottledLogger
 
 
@@ -71,6 +72,29 @@ def spin(executor, log) -> None:
                           + traceback.format_exc(limit=8))
 
 
+def route_warnings(log) -> None:
+    """
+    Send Python warnings to the node's ROS logger, one line each, throttled; quiet NumPy.
+
+    A node checks every output for finite values within bounds and says why one is
+    withheld, so NumPy's floating-point RuntimeWarnings ('overflow encountered in matmul')
+    would only repeat that on stderr, outside the ROS log: they are turned off. Any other
+    warning (a deprecation, a library's notice) goes to the ROS logger as one line, at most
+    once a second per kind.
+    """
+    import re
+    import warnings
+    np.seterr(all='ignore')
+    throttled = ThrottledLogger(log)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = ' '.join(str(message).split())
+        key = f"{category.__name__} {re.sub(r'[0-9.]+', '#', text)[:80]}"
+        throttled.warning(key, f'{category.__name__}: {text} ({filename}:{lineno})')
+
+    warnings.showwarning = show
+
+
 def run_node(node_class, args=None) -> int:
     """
     Create and spin a node until SIGINT or SIGTERM; exit code 1 on a model/parameter error.
@@ -88,7 +112,9 @@ def run_node(node_class, args=None) -> int:
             rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
             executor = make_executor()
             node = node_class()
+            ParameterTypes(node)       # run-time changes: readable type refusals, [] accepted
             log = node.get_logger()
+            route_warnings(log)
             for line in realtime.configure_node(node):
                 (log.warning if line.startswith('could not') else log.info)(line)
             executor.add_node(node)

@@ -193,3 +193,73 @@ def per_joint(values, n: int, name: str) -> np.ndarray:
         raise ConfigurationError(f'parameter {name} must be 1 or {n} finite numbers, '
                                  f'got {list(values)}')
     return v
+
+
+def positive_limit(name: str, value) -> float:
+    """Return a checked magnitude limit parameter: a finite number > 0."""
+    try:
+        limit = float(value)
+    except (TypeError, ValueError):
+        limit = -1.0
+    if not (0.0 < limit < math.inf):
+        raise ConfigurationError(f'parameter {name} must be a finite number > 0, got {value!r}')
+    return limit
+
+
+def _type_text(type_: Parameter.Type) -> str:
+    """Return what a parameter type is, in words (never rclpy's numeric type code)."""
+    return TYPE_NAMES.get(type_, type_.name.lower().replace('_', ' '))
+
+
+class ParameterTypes:
+    """
+    Run-time parameter changes checked against the declared types, with readable refusals.
+
+    rclpy refuses a value of another type than the declared one with ``Wrong parameter
+    type, expected '3' got '4'`` (its numeric type codes, as Python 3.11 prints an IntEnum).
+    A pre-set callback sees the values first: it converts what a user means (an empty list,
+    which ``ros2 param set name []`` sends as an empty bool array, becomes the declared
+    array type's empty value; an integer given for a double becomes that double), and
+    replaces any other mismatched value by the parameter's current value while remembering
+    the fault; the on-set callback, registered last so that it runs before the node's own,
+    then refuses the change naming the parameter, the type it needs and the value it got.
+    """
+
+    def __init__(self, node: Node):
+        self._node = node
+        self._faults = []
+        node.add_pre_set_parameters_callback(self._convert)
+        node.add_on_set_parameters_callback(self._refuse)
+
+    def _convert(self, parameters: list) -> list:
+        self._faults = []
+        out = []
+        node = self._node
+        for p in parameters:
+            if not node.has_parameter(p.name) or p.type_ == Parameter.Type.NOT_SET:
+                out.append(p)
+                continue
+            declared = Parameter.Type(node.describe_parameter(p.name).type)
+            if declared in (p.type_, Parameter.Type.NOT_SET):
+                out.append(p)
+            elif p.type_ in EMPTY_ARRAYS and declared in EMPTY_ARRAYS and len(p.value) == 0:
+                out.append(Parameter(p.name, declared, []))
+            elif declared == Parameter.Type.DOUBLE and p.type_ == Parameter.Type.INTEGER:
+                out.append(Parameter(p.name, declared, float(p.value)))
+            elif (declared == Parameter.Type.DOUBLE_ARRAY
+                  and p.type_ == Parameter.Type.INTEGER_ARRAY):
+                out.append(Parameter(p.name, declared, [float(v) for v in p.value]))
+            else:
+                value = list(p.value) if p.type_ in EMPTY_ARRAYS else p.value
+                self._faults.append(f'parameter {p.name} must be {_type_text(declared)}, got '
+                                    f'{value!r} ({_type_text(p.type_)})')
+                current = node.get_parameter(p.name)
+                out.append(Parameter(p.name, declared, current.value))
+        return out
+
+    def _refuse(self, parameters: list):
+        from rcl_interfaces.msg import SetParametersResult
+        faults, self._faults = self._faults, []
+        if faults:
+            return SetParametersResult(successful=False, reason='; '.join(faults))
+        return SetParametersResult(successful=True)
