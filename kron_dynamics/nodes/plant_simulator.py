@@ -186,11 +186,31 @@ class PlantSimulator(Node):
                 raise ValueError('the state became non-finite')
         except (ModelError, ValueError) as exc:
             self.counts['failed_steps'] += 1
-            self._log.warning('failed', f'integration failed ({exc}): state held and braked')
+            self._log.warning('failed', f'integration failed ({self._cause(exc, tau)}): state '
+                                        'held and braked')
             q, qd = self.q, np.zeros(self.model.n)
         self.q, self.qd = q, qd
         self.sim_time += steps * self.dt
         self.counts['steps'] += steps
+
+    def _cause(self, exc: Exception, tau) -> str:
+        """
+        Return why a step failed, in words: the start state itself, or growth within the step.
+
+        An overflow inside the RK4 stages (a huge acceleration times dt) ends as a singular
+        or non-finite M at a stage's state: if the start state's dynamics are fine, that is
+        what is said, not 'singular mass matrix'.
+        """
+        try:
+            qdd = self.model.forward_dynamics(self.q, self.qd, tau)
+        except (ModelError, ValueError):
+            return str(exc)
+        if not np.all(np.isfinite(qdd)):
+            return str(exc)
+        return (f'the state overflowed within the step: at its start max |velocity| '
+                f'{np.max(np.abs(self.qd), initial=0.0):.3g} and max |acceleration| '
+                f'{np.max(np.abs(qdd), initial=0.0):.3g} over dt {self.dt:g} s (torques '
+                'too large for the time step?)')
 
     def _tick(self) -> None:
         now = time.monotonic()
