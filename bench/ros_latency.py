@@ -172,8 +172,11 @@ def node_command(key: str, urdf: Path, priority: int, middleware: int = 0) -> li
             '-p', f'thread_priority:={priority}',
             '-p', f'middleware_thread_priority:={middleware}']
     if key == 'dynamics':
+        # every input answered once (state_policy all), as the echo node does: the count is
+        # part of the result
         return [sys.executable, '-m', 'kron_dynamics.nodes.dynamics_node', '--ros-args',
-                '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}', *args]
+                '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}',
+                '-p', 'state_policy:=all', *args]
     return [sys.executable, str(BENCH / 'echo_node.py'), '--ros-args', *args]
 
 

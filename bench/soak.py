@@ -128,7 +128,9 @@ def start_nodes(env) -> dict:
     procs = {}
     # the watchdog is not under test here (bench/faults.py tests it): a pause of the driver
     # on a busy machine must not add a zero-effort command to the count
-    for module, extra in (('dynamics_node', []),
+    # dynamics_node answers every state (state_policy all): the soak counts one output per
+    # valid input; the default policy, newest, would drop states that wait behind another
+    for module, extra in (('dynamics_node', ['-p', 'state_policy:=all']),
                           ('computed_torque_controller', ['-p', 'state_timeout:=60.0'])):
         procs[module] = processes.start_logged(
             [sys.executable, '-m', f'kron_dynamics.nodes.{module}', *common, *extra], env=env)

@@ -26,6 +26,10 @@ from rclpy.executors import SingleThreadedExecutor
 from kron_dynamics.demo.processes import output, start_logged, stop
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# dynamics_node answers every joint state: for tests that publish states in a row and match
+# each with its output or its refusal (the default, state_policy newest, may answer only the
+# last of states that arrive together; test_node_overload tests that policy)
+EVERY_STATE = ['-p', 'state_policy:=all']
 
 
 def isolated_env() -> dict:
@@ -164,3 +168,19 @@ def expect_one_more(out: list, publish, timeout: float = 10.0):
     publish()
     assert wait_for(lambda: len(out) > n0, timeout), 'no output'
     return out[-1]
+
+
+def odometry(position, quaternion, linear, angular, stamp_ns=None, child='base_link'):
+    """Return an Odometry message (stamped now by default)."""
+    from nav_msgs.msg import Odometry
+    msg = Odometry()
+    msg.header.frame_id, msg.child_frame_id = 'odom', child
+    stamp_ns = time.time_ns() if stamp_ns is None else stamp_ns
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    p, o = msg.pose.pose.position, msg.pose.pose.orientation
+    p.x, p.y, p.z = map(float, position)
+    o.x, o.y, o.z, o.w = map(float, quaternion)
+    t = msg.twist.twist
+    t.linear.x, t.linear.y, t.linear.z = map(float, linear)
+    t.angular.x, t.angular.y, t.angular.z = map(float, angular)
+    return msg

@@ -29,7 +29,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
-from ros_harness import NodeProcess, Probe, wait_for
+from ros_harness import EVERY_STATE, NodeProcess, Probe, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -45,7 +45,7 @@ def model():
 
 @pytest.fixture(scope='module')
 def graph():
-    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}',
+    node = NodeProcess('dynamics_node', [*EVERY_STATE, '-p', f'urdf_file:={STACKER}',
                                          '-p', 'publish_coriolis_star:=true'])
     probe = Probe('dynamics_probe')
     outputs = {name: probe.collect(Float64MultiArray, f'/dynamics_node/{name}') for name in OUT}
@@ -299,7 +299,7 @@ def test_runtime_parameter_updates_validate_and_keep_the_old_model(graph, model)
 
 
 def test_robot_description_topic():
-    node = NodeProcess('dynamics_node', ['-r', '__node:=dynamics_node_topic'])
+    node = NodeProcess('dynamics_node', [*EVERY_STATE, '-r', '__node:=dynamics_node_topic'])
     probe = Probe('description_probe')
     try:
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)

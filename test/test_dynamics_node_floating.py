@@ -35,28 +35,13 @@ from std_msgs.msg import Float64MultiArray
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
-from ros_harness import NodeProcess, Probe, stamped_state, wait_for
+from ros_harness import EVERY_STATE, NodeProcess, odometry, Probe, stamped_state, wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
 GRIPPER_ARM = str(URDF_DIR / 'gripper_arm.urdf')
 JOINTS = ['shoulder', 'elbow', 'left_finger_joint']
 NAME = 'floating_dynamics'
-
-
-def odometry(position, quaternion, linear, angular, stamp_ns=None, child='base_link'):
-    """Return an Odometry message (stamped now by default)."""
-    msg = Odometry()
-    msg.header.frame_id, msg.child_frame_id = 'odom', child
-    stamp_ns = time.time_ns() if stamp_ns is None else stamp_ns
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-    p, o = msg.pose.pose.position, msg.pose.pose.orientation
-    p.x, p.y, p.z = map(float, position)
-    o.x, o.y, o.z, o.w = map(float, quaternion)
-    t = msg.twist.twist
-    t.linear.x, t.linear.y, t.linear.z = map(float, linear)
-    t.angular.x, t.angular.y, t.angular.z = map(float, angular)
-    return msg
 
 
 BASE = ([0.3, -0.2, 0.5], np.array([0.1, -0.2, 0.3, 0.9]) / np.linalg.norm([0.1, -0.2, 0.3,
@@ -67,6 +52,7 @@ BASE = ([0.3, -0.2, 0.5], np.array([0.1, -0.2, 0.3, 0.9]) / np.linalg.norm([0.1,
 @pytest.fixture(scope='module')
 def node():
     process = NodeProcess('dynamics_node', [
+        *EVERY_STATE,
         '-r', f'__node:={NAME}', '-p', f'urdf_file:={GRIPPER_ARM}',
         '-p', 'root_joint:=floating', '-p', 'odometry_timeout:=0.5',
         '-r', 'joint_states:=/floating/joint_states'])
@@ -119,10 +105,14 @@ def test_a_state_without_fresh_odometry_gets_no_output(node):
     process, _, outputs, states, odom = node
     model = RobotModel.from_urdf_file(GRIPPER_ARM, root_joint='floating')
     u, ud = np.array([0.1, 0.2, 0.01]), np.zeros(3)
-    now = time.time_ns()
     n0 = len(outputs['bias_torque'])
-    # odometry 2 s older than the state (odometry_timeout 0.5 s): no output
-    send_pair(states, odom, u, ud, stamp_ns=now, odom_stamp_ns=now - 2_000_000_000)
+    # odometry older than the state by more than odometry_timeout (0.5 s): no output. Its
+    # stamp is 0, so its arrival time counts (odometry going back in time is refused
+    # itself); the state is sent 1 s after it, to make it stale (a wait that makes a
+    # condition, not one that concludes anything)
+    odom.publish(odometry(*BASE, stamp_ns=0))
+    time.sleep(1.0)
+    states.publish(stamped_state(JOINTS, u, ud, time.time_ns()))
     assert wait_for(lambda: 'odometry_timeout 0.5 s' in process.output(), 30), \
         process.output()
     # a marker pair after it: the next output is the marker's (same topic, in order)
@@ -192,7 +182,9 @@ def test_services_take_the_base_state(node):
     unit.pose.pose.orientation.w = 3.0
     res = probe.call(GetMassMatrix, f'/{NAME}/get_mass_matrix',
                      GetMassMatrix.Request(state=state, base=unit))
-    assert not res.success and 'request.base: orientation: the quaternion has norm' in res.message
+    # the same check and words as for ~/odometry
+    assert not res.success and 'request.base: orientation is not a unit quaternion' \
+        in res.message
 
 
 def test_root_joint_switches_to_a_planar_base_at_run_time(node):
@@ -255,6 +247,7 @@ def test_solo12_from_odometry_and_joint_states_agrees_with_pinocchio():
     bias = P.T @ pin.nonLinearEffects(pm, pd, pq, pv)
     gravity = P.T @ pin.computeGeneralizedGravity(pm, pd, pq)
     process = NodeProcess('dynamics_node', [
+        *EVERY_STATE,
         '-r', f'__node:={name}', '-p', f'urdf_file:={urdf}', '-p', 'root_joint:=floating',
         '-r', 'joint_states:=/solo12/joint_states'])
     probe = Probe('solo12_probe')

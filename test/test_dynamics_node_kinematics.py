@@ -27,7 +27,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
-from ros_harness import NodeProcess, Probe, wait_for
+from ros_harness import EVERY_STATE, NodeProcess, Probe, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -42,8 +42,9 @@ def model():
 
 @pytest.fixture(scope='module')
 def graph():
-    node = NodeProcess('dynamics_node', ['-r', '__node:=kin_node', '-p', f'urdf_file:={STACKER}',
-                                         '-p', 'publish_mass_matrix:=false'])
+    node = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-r', '__node:=kin_node', '-p', f'urdf_file:={STACKER}',
+        '-p', 'publish_mass_matrix:=false'])
     probe = Probe('kinematics_probe')
     bias = probe.collect(Float64MultiArray, '/kin_node/bias_torque')
     ff = probe.collect(Float64MultiArray, '/kin_node/feedforward_torque')
@@ -177,9 +178,10 @@ def test_external_wrench_enters_bias_and_feedforward_as_minus_J_transpose_F(grap
 
 
 def test_external_wrench_times_out_when_asked():
-    node = NodeProcess('dynamics_node', ['-r', '__node:=kin_timeout', '-p',
-                                         f'urdf_file:={STACKER}', '-p',
-                                         'external_wrench_timeout:=0.3'])
+    node = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-r', '__node:=kin_timeout', '-p',
+        f'urdf_file:={STACKER}', '-p',
+        'external_wrench_timeout:=0.3'])
     probe = Probe('timeout_probe')
     try:
         model = RobotModel.from_urdf_file(STACKER)
@@ -210,8 +212,9 @@ def test_external_wrench_times_out_when_asked():
 
 
 def test_bad_external_wrench_timeout_stops_the_node():
-    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}', '-p',
-                                              'external_wrench_timeout:=-1.0']).wait(60)
+    code, out = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-p', f'urdf_file:={STACKER}', '-p',
+        'external_wrench_timeout:=-1.0']).wait(60)
     assert code != 0 and 'external_wrench_timeout must be a finite number >= 0' in out, out
     assert 'Traceback' not in out
 

@@ -28,7 +28,7 @@ from std_msgs.msg import Float64MultiArray
 
 from conftest import TEST_DIR, URDF_DIR
 from kron_dynamics import RobotModel
-from ros_harness import NodeProcess, Probe, wait_for
+from ros_harness import EVERY_STATE, NodeProcess, Probe, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -39,7 +39,8 @@ NON_PHYSICAL = str(TEST_DIR / 'urdf_corpus' / 'inertia_triangle_violation.urdf')
 
 @pytest.fixture(scope='module')
 def graph():
-    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={GRIPPER_ARM}'])
+    node = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-p', f'urdf_file:={GRIPPER_ARM}'])
     probe = Probe('mimic_probe')
     outputs = {name: probe.collect(Float64MultiArray, f'/dynamics_node/{name}')
                for name in ('bias_torque', 'gravity_torque', 'mass_matrix')}
@@ -115,8 +116,9 @@ def test_panda_with_its_hand_agrees_with_pinocchio_mimic_model():
     B, d = model.coupling()
     names, q, qd = list(model.full_joint_names), B @ u + d, B @ ud
     order = rng.permutation(len(names))
-    node = NodeProcess('dynamics_node', ['-r', f'__node:={name}', '-p', f'urdf_file:={urdf}',
-                                         '-r', 'joint_states:=/panda/joint_states'])
+    node = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-r', f'__node:={name}', '-p', f'urdf_file:={urdf}',
+        '-r', 'joint_states:=/panda/joint_states'])
     probe = Probe('panda_probe')
     try:
         outputs = {topic: probe.collect(Float64MultiArray, f'/{name}/{topic}')
@@ -138,15 +140,18 @@ def test_panda_with_its_hand_agrees_with_pinocchio_mimic_model():
 
 
 def test_inertia_check_parameter():
-    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={NON_PHYSICAL}']).wait(60)
+    code, out = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-p', f'urdf_file:={NON_PHYSICAL}']).wait(60)
     assert code != 0 and "inertia_check='warn'" in out and "link 'link2'" in out, out
-    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={NON_PHYSICAL}',
-                                              '-p', 'inertia_check:=maybe']).wait(60)
+    code, out = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-p', f'urdf_file:={NON_PHYSICAL}',
+        '-p', 'inertia_check:=maybe']).wait(60)
     assert code != 0 and 'parameter inertia_check must be one of' in out, out
     assert 'Traceback' not in out
-    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={NON_PHYSICAL}',
-                                         '-p', 'inertia_check:=warn',
-                                         '-r', '__node:=dynamics_node_warn'])
+    node = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-p', f'urdf_file:={NON_PHYSICAL}',
+        '-p', 'inertia_check:=warn',
+        '-r', '__node:=dynamics_node_warn'])
     probe = Probe('warn_probe')
     try:
         model = RobotModel.from_urdf_file(NON_PHYSICAL, inertia_check='warn')

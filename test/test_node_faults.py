@@ -40,7 +40,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import REPO, URDF_DIR
 from kron_dynamics import RobotModel
-from ros_harness import expect_one_more, NodeProcess, Probe, stamped_state, wait_for
+from ros_harness import (EVERY_STATE, expect_one_more, NodeProcess, Probe, stamped_state,
+                         wait_for)
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]   # node processes, rclpy
 
@@ -77,7 +78,7 @@ def set_parameter(probe, node: str, name: str, value):
 # ------------------------------------------------------------------ dynamics_node
 @pytest.fixture(scope='module')
 def dynamics():
-    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}',
+    node = NodeProcess('dynamics_node', [*EVERY_STATE, '-p', f'urdf_file:={STACKER}',
                                          '-r', '__node:=faults_dynamics'])
     probe = Probe('faults_dynamics_probe')
     outputs = {name: probe.collect(Float64MultiArray, f'/faults_dynamics/{name}', 20000)
@@ -262,7 +263,7 @@ def test_long_trajectory_does_not_starve_the_joint_state_path(dynamics):
 def test_topic_mode_applies_parameter_updates_and_validates_them_against_the_urdf():
     """Item 7: gravity was accepted and ignored; joints=['foo'] blocked the next valid URDF."""
     topic = '/faults_topic/robot_description'
-    node = NodeProcess('dynamics_node', ['-r', '__node:=faults_topic',
+    node = NodeProcess('dynamics_node', [*EVERY_STATE, '-r', '__node:=faults_topic',
                                          '-r', f'/robot_description:={topic}'])
     probe = Probe('faults_topic_probe')
     try:

@@ -32,7 +32,7 @@ from std_msgs.msg import Float64MultiArray
 from conftest import URDF_DIR
 from kron_dynamics import ConfigurationError, RobotModel
 from kron_dynamics.nodes import realtime
-from ros_harness import NodeProcess, Probe, wait_for
+from ros_harness import EVERY_STATE, NodeProcess, Probe, wait_for
 
 STACKER = str(URDF_DIR / 'stacker.urdf')
 JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
@@ -129,7 +129,8 @@ def test_apply_sets_the_calling_thread_and_threads_it_starts_later_only():
 @contextlib.contextmanager
 def dynamics_node(args: list, prefix: tuple = ()):
     """Run dynamics_node on the stacker; yield (node, answer) where answer(q, qd) -> bias."""
-    node = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}', *args], prefix=prefix)
+    node = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-p', f'urdf_file:={STACKER}', *args], prefix=prefix)
     probe = Probe('realtime_probe')
     try:
         out = probe.collect(Float64MultiArray, '/dynamics_node/bias_torque')
@@ -212,7 +213,8 @@ def test_no_permission_is_a_warning_and_the_node_runs_with_normal_scheduling():
     (['-p', 'cpu_affinity:=[4096]'], 'cpu_affinity names CPU(s) [4096]'),
 ])
 def test_bad_realtime_parameters_exit_non_zero_with_a_clear_error(args, message):
-    code, out = NodeProcess('dynamics_node', ['-p', f'urdf_file:={STACKER}', *args]).wait(60)
+    code, out = NodeProcess('dynamics_node', [
+        *EVERY_STATE, '-p', f'urdf_file:={STACKER}', *args]).wait(60)
     assert code == 1 and message in out, out
     assert 'Traceback' not in out
 

@@ -55,13 +55,13 @@ from ..errors import ConfigurationError, ModelError
 from ..floating_model import QUATERNION_TOLERANCE
 from ..model.rotations import matrix_to_quaternion
 from .executor import run_node, warm_up
-from .joint_states import (InputError, JointStateIndex, point_arrays, StampClock, StampGuard,
-                           STATE_QUEUE, trajectory_from_serialized)
+from .joint_states import (InputError, JointStateIndex, point_arrays, stamp_ns, StampClock,
+                           StampGuard, STATE_QUEUE, trajectory_from_serialized)
 from .messages import all_finite, array_msg, ArrayPublisher
 from .parameters import (declare, declare_model_parameters, model_from_parameters,
-                         MODEL_PARAMETERS, parameter_value)
+                         MODEL_PARAMETERS, parameter_value, positive_limit)
 from .throttled_logger import ThrottledLogger
-from .wire import read_trajectory
+from .wire import read_trajectory, stamped_effort_bytes, stamped_effort_prefix
 from . import realtime
 
 # request queue of each service: requests that arrive while the node is busy or stopped wait
@@ -96,21 +96,36 @@ class DynamicsNode(Node):
                 'bases only')
         self._odometry_timeout = _seconds('odometry_timeout',
                                           self.get_parameter('odometry_timeout').value)
+        declare(self, 'state_policy', 'newest',
+                "when joint states arrive faster than they are answered: 'newest' answers the "
+                'newest waiting state and drops the older ones (counted, logged), as a '
+                "controller wants; 'all' answers every state, late by the backlog (states "
+                f'beyond the queue of {STATE_QUEUE} are lost)')
+        self._newest = _state_policy(self.get_parameter('state_policy').value)
+        declare(self, 'publish_stamped', True,
+                'also publish ~/bias_torque_stamped and ~/gravity_torque_stamped '
+                '(sensor_msgs/JointState: effort = the torque, named, stamped with the input '
+                "state's stamp, or its arrival time if that is 0)")
+        self._publish_stamped = bool(self.get_parameter('publish_stamped').value)
+        for name, default, what in LIMITS:
+            declare(self, name, default, what)
+        self._limits = {name: positive_limit(name, self.get_parameter(name).value)
+                        for name, _, _ in LIMITS}
         self._odometry = None          # (time [ns], message) of the newest valid odometry
         self._wrench = None            # (link, F (6,), monotonic receive time), or None
         self._active = None            # (model, index), replaced as a whole
+        self._labels = None
+        self._stamp_prefix = b''
         self._topic_urdf = None        # the last valid URDF received on /robot_description
         self._stamps = StampGuard()
+        self._odometry_stamps = StampGuard()
         self._stamp_clock = StampClock(self.get_clock())
         self._trajectories = deque()   # [model, Trajectory, next point] waiting for output
         self._log = ThrottledLogger(self.get_logger())
+        self._overload = Overload(self._log, self._newest)
         self.counts = {'accepted': 0, 'rejected': 0}
         read_trajectory(b'')           # compile (or load) the trajectory reader up front
         model = model_from_parameters(self, moving_base=True)   # errors: the caller exits
-        if model is not None:
-            self._activate(model)
-        else:
-            self.get_logger().info('waiting for the URDF on /robot_description')
         # always subscribed: a parameter change to empty robot_description and urdf_file
         # switches to the topic's URDF
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -127,8 +142,11 @@ class DynamicsNode(Node):
         self._pub_ff = ArrayPublisher(
             self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10), self._log)
         # serialized: JointStateIndex.from_serialized, rclpy's deserializer only as fallback
-        self.create_subscription(JointState, 'joint_states', self._on_joint_state,
-                                 STATE_QUEUE, raw=True)
+        self._pub_bias_stamped = self.create_publisher(JointState, '~/bias_torque_stamped', 10)
+        self._pub_gravity_stamped = self.create_publisher(JointState,
+                                                          '~/gravity_torque_stamped', 10)
+        self._state_sub = self.create_subscription(JointState, 'joint_states',
+                                                   self._on_joint_state, STATE_QUEUE, raw=True)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
         # serialized: read in one compiled pass (trajectory_from_serialized)
         self.create_subscription(JointTrajectory, '~/reference_trajectory',
@@ -148,18 +166,32 @@ class DynamicsNode(Node):
                                  10)
         self.create_subscription(Odometry, '~/odometry', self._on_odometry, 10)
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        if model is not None:
+            self._activate(model)
+        else:
+            self.get_logger().info('waiting for the URDF on /robot_description')
 
     # --------------------------------------------------------------- model
     def _activate(self, model) -> None:
+        """
+        Make a model the active one, and forget everything tied to the one before.
+
+        The callbacks run one at a time (one executor thread), so nothing computed for the
+        old model is published after this returns: its queued trajectory points, its
+        external wrench, the odometry received for it (checked against its base, or not at
+        all on a fixed base) and the stamps both guards last accepted are dropped here.
+        """
         warm_up(model)
+        index = JointStateIndex(model.joint_names, tuple(model.mimic_joints)).prepare_serialized()
+        dropped = self._forget_model_state()
         # mimic joints are not coordinates: their joint_states entries (joint_state_broadcaster
         # publishes every joint) are ignored, their positions follow from the constraint
-        self._active = (model, JointStateIndex(model.joint_names, tuple(model.mimic_joints))
-                        .prepare_serialized())
+        self._active = (model, index)
         self._labels = _labels(model)       # None for a fixed base: 'rows', 'cols'
-
-        self._stamps.reset()
-        self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}")
+        self._stamp_prefix = stamped_effort_prefix(model.velocity_names)
+        self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}"
+                               + (f'; dropped what belonged to the previous model: '
+                                  f'{", ".join(dropped)}' if dropped else ''))
         if self._labels:
             self.get_logger().info(f'{model.base} base on link {model.base_link!r}: its state '
                                    f'from {self.resolve_topic_name("~/odometry")}; outputs '
@@ -168,6 +200,24 @@ class DynamicsNode(Node):
             self.get_logger().info(
                 f"mimic joint '{mimic.name}' = {mimic.multiplier:g} * '{mimic.primary}' + "
                 f'{mimic.offset:g}: not an input (ignored in joint_states) nor an output')
+
+    def _forget_model_state(self) -> list:
+        """Drop the state tied to the active model; return what was dropped, in words."""
+        dropped = []
+        points = sum(len(t) - k for _, t, k in self._trajectories)
+        if points:
+            dropped.append(f'{points} queued reference_trajectory points')
+        self._trajectories.clear()
+        self._trajectory_timer.cancel()
+        if self._wrench is not None:
+            dropped.append(f"the external wrench on '{self._wrench[0]}'")
+        self._wrench = None
+        if self._odometry is not None:
+            dropped.append('the odometry')
+        self._odometry = None
+        self._stamps.reset()
+        self._odometry_stamps.reset()
+        return dropped
 
     def _on_description(self, msg: String) -> None:
         if parameter_value(self, 'robot_description') or parameter_value(self, 'urdf_file'):
@@ -190,11 +240,18 @@ class DynamicsNode(Node):
         changes = {p.name: p.value for p in params}
         wrench_timeout = self._wrench_timeout
         odometry_timeout = self._odometry_timeout
+        newest = self._newest
+        limits = dict(self._limits)
         try:                  # checked before anything is applied
             if 'external_wrench_timeout' in changes:
                 wrench_timeout = _wrench_timeout(changes['external_wrench_timeout'])
             if 'odometry_timeout' in changes:
                 odometry_timeout = _seconds('odometry_timeout', changes['odometry_timeout'])
+            if 'state_policy' in changes:
+                newest = _state_policy(changes['state_policy'])
+            for name in limits:
+                if name in changes:
+                    limits[name] = positive_limit(name, changes[name])
         except ConfigurationError as exc:
             return SetParametersResult(successful=False, reason=str(exc))
         if any(name in changes for name in MODEL_PARAMETERS):
@@ -215,8 +272,12 @@ class DynamicsNode(Node):
             self._publish_mass_matrix = bool(changes['publish_mass_matrix'])
         if 'publish_coriolis_star' in changes:
             self._publish_coriolis_star = bool(changes['publish_coriolis_star'])
+        if 'publish_stamped' in changes:
+            self._publish_stamped = bool(changes['publish_stamped'])
         self._wrench_timeout = wrench_timeout
         self._odometry_timeout = odometry_timeout
+        self._newest = self._overload.newest = newest
+        self._limits = limits
         return SetParametersResult(successful=True)
 
     # --------------------------------------------------------------- topics
@@ -227,6 +288,39 @@ class DynamicsNode(Node):
         self._log.warning(re.sub(r'[\d.]+', '#', reason[:80]), f'rejected: {reason}')
 
     def _on_joint_state(self, data: bytes) -> None:
+        """
+        Answer a joint state; with the states waiting behind it, as state_policy says.
+
+        The states already waiting in the subscription's queue are taken at once (a take
+        that finds none costs under a microsecond): with 'newest' only the last of them is
+        answered and the others are dropped, with 'all' each is answered in order; either
+        way the backlog is counted and reported (Overload).
+        """
+        waiting = self._take_waiting()
+        if not waiting:
+            self._answer_state(data)
+            return
+        self._overload.backlog(len(waiting) + 1)
+        if self._newest:
+            self._answer_state(waiting[-1])
+            return
+        self._answer_state(data)
+        for data in waiting:
+            self._answer_state(data)
+
+    def _take_waiting(self) -> list:
+        """Return the serialized joint states waiting in the subscription's queue."""
+        sub = self._state_sub
+        waiting = []
+        with sub.handle:
+            while len(waiting) < STATE_QUEUE:
+                taken = sub.handle.take_message(sub.msg_type, True)
+                if taken is None:
+                    break
+                waiting.append(taken[0])
+        return waiting
+
+    def _answer_state(self, data: bytes) -> None:
         active = self._active
         if active is None:
             self._reject('no robot model yet')
@@ -246,6 +340,12 @@ class DynamicsNode(Node):
         self.counts['accepted'] += 1
         for publisher, values, labels in outputs:
             publisher.publish(values, labels)
+        if self._publish_stamped:
+            prefix = self._stamp_prefix
+            stamp = stamp or now
+            self._pub_bias_stamped.publish(stamped_effort_bytes(prefix, stamp, outputs[0][1]))
+            self._pub_gravity_stamped.publish(stamped_effort_bytes(prefix, stamp,
+                                                                   outputs[1][1]))
 
     def _state_outputs(self, model, q, qd) -> list:
         """
@@ -265,10 +365,11 @@ class DynamicsNode(Node):
             outputs.append((self._pub_mass, model.mass_matrix(q), 'mass matrix'))
         if self._publish_coriolis_star:
             outputs.append((self._pub_cstar, model.coriolis_star(q), 'C*'))
+        bound = self._limits['max_output']
         for _, values, what in outputs:
-            if not all_finite(values):
-                raise InputError(f'joint_states: {what} not finite at this state (positions '
-                                 'or velocities too large?); no output for it')
+            fault = _out_of_bounds(values, bound)
+            if fault:
+                raise InputError(f'joint_states: {what} {fault} at this state; no output for it')
         return [(publisher, values, labels.get(what)) for publisher, values, what in outputs]
 
     def _publish_feedforward(self, model, q, qd, qdd) -> None:
@@ -276,8 +377,9 @@ class DynamicsNode(Node):
         tau = model.inverse_dynamics(q, qd, qdd)
         if self._wrench is not None:
             tau = self._minus_wrench_torque(model, q, tau)
-        if not all_finite(tau):
-            raise InputError('reference: feedforward torque not finite')
+        fault = _out_of_bounds(tau, self._limits['max_output'])
+        if fault:
+            raise InputError(f'reference: feedforward torque {fault}; not published')
         self._pub_ff.publish(tau)
 
     def _fixed_base_only(self, model, what: str) -> None:
@@ -323,36 +425,45 @@ class DynamicsNode(Node):
             tau = model.inverse_dynamics(trajectory.q[k], trajectory.qd[k], trajectory.qdd[k])
             if self._wrench is not None:
                 tau = self._minus_wrench_torque(model, trajectory.q[k], tau)
-            if all_finite(tau):
-                self._pub_ff.publish(tau)
+            fault = _out_of_bounds(tau, self._limits['max_output'])
+            if fault:
+                self._reject(f'reference_trajectory point {k}: feedforward torque {fault}; '
+                             'not published')
             else:
-                self._reject(f'reference_trajectory point {k}: feedforward torque not finite')
+                self._pub_ff.publish(tau)
         entry[2] = end
         if end == len(trajectory):
             self._trajectories.popleft()
 
     # --------------------------------------------------------------- moving base
     def _on_odometry(self, msg: Odometry) -> None:
-        """Keep the newest valid odometry (its time: the stamp, or the arrival if 0)."""
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        values = _odometry_values(msg)
+        """
+        Keep the newest valid odometry (its time: the stamp, or the arrival if 0).
+
+        Checked as joint states are (stamps neither going back nor ahead of the clock) and
+        as a service's request.base is (base_fault); on a fixed base it is not used, and
+        not kept: a later moving-base model starts without odometry.
+        """
         active = self._active
-        base = active[0].base_link if active is not None and self._labels else None
-        if not np.all(np.isfinite(values)):
-            kind, error = 'value', f'odometry: not finite: {values}'
-        elif msg.header.stamp.nanosec >= 1_000_000_000:
-            kind, error = 'stamp', 'odometry: header.stamp.nanosec >= 1e9'
-        elif base is not None and msg.child_frame_id not in ('', base):
-            kind, error = 'frame', (f"odometry: child_frame_id '{msg.child_frame_id}' is not "
-                                    f"the base link '{base}' (the twist must be in the base "
-                                    'frame)')
-        elif abs(float(np.linalg.norm(values[3:7])) - 1.0) > QUATERNION_TOLERANCE:
-            kind, error = 'quaternion', (f'odometry: orientation is not a unit quaternion '
-                                         f'(norm {np.linalg.norm(values[3:7]):.6g})')
-        else:
-            self._odometry = (stamp, self._stamp_clock.now_ns(), values, msg.header.frame_id)
+        if active is None or not self._labels:
+            self._log.warning('odometry unused', 'odometry: the active model has a fixed base '
+                                                 '(or there is none yet); message ignored')
             return
-        self._log.error(f'odometry {kind}', f'{error}; message ignored')
+        values = _odometry_values(msg)
+        try:
+            stamp = self._odometry_stamps.check_ns(stamp_ns(msg.header.stamp, 'odometry'),
+                                                   self._stamp_clock.now_ns(), 'odometry')
+        except InputError as exc:      # throttled per kind: going back, ahead, invalid
+            self._log.error(f"odometry stamp {re.sub(r'[0-9.]+', '#', str(exc))[:60]}",
+                            f'{exc}; message ignored')
+            return
+        fault = base_fault(values, msg.child_frame_id, active[0].base_link, self._limits)
+        if fault:
+            kind = fault.split(' ', 1)[0]
+            self._log.error(f'odometry {kind}', f'odometry: {fault}; message ignored')
+            return
+        self._odometry_stamps.accept(stamp)
+        self._odometry = (stamp, self._stamp_clock.now_ns(), values, msg.header.frame_id)
 
     def _with_base(self, model, q, qd, stamp: int, now: int):
         """Return (q, v) of a floating or planar model: the newest odometry and the joints."""
@@ -372,11 +483,28 @@ class DynamicsNode(Node):
         return np.concatenate([qb, q]), np.concatenate([vb, qd])
 
     def _request_base(self, model, request, q, qd):
-        """Return (q, v): a service request's joints with its base state (request.base)."""
+        """
+        Return (q, v): a service request's joints with its base state (request.base).
+
+        request.base is checked as ~/odometry is (base_fault). On a fixed base it must be
+        left as it is by default, and so must request.base_acceleration where there is one.
+        """
+        values = _odometry_values(request.base)
         if not self._labels:
+            if (request.base.child_frame_id or request.base.header.frame_id
+                    or not np.array_equal(values, _DEFAULT_BASE)):
+                raise InputError(f"request.base: model '{model.name}' has a fixed base; leave "
+                                 'base as it is by default')
+            if len(getattr(request, 'base_acceleration', ())):
+                raise InputError(f"request.base_acceleration: model '{model.name}' has a "
+                                 f'fixed base; leave it empty (got '
+                                 f'{len(request.base_acceleration)} numbers)')
             return q, qd
+        fault = base_fault(values, request.base.child_frame_id, model.base_link, self._limits)
+        if fault:
+            raise InputError(f'request.base: {fault}')
         try:
-            qb, vb = model.base_state(*_base_parts(_odometry_values(request.base)))
+            qb, vb = model.base_state(*_base_parts(values))
         except ValueError as exc:
             raise InputError(f'request.base: {exc}') from None
         return np.concatenate([qb, q]), np.concatenate([vb, qd])
@@ -401,6 +529,15 @@ class DynamicsNode(Node):
         elif not np.all(np.isfinite(F)):
             kind, error = 'value', (f"external_wrench: wrench on '{link}' is not finite: "
                                     f'{F.tolist()}')
+        elif _norm(F[:3]) > self._limits['max_wrench_force']:
+            kind, error = 'force', (f"external_wrench: force on '{link}' is "
+                                    f'{_norm(F[:3]):.3g} N, beyond max_wrench_force '
+                                    f"{self._limits['max_wrench_force']:g} N")
+        elif _norm(F[3:]) > self._limits['max_wrench_torque']:
+            kind, error = 'torque', (f"external_wrench: torque on '{link}' is "
+                                     f'{_norm(F[3:]):.3g} N m, beyond '
+                                     f"max_wrench_torque {self._limits['max_wrench_torque']:g} "
+                                     'N m')
         else:
             self._wrench = (link, F, time.monotonic())
             return
@@ -439,8 +576,11 @@ class DynamicsNode(Node):
         try:
             model, index = self._require_model()
             fields = compute(model, index, request)
-            if not all_finite(*fields.values()):
-                raise InputError(f'{what} not finite at this state')
+            bound = self._limits['max_output']
+            for values in fields.values():
+                fault = _out_of_bounds(values, bound)
+                if fault:
+                    raise InputError(f'{what} {fault} at this state')
         except (InputError, ValueError) as exc:
             response.success, response.message = False, str(exc)
             return response
@@ -546,12 +686,134 @@ class DynamicsNode(Node):
         return self._active
 
 
+# magnitude limits of inputs and outputs: (parameter, default, description)
+LIMITS = (
+    ('max_wrench_force', 1e6, 'largest |force| of ~/external_wrench [N]; beyond: refused'),
+    ('max_wrench_torque', 1e6, 'largest |torque| of ~/external_wrench [N m]; beyond: refused'),
+    ('max_base_position', 1e4, 'largest |position| of ~/odometry and of a request.base [m] '
+     '(10 km: a rover\'s odometry); beyond: refused'),
+    ('max_base_linear_velocity', 1e3, 'largest |linear twist| of ~/odometry and of a '
+     'request.base [m/s]; beyond: refused'),
+    ('max_base_angular_velocity', 1e3, 'largest |angular twist| of ~/odometry and of a '
+     'request.base [rad/s]; beyond: refused'),
+    ('max_output', 1e12, 'largest |entry| of a published or served result (torques [N m or '
+     'N], M, C*); a state or request whose result goes beyond (or is not finite) gets none'),
+)
+STATE_POLICIES = ('newest', 'all')
+ODOMETRY_FIELDS = ('pose.position.x', 'pose.position.y', 'pose.position.z',
+                   'pose.orientation.x', 'pose.orientation.y', 'pose.orientation.z',
+                   'pose.orientation.w', 'twist.linear.x', 'twist.linear.y', 'twist.linear.z',
+                   'twist.angular.x', 'twist.angular.y', 'twist.angular.z')
+
+
+def _out_of_bounds(values: np.ndarray, bound: float) -> str:
+    """Return '' if every value is finite and at most bound in magnitude, else the fault."""
+    if not all_finite(values):
+        return 'not finite'
+    largest = float(np.max(np.abs(values))) if values.size else 0.0
+    if largest > bound:
+        return f'beyond max_output {bound:g} (|value| up to {largest:.3g})'
+    return ''
+
+
+def _norm(v: np.ndarray) -> float:
+    """Return the Euclidean norm of finite values without overflow (1e200 stays 1e200)."""
+    largest = float(np.max(np.abs(v))) if v.size else 0.0
+    return largest * float(np.linalg.norm(v / largest)) if largest > 0.0 else 0.0
+
+
+def _state_policy(value) -> bool:
+    """Return True for state_policy 'newest', False for 'all'; ConfigurationError otherwise."""
+    if value not in STATE_POLICIES:
+        raise ConfigurationError(f'parameter state_policy must be one of '
+                                 f'{list(STATE_POLICIES)}, got {value!r}')
+    return value == 'newest'
+
+
+def base_fault(values: np.ndarray, child_frame_id: str, base_link: str, limits: dict) -> str:
+    """
+    Return what is wrong with a base state (odometry or request.base), or '' if nothing.
+
+    One check for the topic and the services: finite, the twist in the base frame
+    (child_frame_id empty or the base link), a unit quaternion, and position and twist
+    within the limits (LIMITS).
+    """
+    bad = [ODOMETRY_FIELDS[i] for i in np.nonzero(~np.isfinite(values))[0]]
+    if bad:
+        return f"not finite: {', '.join(bad)}"
+    if child_frame_id not in ('', base_link):
+        return (f"child_frame_id '{child_frame_id}' is not the base link '{base_link}' (the "
+                'twist must be in the base frame)')
+    norm = float(np.linalg.norm(values[3:7]))
+    if abs(norm - 1.0) > QUATERNION_TOLERANCE:
+        return f'orientation is not a unit quaternion (norm {norm:.6g})'
+    for part, name, unit in ((values[:3], 'max_base_position', 'm'),
+                             (values[7:10], 'max_base_linear_velocity', 'm/s'),
+                             (values[10:13], 'max_base_angular_velocity', 'rad/s')):
+        size = _norm(part)
+        if size > limits[name]:
+            what = {'max_base_position': 'position', 'max_base_linear_velocity':
+                    'linear twist', 'max_base_angular_velocity': 'angular twist'}[name]
+            return f'{what} {size:.3g} {unit} is beyond {name} {limits[name]:g} {unit}'
+    return ''
+
+
+class Overload:
+    """
+    Count joint states that waited for an answer, and say so, throttled.
+
+    backlog(k): k states were waiting when one was answered; with 'newest' k - 1 of them are
+    dropped. The first backlog is reported at once, later ones at most once a second, each
+    report with the counts since the one before (a drop rate, as a share of what arrived).
+    """
+
+    PERIOD_S = 1.0
+
+    def __init__(self, log, newest: bool):
+        self.log = log
+        self.newest = newest
+        self.dropped = 0
+        self.arrived = 0
+        self.largest = 0
+        self.since = time.monotonic()
+        self.next_report = 0.0
+
+    def backlog(self, waiting: int) -> None:
+        """Count a backlog of ``waiting`` states (the one answered included); report."""
+        self.arrived += waiting
+        if self.newest:
+            self.dropped += waiting - 1
+        self.largest = max(self.largest, waiting)
+        now = time.monotonic()
+        if now < self.next_report:
+            return
+        span = now - self.since
+        if self.newest:
+            self.log.warning('overload', (
+                f'joint_states arrive faster than they are answered: dropped {self.dropped} '
+                f'of {self.arrived} states that waited ({100.0 * self.dropped / self.arrived:.0f}'
+                f'%) in the last {span:.3g} s, up to {self.largest} at once; answering the '
+                'newest (state_policy newest)'))
+        else:
+            self.log.warning('overload', (
+                f'joint_states arrive faster than they are answered: {self.arrived} states '
+                f'waited in the last {span:.3g} s, up to {self.largest} at once; answering '
+                f'every one (state_policy all), so outputs are late, and states beyond the '
+                f'queue of {STATE_QUEUE} are lost'))
+        self.dropped = self.arrived = self.largest = 0
+        self.since = now
+        self.next_report = now + self.PERIOD_S
+
+
 def _odometry_values(msg: Odometry) -> np.ndarray:
     """Return position (3), orientation (x, y, z, w), linear and angular twist of odometry."""
     p, o = msg.pose.pose.position, msg.pose.pose.orientation
     lin, ang = msg.twist.twist.linear, msg.twist.twist.angular
     return np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w, lin.x, lin.y, lin.z, ang.x, ang.y,
                      ang.z])
+
+
+_DEFAULT_BASE = _odometry_values(Odometry())
 
 
 def _base_parts(values: np.ndarray) -> tuple:

@@ -23,7 +23,8 @@ of the joint state. On the hot path the nodes therefore
   one compiled call (:class:`JointStateReader`): stamp, and positions and velocities of the
   model's joints, by name; and
 - publish Float64MultiArray as bytes (:func:`float64_multiarray_bytes`): a prefix that
-  depends only on the array's shape (the layout), then the doubles.
+  depends only on the array's shape (the layout), then the doubles; and the stamped
+  outputs, JointState with efforts, as bytes the same way (:func:`stamped_effort_bytes`).
 
 Only the common case is read here: the XCDR1 little-endian encoding with no options (what
 rmw_fastrtps sends from x86 and ARM machines), the same joint names in
@@ -100,6 +101,34 @@ def float64_multiarray_bytes(values: np.ndarray, labels=None) -> bytes:
     if prefix is None:
         prefix = _PREFIXES[key] = float64_multiarray_prefix(layout_dims(values.shape, labels))
     return prefix + values.tobytes()
+
+
+def stamped_effort_prefix(names) -> tuple:
+    """
+    Return (before, after): a serialized JointState with ``names`` around its efforts.
+
+    The stamped outputs are JointState messages (names, no positions or velocities, effort
+    = the torque): everything but the stamp (bytes 4-12) and the efforts depends on the
+    names only, so it is made once, by rclpy's serializer, with marker efforts that are then
+    found in the bytes (the serializer may end the message with alignment padding).
+    """
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+    names = list(names)
+    marker = np.arange(1.0, len(names) + 1.0) * np.pi
+    data = serialize_message(JointState(name=names, effort=marker.tolist()))
+    at = data.rfind(marker.astype('<f8').tobytes()) if names else len(data)
+    if at < 12:
+        raise RuntimeError('stamped_effort_prefix: efforts not found in the serialized message')
+    return data[:at], bytes(len(data) - at - 8 * len(names))
+
+
+def stamped_effort_bytes(parts: tuple, stamp_ns: int, values: np.ndarray) -> bytes:
+    """Return the serialized JointState of stamped_effort_prefix with a stamp and efforts."""
+    before, after = parts
+    sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    return (before[:4] + struct.pack('<iI', sec, nanosec) + before[12:]
+            + np.ascontiguousarray(values, dtype='<f8').tobytes() + after)
 
 
 # ------------------------------------------------------------------ compiled reader
