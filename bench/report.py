@@ -968,12 +968,20 @@ TESTS = """\
   `ros2` tools where `../shared/ros2_cli` provides them: `colcon build`, `ros2 launch`,
   `param dump/set`, `service call`, `topic echo` (`test/test_ros_tools.py`); shutdown on
   SIGINT/SIGTERM (`test/test_shutdown.py`); each fault found by fault injection reproduced
-  against real node processes (`test/test_node_faults.py`); short versions of the soak and
-  the faults below
+  against real node processes (`test/test_node_faults.py`); the dynamics node under model
+  swaps, overload and absurd inputs (`test/test_node_overload.py`: a swap with a queued
+  50,000-point trajectory, a wrench and odometry from the old model; a backlog made certain
+  by stopping the node (SIGSTOP) while 400 states are sent, answered by its newest state
+  with `state_policy: newest` and every one in order with `all`, the drop rate logged; a
+  10 kHz burst matched state by state through the stamped outputs; wrenches of 1e308 N and
+  1e300 N m, odometry of 1e200 m/s, 1e300 m, NaN, going back and 100 s ahead, base fields
+  in service requests, results beyond `max_output`, parameter types and `[]`, the
+  simulator's overflow message); short versions of the soak and the faults below
   (`test/test_soak_and_faults.py`).
 - **The serialized hot path** (`test/test_wire.py`): the compiled JointState reader of
   `kron_dynamics/nodes/wire.py` returns exactly what rclpy's deserializer gives, or hands the
-  message over to it, on random messages, on every truncation and on randomly corrupted ones.
+  message over to it, on random messages, on every truncation and on randomly corrupted ones;
+  the stamped outputs written as bytes deserialize to the JointState they stand for.
 - **The code and these documents**: flake8, pep257, copyright headers, XML
   (`test/test_flake8.py` …); the layer rules of [architecture.md](architecture.md)
   (`test/test_architecture.py`); the tables of this page and of

@@ -30,7 +30,8 @@ from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics.nodes.joint_states import InputError, JointStateIndex
 from kron_dynamics.nodes.messages import array_msg
-from kron_dynamics.nodes.wire import float64_multiarray_bytes, JointStateReader
+from kron_dynamics.nodes.wire import (float64_multiarray_bytes, JointStateReader,
+                                      stamped_effort_bytes, stamped_effort_prefix)
 
 JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
 
@@ -202,3 +203,19 @@ def test_index_from_serialized_teaches_itself_and_keeps_the_descriptive_errors()
     # after the errors the stream's own names still take the fast path
     msg.position = [9.0, 0.5, 0.1, 0.2]
     assert list(index.from_serialized(serialize_message(msg))[1]) == [0.1, 0.2, 0.5]
+
+
+@pytest.mark.parametrize('names', [[], ['a'], ['ab', 'c', 'def'],
+                                   [f'joint_{k}' for k in range(9)],
+                                   ['x' * k for k in range(1, 12)]])
+def test_stamped_effort_bytes_is_the_joint_state_it_stands_for(names):
+    """The stamped outputs: names, no positions or velocities, the efforts, the stamp."""
+    rng = np.random.default_rng(len(names))
+    parts = stamped_effort_prefix(names)
+    for stamp in (0, 1, 1_795_652_919_023_406_123, 2**31 * 10**9 - 1):
+        values = rng.normal(size=len(names)) * 10.0 ** rng.integers(-300, 300, len(names))
+        msg = deserialize_message(stamped_effort_bytes(parts, stamp, values), JointState)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == divmod(stamp, 10**9)
+        assert msg.header.frame_id == '' and list(msg.name) == names
+        assert len(msg.position) == 0 and len(msg.velocity) == 0
+        assert list(msg.effort) == values.tolist()

@@ -57,7 +57,7 @@ from ..model.rotations import matrix_to_quaternion
 from .executor import run_node, warm_up
 from .joint_states import (InputError, JointStateIndex, point_arrays, stamp_ns, StampClock,
                            StampGuard, STATE_QUEUE, trajectory_from_serialized)
-from .messages import all_finite, array_msg, ArrayPublisher
+from .messages import array_msg, ArrayPublisher
 from .parameters import (declare, declare_model_parameters, model_from_parameters,
                          MODEL_PARAMETERS, parameter_value, positive_limit)
 from .throttled_logger import ThrottledLogger
@@ -115,7 +115,8 @@ class DynamicsNode(Node):
         self._wrench = None            # (link, F (6,), monotonic receive time), or None
         self._active = None            # (model, index), replaced as a whole
         self._labels = None
-        self._stamp_prefix = b''
+        self._stamp_prefix = None      # stamped_effort_prefix of the active model
+        self._odometry_unused_said = False
         self._topic_urdf = None        # the last valid URDF received on /robot_description
         self._stamps = StampGuard()
         self._odometry_stamps = StampGuard()
@@ -217,6 +218,7 @@ class DynamicsNode(Node):
         self._odometry = None
         self._stamps.reset()
         self._odometry_stamps.reset()
+        self._odometry_unused_said = False
         return dropped
 
     def _on_description(self, msg: String) -> None:
@@ -446,8 +448,11 @@ class DynamicsNode(Node):
         """
         active = self._active
         if active is None or not self._labels:
-            self._log.warning('odometry unused', 'odometry: the active model has a fixed base '
-                                                 '(or there is none yet); message ignored')
+            if not self._odometry_unused_said:      # once per model: it may stream for ever
+                self._odometry_unused_said = True
+                self.get_logger().info('odometry: the active model has a fixed base (or there '
+                                       'is none yet); ~/odometry is not used (said once per '
+                                       'model)')
             return
         values = _odometry_values(msg)
         try:
@@ -708,12 +713,12 @@ ODOMETRY_FIELDS = ('pose.position.x', 'pose.position.y', 'pose.position.z',
 
 def _out_of_bounds(values: np.ndarray, bound: float) -> str:
     """Return '' if every value is finite and at most bound in magnitude, else the fault."""
-    if not all_finite(values):
+    largest = float(np.max(np.abs(values))) if values.size else 0.0    # NaN if one is
+    if largest <= bound:
+        return ''
+    if not math.isfinite(largest):
         return 'not finite'
-    largest = float(np.max(np.abs(values))) if values.size else 0.0
-    if largest > bound:
-        return f'beyond max_output {bound:g} (|value| up to {largest:.3g})'
-    return ''
+    return f'beyond max_output {bound:g} (|value| up to {largest:.3g})'
 
 
 def _norm(v: np.ndarray) -> float:
