@@ -127,6 +127,13 @@ class DynamicsNode(Node):
         self.counts = {'accepted': 0, 'rejected': 0}
         read_trajectory(b'')           # compile (or load) the trajectory reader up front
         model = model_from_parameters(self, moving_base=True)   # errors: the caller exits
+        # activated (its kernels warmed up) before any subscription exists: a publisher that
+        # waits for this node to subscribe does not send into a node that is not ready
+        self._trajectory_timer = None
+        if model is not None:
+            self._activate(model)
+        else:
+            self.get_logger().info('waiting for the URDF on /robot_description')
         # always subscribed: a parameter change to empty robot_description and urdf_file
         # switches to the topic's URDF
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -167,10 +174,6 @@ class DynamicsNode(Node):
                                  10)
         self.create_subscription(Odometry, '~/odometry', self._on_odometry, 10)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        if model is not None:
-            self._activate(model)
-        else:
-            self.get_logger().info('waiting for the URDF on /robot_description')
 
     # --------------------------------------------------------------- model
     def _activate(self, model) -> None:
@@ -209,7 +212,8 @@ class DynamicsNode(Node):
         if points:
             dropped.append(f'{points} queued reference_trajectory points')
         self._trajectories.clear()
-        self._trajectory_timer.cancel()
+        if self._trajectory_timer is not None:
+            self._trajectory_timer.cancel()
         if self._wrench is not None:
             dropped.append(f"the external wrench on '{self._wrench[0]}'")
         self._wrench = None
