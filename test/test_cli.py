@@ -72,6 +72,17 @@ def test_demo_runs_the_graph_prints_errors_and_writes_a_plot(tmp_path):
     assert plot.is_file() and os.path.getsize(plot) > 10_000
 
 
+@pytest.mark.slow   # child processes
+@pytest.mark.ros
+def test_the_rover_arm_demo_says_once_why_its_m_is_singular(tmp_path):
+    """Issue 24, finding 6: the loader's warnings for the bundled rover arm came twice."""
+    out = kron_dynamics('demo', 'rover_arm', '--duration', '1', '--plot',
+                        str(tmp_path / 'rover.png'))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count('M is singular at q = 0') == 1, out.stdout
+    assert 'tiny inertia' not in out.stdout + out.stderr, out.stdout + out.stderr
+
+
 def test_demo_plot_shows_the_error_with_units_and_the_torque_split(tmp_path):
     """Issue 15: the plot showed q over q_d (the lines covered each other), no units."""
     import numpy as np
