@@ -41,6 +41,7 @@ base are the fixed-base model's (``model.fixed``, compiled), composed with the b
 from __future__ import annotations
 
 from collections.abc import Mapping
+import dataclasses
 import functools
 import math
 import warnings
@@ -51,6 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 from .algorithms.coriolis_matrix import coriolis_matrix_spatial, motion_cross
 from .algorithms.forward_dynamics import solve_mass_matrix
 from .algorithms.operational_space import operational_space_inertia
+from .algorithms.regressor import body_inertia, body_parameters
 from .errors import ModelError
 from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
@@ -812,6 +814,60 @@ class MovingBase:
         if batch(self._ints, self._reals, self._origin, *rows, QUATERNION_TOLERANCE, out):
             return out[:, 0], out[:, 1], out[:, 2]
         return None
+
+    # ----------------------------------------------------------------- inertial parameters
+    @property
+    def body_names(self) -> tuple[str, ...]:
+        """Return the moving bodies: the base link (what is welded to it merged), the tree's."""
+        return (self.base_link,) + self.fixed.body_names
+
+    def dynamic_parameters(self) -> Array:
+        """Return (nb, 10): the base body's parameters, then the tree's (RobotModel's)."""
+        return np.vstack([body_parameters(*self._root), self.fixed.dynamic_parameters()])
+
+    def with_dynamic_parameters(self, parameters: ArrayLike) -> MovingBase:
+        """Return a copy with other inertial parameters (nb x 10: the base's first)."""
+        nb = len(self.body_names)
+        try:
+            P = np.array(parameters, dtype=float).reshape(nb, 10)
+        except (TypeError, ValueError):
+            raise ModelError(f'dynamic parameters must be {nb} x 10 numbers (one row per body '
+                             f'of {list(self.body_names)}), got {np.shape(parameters)}') from None
+        base = P[0]
+        if not np.all(np.isfinite(base)) or base[0] < 0.0 or (base[0] == 0.0
+                                                              and np.any(base[1:4])):
+            raise ModelError(f"dynamic parameters of body '{self.base_link}' must be finite "
+                             f'with a mass >= 0 (> 0 with a first moment), got {P[0].tolist()}')
+        fixed = self.fixed
+        d = fixed._described_parameters(P[1:])
+        root = body_inertia(P[0])
+        d = dataclasses.replace(d, root_inertia=root, total_mass=root[0] + d.tree.mass.sum())
+        return self._rebuilt(fixed._rebuilt_description(d))
+
+    def regressor(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike) -> Array:
+        """
+        Return the joint torque regressor Y (nv x 10 nb), linear in the inertial parameters.
+
+        ``inverse_dynamics(q, v, dv) = Y @ dynamic_parameters().ravel() + armature * dv``;
+        the base rows are the base wrench (Pinocchio's free flyer).
+
+        The compiled regressor of the tree behind the base chain (its five massless links
+        dropped), projected on the model's coordinates as the forces are.
+        """
+        batch = self._batch(self.regressor, q, v, dv)
+        if batch is not None:
+            return batch
+        q, T, _, qk = self._split(q)
+        vk = self._lift(self._vector(v, self.nv, 'v'))
+        dvk = self._lift(self._vector(dv, self.nv, 'dv'))
+        reals = self._reals.copy()
+        reals[-1, :3] = self._gravity_base(T)
+        nk = len(vk)
+        Y = np.empty((nk, 10 * nk))
+        if not native.regressor(self._ints, reals, qk, vk, _chain_acceleration(vk, dvk), Y):
+            raise ValueError('regressor: q, v and dv must be finite')
+        Y = Y[:, 50:]
+        return Y if self._same else (self._Pk.T @ Y if self._sel is None else Y[self._sel])
 
     @_batched('q')
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:

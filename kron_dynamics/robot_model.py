@@ -46,6 +46,7 @@ from .algorithms.jsim_explicit import jsim_explicit
 from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
+from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_contacts, _finite_scalar, _frame_code, _generator, _PARTS,
                      _step_arguments, _wrenches, BASE_TYPES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
@@ -55,6 +56,7 @@ from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sit
 from .model.dh import DHRow, dh_to_urdf
 from .model.mimic import coupling, MimicJoint
 from .model.reduce import lock_joints
+from .model.tree import KinematicTree
 from .model.rotations import rpy_to_matrix, skew
 from .model.urdf import JointInfo, parse_urdf, RobotDescription
 
@@ -175,6 +177,7 @@ class RobotModel:
         self._6n, self._23n = (6, self.n), (2, 3, self.n)
         self._6nn, self._23nn = (6, self.n * self.n), (2, 3, self.n * self.n)
         self._3nn, self._nnn3 = (3, self.n, self.n), (self.n, self.n, self.n)
+        self._nY = (self.n, 10 * self.tree.n)
 
     def _joint_order(self, joint_names) -> tuple[str, ...]:
         """Check a user joint order against the movable joints; ModelError naming the fault."""
@@ -393,6 +396,75 @@ class RobotModel:
     def _rebuilt_description(self, description: RobotDescription) -> RobotModel:
         """Return a model of another description of the same tree: same joints, armature."""
         return RobotModel(description, self.joint_names, self.armature)
+
+    # ----------------------------------------------------------------- inertial parameters
+    # the regressor: algorithms/regressor.py (readable), kernels/regressor.py (compiled)
+    @property
+    def body_names(self) -> tuple[str, ...]:
+        """Return the moving bodies (tree order, Pinocchio's): each movable joint's child link."""
+        d = self._description
+        return tuple(d.joints[j].child_link for j in d.joint_names)
+
+    def dynamic_parameters(self) -> Array:
+        """
+        Return the inertial parameters, (nb, 10): one row per moving body (``body_names``).
+
+        Welded links are merged into their body. As Pinocchio's
+        ``Inertia.toDynamicParameters``: m, m c (3), and the inertia about the body frame
+        origin (Ixx, Ixy, Iyy, Ixz, Iyz, Izz), all in the body frame.
+        """
+        t = self.tree
+        return np.array([body_parameters(t.mass[i], t.com[i], t.inertia[i])
+                         for i in range(t.n)]).reshape(t.n, 10)
+
+    def with_dynamic_parameters(self, parameters: ArrayLike) -> RobotModel:
+        """
+        Return a copy with other inertial parameters (nb x 10, as ``dynamic_parameters``).
+
+        Same joints, frames, limits, armature and gravity. ModelError naming the body for a
+        value that is not finite, a negative mass, or a first moment without mass.
+        """
+        return self._rebuilt_description(self._described_parameters(parameters))
+
+    def _described_parameters(self, parameters) -> RobotDescription:
+        """Return the description with the tree's bodies given by dynamic parameters."""
+        d = self._description
+        t = d.tree
+        try:
+            P = np.array(parameters, dtype=float).reshape(t.n, 10)
+        except (TypeError, ValueError):
+            raise ModelError(f'dynamic parameters must be {t.n} x 10 numbers (one row per body '
+                             f'of {list(self.body_names)}), got {np.shape(parameters)}') from None
+        names = self.body_names
+        mass, com, inertia = np.empty(t.n), np.empty((t.n, 3)), np.empty((t.n, 3, 3))
+        for i, p in enumerate(P):
+            if not np.all(np.isfinite(p)):
+                raise ModelError(f"dynamic parameters of body '{names[i]}' are not finite: "
+                                 f'{p.tolist()}')
+            if p[0] < 0.0 or (p[0] == 0.0 and np.any(p[1:4])):
+                raise ModelError(f"dynamic parameters of body '{names[i]}': mass {p[0]:g} "
+                                 'must be >= 0 (and > 0 with a first moment m c)')
+            mass[i], com[i], inertia[i] = body_inertia(p)
+        tree = KinematicTree(t.parent, t.revolute, t.axis, t.R0, t.p0, mass, com, inertia,
+                             t.gravity)
+        return dataclasses.replace(d, tree=tree, total_mass=d.root_inertia[0] + mass.sum())
+
+    def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> Array:
+        """
+        Return the joint torque regressor Y (n x 10 nb), linear in the inertial parameters.
+
+        ``inverse_dynamics(q, qd, qdd) = Y @ dynamic_parameters().ravel() + armature * qdd``
+        (armature is not a body parameter).
+
+        Column block b is body ``body_names[b]``, in the order of ``dynamic_parameters``
+        (Pinocchio's ``computeJointTorqueRegressor``). Batches give (N, n, 10 nb).
+        """
+        if _is_vector(q) and _is_vector(qd) and _is_vector(qdd):
+            Y = np.empty(self._nY)
+            if native.regressor(self._ints, self._reals, q, qd, qdd, Y):
+                return Y
+        (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
+        return self._run(native.regressor, native.regressor_batch, N, self._nY, q, qd, qdd)
 
     # ----------------------------------------------------------------- configuration space
     # Pinocchio's model: a configuration space (nq) and a tangent space (nv). On a fixed base
@@ -1758,6 +1830,12 @@ class CoupledRobotModel(RobotModel):
         if N is not None:
             return self._per_row(self.forward_dynamics_derivatives, N, u, ud, tau_u)
         return self._derivatives_at(u, ud, tau_u)
+
+    def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> Array:
+        """Return Y_u = B^T Y(B u + d, B u', B u''), n x 10 nb (every body of the tree)."""
+        (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
+        return self._Bt @ self._full.regressor(self._lift(u), self._lift_rate(ud),
+                                               self._lift_rate(udd))
 
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:
         """Return dM_u/du [i, j, k] = sum B_ai B_bj B_ck dM_ab/dq_c (B constant)."""

@@ -36,13 +36,15 @@ ALLOWED = {
     'kernels': {'base', 'model', 'kernels'},
     'facade': {'base', 'model', 'algorithms', 'kernels', 'facade'},
     'symbolic': {'base', 'model', 'facade', 'symbolic'},
+    'identification': {'base', 'model', 'algorithms', 'facade', 'identification'},
     'testing': {'base', 'model', 'testing'},
     'nodes': {'base', 'model', 'facade', 'nodes'},
     'demo': {'base', 'model', 'facade', 'nodes', 'demo'},
-    'cli': {'base', 'model', 'facade', 'symbolic', 'demo', 'cli'},
+    'cli': {'base', 'model', 'facade', 'symbolic', 'identification', 'demo', 'cli'},
     'package': {'base', 'facade', 'package'},
 }
-FOLDERS = {'model', 'algorithms', 'kernels', 'symbolic', 'testing', 'nodes', 'demo'}
+FOLDERS = {'model', 'algorithms', 'kernels', 'symbolic', 'identification', 'testing', 'nodes',
+           'demo'}
 FILES = {'errors': 'base', 'resources': 'base', 'robot_model': 'facade', 'checks': 'facade',
          'floating_model': 'facade', 'cli': 'cli', '__init__': 'package'}
 

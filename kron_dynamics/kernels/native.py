@@ -32,6 +32,8 @@ SIGNATURES = {
     'rnea': ('rnea', (_I, _R, _V, _V, _V, nt.int64, _A2, _O1)),
     'rnea_batch': ('rnea', (_I, _R, _A2, _A2, _A2, nt.int64, _O2)),
     'gravity': ('rnea', (_I, _R, _V, _O1)),
+    'regressor': ('regressor', (_I, _R, _V, _V, _V, _O2)),
+    'regressor_batch': ('regressor', (_I, _R, _A2, _A2, _A2, _O3)),
     'crba': ('crba', (_I, _R, _V, _O2)),
     'crba_batch': ('crba', (_I, _R, _A2, _O3)),
     'coriolis_star': ('coriolis_star', (_I, _R, _V, _O2)),
