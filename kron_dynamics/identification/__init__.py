@@ -17,9 +17,12 @@ Identification of a robot's inertial parameters from its motion and torques.
 
 :func:`base_parameters`: which combinations of the standard parameters
 (``RobotModel.dynamic_parameters``) the joint torques determine, by pivoted QR of the
-regressor on random states (Gautier).
+regressor on random states (Gautier). :func:`identify`: the parameters and joint friction
+that fit measured torques, by least squares or by one physically consistent convex fit.
 """
 
 from .base_parameters import base_parameters, BaseParameters
+from .identify import friction_regressor, identify, Identification, pseudo_inertia
 
-__all__ = ['base_parameters', 'BaseParameters']
+__all__ = ['base_parameters', 'BaseParameters', 'friction_regressor', 'identify',
+           'Identification', 'pseudo_inertia']

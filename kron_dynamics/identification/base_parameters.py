@@ -38,6 +38,8 @@ from ..errors import ModelError
 RANK_TOLERANCE = 1e-9
 # entries of R11^-1 R12 below this are rounding, written as exact zeros
 ZERO = 1e-10
+# a regressor column smaller than this relative to the largest is zero (rounding)
+ZERO_COLUMN = 1e-10
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,9 @@ def base_parameters(model, samples: int = 40, rng=None) -> BaseParameters:
     a = rng.standard_normal((samples, model.nv))
     W = model.regressor(q, v, a).reshape(samples * model.nv, -1)
     scale = np.linalg.norm(W, axis=0)
-    used = scale > 0.0
+    # a column that is rounding noise (a parameter with no effect computed as 1e-15) would
+    # look independent once scaled to unit norm
+    used = scale > ZERO_COLUMN * scale.max()
     Ws = np.where(used, W / np.where(used, scale, 1.0), 0.0)
     _, R, pivots = qr(Ws, mode='economic', pivoting=True)
     diag = np.abs(np.diag(R))

@@ -1,0 +1,298 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Fit a model's inertial parameters (and joint friction) to measured joint torques.
+
+tau = Y(q, q', q'') p + F(q', q'') f is linear in the standard inertial parameters p (10 per
+body, ``RobotModel.dynamic_parameters``) and the friction parameters f. The stacked
+equations are compressed first by a QR factorisation, so that the solver sees a square
+problem whatever the recording's length. Two methods:
+
+- ``'least_squares'``: the identifiable combinations (base parameters) by least squares;
+  the directions the data cannot see keep the prior model's values. Exact on noise-free
+  data, but nothing keeps a body physical: with noise, M(q) can lose positive
+  definiteness.
+- ``'physically_consistent'`` (default): one convex fit over all standard parameters with
+  every body's pseudo-inertia J = [[tr(I)/2 1 - I, h], [h^T, m]] positive definite (Wensing,
+  Kim and Slotine, 2017), friction >= 0, and the log-det (Bregman) divergence to the prior's
+  pseudo-inertias, weighted by ``prior_weight``, so that unidentifiable directions stay near
+  the user's URDF (Lee, Wensing and Park, 2019). Needs cvxpy (with Clarabel, or SCS).
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+from .base_parameters import base_parameters, BaseParameters
+
+FRICTION_TERMS = ('viscous', 'coulomb', 'offset', 'armature')
+METHODS = ('physically_consistent', 'least_squares')
+# the prior's pseudo-inertia eigenvalues are floored at this fraction of its largest (real
+# URDFs carry links of 1e-7 kg m^2 and massless ones: a singular prior has no divergence)
+PRIOR_FLOOR = 1e-6
+
+
+def friction_regressor(qd, qdd, terms=('viscous', 'coulomb'), smooth: float = 0.0):
+    """
+    Return F (..., n, len(terms) n): per term, one column per joint (a diagonal block).
+
+    'viscous': q'; 'coulomb': sign(q') (tanh(q'/smooth) with ``smooth`` > 0 [rad/s or m/s]);
+    'offset': 1 (a torque sensor's offset); 'armature': q'' (rotor inertia).
+    """
+    qd, qdd = np.asarray(qd, dtype=float), np.asarray(qdd, dtype=float)
+    unknown = [t for t in terms if t not in FRICTION_TERMS]
+    if unknown:
+        raise ValueError(f'unknown friction term(s) {unknown}; choose from {FRICTION_TERMS}')
+    n = qd.shape[-1]
+    blocks = []
+    for term in terms:
+        if term == 'viscous':
+            values = qd
+        elif term == 'coulomb':
+            values = np.tanh(qd / smooth) if smooth > 0.0 else np.sign(qd)
+        elif term == 'offset':
+            values = np.ones_like(qd)
+        else:
+            values = qdd
+        blocks.append(values[..., :, None] * np.eye(n))
+    if not blocks:
+        return np.zeros(qd.shape + (0,))
+    return np.concatenate(blocks, axis=-1)
+
+
+def pseudo_inertia(p) -> np.ndarray:
+    """Return a body's 4 x 4 pseudo-inertia of (m, m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz)."""
+    m, h = p[0], np.asarray(p[1:4])
+    inertia = np.array([[p[4], p[5], p[7]], [p[5], p[6], p[8]], [p[7], p[8], p[9]]])
+    J = np.zeros((4, 4))
+    J[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+    J[:3, 3] = J[3, :3] = h
+    J[3, 3] = m
+    return J
+
+
+@dataclass
+class Identification:
+    """
+    A fit: the fitted ``model``, its ``friction`` per term and joint, the base parameters.
+
+    ``base_values`` and ``base_relative_std``: the fitted base parameters and their relative
+    standard deviations (from the residual's variance, as for least squares);
+    ``residual_rms``: per joint, of the fitting data.
+    """
+
+    model: object
+    prior: object
+    friction: dict
+    base: BaseParameters
+    base_values: np.ndarray
+    base_relative_std: np.ndarray
+    residual_rms: np.ndarray
+    method: str
+    smooth: float = 0.0
+    terms: tuple = field(default_factory=tuple)
+
+    def predict(self, q, qd, qdd) -> np.ndarray:
+        """Return the torques of the fitted model with friction (single states or batches)."""
+        tau = self.model.inverse_dynamics(q, qd, qdd)
+        if not self.terms:
+            return tau
+        F = friction_regressor(qd, qdd, self.terms, self.smooth)
+        f = np.concatenate([self.friction[t] for t in self.terms])
+        return tau + F @ f
+
+    def physically_consistent(self) -> np.ndarray:
+        """Return, per body, True if its pseudo-inertia is positive semidefinite."""
+        return np.array([np.linalg.eigvalsh(pseudo_inertia(p))[0] >= -1e-12 * max(
+            1.0, np.abs(p).max()) for p in self.model.dynamic_parameters()])
+
+    def report(self) -> str:
+        """Return old -> new mass and centre of mass per body, with implausible values flagged."""
+        lines = [f'identification ({self.method}): {self.base.count} base parameters; residual '
+                 'RMS per joint ' + ', '.join(f'{r:.4g}' for r in self.residual_rms)]
+        ok = self.physically_consistent()
+        bodies = zip(self.model.body_names, self.prior.dynamic_parameters(),
+                     self.model.dynamic_parameters())
+        for k, (name, old, new) in enumerate(bodies):
+            c_old = old[1:4] / old[0] if old[0] > 0 else np.zeros(3)
+            c_new = new[1:4] / new[0] if new[0] > 0 else np.zeros(3)
+            flags = [] if ok[k] else ['not physically consistent']
+            if new[0] > 0 and old[0] > 0 and not 0.5 <= new[0] / old[0] <= 2.0:
+                flags.append('mass changed more than 2x')
+            lines.append(f'{name}: mass {old[0]:.4g} -> {new[0]:.4g} kg, com '
+                         f'{np.round(c_old, 4).tolist()} -> {np.round(c_new, 4).tolist()} m'
+                         + (f"  [{'; '.join(flags)}]" if flags else ''))
+        for term in self.terms:
+            lines.append(f'{term}: ' + ', '.join(
+                f'{j} {v:.4g}' for j, v in zip(self.model.joint_names, self.friction[term])))
+        return '\n'.join(lines)
+
+
+def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'coulomb'),
+             method: str = 'physically_consistent', prior_weight: float = 1e-4,
+             smooth: float = 0.0, cutoff: float = 10.0) -> Identification:
+    """
+    Fit the inertial parameters and friction of a fixed-base model to measured torques.
+
+    ``q``, ``tau`` (N, n) in ``model.joint_names`` order; ``qd``, ``qdd`` likewise, or
+    None: then they come from q by zero-phase low-pass filtering (Butterworth, ``cutoff``
+    Hz) and differentiation, which needs the sample times ``t`` (N,). ``friction``: terms
+    of :func:`friction_regressor`; the model's own armature is taken as known unless
+    'armature' is a term. ``prior_weight`` (physically consistent fit): the weight of the
+    log-det divergence to the model's own parameters, per body, against the mean squared
+    torque residual.
+    """
+    if method not in METHODS:
+        raise ValueError(f'unknown method {method!r}; choose one of {list(METHODS)}')
+    if model.nv != model.n:
+        raise ModelError(f"identify: robot '{model.name}' has a {model.base} base, whose "
+                         'motion and contact wrenches a recording of joint states does not '
+                         'have; identify takes fixed bases (mimic joints included)')
+    q, tau = _samples(q, model, 'q'), _samples(tau, model, 'tau')
+    if tau.shape != q.shape:
+        raise ValueError(f'tau has shape {tau.shape}, q {q.shape}: one torque per joint and '
+                         'sample')
+    if qd is None or qdd is None:
+        qd, qdd, keep = _derivatives(q, t, cutoff)
+        q, tau, qd, qdd = q[keep], tau[keep], qd[keep], qdd[keep]
+    qd, qdd = _samples(qd, model, 'qd'), _samples(qdd, model, 'qdd')
+    terms = tuple(friction)
+    N, n = q.shape
+    Y = model.regressor(q, qd, qdd).reshape(N * n, -1)
+    F = friction_regressor(qd, qdd, terms, smooth).reshape(N * n, -1)
+    known = tau - (0.0 if 'armature' in terms else model.armature * qdd)
+    W = np.hstack([Y, F])
+    bp = base_parameters(model)
+    k_inertial, k_friction = Y.shape[1], F.shape[1]
+    base_columns = np.concatenate([bp.independent, k_inertial + np.arange(k_friction)])
+    # compression: [W1 tau] = Q R, the fit only needs R (square, k + 1)
+    W1 = W[:, base_columns]
+    R = np.linalg.qr(np.hstack([W1, known.reshape(-1, 1)]), mode='r')
+    k = len(base_columns)
+    if N * n < 2 * k or np.linalg.cond(R[:k, :k]) > 1e12:
+        cond = np.linalg.cond(R[:k, :k]) if N * n >= k else np.inf
+        raise ValueError(f'identify: the data excite the {k} base parameters too little '
+                         f'({N} samples, condition number of the base regressor {cond:.3g}); '
+                         'record a richer motion (an excitation trajectory)')
+    x = np.linalg.solve(R[:k, :k], R[:k, k])
+    prior = model.dynamic_parameters().ravel()
+    if method == 'least_squares':
+        beta, f = x[:bp.count], x[bp.count:]
+        p = prior.copy()
+        p[bp.independent] = beta - bp.combination @ prior[bp.dependent]
+    else:
+        p, f = _consistent_fit(model, Y, F, known, prior, bp, terms, prior_weight)
+    fitted = model.with_dynamic_parameters(p.reshape(-1, 10))
+    residual = (known.reshape(-1) - Y @ p - F @ f).reshape(N, n)
+    dof = max(N * n - k, 1)
+    sigma2 = float(residual.ravel() @ residual.ravel()) / dof
+    Rinv = np.linalg.inv(R[:k, :k])
+    std = np.sqrt(sigma2 * np.sum(Rinv ** 2, axis=1))
+    beta = np.concatenate([bp.to_base(p), f])
+    with np.errstate(divide='ignore', invalid='ignore'):
+        rel = np.where(beta != 0.0, std / np.abs(beta), np.inf)
+    widths = [n] * len(terms)
+    parts = np.split(f, np.cumsum(widths)[:-1]) if terms else []
+    return Identification(fitted, model, dict(zip(terms, parts)), bp, beta[:bp.count],
+                          rel[:bp.count], np.sqrt(np.mean(residual ** 2, axis=0)), method,
+                          smooth, terms)
+
+
+def _consistent_fit(model, Y, F, tau, prior, bp, terms, prior_weight):
+    """Return (p, f): the physically consistent fit (cvxpy, Clarabel or SCS)."""
+    try:
+        import cvxpy as cp
+    except ImportError:
+        raise ModelError("identify(method='physically_consistent') needs cvxpy (pip install "
+                         "cvxpy clarabel), or use method='least_squares'") from None
+    nb = len(prior) // 10
+    W = np.hstack([Y, F])
+    R = np.linalg.qr(np.hstack([W, tau.reshape(-1, 1)]), mode='r')
+    k = W.shape[1]
+    rows = Y.shape[0]
+    # scale: the torque residual per row against the divergences, per body
+    scale = np.sqrt(rows)
+    p = cp.Variable(10 * nb)
+    f = cp.Variable(F.shape[1])
+    objective = cp.sum_squares(R[:k, :k] @ cp.hstack([p, f]) - R[:k, k]) / scale ** 2
+    constraints = []
+    divergence = 0
+    for j in range(nb):
+        J0 = pseudo_inertia(prior[10 * j:10 * j + 10])
+        w, V = np.linalg.eigh(J0)
+        floor = PRIOR_FLOOR * max(w.max(), 1e-12)
+        J0 = (V * np.maximum(w, floor)) @ V.T
+        J0inv = np.linalg.inv(J0)
+        pj = p[10 * j:10 * j + 10]
+        Sigma = cp.bmat([
+            [0.5 * (pj[6] + pj[9] - pj[4]), -pj[5], -pj[7]],
+            [-pj[5], 0.5 * (pj[4] + pj[9] - pj[6]), -pj[8]],
+            [-pj[7], -pj[8], 0.5 * (pj[4] + pj[6] - pj[9])]])
+        h = pj[1:4]
+        J = cp.bmat([[Sigma, cp.reshape(h, (3, 1), order='F')],
+                     [cp.reshape(h, (1, 3), order='F'), cp.reshape(pj[0], (1, 1), order='F')]])
+        divergence += -cp.log_det(J) + cp.trace(J0inv @ J)
+        constraints.append(J >> 0)
+    nonnegative = [k for k, t in enumerate(terms) if t in ('viscous', 'coulomb', 'armature')]
+    n = F.shape[1] // max(len(terms), 1)
+    for k_term in nonnegative:
+        constraints.append(f[k_term * n:(k_term + 1) * n] >= 0)
+    problem = cp.Problem(cp.Minimize(objective + prior_weight * divergence), constraints)
+    for solver in ('CLARABEL', 'SCS'):
+        try:
+            problem.solve(solver=solver)
+        except (cp.error.SolverError, ValueError):
+            continue
+        if p.value is not None and problem.status in ('optimal', 'optimal_inaccurate'):
+            return np.asarray(p.value), np.asarray(f.value) if F.shape[1] else np.zeros(0)
+    raise ModelError(f'identify: the physically consistent fit failed ({problem.status}); '
+                     "try method='least_squares' or a larger prior_weight")
+
+
+def _samples(x, model, name) -> np.ndarray:
+    x = np.asarray(x, dtype=float)
+    if x.ndim != 2 or x.shape[1] != model.n:
+        raise ValueError(f'{name} must be (N, {model.n}): one row per sample, columns '
+                         f'{list(model.joint_names)}; got shape {x.shape}')
+    if not np.all(np.isfinite(x)):
+        row = int(np.nonzero(~np.all(np.isfinite(x), axis=1))[0][0])
+        raise ValueError(f'{name}[{row}] is not finite')
+    return x
+
+
+def _derivatives(q, t, cutoff):
+    """Return (q', q'', rows kept): zero-phase Butterworth filtering, differentiation."""
+    from scipy.signal import butter, filtfilt
+    if t is None:
+        raise ValueError('identify: give qd and qdd, or the sample times t to compute them')
+    t = np.asarray(t, dtype=float)
+    if t.shape != (q.shape[0],) or not np.all(np.diff(t) > 0):
+        raise ValueError('t must be the increasing sample times, one per row of q')
+    dt = float(np.median(np.diff(t)))
+    nyquist = 0.5 / dt
+    if not 0 < cutoff < nyquist:
+        raise ValueError(f'cutoff {cutoff} Hz must be between 0 and the Nyquist frequency '
+                         f'{nyquist:.4g} Hz')
+    b, a = butter(4, cutoff / nyquist)
+    qf = filtfilt(b, a, q, axis=0)
+    qd = np.gradient(qf, t, axis=0)
+    qdd = np.gradient(qd, t, axis=0)
+    # the filter's and the differences' end effects: 2 / cutoff s dropped at either end
+    keep = (t >= t[0] + 2.0 / cutoff) & (t <= t[-1] - 2.0 / cutoff)
+    if keep.sum() < 2:
+        raise ValueError(f'identify: {t[-1] - t[0]:.3g} s of data is too short for cutoff '
+                         f'{cutoff} Hz (2 / cutoff s are dropped at each end)')
+    return qd, qdd, keep

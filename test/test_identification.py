@@ -1,0 +1,159 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+identify: the inertial parameters and friction of a robot from its motion and torques.
+
+The data are made by a "true" model (example-robot-data's UR5, and the Panda with its mimic
+hand) with viscous and Coulomb friction on a sum-of-sines motion; the fit starts from a
+wrong URDF (every body's parameters scaled by 0.6-1.5). Noise-free data must give back the
+true base parameters; with torque noise the physically consistent fit must stay physical
+(every pseudo-inertia positive semidefinite, M(q) positive definite) and predict held-out
+torques as well as least squares does.
+"""
+
+import numpy as np
+import pytest
+
+from kron_dynamics import ModelError, RobotModel
+from kron_dynamics.identification import identify, pseudo_inertia
+from pinocchio_oracle import ONE_MODEL_CASES, robots_dir
+
+pytestmark = pytest.mark.slow       # convex fits of a few seconds
+
+VISCOUS, COULOMB = 0.4, 0.8
+
+
+def true_model(kind='fixed arm'):
+    return RobotModel.from_urdf_file(robots_dir() / ONE_MODEL_CASES[kind][0])
+
+
+def wrong_urdf(model, seed=0):
+    """Return the model with every body's parameters scaled by a factor in [0.6, 1.5]."""
+    rng = np.random.default_rng(seed)
+    P = model.dynamic_parameters()
+    return model.with_dynamic_parameters(P * rng.uniform(0.6, 1.5, (len(P), 1)))
+
+
+def motion(model, seconds=20.0, rate=100.0, seed=1):
+    """Return (t, q, qd, qdd): five sines per joint about mid-range, within its limits."""
+    rng = np.random.default_rng(seed)
+    lower, upper = model.position_limits
+    lower, upper = np.where(np.isfinite(lower), lower, -np.pi), np.where(
+        np.isfinite(upper), upper, np.pi)
+    middle, half = 0.5 * (lower + upper), 0.5 * (upper - lower)
+    t = np.arange(0.0, seconds, 1.0 / rate)
+    w = 2 * np.pi * 0.1 * np.arange(1, 6)
+    a = rng.uniform(-0.18, 0.18, (model.n, 5)) * half[:, None]
+    phase = rng.uniform(0, 2 * np.pi, (model.n, 5))
+    arg = w[None, None, :] * t[:, None, None] + phase[None]
+    q = middle + np.sum(a * np.sin(arg), axis=-1)
+    qd = np.sum(a * w * np.cos(arg), axis=-1)
+    qdd = np.sum(-a * w ** 2 * np.sin(arg), axis=-1)
+    return t, q, qd, qdd
+
+
+def torques(model, q, qd, qdd, noise=0.0, seed=2):
+    """Return the true torques with viscous and Coulomb friction, plus Gaussian noise."""
+    rng = np.random.default_rng(seed)
+    tau = model.inverse_dynamics(q, qd, qdd) + VISCOUS * qd + COULOMB * np.sign(qd)
+    return tau + noise * rng.standard_normal(tau.shape)
+
+
+@pytest.mark.parametrize('kind', ['fixed arm', 'mimic gripper'])
+def test_noise_free_least_squares_recovers_the_base_parameters(kind):
+    true = true_model(kind)
+    t, q, qd, qdd = motion(true)
+    fit = identify(wrong_urdf(true), q, torques(true, q, qd, qdd), qd, qdd,
+                   method='least_squares')
+    expected = fit.base.to_base(true.dynamic_parameters())
+    np.testing.assert_allclose(fit.base.to_base(fit.model.dynamic_parameters()), expected,
+                               rtol=0, atol=1e-8 * np.abs(expected).max())
+    np.testing.assert_allclose(fit.friction['viscous'], VISCOUS, atol=1e-8)
+    np.testing.assert_allclose(fit.friction['coulomb'], COULOMB, atol=1e-8)
+    assert np.all(fit.residual_rms < 1e-8)
+    np.testing.assert_allclose(fit.predict(q[:50], qd[:50], qdd[:50]),
+                               torques(true, q[:50], qd[:50], qdd[:50]), atol=1e-7)
+
+
+def test_noise_free_consistent_fit_approaches_the_base_parameters_as_the_prior_vanishes():
+    true = true_model()
+    t, q, qd, qdd = motion(true)
+    tau = torques(true, q, qd, qdd)
+    expected = None
+    errors = []
+    for weight in (1e-4, 1e-8):
+        fit = identify(wrong_urdf(true), q, tau, qd, qdd, prior_weight=weight)
+        expected = fit.base.to_base(true.dynamic_parameters())
+        errors.append(np.abs(fit.base.to_base(fit.model.dynamic_parameters())
+                             - expected).max() / np.abs(expected).max())
+        assert fit.physically_consistent().all()
+    assert errors[1] < 1e-6 and errors[1] <= errors[0]
+
+
+def test_with_noise_the_consistent_fit_is_physical_and_predicts_as_least_squares():
+    true = true_model()
+    wrong = wrong_urdf(true)
+    t, q, qd, qdd = motion(true, seed=1)
+    tau = torques(true, q, qd, qdd, noise=0.2)
+    ls = identify(wrong, q, tau, qd, qdd, method='least_squares')
+    pc = identify(wrong, q, tau, qd, qdd)
+    # held out: another motion
+    _, q2, qd2, qdd2 = motion(true, seed=5)
+    tau2 = torques(true, q2, qd2, qdd2)
+
+    def rms(predicted):
+        return float(np.sqrt(np.mean((predicted - tau2) ** 2)))
+    wrong_rms = rms(wrong.inverse_dynamics(q2, qd2, qdd2) + VISCOUS * qd2
+                    + COULOMB * np.sign(qd2))
+    assert rms(pc.predict(q2, qd2, qdd2)) <= 1.05 * rms(ls.predict(q2, qd2, qdd2))
+    assert rms(pc.predict(q2, qd2, qdd2)) < 0.1 * wrong_rms
+    assert pc.physically_consistent().all()
+    for p in pc.model.dynamic_parameters():
+        assert np.linalg.eigvalsh(pseudo_inertia(p))[0] > -1e-9
+    rng = np.random.default_rng(3)
+    for _ in range(1000):
+        M = pc.model.mass_matrix(pc.model.random_configuration(rng))
+        assert np.linalg.eigvalsh(M)[0] > 0.0
+    assert 'mass' in pc.report() and len(pc.base_relative_std) == pc.base.count
+
+
+def test_velocities_and_accelerations_from_positions_by_filtering():
+    true = true_model()
+    t, q, qd, qdd = motion(true, rate=500.0)
+    tau = torques(true, q, qd, qdd)
+    fit = identify(wrong_urdf(true), q, tau, t=t, method='least_squares', cutoff=5.0)
+    expected = fit.base.to_base(true.dynamic_parameters())
+    error = np.abs(fit.base.to_base(fit.model.dynamic_parameters()) - expected)
+    assert error.max() < 1e-2 * np.abs(expected).max()
+
+
+def test_bad_data_is_refused_by_name():
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=2.0)
+    tau = torques(true, q, qd, qdd)
+    still = np.zeros((200, true.n))
+    with pytest.raises(ValueError, match='excite'):
+        identify(true, still, true.gravity_torque(still), still, still,
+                 method='least_squares')
+    with pytest.raises(ValueError, match=r'tau must be \(N, 6\)'):
+        identify(true, q, tau[:, :3], qd, qdd)
+    with pytest.raises(ValueError, match='sample times t'):
+        identify(true, q, tau)
+    with pytest.raises(ValueError, match='unknown method'):
+        identify(true, q, tau, qd, qdd, method='magic')
+    floating = RobotModel.from_urdf_file(robots_dir() / ONE_MODEL_CASES['floating quadruped'][0],
+                                         root_joint='floating')
+    with pytest.raises(ModelError, match='floating base'):
+        identify(floating, q, tau, qd, qdd)
