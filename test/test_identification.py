@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 from kron_dynamics import ModelError, RobotModel
-from kron_dynamics.identification import identify, pseudo_inertia
+from kron_dynamics.identification import (identify, pseudo_inertia, read_recording, Recording,
+                                          write_bag)
 from pinocchio_oracle import ONE_MODEL_CASES, robots_dir
 
 pytestmark = pytest.mark.slow       # convex fits of a few seconds
@@ -157,3 +158,40 @@ def test_bad_data_is_refused_by_name():
                                          root_joint='floating')
     with pytest.raises(ModelError, match='floating base'):
         identify(floating, q, tau, qd, qdd)
+
+
+def test_a_bag_written_by_rosbags_round_trips(tmp_path):
+    """A rosbag2 directory of JointState, in another joint order, is read back by name."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=10.0)
+    tau = torques(true, q, qd, qdd)
+    order = list(reversed(true.joint_names))
+    rows = [true.joint_names.index(j) for j in order]
+    write_bag(tmp_path / 'bag', Recording(tuple(order), t + 1.7e9, q[:, rows], qd[:, rows],
+                                          tau[:, rows]))
+    rec = read_recording(tmp_path / 'bag', true.joint_names)
+    assert rec.joint_names == true.joint_names
+    np.testing.assert_allclose(rec.t - 1.7e9, t, atol=1e-6)
+    np.testing.assert_array_equal(rec.q, q)
+    np.testing.assert_array_equal(rec.qd, qd)
+    np.testing.assert_array_equal(rec.tau, tau)
+    with pytest.raises(ValueError, match="no topic /other; the bag has \\['/joint_states'\\]"):
+        read_recording(tmp_path / 'bag', true.joint_names, topic='/other')
+
+
+def test_a_csv_recording_is_read_by_column_name(tmp_path):
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=1.0)
+    tau = torques(true, q, qd, qdd)
+    header = ['t'] + [f'{j}.{kind}' for kind in ('effort', 'position') for j in true.joint_names]
+    path = tmp_path / 'states.csv'
+    body = np.hstack([t[:, None], tau, q])
+    path.write_text(','.join(header) + '\n' + '\n'.join(
+        ','.join(repr(float(v)) for v in row) for row in body) + '\n')
+    rec = read_recording(path, true.joint_names)
+    assert rec.qd is None
+    np.testing.assert_array_equal(rec.q, q)
+    np.testing.assert_array_equal(rec.tau, tau)
+    path.write_text('t,x\n0,1\n')
+    with pytest.raises(ValueError, match='CSV columns .*shoulder_pan_joint.position'):
+        read_recording(path, true.joint_names)

@@ -23,6 +23,7 @@ that fit measured torques, by least squares or by one physically consistent conv
 
 from .base_parameters import base_parameters, BaseParameters
 from .identify import friction_regressor, identify, Identification, pseudo_inertia
+from .recording import read_recording, Recording, write_bag
 
 __all__ = ['base_parameters', 'BaseParameters', 'friction_regressor', 'identify',
-           'Identification', 'pseudo_inertia']
+           'Identification', 'pseudo_inertia', 'read_recording', 'Recording', 'write_bag']

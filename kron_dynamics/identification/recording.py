@@ -1,0 +1,140 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Recorded joint states for identification: a rosbag2 directory or a CSV file.
+
+A bag is read with ``rosbags`` (pure Python: no ROS install needed to fit): every
+``sensor_msgs/JointState`` message of a topic, by joint name, with its header stamp (the
+bag's receive time where the stamp is 0). A CSV file has a header row ``t`` and, per joint,
+``<joint>.position``, ``<joint>.velocity`` (optional) and ``<joint>.effort``.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Recording:
+    """Sample times t (N,), and q, qd (None if not recorded) and tau (N, n) by joint_names."""
+
+    joint_names: tuple
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray | None
+    tau: np.ndarray
+
+
+def read_recording(path, joint_names, topic: str = '/joint_states') -> Recording:
+    """Return the joint states of a rosbag2 directory or a CSV file, by joint name."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f'{path}: no such file or directory')
+    if path.is_dir():
+        return _read_bag(path, tuple(joint_names), topic)
+    return _read_csv(path, tuple(joint_names))
+
+
+def write_bag(path, recording: Recording, topic: str = '/joint_states') -> None:
+    """Write a recording as a rosbag2 directory of sensor_msgs/JointState (for tests, demos)."""
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import get_typestore, Stores
+    store = get_typestore(Stores.ROS2_KILTED)
+    JointState = store.types['sensor_msgs/msg/JointState']
+    Header = store.types['std_msgs/msg/Header']
+    Time = store.types['builtin_interfaces/msg/Time']
+    with Writer(path, version=8) as writer:
+        connection = writer.add_connection(topic, JointState.__msgtype__, typestore=store)
+        for k, t in enumerate(recording.t):
+            ns = int(round(float(t) * 1e9))
+            sec, nanosec = divmod(ns, 1_000_000_000)
+            msg = JointState(
+                header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=''),
+                name=list(recording.joint_names), position=recording.q[k].copy(),
+                velocity=(recording.qd[k].copy() if recording.qd is not None
+                          else np.zeros(0)),
+                effort=recording.tau[k].copy())
+            writer.write(connection, ns, store.serialize_cdr(msg, JointState.__msgtype__))
+
+
+def _read_bag(path: Path, joints: tuple, topic: str) -> Recording:
+    from rosbags.rosbag2 import Reader
+    from rosbags.typesys import get_typestore, Stores
+    store = get_typestore(Stores.ROS2_KILTED)
+    rows_t, rows_q, rows_v, rows_e = [], [], [], []
+    with Reader(path) as reader:
+        connections = [c for c in reader.connections if c.topic == topic]
+        if not connections:
+            topics = sorted({c.topic for c in reader.connections})
+            raise ValueError(f'{path}: no topic {topic}; the bag has {topics}')
+        bad = [c.msgtype for c in connections if c.msgtype != 'sensor_msgs/msg/JointState']
+        if bad:
+            raise ValueError(f'{path}: {topic} carries {bad[0]}, not sensor_msgs/msg/JointState')
+        for connection, received, raw in reader.messages(connections=connections):
+            msg = store.deserialize_cdr(raw, connection.msgtype)
+            index = {name: k for k, name in enumerate(msg.name)}
+            if any(j not in index for j in joints):
+                continue                        # another publisher's subset of joints
+            rows = [index[j] for j in joints]
+            if len(msg.effort) != len(msg.name):
+                raise ValueError(f'{path}: {topic} at {received * 1e-9:.6f} s has no effort '
+                                 '(identification needs the measured joint torques)')
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            rows_t.append((stamp or received) * 1e-9)
+            rows_q.append(np.asarray(msg.position)[rows])
+            rows_v.append(np.asarray(msg.velocity)[rows] if len(msg.velocity) == len(msg.name)
+                          else None)
+            rows_e.append(np.asarray(msg.effort)[rows])
+    if not rows_t:
+        raise ValueError(f'{path}: no message on {topic} names all of {list(joints)}')
+    qd = None if any(v is None for v in rows_v) else np.array(rows_v)
+    return _sorted(Recording(joints, np.array(rows_t), np.array(rows_q), qd,
+                             np.array(rows_e)))
+
+
+def _read_csv(path: Path, joints: tuple) -> Recording:
+    import csv
+    with open(path, newline='') as f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise ValueError(f'{path}: empty CSV file') from None
+        rows = [r for r in reader if r]
+    column = {name.strip(): k for k, name in enumerate(header)}
+    needed = ['t'] + [f'{j}.position' for j in joints] + [f'{j}.effort' for j in joints]
+    missing = [c for c in needed if c not in column]
+    if missing:
+        raise ValueError(f'{path}: CSV columns {missing} missing (header: t, then per joint '
+                         '<joint>.position, <joint>.velocity (optional), <joint>.effort)')
+    try:
+        data = np.array([[float(r[k]) for k in range(len(header))] for r in rows])
+    except (ValueError, IndexError) as exc:
+        raise ValueError(f'{path}: a row is not {len(header)} numbers ({exc})') from None
+    if not len(data):
+        raise ValueError(f'{path}: no data rows')
+
+    def take(suffix):
+        return data[:, [column[f'{j}.{suffix}'] for j in joints]]
+    has_v = all(f'{j}.velocity' in column for j in joints)
+    return _sorted(Recording(joints, data[:, column['t']], take('position'),
+                             take('velocity') if has_v else None, take('effort')))
+
+
+def _sorted(r: Recording) -> Recording:
+    order = np.argsort(r.t, kind='stable')
+    return Recording(r.joint_names, r.t[order], r.q[order],
+                     None if r.qd is None else r.qd[order], r.tau[order])
