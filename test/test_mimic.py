@@ -539,7 +539,9 @@ DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'fr
            # from the projected jacobian, acceleration, link_pose, M, h and tau
            'contact_jacobian', 'constrained_forward_dynamics', 'contact_inverse_dynamics',
            # a new description of the same tree, built as RobotModel(description, ...)
-           'with_frame',
+           'with_frame', 'with_dynamic_parameters',
+           # the bodies of the whole tree (mimic ones included): the regressor's columns
+           'body_names', 'dynamic_parameters',
            # from the projected inverse_dynamics_derivatives, forward_dynamics(_derivatives)
            'gravity_derivative', 'linearize'}
 
