@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import ModelError
 from .kernels import FRAMES
 
 _PARTS = {'full': slice(0, 6), 'linear': slice(0, 3), 'angular': slice(3, 6)}
@@ -97,6 +98,15 @@ def _step_arguments(dt, steps) -> tuple[float, int]:
     if steps < 0:
         raise ValueError(f'steps must be an integer >= 0, got {steps!r}')
     return dt, int(steps)
+
+
+def _body_parameters(name: str, p) -> None:
+    """Raise ModelError unless a body's 10 dynamic parameters are finite with a mass >= 0."""
+    if not np.all(np.isfinite(p)):
+        raise ModelError(f"dynamic parameters of body '{name}' are not finite: {np.asarray(p).tolist()}")
+    if p[0] < 0.0 or (p[0] == 0.0 and np.any(p[1:4])):
+        raise ModelError(f"dynamic parameters of body '{name}': mass {p[0]:g} must be >= 0 "
+                         '(and > 0 with a first moment m c)')
 
 
 def _finite_scalar(x, what: str) -> float:

@@ -58,7 +58,7 @@ from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
-from .checks import (_contacts, _PARTS, _step_arguments, _wrenches, BASE_TYPES, CONTACT_FRAMES,
+from .checks import (_body_parameters, _contacts, _PARTS, _step_arguments, _wrenches, BASE_TYPES, CONTACT_FRAMES,
                      frame_name)
 
 Array = NDArray[np.float64]
@@ -833,11 +833,7 @@ class MovingBase:
         except (TypeError, ValueError):
             raise ModelError(f'dynamic parameters must be {nb} x 10 numbers (one row per body '
                              f'of {list(self.body_names)}), got {np.shape(parameters)}') from None
-        base = P[0]
-        if not np.all(np.isfinite(base)) or base[0] < 0.0 or (base[0] == 0.0
-                                                              and np.any(base[1:4])):
-            raise ModelError(f"dynamic parameters of body '{self.base_link}' must be finite "
-                             f'with a mass >= 0 (> 0 with a first moment), got {P[0].tolist()}')
+        _body_parameters(self.base_link, P[0])
         fixed = self.fixed
         d = fixed._described_parameters(P[1:])
         root = body_inertia(P[0])

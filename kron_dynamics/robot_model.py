@@ -47,8 +47,8 @@ from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
 from .algorithms.regressor import body_inertia, body_parameters
-from .checks import (_contacts, _finite_scalar, _frame_code, _generator, _PARTS,
-                     _step_arguments, _wrenches, BASE_TYPES, DEFAULT_BASE_BOX)
+from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
+                     _PARTS, _step_arguments, _wrenches, BASE_TYPES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD
@@ -438,12 +438,7 @@ class RobotModel:
         names = self.body_names
         mass, com, inertia = np.empty(t.n), np.empty((t.n, 3)), np.empty((t.n, 3, 3))
         for i, p in enumerate(P):
-            if not np.all(np.isfinite(p)):
-                raise ModelError(f"dynamic parameters of body '{names[i]}' are not finite: "
-                                 f'{p.tolist()}')
-            if p[0] < 0.0 or (p[0] == 0.0 and np.any(p[1:4])):
-                raise ModelError(f"dynamic parameters of body '{names[i]}': mass {p[0]:g} "
-                                 'must be >= 0 (and > 0 with a first moment m c)')
+            _body_parameters(names[i], p)
             mass[i], com[i], inertia[i] = body_inertia(p)
         tree = KinematicTree(t.parent, t.revolute, t.axis, t.R0, t.p0, mass, com, inertia,
                              t.gravity)

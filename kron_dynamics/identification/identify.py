@@ -174,27 +174,30 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     Y = model.regressor(q, qd, qdd).reshape(N * n, -1)
     F = friction_regressor(qd, qdd, terms, smooth).reshape(N * n, -1)
     known = tau - (0.0 if 'armature' in terms else model.armature * qdd)
-    W = np.hstack([Y, F])
     bp = base_parameters(model)
     k_inertial, k_friction = Y.shape[1], F.shape[1]
+    # compression: one QR of [W tau], W's columns ordered base columns first, so that R's
+    # leading k x k block and R[:k, -1] are the least-squares problem on the base columns
+    # and the whole R the problem on every standard parameter, square whatever N
     base_columns = np.concatenate([bp.independent, k_inertial + np.arange(k_friction)])
-    # compression: [W1 tau] = Q R, the fit only needs R (square, k + 1)
-    W1 = W[:, base_columns]
-    R = np.linalg.qr(np.hstack([W1, known.reshape(-1, 1)]), mode='r')
+    order = np.concatenate([base_columns, bp.dependent])
+    W = np.hstack([Y, F])
+    R = np.linalg.qr(np.hstack([W[:, order], known.reshape(-1, 1)]), mode='r')
     k = len(base_columns)
     if N * n < 2 * k or np.linalg.cond(R[:k, :k]) > 1e12:
         cond = np.linalg.cond(R[:k, :k]) if N * n >= k else np.inf
         raise ValueError(f'identify: the data excite the {k} base parameters too little '
                          f'({N} samples, condition number of the base regressor {cond:.3g}); '
                          'record a richer motion (an excitation trajectory)')
-    x = np.linalg.solve(R[:k, :k], R[:k, k])
+    x = np.linalg.solve(R[:k, :k], R[:k, -1])
     prior = model.dynamic_parameters().ravel()
     if method == 'least_squares':
         beta, f = x[:bp.count], x[bp.count:]
         p = prior.copy()
         p[bp.independent] = beta - bp.combination @ prior[bp.dependent]
     else:
-        p, f = _consistent_fit(model, Y, F, known, prior, bp, terms, prior_weight)
+        p, f = _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight,
+                               N * n)
     fitted = model.with_dynamic_parameters(p.reshape(-1, 10))
     residual = (known.reshape(-1) - Y @ p - F @ f).reshape(N, n)
     dof = max(N * n - k, 1)
@@ -211,23 +214,29 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
                           smooth, terms)
 
 
-def _consistent_fit(model, Y, F, tau, prior, bp, terms, prior_weight):
-    """Return (p, f): the physically consistent fit (cvxpy, Clarabel or SCS)."""
+def _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight, rows):
+    """
+    Return (p, f): the physically consistent fit (cvxpy, Clarabel or SCS).
+
+    ``R``: the triangular factor of [W[:, order] tau] (W = [Y F], k_inertial + k_friction
+    columns); ``rows``: the number of stacked torque equations.
+    """
     try:
         import cvxpy as cp
     except ImportError:
         raise ModelError("identify(method='physically_consistent') needs cvxpy (pip install "
                          "cvxpy clarabel), or use method='least_squares'") from None
     nb = len(prior) // 10
-    W = np.hstack([Y, F])
-    R = np.linalg.qr(np.hstack([W, tau.reshape(-1, 1)]), mode='r')
-    k = W.shape[1]
-    rows = Y.shape[0]
+    k = k_inertial + k_friction
+    # R's columns back in W's order: |R_W x - r|^2 = |W x - tau|^2 - const
+    R_W = np.empty((k, k))
+    R_W[:, order] = R[:k, :k]
+    r = R[:k, k]
     # scale: the torque residual per row against the divergences, per body
     scale = np.sqrt(rows)
     p = cp.Variable(10 * nb)
-    f = cp.Variable(F.shape[1])
-    objective = cp.sum_squares(R[:k, :k] @ cp.hstack([p, f]) - R[:k, k]) / scale ** 2
+    f = cp.Variable(k_friction)
+    objective = cp.sum_squares(R_W @ cp.hstack([p, f]) - r) / scale ** 2
     constraints = []
     divergence = 0
     for j in range(nb):
@@ -247,7 +256,7 @@ def _consistent_fit(model, Y, F, tau, prior, bp, terms, prior_weight):
         divergence += -cp.log_det(J) + cp.trace(J0inv @ J)
         constraints.append(J >> 0)
     nonnegative = [k for k, t in enumerate(terms) if t in ('viscous', 'coulomb', 'armature')]
-    n = F.shape[1] // max(len(terms), 1)
+    n = k_friction // max(len(terms), 1)
     for k_term in nonnegative:
         constraints.append(f[k_term * n:(k_term + 1) * n] >= 0)
     problem = cp.Problem(cp.Minimize(objective + prior_weight * divergence), constraints)
@@ -257,7 +266,7 @@ def _consistent_fit(model, Y, F, tau, prior, bp, terms, prior_weight):
         except (cp.error.SolverError, ValueError):
             continue
         if p.value is not None and problem.status in ('optimal', 'optimal_inaccurate'):
-            return np.asarray(p.value), np.asarray(f.value) if F.shape[1] else np.zeros(0)
+            return np.asarray(p.value), np.asarray(f.value) if k_friction else np.zeros(0)
     raise ModelError(f'identify: the physically consistent fit failed ({problem.status}); '
                      "try method='least_squares' or a larger prior_weight")
 

@@ -68,13 +68,17 @@ def _sym(i, j, v):
 
 
 @jit
-def _regressor_row(ints, reals, q, qd, qdd, wk, F, M, out):
-    """One regressor into out (n, 10 n): rows user order; False on a bad input."""
+def _regressor_row(ints, reals, q, qd, qdd, wk, F, M, no_wrench, out):
+    """
+    One regressor into out (n, 10 n): rows user order; False on a bad input.
+
+    ``no_wrench``: an empty (0, 6) array, the external wrenches of the motion pass.
+    """
     n = ints.shape[0]
     if not (load(ints, q, n, wk, WQ) and load(ints, qd, n, wk, WQD)
             and load(ints, qdd, n, wk, WQDD)):
         return False
-    rnea_pass(ints, reals, 1.0, np.zeros((0, 6)), wk)
+    rnea_pass(ints, reals, 1.0, no_wrench, wk)
     out[:, :] = 0.0
     for j in range(n):
         _blocks(get3(wk, j, _WW), get3(wk, j, _WDW), get3(wk, j, _WA), F, M)
@@ -109,7 +113,7 @@ def regressor(ints, reals, q, qd, qdd, out):
     """Y(q, q', q'') into out (n, 10 n); False on a bad input (armature not included)."""
     n = ints.shape[0]
     return _regressor_row(ints, reals, q, qd, qdd, np.empty((n, NW)), np.empty((3, 10)),
-                          np.empty((3, 10)), out)
+                          np.empty((3, 10)), np.zeros((0, 6)), out)
 
 
 @pjit
@@ -124,8 +128,10 @@ def regressor_batch(ints, reals, Q, Qd, Qdd, out):
     for c in numba.prange(K):
         wk = np.empty((n, NW))
         F, M = np.empty((3, 10)), np.empty((3, 10))
+        no_wrench = np.zeros((0, 6))
         for r in range(c * N // K, (c + 1) * N // K):
-            if not _regressor_row(ints, reals, Q[r], Qd[r], Qdd[r], wk, F, M, out[r]):
+            if not _regressor_row(ints, reals, Q[r], Qd[r], Qdd[r], wk, F, M, no_wrench,
+                                  out[r]):
                 ok[c] = False
                 break
     return np.all(ok)
