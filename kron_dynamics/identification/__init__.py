@@ -19,11 +19,15 @@ Identification of a robot's inertial parameters from its motion and torques.
 (``RobotModel.dynamic_parameters``) the joint torques determine, by pivoted QR of the
 regressor on random states (Gautier). :func:`identify`: the parameters and joint friction
 that fit measured torques, by least squares or by one physically consistent convex fit.
+:func:`excitation_trajectory`: a Fourier excitation within the joint limits that conditions
+the fit well.
 """
 
 from .base_parameters import base_parameters, BaseParameters
+from .excitation import excitation_trajectory, FourierTrajectory
 from .identify import friction_regressor, identify, Identification, pseudo_inertia
 from .recording import read_recording, Recording, write_bag
 
-__all__ = ['base_parameters', 'BaseParameters', 'friction_regressor', 'identify',
-           'Identification', 'pseudo_inertia', 'read_recording', 'Recording', 'write_bag']
+__all__ = ['base_parameters', 'BaseParameters', 'excitation_trajectory', 'FourierTrajectory',
+           'friction_regressor', 'identify', 'Identification', 'pseudo_inertia',
+           'read_recording', 'Recording', 'write_bag']

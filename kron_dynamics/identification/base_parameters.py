@@ -115,12 +115,13 @@ class BaseParameters:
         return p
 
 
-def base_parameters(model, samples: int = 40, rng=None) -> BaseParameters:
+def base_parameters(model, samples: int = 40, rng=0) -> BaseParameters:
     """
     Return the base parameters of a model, by pivoted QR of its regressor (Gautier).
 
-    ``samples`` random states: positions by ``random_configuration``, velocities and
-    accelerations standard normal. Gravity is part of the model, so the gravity terms count
+    ``samples`` random states (``rng``: a seed, fixed by default so that the choice of
+    independent columns is the same in every run, or a Generator): positions by
+    ``random_configuration``, velocities and accelerations standard normal. Gravity is part of the model, so the gravity terms count
     (a robot on a table identifies parameters that one in space would not). The columns are
     scaled to unit norm before the QR (SI units differ by orders of magnitude per column).
     """
