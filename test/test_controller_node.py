@@ -225,6 +225,51 @@ def test_watchdog_stops_and_resumes(loop, model):
         set_state_timeout(probe, LONG_TIMEOUT)
 
 
+def test_friction_feed_forward_of_an_identification_is_added():
+    """viscous, coulomb (smoothed) and torque_offset add f(qd_d) to the law, as set."""
+    viscous, coulomb, offset, smooth = [0.4, 2.0], [0.8, 3.0], [0.05, -0.1], 0.05
+    node = NodeProcess('computed_torque_controller', [
+        '-r', '__node:=friction_controller', '-p', f'urdf_file:={RP_ARM}',
+        '-p', 'kp:=[50.0, 40.0]', '-p', 'kd:=[10.0, 12.0]',
+        '-p', f'state_timeout:={LONG_TIMEOUT}', '-p', 'max_reference_age:=0.0',
+        '-p', 'command_topic:=/friction_test/commands',
+        '-p', f'viscous:={viscous}', '-p', f'coulomb:={coulomb}',
+        '-p', f'torque_offset:={offset}', '-p', f'coulomb_smoothing:={smooth}',
+        '-r', 'joint_states:=/friction_test/joint_states'])
+    probe = Probe('friction_probe')
+    try:
+        commands = probe.collect(Float64MultiArray, '/friction_test/commands')
+        states = probe.node.create_publisher(JointState, '/friction_test/joint_states', 10)
+        ref = probe.node.create_publisher(JointTrajectoryPoint,
+                                          '/friction_controller/reference', 10)
+        assert wait_for(lambda: states.get_subscription_count() > 0
+                        and ref.get_subscription_count() > 0, 60), node.stop()
+        model = RobotModel.from_urdf_file(RP_ARM)
+        q_d, qd_d, qdd_d = np.array([0.5, 0.45]), np.array([0.2, -0.03]), np.array([1.0, 0.5])
+        q, qd = np.array([0.48, 0.46]), np.array([0.1, 0.0])
+        friction = (np.multiply(viscous, qd_d) + np.multiply(coulomb, np.tanh(qd_d / smooth))
+                    + offset)
+        expected = law(model, q, qd, q_d, qd_d, qdd_d) + friction
+        last = []
+
+        def arrived():
+            ref.publish(JointTrajectoryPoint(positions=list(q_d), velocities=list(qd_d),
+                                             accelerations=list(qdd_d)))
+            n0 = len(commands)
+            states.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
+            if not wait_for(lambda: len(commands) > n0, WAIT):
+                return False
+            last[:] = [np.array(commands[-1].data)]
+            return np.allclose(last[0], expected, rtol=1e-9, atol=1e-12)
+        assert wait_for(arrived, WAIT, period=0.05), (last, expected)
+    finally:
+        probe.close()
+        node.stop()
+    code, out = NodeProcess('computed_torque_controller', [
+        '-p', f'urdf_file:={RP_ARM}', '-p', 'coulomb:=[-1.0]']).wait(60)
+    assert code == 1 and 'coulomb' in out and '>= 0' in out, out
+
+
 def test_controller_start_up_errors():
     code, out = NodeProcess('computed_torque_controller', ['-p', f'urdf_file:={RP_ARM}',
                                                            '-p', 'kp:=[1.0, 2.0, 3.0]']).wait(60)

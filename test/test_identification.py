@@ -195,3 +195,54 @@ def test_a_csv_recording_is_read_by_column_name(tmp_path):
     path.write_text('t,x\n0,1\n')
     with pytest.raises(ValueError, match='CSV columns .*shoulder_pan_joint.position'):
         read_recording(path, true.joint_names)
+
+
+@pytest.mark.parametrize('kind', ['fixed arm', 'mimic gripper'])
+def test_the_exported_urdf_reloads_to_the_fitted_model(kind, tmp_path):
+    """to_urdf: the fitted inertials (welded links merged) and friction; the rest kept."""
+    import xml.etree.ElementTree as ET
+    import yaml
+    true = true_model(kind)
+    t, q, qd, qdd = motion(true, seconds=10.0)
+    wrong = wrong_urdf(true)
+    fit = identify(wrong, q, torques(true, q, qd, qdd, noise=0.1), qd, qdd)
+    text = fit.to_urdf(tmp_path / 'fitted.urdf')
+    assert (tmp_path / 'fitted.urdf').read_text() == text
+    back = RobotModel.from_urdf_file(tmp_path / 'fitted.urdf')
+    assert back.joint_names == fit.model.joint_names and back.body_names == true.body_names
+    P, P_fit = back.dynamic_parameters(), fit.model.dynamic_parameters()
+    np.testing.assert_allclose(P, P_fit, rtol=0, atol=1e-9 * np.abs(P_fit).max())
+    np.testing.assert_array_equal(back.position_limits, true.position_limits)
+    np.testing.assert_array_equal(back.effort_limits, true.effort_limits)
+    for j, viscous, coulomb in zip(back.joint_names, fit.friction['viscous'],
+                                   fit.friction['coulomb']):
+        assert (back.joints[j].damping, back.joints[j].friction) == (viscous, coulomb)
+    q1 = true.random_configuration(7)
+    np.testing.assert_allclose(back.mass_matrix(q1), fit.model.mass_matrix(q1), atol=1e-9)
+    # the links: only inertials and dynamics changed, every link and joint still there
+    old, new = ET.fromstring(true.description.document.lstrip()), ET.fromstring(text)
+    assert [x.get('name') for x in old.iter('link')] == [x.get('name') for x in new.iter('link')]
+    assert [x.get('name') for x in old.iter('joint')] == [
+        x.get('name') for x in new.iter('joint')]
+    params = yaml.safe_load(fit.to_params(tmp_path / 'fitted.yaml'))
+    values = params['computed_torque_controller']['ros__parameters']
+    assert values['joints'] == list(true.joint_names)
+    assert values['viscous'] == list(fit.friction['viscous'])
+    assert values['coulomb'] == list(fit.friction['coulomb'])
+    assert values['armature'] == [0.0] * true.n and values['torque_offset'] == [0.0] * true.n
+
+
+def test_a_least_squares_urdf_says_which_links_are_not_physical(tmp_path):
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=3.0)
+    fit = identify(wrong_urdf(true), q, torques(true, q, qd, qdd, noise=2.0), qd, qdd,
+                   method='least_squares')
+    bad = [b for b, ok in zip(fit.model.body_names, fit.physically_consistent()) if not ok]
+    assert bad, 'this noisy fit was meant to be unphysical'
+    text = fit.to_urdf()
+    assert f'{bad} are not physically consistent' in text
+    with pytest.raises(ModelError, match='inertia_check'):
+        RobotModel.from_urdf_string(text)
+    back = RobotModel.from_urdf_string(text, inertia_check='warn')
+    np.testing.assert_allclose(back.dynamic_parameters(), fit.model.dynamic_parameters(),
+                               rtol=0, atol=1e-9 * np.abs(fit.model.dynamic_parameters()).max())

@@ -119,6 +119,16 @@ class Identification:
         return np.array([np.linalg.eigvalsh(pseudo_inertia(p))[0] >= -1e-12 * max(
             1.0, np.abs(p).max()) for p in self.model.dynamic_parameters()])
 
+    def to_urdf(self, path=None) -> str:
+        """Return the prior's URDF with the fitted inertials and friction (:mod:`.export`)."""
+        from .export import to_urdf
+        return to_urdf(self, path)
+
+    def to_params(self, path=None) -> str:
+        """Return params YAML of armature, friction and offsets for the nodes (:mod:`.export`)."""
+        from .export import to_params
+        return to_params(self, path)
+
     def report(self) -> str:
         """Return old -> new mass and centre of mass per body, with implausible values flagged."""
         lines = [f'identification ({self.method}): {self.base.count} base parameters; residual '

@@ -117,7 +117,8 @@ class RobotDescription:
     root link, in the root frame (with a fixed root it never moves, so it is not in the tree).
     ``root_joint`` is (type, name, world link, R, p) of a ``floating`` or ``planar`` joint
     that joins a massless world link to the root link (the base), None without one; the
-    world link and that joint are not in the tree or the frames.
+    world link and that joint are not in the tree or the frames. ``document``: the URDF
+    text it was read from (the identification's ``to_urdf`` edits a copy).
     """
 
     name: str
@@ -130,6 +131,7 @@ class RobotDescription:
     root_inertia: tuple = (0.0, np.zeros(3), np.zeros((3, 3)))
     mimic_joints: Mapping[str, MimicJoint] = field(default_factory=dict)
     root_joint: tuple | None = None
+    document: str = ''
     independent_joints: tuple = field(init=False)
 
     def __post_init__(self):
@@ -717,4 +719,4 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
                              count, kind)
     total = float(sum(mass)) + sum(part[0] for part in root_parts)
     return RobotDescription(root.get('name'), tree, joint_names, infos, frames, root_link,
-                            total, merge_inertias(root_parts), mimic_joints, root_joint)
+                            total, merge_inertias(root_parts), mimic_joints, root_joint, xml)

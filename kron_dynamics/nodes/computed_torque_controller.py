@@ -13,7 +13,10 @@
 # limitations under the License.
 
 """
-computed_torque_controller: tau = M(q)(qdd_d + Kd e' + Kp e) + C*(q)(qd kron qd) + G(q).
+computed_torque_controller: tau = M(q)(qdd_d + Kd e' + Kp e) + C*(q)(qd kron qd) + G(q) + f.
+
+f is the friction feed-forward of the reference velocity qd_d: viscous qd_d + coulomb
+sign(qd_d) + torque_offset (parameters, e.g. from an identification; zero by default).
 
 Here e = q_d - q. Computed on fresh joint states and published as std_msgs/Float64MultiArray
 (what ros2_control's forward command controller with ``interface_name: effort`` consumes).
@@ -78,6 +81,17 @@ class ComputedTorqueController(Node):
         declare(self, 'armature', [0.0],
                 'rotor inertia added to the diagonal of M [kg m^2 or kg], one value or one '
                 'per joint', MODEL_FIXED)
+        for name, text in (
+                ('viscous', 'viscous friction feed-forward [N m s/rad or N s/m] times the '
+                 'reference velocity'),
+                ('coulomb', 'Coulomb friction feed-forward [N m or N] times the sign of the '
+                 'reference velocity'),
+                ('torque_offset', 'constant torque added to every command [N m or N]')):
+            declare(self, name, [0.0], text + ', one value or one per joint (identification: '
+                    'Identification.to_params)', MODEL_FIXED)
+        declare(self, 'coulomb_smoothing', 0.0,
+                'Coulomb feed-forward uses tanh(v / this) instead of sign(v) when > 0 '
+                '[rad/s or m/s]', MODEL_FIXED)
         declare(self, 'kp', [100.0], 'position gains [1/s^2], one value or one per joint')
         declare(self, 'kd', [20.0], 'velocity gains [1/s], one value or one per joint')
         declare(self, 'max_approach_velocity', (Parameter.Type.DOUBLE_ARRAY, []),
@@ -97,6 +111,14 @@ class ComputedTorqueController(Node):
         self.model = model.with_armature(per_joint(self.get_parameter('armature').value,
                                                    model.n, 'armature'))
         self.limits = self.model.effort_limits
+        self.viscous, self.coulomb, self.torque_offset = (
+            per_joint(self.get_parameter(name).value, model.n, name)
+            for name in ('viscous', 'coulomb', 'torque_offset'))
+        self.coulomb_smoothing = float(self.get_parameter('coulomb_smoothing').value)
+        if not (np.all(self.viscous >= 0) and np.all(self.coulomb >= 0)
+                and self.coulomb_smoothing >= 0):
+            raise ConfigurationError('parameters viscous, coulomb and coulomb_smoothing must '
+                                     'be >= 0')
         self.urdf_velocity = np.array([self.model.joints[j].velocity
                                        for j in self.model.joint_names])
         self._apply_settings({name: self.get_parameter(name).value for name in DYNAMIC})
@@ -217,20 +239,29 @@ class ComputedTorqueController(Node):
         # error: the joint comes back at bounded speed and settles without overshoot)
         approach = np.clip(self.kp_over_kd * (q_d - q), -self.v_max, self.v_max)
         v = self.kd * (qd_d + approach - qd)
-        tau = self.model.inverse_dynamics(q, qd, qdd_d + v)
+        friction = self.friction(qd_d)
+        tau = self.model.inverse_dynamics(q, qd, qdd_d + v) + friction
         if np.all(np.abs(tau) <= self.limits):
             return tau
         # Beyond the effort limits: scale the feedback acceleration v as a whole (largest
         # s in [0, 1]) so that the achieved acceleration stays qdd_d + s v, the same
         # decoupled error dynamics, only slower; clipping each joint alone would couple the
         # joints through M and can make the loop unstable after a large error.
-        tau0 = self.model.inverse_dynamics(q, qd, qdd_d)
+        tau0 = self.model.inverse_dynamics(q, qd, qdd_d) + friction
         scale = feasible_scale(tau0, tau - tau0, self.limits)
         tau = np.clip(tau0 + scale * (tau - tau0), -self.limits, self.limits)
         self.counts['clamped'] += 1
         self._log.warning('limits', f'effort limits reached: feedback scaled by {scale:.3g}'
                           + ('' if scale > 0 else ' and feedforward clamped'))
         return tau
+
+    def friction(self, qd_d) -> np.ndarray:
+        """Return the friction feed-forward at the reference velocity (none at rest)."""
+        if self.coulomb_smoothing > 0:
+            sign = np.tanh(qd_d / self.coulomb_smoothing)
+        else:
+            sign = np.sign(qd_d)
+        return self.viscous * qd_d + self.coulomb * sign + self.torque_offset
 
     def _state_time(self, stamp: int, now: int) -> int:
         """Return the time of a state (its stamp; its arrival if 0); InputError if too old."""

@@ -1,0 +1,132 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A fit, written out: a corrected URDF and a params YAML for the nodes.
+
+:func:`to_urdf`: the URDF the prior model was read from, with each moving body's
+``<inertial>`` replaced by the fitted one (on the body's joint's child link, in that link's
+frame; the ``<inertial>`` of links welded to it are removed, as the fit is of the welded
+whole) and the fitted viscous and Coulomb friction in each joint's ``<dynamics damping
+friction>``. Everything else (joints, limits, visuals, comments) is kept. :func:`to_params`:
+what a URDF cannot hold (armature, torque offsets) with the friction, as parameters of
+``computed_torque_controller`` (and the simulator's armature), in ROS params YAML.
+"""
+
+from io import StringIO
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from ..algorithms.regressor import body_inertia
+from ..errors import ModelError
+
+
+def _number(x: float) -> str:
+    return repr(float(x))
+
+
+def _inertial(link, mass, com, inertia) -> None:
+    """Replace (or add) a link's <inertial>: mass, com and inertia about it, link frame."""
+    old = link.find('inertial')
+    position = list(link).index(old) if old is not None else 0
+    if old is not None:
+        link.remove(old)
+    inertial = ET.Element('inertial')
+    inertial.text, inertial.tail = '\n' + ' ' * 6, '\n' + ' ' * 4
+    ET.SubElement(inertial, 'origin', xyz=' '.join(map(_number, com)), rpy='0 0 0').tail = \
+        '\n' + ' ' * 6
+    ET.SubElement(inertial, 'mass', value=_number(mass)).tail = '\n' + ' ' * 6
+    ET.SubElement(inertial, 'inertia', ixx=_number(inertia[0, 0]), ixy=_number(inertia[0, 1]),
+                  ixz=_number(inertia[0, 2]), iyy=_number(inertia[1, 1]),
+                  iyz=_number(inertia[1, 2]), izz=_number(inertia[2, 2])).tail = '\n' + ' ' * 4
+    link.insert(position, inertial)
+
+
+def to_urdf(fit, path=None) -> str:
+    """Return (and write to ``path``, if given) the prior's URDF with the fitted values."""
+    prior, fitted = fit.prior, fit.model
+    document = prior.description.document
+    if not document:
+        raise ModelError(f"to_urdf: robot '{prior.name}' was not read from a URDF document")
+    namespaces = dict(node for _, node in ET.iterparse(StringIO(document), events=['start-ns']))
+    for prefix, uri in namespaces.items():
+        ET.register_namespace(prefix, uri)
+    parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
+    root = ET.fromstring(document.lstrip(), parser=parser)
+    links = {link.get('name'): link for link in root.findall('link')}
+    frames = prior.description.frames
+    for b, (name, p) in enumerate(zip(fitted.body_names, fitted.dynamic_parameters())):
+        mass, com, inertia = body_inertia(p)           # body frame, about the com
+        _, R, origin = frames[name]                    # the link in the body frame
+        _inertial(links[name], mass, R.T @ (com - origin), R.T @ inertia @ R)
+        for other, (body, _, _) in frames.items():
+            if body == b and other != name and links[other].find('inertial') is not None:
+                links[other].remove(links[other].find('inertial'))
+    joints = {joint.get('name'): joint for joint in root.findall('joint')}
+    attributes = {'viscous': 'damping', 'coulomb': 'friction'}
+    for term, attribute in attributes.items():
+        if term not in fit.friction:
+            continue
+        for joint, value in zip(fitted.joint_names, fit.friction[term]):
+            element = joints[joint]
+            dynamics = element.find('dynamics')
+            if dynamics is None:
+                dynamics = ET.SubElement(element, 'dynamics')
+                dynamics.tail = '\n' + ' ' * 2
+            dynamics.set(attribute, _number(value))
+    note = (f' inertials of {list(fitted.body_names)} and joint friction fitted by '
+            f'kron_dynamics identification ({fit.method}) ')
+    bad = [name for name, ok in zip(fitted.body_names, fit.physically_consistent()) if not ok]
+    if bad:
+        note += (f'; {bad} are not physically consistent: load with inertia_check=\'warn\' '
+                 'or fit with the default method ')
+    comment = ET.Comment(note)
+    comment.tail = '\n  '
+    root.insert(0, comment)
+    text = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+    if path is not None:
+        with open(path, 'w') as f:
+            f.write(text)
+    return text
+
+
+def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
+    """
+    Return (and write to ``path``) ROS params YAML of what the URDF cannot hold.
+
+    ``armature`` (the fitted one if 'armature' was a term, else the model's), and the
+    friction feed-forward of ``computed_torque_controller``: ``viscous``, ``coulomb`` (with
+    ``coulomb_smoothing``) and ``torque_offset``, per joint of ``joints``.
+    """
+    import yaml
+    model = fit.model
+    n = model.n
+    values = {'joints': list(model.joint_names)}
+    armature = fit.friction.get('armature', np.asarray(model.armature, dtype=float)
+                                * np.ones(n))
+    values['armature'] = [float(x) for x in armature]
+    for term, name in (('viscous', 'viscous'), ('coulomb', 'coulomb'),
+                       ('offset', 'torque_offset')):
+        values[name] = [float(x) for x in fit.friction.get(term, np.zeros(n))]
+    values['coulomb_smoothing'] = float(fit.smooth)
+    header = (f'# kron_dynamics identification ({fit.method}) of {model.name}: what URDF '
+              'cannot hold,\n# for computed_torque_controller (armature also for '
+              'plant_simulator)\n')
+    text = header + yaml.safe_dump({node: {'ros__parameters': values}}, sort_keys=False,
+                                   default_flow_style=None, width=99)
+    if path is not None:
+        with open(path, 'w') as f:
+            f.write(text)
+    return text
