@@ -12,7 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The ``kron-dynamics`` command: ``info URDF``, ``demo MACHINE``, ``equations SOURCE``."""
+"""
+The ``kron-dynamics`` command.
+
+``info URDF``, ``demo MACHINE``, ``equations SOURCE``, ``excite URDF -o EXCITATION.yaml``,
+``identify URDF BAG_OR_CSV -o FITTED.urdf``.
+"""
 
 import argparse
 import sys
@@ -91,6 +96,22 @@ def demo(machine: str, duration: float, plot_file: str) -> int:
     return 1 if failed else 0
 
 
+def _identification(args) -> int:
+    """Run ``excite`` or ``identify``; bad data or arguments end in one line, exit code 2."""
+    from .identification.command import excite_command, identify_command
+    try:
+        if args.command == 'excite':
+            return excite_command(args.urdf, args.output, args.duration, args.harmonics,
+                                  args.base_frequency, args.margin, args.max_acceleration,
+                                  args.maxiter, args.joints)
+        return identify_command(args.urdf, args.data, args.output, args.params, args.method,
+                                tuple(args.friction), args.cutoff, args.topic, args.validate,
+                                args.prior_weight, args.joints)
+    except (ValueError, OSError) as exc:
+        print(f'kron-dynamics {args.command}: {exc}', file=sys.stderr)
+        return 2
+
+
 def recording_urdf(machine: str) -> str:
     """Return the bundled URDF file name of a demo machine."""
     from .demo.graph import DEMO_URDFS
@@ -126,10 +147,48 @@ def main(argv=None) -> int:
     p_eq.add_argument('--max-operations', type=int, default=None,
                       help='size bound of M, C*, G expanded (default 500000, 0 = none)')
     p_eq.add_argument('--output', '-o', default=None, help='write to this file, not stdout')
+    p_ex = sub.add_parser('excite', help='optimise an excitation trajectory for identification '
+                                         '(a Fourier series within the joint limits) -> YAML')
+    p_ex.add_argument('urdf')
+    p_ex.add_argument('--output', '-o', required=True, help='the excitation YAML to write')
+    p_ex.add_argument('--duration', type=float, default=20.0, help='seconds (default 20)')
+    p_ex.add_argument('--harmonics', type=int, default=5, help='per joint (default 5)')
+    p_ex.add_argument('--base-frequency', type=float, default=None,
+                      help='Hz (default 1 / duration)')
+    p_ex.add_argument('--margin', type=float, default=0.05,
+                      help='share of every limit kept free (default 0.05)')
+    p_ex.add_argument('--max-acceleration', type=float, default=None,
+                      help='rad/s^2 or m/s^2 (default 5 / s times the velocity limit)')
+    p_ex.add_argument('--maxiter', type=int, default=60, help='optimiser iterations')
+    p_ex.add_argument('--joints', nargs='+', default=None,
+                      help='the joints to move (default all; the others are locked at 0)')
+    p_id = sub.add_parser('identify', help="fit a URDF's masses, inertias and friction to "
+                                           'recorded joint states -> a corrected URDF')
+    p_id.add_argument('urdf')
+    p_id.add_argument('data', help='rosbag2 directory of sensor_msgs/JointState, or CSV '
+                                   '(t, <joint>.position, <joint>.effort columns)')
+    p_id.add_argument('--output', '-o', required=True, help='the fitted URDF to write')
+    p_id.add_argument('--params', default=None,
+                      help='params YAML for the nodes (default: the output with .yaml)')
+    p_id.add_argument('--method', choices=['physically_consistent', 'least_squares'],
+                      default='physically_consistent')
+    p_id.add_argument('--friction', nargs='*', default=['viscous', 'coulomb'],
+                      choices=['viscous', 'coulomb', 'offset', 'armature'])
+    p_id.add_argument('--cutoff', type=float, default=10.0,
+                      help="Hz of the zero-phase filter that gives q', q'' (default 10)")
+    p_id.add_argument('--topic', default='/joint_states', help='of the bag')
+    p_id.add_argument('--validate', type=float, default=0.2,
+                      help='share of the recording held out for validation (default 0.2)')
+    p_id.add_argument('--prior-weight', type=float, default=1e-4,
+                      help='pull toward the URDF as given (physically consistent fit)')
+    p_id.add_argument('--joints', nargs='+', default=None,
+                      help='the recorded joints (default all; the others are locked at 0)')
     args = parser.parse_args(argv)
     try:
         if args.command == 'info':
             return info(args.urdf)
+        if args.command in ('excite', 'identify'):
+            return _identification(args)
         if args.command == 'equations':
             from .symbolic.command import equations_command
             return equations_command(args.source, args.symbolic_parameters, args.format,

@@ -246,3 +246,57 @@ def test_a_least_squares_urdf_says_which_links_are_not_physical(tmp_path):
     back = RobotModel.from_urdf_string(text, inertia_check='warn')
     np.testing.assert_allclose(back.dynamic_parameters(), fit.model.dynamic_parameters(),
                                rtol=0, atol=1e-9 * np.abs(fit.model.dynamic_parameters()).max())
+
+
+def scaled_urdf(path, seed=0) -> str:
+    """Return a URDF file's text with every link's mass and inertia scaled by 0.6-1.5."""
+    import xml.etree.ElementTree as ET
+    root = ET.fromstring(path.read_text().lstrip())
+    rng = np.random.default_rng(seed)
+    for inertial in root.iter('inertial'):
+        k = rng.uniform(0.6, 1.5)
+        mass = inertial.find('mass')
+        mass.set('value', repr(float(mass.get('value')) * k))
+        inertia = inertial.find('inertia')
+        for name, value in inertia.attrib.items():
+            inertia.set(name, repr(float(value) * k))
+    return ET.tostring(root, encoding='unicode')
+
+
+def test_two_commands_from_a_urdf_and_a_bag_to_a_corrected_urdf(tmp_path, capsys):
+    """kron-dynamics excite, then identify on a bag of the true robot's joint states."""
+    from kron_dynamics.cli import main
+    from kron_dynamics.identification import FourierTrajectory
+    path = robots_dir() / ONE_MODEL_CASES['fixed arm'][0]
+    true = RobotModel.from_urdf_file(path)
+    wrong = tmp_path / 'wrong.urdf'
+    wrong.write_text(scaled_urdf(path))
+    assert main(['excite', str(wrong), '-o', str(tmp_path / 'exc.yaml'), '--duration', '10',
+                 '--harmonics', '4', '--maxiter', '10']) == 0
+    out = capsys.readouterr().out
+    assert 'condition number of the base regressor' in out and 'shoulder_pan_joint' in out
+    excitation = FourierTrajectory.load(tmp_path / 'exc.yaml')
+    # the robot plays it twice, recorded at 200 Hz with 0.2 N m torque noise
+    t = np.arange(0.0, 20.0, 0.005)
+    q, qd, qdd = excitation(t % 10.0)
+    tau = torques(true, q, qd, qdd, noise=0.2)
+    write_bag(tmp_path / 'bag', Recording(true.joint_names, t + 100.0, q, qd, tau))
+    assert main(['identify', str(wrong), str(tmp_path / 'bag'), '-o',
+                 str(tmp_path / 'fitted.urdf')]) == 0
+    out = capsys.readouterr().out
+    assert 'identification (physically_consistent)' in out and 'wrote' in out
+    line = next(x for x in out.splitlines() if x.startswith('held-out torque RMS'))
+    before, after = (np.array([float(v) for v in part.split(',')]) for part in
+                     line.split('as given ')[1].split('; fitted '))
+    assert np.all(after < 0.5 * before) and np.all(after < 0.4), line
+    fitted = RobotModel.from_urdf_file(tmp_path / 'fitted.urdf')
+    _, q2, qd2, qdd2 = motion(true, seconds=5.0, seed=9)
+    error = fitted.inverse_dynamics(q2, qd2, qdd2) - true.inverse_dynamics(q2, qd2, qdd2)
+    wrong_error = (RobotModel.from_urdf_file(wrong).inverse_dynamics(q2, qd2, qdd2)
+                   - true.inverse_dynamics(q2, qd2, qdd2))
+    assert np.sqrt(np.mean(error ** 2)) < 0.1 * np.sqrt(np.mean(wrong_error ** 2))
+    assert (tmp_path / 'fitted.yaml').exists()
+    # bad input: one line, exit code 2
+    assert main(['identify', str(wrong), str(tmp_path / 'absent'), '-o',
+                 str(tmp_path / 'x.urdf')]) == 2
+    assert 'no such file' in capsys.readouterr().err

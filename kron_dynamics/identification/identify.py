@@ -176,7 +176,7 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
         raise ValueError(f'tau has shape {tau.shape}, q {q.shape}: one torque per joint and '
                          'sample')
     if qd is None or qdd is None:
-        qd, qdd, keep = _derivatives(q, t, cutoff)
+        qd, qdd, keep = derivatives(q, t, cutoff)
         q, tau, qd, qdd = q[keep], tau[keep], qd[keep], qdd[keep]
     qd, qdd = _samples(qd, model, 'qd'), _samples(qdd, model, 'qdd')
     terms = tuple(friction)
@@ -292,7 +292,7 @@ def _samples(x, model, name) -> np.ndarray:
     return x
 
 
-def _derivatives(q, t, cutoff):
+def derivatives(q, t, cutoff):
     """Return (q', q'', rows kept): zero-phase Butterworth filtering, differentiation."""
     from scipy.signal import butter, filtfilt
     if t is None:

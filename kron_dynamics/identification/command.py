@@ -1,0 +1,94 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""``kron-dynamics excite URDF -o excitation.yaml`` and ``identify URDF DATA -o fitted.urdf``."""
+
+from pathlib import Path
+
+import numpy as np
+
+from ..robot_model import RobotModel
+from .excitation import excitation_trajectory
+from .identify import derivatives, identify
+from .recording import read_recording
+
+
+def excite_command(urdf: str, output: str, duration: float = 20.0, harmonics: int = 5,
+                   base_frequency: float | None = None, margin: float = 0.05,
+                   max_acceleration: float | None = None, maxiter: int = 60,
+                   joints: list | None = None) -> int:
+    """Optimise an excitation trajectory for a URDF and write it as YAML."""
+    model = RobotModel.from_urdf_file(urdf, joint_names=joints, lock_others=bool(joints))
+    print(f"optimising a {duration:g} s excitation ({harmonics} harmonics) for "
+          f"'{model.name}', joints {list(model.joint_names)}...", flush=True)
+    trajectory = excitation_trajectory(model, duration, harmonics, base_frequency,
+                                       margin=margin, max_acceleration=max_acceleration,
+                                       maxiter=maxiter)
+    trajectory.save(output)
+    t, q, qd, qdd = trajectory.sample(100.0)
+    tau = np.abs(model.inverse_dynamics(q, qd, qdd)).max(axis=0)
+    print(f'condition number of the base regressor: {trajectory.condition_number:.4g}')
+    print(f"{'joint':<24}{'q min':>10}{'q max':>10}{'|v| max':>10}{'|a| max':>10}"
+          f"{'|tau| max':>11}{'effort':>10}")
+    for k, name in enumerate(model.joint_names):
+        print(f'{name:<24}{q[:, k].min():>10.4g}{q[:, k].max():>10.4g}'
+              f'{np.abs(qd[:, k]).max():>10.4g}{np.abs(qdd[:, k]).max():>10.4g}'
+              f'{tau[k]:>11.4g}{model.effort_limits[k]:>10.4g}')
+    print(f'wrote {output} (play it with reference_generator, mode: excitation)')
+    return 0
+
+
+def identify_command(urdf: str, data: str, output: str, params: str | None = None,
+                     method: str = 'physically_consistent',
+                     friction=('viscous', 'coulomb'), cutoff: float = 10.0,
+                     topic: str = '/joint_states', validate: float = 0.2,
+                     prior_weight: float = 1e-4, joints: list | None = None) -> int:
+    """
+    Fit a URDF's inertial parameters and friction to a recording; write the corrected URDF.
+
+    The last ``validate`` share of the recording is held out: the report ends with the
+    torque RMS per joint there, of the URDF as given and of the fit.
+    """
+    model = RobotModel.from_urdf_file(urdf, joint_names=joints, lock_others=bool(joints))
+    recording = read_recording(data, model.joint_names, topic)
+    if not 0.0 <= validate < 1.0:
+        raise ValueError(f'validate must be in [0, 1), got {validate}')
+    t = recording.t - recording.t[0]
+    qd, qdd, keep = derivatives(recording.q, t, cutoff)
+    q, tau, qd, qdd, t = recording.q[keep], recording.tau[keep], qd[keep], qdd[keep], t[keep]
+    split = int(round(len(t) * (1.0 - validate)))
+    print(f'{len(recording.t)} joint states over {t[-1] - t[0]:.4g} s from {data}; fitting '
+          f'{split}, holding out {len(t) - split} (q\', q\'\' by a {cutoff:g} Hz zero-phase '
+          'filter)', flush=True)
+    fit = identify(model, q[:split], tau[:split], qd[:split], qdd[:split], friction=friction,
+                   method=method, prior_weight=prior_weight)
+    print(fit.report())
+    if split < len(t):
+        held = slice(split, None)
+        measured = tau[held]
+        before = model.inverse_dynamics(q[held], qd[held], qdd[held])
+        after = fit.predict(q[held], qd[held], qdd[held])
+
+        def rms(x):
+            return np.sqrt(np.mean((x - measured) ** 2, axis=0))
+        print('held-out torque RMS per joint: the URDF as given '
+              + ', '.join(f'{x:.4g}' for x in rms(before)) + '; fitted '
+              + ', '.join(f'{x:.4g}' for x in rms(after)))
+    fit.to_urdf(output)
+    print(f'wrote {output}')
+    params = params or str(Path(output).with_suffix('.yaml'))
+    fit.to_params(params)
+    print(f'wrote {params} (armature, friction feed-forward and torque offsets for '
+          'computed_torque_controller: URDF cannot hold them)')
+    return 0
