@@ -38,8 +38,8 @@ ALLOWED = {
     'symbolic': {'base', 'model', 'facade', 'symbolic'},
     'identification': {'base', 'model', 'algorithms', 'facade', 'identification'},
     'testing': {'base', 'model', 'testing'},
-    'nodes': {'base', 'model', 'facade', 'nodes'},
-    'demo': {'base', 'model', 'facade', 'nodes', 'demo'},
+    'nodes': {'base', 'model', 'facade', 'identification', 'nodes'},
+    'demo': {'base', 'model', 'facade', 'identification', 'nodes', 'demo'},
     'cli': {'base', 'model', 'facade', 'symbolic', 'identification', 'demo', 'cli'},
     'package': {'base', 'facade', 'package'},
 }

@@ -320,3 +320,45 @@ def test_simulator_integrates_and_publishes_joint_states(model):
     finally:
         probe.close()
         sim.stop()
+
+
+def test_reference_generator_plays_an_excitation_file_by_joint_name(tmp_path):
+    """Mode excitation: the points are the file's q, q', q'' at their time, in joints order."""
+    from kron_dynamics.identification import FourierTrajectory
+    excitation = FourierTrajectory(('d2', 'theta1'), [0.3, -0.2],
+                                   [[0.1, -0.05, -0.05], [0.4, -0.3, -0.1]],
+                                   [[0.2, -0.04, -0.04], [0.3, 0.15, -0.2]], 0.5, 4.0)
+    path = tmp_path / 'excitation.yaml'
+    excitation.save(path)
+    node = NodeProcess('reference_generator', [
+        '-r', '__node:=excitation_generator', '-r', 'reference:=/excitation_test/reference',
+        '-p', 'joints:=[theta1, d2]', '-p', 'mode:=excitation',
+        '-p', f'excitation_file:={path}', '-p', 'loop:=true', '-p', 'rate:=50.0',
+        '-p', 'wait_for_commands:=false'])
+    probe = Probe('excitation_probe')
+    try:
+        points = probe.collect(JointTrajectoryPoint, '/excitation_test/reference')
+        # past one duration: the loop has wrapped at least once
+        assert wait_for(lambda: len(points) > 0 and points[-1].time_from_start.sec >= 5,
+                        60), node.output()
+        moving = 0
+        w = 2 * np.pi * 0.5 * np.arange(1, 4)
+        for point in list(points):
+            t = point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
+            q, qd, qdd = excitation(t % 4.0)
+            # time_from_start is truncated to the nanosecond: 2e-9 s times each quantity's
+            # largest rate of change (its series' bound)
+            for got, want, power in ((point.positions, q, 0), (point.velocities, qd, 1),
+                                     (point.accelerations, qdd, 2)):
+                rate = np.sum((np.abs(excitation.a) + np.abs(excitation.b)) * w ** power)
+                np.testing.assert_allclose(got, want[[1, 0]], rtol=0, atol=2e-9 * rate)
+            moving += bool(np.any(qd))
+        assert moving > 100
+    finally:
+        probe.close()
+        node.stop()
+    code, out = NodeProcess('reference_generator', [
+        '-p', 'joints:=[theta1, elbow]', '-p', 'mode:=excitation',
+        '-p', f'excitation_file:={path}']).wait(60)
+    assert code == 1 and "has ['elbow'] that it lacks" in out and "lacks ['d2']" in out, out
+    assert 'Traceback' not in out, out

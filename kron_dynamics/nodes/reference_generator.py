@@ -20,6 +20,9 @@ r(t) a quintic ramp from 0 to 1 over ``ramp_time`` s so that the motion starts a
 ``mode: quintic``: quintic moves (zero velocity and acceleration at both ends) through
 ``waypoints`` (row-major, one row of n positions per waypoint) with ``segment_durations``,
 holding the last waypoint (or looping back to the first with ``loop: true``).
+``mode: excitation``: the Fourier excitation of ``excitation_file`` (written by
+``kron-dynamics excite``), by joint name, rest to rest; repeated with ``loop: true``, else
+held at its end (where it started).
 Publishes trajectory_msgs/JointTrajectoryPoint on ``reference`` at ``rate``. With
 ``wait_for_commands`` the clock starts at the first effort command on ``command_topic`` (the
 loop is closed); until then the t = 0 point is published.
@@ -36,6 +39,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from ..errors import ConfigurationError
+from ..identification.excitation import FourierTrajectory
 from .executor import run_node
 from .parameters import declare, per_joint
 from . import realtime
@@ -98,7 +102,7 @@ class ReferenceGenerator(Node):
         realtime.declare_parameters(self)   # applied by run_node
         declare(self, 'joints', (Parameter.Type.STRING_ARRAY, []),
                 'joint order of the published points (sets n)', PLANNED)
-        declare(self, 'mode', 'sine', "'sine' or 'quintic'", PLANNED)
+        declare(self, 'mode', 'sine', "'sine', 'quintic' or 'excitation'", PLANNED)
         for name, default, text in (
                 ('offset', [0.0], 'sine: offset per joint [rad or m]'),
                 ('amplitude', [0.0], 'sine: amplitude per joint [rad or m]'),
@@ -108,7 +112,10 @@ class ReferenceGenerator(Node):
                 ('segment_durations', [1.0], 'quintic: duration of each segment [s]')):
             declare(self, name, default, text + ', one value or one per joint/segment',
                     PLANNED)
-        declare(self, 'loop', False, 'quintic: loop back to the first waypoint', PLANNED)
+        declare(self, 'loop', False, 'quintic: loop back to the first waypoint; excitation: '
+                'repeat it', PLANNED)
+        declare(self, 'excitation_file', '',
+                'excitation: the YAML of kron-dynamics excite (joints matched by name)', PLANNED)
         declare(self, 'ramp_time', 2.0, 'sine: the amplitude ramps up over this long [s]',
                 PLANNED)
         declare(self, 'rate', 250.0, 'points per second [Hz]', AT_START)
@@ -140,8 +147,11 @@ class ReferenceGenerator(Node):
                 raise ConfigurationError('segment_durations must be > 0')
             self.trajectory = QuinticPath(waypoints, durations,
                                           bool(self.get_parameter('loop').value))
+        elif mode == 'excitation':
+            self.trajectory = self._excitation(joints)
         else:
-            raise ConfigurationError(f"parameter mode must be 'sine' or 'quintic', got {mode!r}")
+            raise ConfigurationError("parameter mode must be 'sine', 'quintic' or "
+                                     f"'excitation', got {mode!r}")
         rate = float(self.get_parameter('rate').value)
         if not rate > 0:
             raise ConfigurationError('parameter rate must be > 0')
@@ -155,6 +165,30 @@ class ReferenceGenerator(Node):
         else:
             self.start = time.monotonic()
         self.create_timer(1.0 / rate, self._tick)
+
+    def _excitation(self, joints):
+        """Return t -> (q, qd, qdd) of the excitation file, in ``joints`` order."""
+        path = self.get_parameter('excitation_file').value
+        if not path:
+            raise ConfigurationError("mode 'excitation' needs the parameter excitation_file")
+        excitation = FourierTrajectory.load(path)
+        missing = [j for j in joints if j not in excitation.joint_names]
+        extra = [j for j in excitation.joint_names if j not in joints]
+        if missing or extra:
+            raise ConfigurationError(
+                f'excitation file {path} moves joints {list(excitation.joint_names)}; the '
+                f'parameter joints {joints}' + (f' has {missing} that it lacks' if missing
+                                                 else '') + (f' lacks {extra}' if extra else ''))
+        order = [excitation.joint_names.index(j) for j in joints]
+        loop = bool(self.get_parameter('loop').value)
+        duration = excitation.duration
+        self.get_logger().info(f'playing the excitation of {path}: {duration:g} s'
+                               + (', repeated' if loop else ''))
+
+        def trajectory(t):
+            q, qd, qdd = excitation(t % duration if loop else t)
+            return q[order], qd[order], qdd[order]
+        return trajectory
 
     def _on_command(self, msg) -> None:
         if self.start is None:
