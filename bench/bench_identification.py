@@ -1,0 +1,161 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Benchmark: the joint torque regressor against Pinocchio, and the time of a fit (issue 22).
+
+``regressor`` against ``computeJointTorqueRegressor`` on the 7-DOF Panda arm (fingers
+fixed): agreement first (relative 1e-9), then single calls timed alternately
+(bench_kinematics.alternate; ratio = min(kron) / min(Pinocchio), target 1.5) and a batch of
+N states in one call against a Python loop of Pinocchio's calls. Then ``identify`` on 20 s
+recorded at 1 kHz (140000 torque equations; a sum of sines, viscous and Coulomb friction,
+0.2 N m noise), wall time of the whole call for both methods and with q', q'' filtered from
+q (target: the default fit under 10 s). Writes bench/results/identification.json::
+
+    .venv/bin/python bench/bench_identification.py            # full run (about a minute)
+    .venv/bin/python bench/bench_identification.py --quick    # smoke test
+"""
+
+import argparse
+import os
+from pathlib import Path
+import sys
+import time
+
+from bench_kinematics import alternate
+from bench_models import panda_urdf, pinocchio_and_robots
+from bench_one_model import Pair, PANDA, relerr, state
+import comparison_libs
+import numpy as np
+import provenance
+
+from kron_dynamics import RobotModel
+from kron_dynamics.identification import identify
+
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / 'bench' / 'results'
+AGREE_TOL = 1e-9
+TARGET = 1.5
+FIT_TARGET_S = 10.0
+BATCH = 1000
+
+
+def regressor_rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
+    """Agreement, an alternately timed single call and a batch against Pinocchio's loop."""
+    k, m, d = pair.k, pair.m, pair.d
+    q, v, a = state(k, rng)
+    pq, pv, pa = pair.q(q), pair.v(v), pair.v(a)
+    ours = k.regressor(q, v, a)
+    theirs = pin.computeJointTorqueRegressor(m, d, pq, pv, pa)
+    # bodies: ours in body_names order, Pinocchio's per joint in its order (mapped by name)
+    columns = np.concatenate([10 * (m.getJointId(j) - 1) + np.arange(10)
+                              for j in k.joint_names])
+    agreement = relerr(ours, theirs[pair.iv][:, columns])
+    single = {'pinocchio': 'computeJointTorqueRegressor', 'target': TARGET,
+              **alternate(lambda: k.regressor(q, v, a),
+                          lambda: pin.computeJointTorqueRegressor(m, d, pq, pv, pa),
+                          budget, repeat)}
+    log(f"  regressor: {single['kron_min_us']:.2f} us, Pinocchio {single['pin_min_us']:.2f} "
+        f"us, ratio {single['ratio_min']:.2f} (agreement {agreement:.2g})")
+    states = [state(k, rng) for _ in range(BATCH)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    PQ = [pair.q(x) for x in Q]
+    PV, PA = ([pair.v(x) for x in X] for X in (V, A))
+    timing = alternate(lambda: k.regressor(Q, V, A),
+                       lambda: [pin.computeJointTorqueRegressor(m, d, *x)
+                                for x in zip(PQ, PV, PA)], budget * 3, max(3, repeat // 3))
+    batch = {'N': BATCH, 'kron_us_per_state': timing['kron_min_us'] / BATCH,
+             'pin_loop_us_per_state': timing['pin_min_us'] / BATCH,
+             'speedup': timing['pin_min_us'] / timing['kron_min_us'],
+             'threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count()))}
+    log(f"  regressor batch of {BATCH}: {batch['kron_us_per_state']:.2f} us per state, "
+        f"Pinocchio loop {batch['pin_loop_us_per_state']:.2f}")
+    return {'agreement': agreement, 'single': single, 'batch': batch}
+
+
+def recording(model, seconds, rate, rng):
+    """Return (t, q, qd, qdd, tau): five sines per joint about mid-range, friction, noise."""
+    lower, upper = model.position_limits
+    middle, half = 0.5 * (lower + upper), 0.5 * (upper - lower)
+    t = np.arange(0.0, seconds, 1.0 / rate)
+    w = 2 * np.pi * 0.1 * np.arange(1, 6)
+    amplitude = rng.uniform(-0.18, 0.18, (model.n, 5)) * half[:, None]
+    phase = rng.uniform(0, 2 * np.pi, (model.n, 5))
+    arg = w[None, None, :] * t[:, None, None] + phase[None]
+    q = middle + np.sum(amplitude * np.sin(arg), axis=-1)
+    qd = np.sum(amplitude * w * np.cos(arg), axis=-1)
+    qdd = np.sum(-amplitude * w ** 2 * np.sin(arg), axis=-1)
+    tau = (model.inverse_dynamics(q, qd, qdd) + 0.4 * qd + 0.8 * np.sign(qd)
+           + 0.2 * rng.standard_normal(q.shape))
+    return t, q, qd, qdd, tau
+
+
+def fit_rows(model, seconds, rate, rng, log) -> dict:
+    """Wall time of identify on one recording: each method, and with filtering."""
+    t, q, qd, qdd, tau = recording(model, seconds, rate, rng)
+    P = model.dynamic_parameters()
+    prior = model.with_dynamic_parameters(P * rng.uniform(0.6, 1.5, (len(P), 1)))
+    rows = {'seconds': seconds, 'rate_hz': rate, 'equations': int(q.size)}
+    for name, kwargs in (('least_squares', {'method': 'least_squares', 'qd': qd, 'qdd': qdd}),
+                         ('physically_consistent', {'qd': qd, 'qdd': qdd}),
+                         ('physically_consistent_filtered', {'t': t})):
+        start = time.perf_counter()
+        fit = identify(prior, q, tau, **kwargs)
+        elapsed = time.perf_counter() - start
+        rows[name] = {'wall_s': elapsed, 'residual_rms_max': float(fit.residual_rms.max()),
+                      'target_s': FIT_TARGET_S}
+        log(f'  identify {name}: {elapsed:.2f} s (residual RMS up to '
+            f'{fit.residual_rms.max():.3g} N m)')
+    return rows
+
+
+def main(argv=None) -> int:
+    """Run the benchmark and write identification.json."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
+    parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    args = parser.parse_args(argv)
+    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
+    seconds = 2.0 if args.quick else 20.0
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    pin, robots_dir = pinocchio_and_robots(log)
+    if pin is None:
+        return 1
+    rng = np.random.default_rng(0)
+    xml = panda_urdf(Path(robots_dir) / PANDA)
+    model = RobotModel.from_urdf_string(xml)
+    log('panda_arm regressor')
+    regressor = regressor_rows(pin, Pair(pin, model, pin.buildModelFromXML(xml)), rng, budget,
+                               repeat, log)
+    if not regressor['agreement'] <= AGREE_TOL:
+        log(f"  DISAGREEMENT beyond {AGREE_TOL}: {regressor['agreement']}")
+        return 1
+    log(f'panda_arm identify, {seconds:g} s at 1 kHz')
+    fit = fit_rows(model, seconds, 1000.0, rng, log)
+    versions = comparison_libs.versions()
+    provenance.write_result(args.out, 'identification', {
+        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
+        'load_average': list(os.getloadavg()),
+        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
+        'wall_seconds': round(time.time() - start, 1)},
+        {'cases': {'panda_arm': {'regressor': regressor, 'identify': fit}}}, log)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
