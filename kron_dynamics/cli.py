@@ -112,6 +112,26 @@ def _identification(args) -> int:
         return 2
 
 
+def demo_identify(duration: float, plot_file: str) -> int:
+    """Run the identification demo: tracking with a wrong URDF, the fit, tracking again."""
+    import tempfile
+    from .demo.identify import plot, report, run_identify_demo
+    share = data_dir('urdf').parent
+    workdir = tempfile.mkdtemp(prefix='kron_dynamics_identify_')
+    print('identification demo: the plant simulator runs the true stacker (with friction), '
+          f'the controller starts from a wrong URDF; files in {workdir}', flush=True)
+    try:
+        demo = run_identify_demo(str(share), workdir, duration,
+                                 log=lambda text: print(text, flush=True))
+        print(report(demo))
+    except RuntimeError as exc:
+        print(f'demo identify: {exc}', file=sys.stderr)
+        return 1
+    plot(demo, plot_file)
+    print(f'plot: {plot_file}')
+    return 0
+
+
 def recording_urdf(machine: str) -> str:
     """Return the bundled URDF file name of a demo machine."""
     from .demo.graph import DEMO_URDFS
@@ -125,9 +145,13 @@ def main(argv=None) -> int:
     p_info = sub.add_parser('info', help='print a URDF model: joints, limits, masses, M(0), G(0)')
     p_info.add_argument('urdf')
     p_demo = sub.add_parser('demo', help='run a bundled machine demo')
-    p_demo.add_argument('machine', choices=['stacker', 'rover_arm'])
+    p_demo.add_argument('machine', choices=['stacker', 'rover_arm', 'identify'],
+                        help="a machine's computed-torque demo, or 'identify': the stacker "
+                             'from a wrong URDF, its excitation, the fit, tracking before and '
+                             'after')
     p_demo.add_argument('--duration', type=float, default=10.0,
-                        help='seconds of real time to run (default 10)')
+                        help='seconds of real time to run (identify: of the excitation, '
+                             'played twice; default 10)')
     p_demo.add_argument('--plot', default=None,
                         help='PNG file: tracking error and torque split per joint '
                              '(default <machine>_demo.png)')
@@ -193,6 +217,8 @@ def main(argv=None) -> int:
             from .symbolic.command import equations_command
             return equations_command(args.source, args.symbolic_parameters, args.format,
                                      args.max_seconds, args.max_operations, args.output)
+        if args.machine == 'identify':
+            return demo_identify(args.duration, args.plot or 'identify_demo.png')
         if args.static:
             return demo_static(args.machine)
         return demo(args.machine, args.duration, args.plot or f'{args.machine}_demo.png')

@@ -42,12 +42,17 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class Graph:
-    """A demo graph: its nodes, params file and URDF (absolute paths)."""
+    """A demo graph: its nodes, params file and URDF (absolute paths), per node if given."""
 
     machine: str
     nodes: tuple
     params_file: str
     urdf_file: str
+    node_urdfs: tuple = ()      # (node name, URDF file) pairs that replace urdf_file
+
+    def urdf_for(self, node: str) -> str:
+        """Return the URDF file a node of the graph loads."""
+        return dict(self.node_urdfs).get(node, self.urdf_file)
 
 
 DEMO_NODES = (

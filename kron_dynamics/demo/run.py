@@ -137,7 +137,7 @@ def node_command(spec, graph) -> list:
     """Return the command line that runs one node of a graph (as its launch file would)."""
     cmd = [sys.executable, '-m', 'kron_dynamics.nodes', spec.executable, '--ros-args',
            '-r', f'__node:={spec.name}', '--params-file', graph.params_file,
-           '-p', f'urdf_file:={graph.urdf_file}']
+           '-p', f'urdf_file:={graph.urdf_for(spec.name)}']
     for src, dst in spec.remappings:
         cmd += ['-r', f'{src}:={dst}']
     return cmd
@@ -263,6 +263,12 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
     graph = demo_graph(machine, share_dir)
     if model is None:
         model, _ = load_machine(graph.urdf_file)
+    return run_graph(graph, duration, model, env, startup_timeout, min_commands)
+
+
+def run_graph(graph, duration: float, model: RobotModel, env=None,
+              startup_timeout: float = 180.0, min_commands: int = 0) -> Recording:
+    """Run a graph's nodes as :func:`run_demo` does; ``model`` is the controller's URDF."""
     armature = node_parameters(graph, 'computed_torque_controller').get('armature', [0.0])
     armature = np.broadcast_to(np.asarray(armature, dtype=float), (model.n,))
     recording = Recording(list(model.joint_names),

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..robot_model import RobotModel
 from .excitation import excitation_trajectory
-from .identify import derivatives, identify
+from .identify import filtered, identify
 from .recording import read_recording
 
 
@@ -64,13 +64,12 @@ def identify_command(urdf: str, data: str, output: str, params: str | None = Non
     recording = read_recording(data, model.joint_names, topic)
     if not 0.0 <= validate < 1.0:
         raise ValueError(f'validate must be in [0, 1), got {validate}')
-    t = recording.t - recording.t[0]
-    qd, qdd, keep = derivatives(recording.q, t, cutoff)
-    q, tau, qd, qdd, t = recording.q[keep], recording.tau[keep], qd[keep], qdd[keep], t[keep]
+    t, q, qd, qdd, tau = filtered(recording.t - recording.t[0], recording.q, recording.tau,
+                                  cutoff)
     split = int(round(len(t) * (1.0 - validate)))
     print(f'{len(recording.t)} joint states over {t[-1] - t[0]:.4g} s from {data}; fitting '
-          f'{split}, holding out {len(t) - split} (q\', q\'\' by a {cutoff:g} Hz zero-phase '
-          'filter)', flush=True)
+          f'{split}, holding out {len(t) - split} (on a uniform grid, q\', q\'\' and tau by a '
+          f'{cutoff:g} Hz zero-phase filter)', flush=True)
     fit = identify(model, q[:split], tau[:split], qd[:split], qdd[:split], friction=friction,
                    method=method, prior_weight=prior_weight)
     print(fit.report())

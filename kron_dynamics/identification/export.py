@@ -56,18 +56,37 @@ def _inertial(link, mass, com, inertia) -> None:
 
 def to_urdf(fit, path=None) -> str:
     """Return (and write to ``path``, if given) the prior's URDF with the fitted values."""
-    prior, fitted = fit.prior, fit.model
-    document = prior.description.document
+    fitted = fit.model
+    note = (f' inertials of {list(fitted.body_names)} and joint friction fitted by '
+            f'kron_dynamics identification ({fit.method}) ')
+    bad = [name for name, ok in zip(fitted.body_names, fit.physically_consistent()) if not ok]
+    if bad:
+        note += (f'; {bad} are not physically consistent: load with inertia_check=\'warn\' '
+                 'or fit with the default method ')
+    return urdf_with_parameters(fit.prior, fitted.dynamic_parameters(), fit.friction, note,
+                                path)
+
+
+def urdf_with_parameters(model, parameters, friction=None, note: str = '', path=None) -> str:
+    """
+    Return ``model``'s URDF document with other body parameters and joint friction.
+
+    ``parameters``: (nb, 10) in ``model.body_names`` order (``dynamic_parameters``);
+    ``friction``: {'viscous': per joint, 'coulomb': per joint} (either optional) for
+    ``model.joint_names``; ``note``: an XML comment put first in the robot element.
+    """
+    document = model.description.document
     if not document:
-        raise ModelError(f"to_urdf: robot '{prior.name}' was not read from a URDF document")
+        raise ModelError(f"to_urdf: robot '{model.name}' was not read from a URDF document")
+    P = np.asarray(parameters, dtype=float).reshape(len(model.body_names), 10)
     namespaces = dict(node for _, node in ET.iterparse(StringIO(document), events=['start-ns']))
     for prefix, uri in namespaces.items():
         ET.register_namespace(prefix, uri)
     parser = ET.XMLParser(target=ET.TreeBuilder(insert_comments=True))
     root = ET.fromstring(document.lstrip(), parser=parser)
     links = {link.get('name'): link for link in root.findall('link')}
-    frames = prior.description.frames
-    for b, (name, p) in enumerate(zip(fitted.body_names, fitted.dynamic_parameters())):
+    frames = model.description.frames
+    for b, (name, p) in enumerate(zip(model.body_names, P)):
         mass, com, inertia = body_inertia(p)           # body frame, about the com
         _, R, origin = frames[name]                    # the link in the body frame
         _inertial(links[name], mass, R.T @ (com - origin), R.T @ inertia @ R)
@@ -77,24 +96,19 @@ def to_urdf(fit, path=None) -> str:
     joints = {joint.get('name'): joint for joint in root.findall('joint')}
     attributes = {'viscous': 'damping', 'coulomb': 'friction'}
     for term, attribute in attributes.items():
-        if term not in fit.friction:
+        if term not in (friction or {}):
             continue
-        for joint, value in zip(fitted.joint_names, fit.friction[term]):
+        for joint, value in zip(model.joint_names, friction[term]):
             element = joints[joint]
             dynamics = element.find('dynamics')
             if dynamics is None:
                 dynamics = ET.SubElement(element, 'dynamics')
                 dynamics.tail = '\n' + ' ' * 2
             dynamics.set(attribute, _number(value))
-    note = (f' inertials of {list(fitted.body_names)} and joint friction fitted by '
-            f'kron_dynamics identification ({fit.method}) ')
-    bad = [name for name, ok in zip(fitted.body_names, fit.physically_consistent()) if not ok]
-    if bad:
-        note += (f'; {bad} are not physically consistent: load with inertia_check=\'warn\' '
-                 'or fit with the default method ')
-    comment = ET.Comment(note)
-    comment.tail = '\n  '
-    root.insert(0, comment)
+    if note:
+        comment = ET.Comment(note)
+        comment.tail = '\n  '
+        root.insert(0, comment)
     text = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
     if path is not None:
         with open(path, 'w') as f:

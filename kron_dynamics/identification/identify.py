@@ -159,7 +159,8 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
 
     ``q``, ``tau`` (N, n) in ``model.joint_names`` order; ``qd``, ``qdd`` likewise, or
     None: then they come from q by zero-phase low-pass filtering (Butterworth, ``cutoff``
-    Hz) and differentiation, which needs the sample times ``t`` (N,). ``friction``: terms
+    Hz) and differentiation on a uniform grid, tau filtered alike (:func:`filtered`), which
+    needs the sample times ``t`` (N,). ``friction``: terms
     of :func:`friction_regressor`; the model's own armature is taken as known unless
     'armature' is a term. ``prior_weight`` (physically consistent fit): the weight of the
     log-det divergence to the model's own parameters, per body, against the mean squared
@@ -176,8 +177,7 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
         raise ValueError(f'tau has shape {tau.shape}, q {q.shape}: one torque per joint and '
                          'sample')
     if qd is None or qdd is None:
-        qd, qdd, keep = derivatives(q, t, cutoff)
-        q, tau, qd, qdd = q[keep], tau[keep], qd[keep], qdd[keep]
+        t, q, qd, qdd, tau = filtered(t, q, tau, cutoff)
     qd, qdd = _samples(qd, model, 'qd'), _samples(qdd, model, 'qdd')
     terms = tuple(friction)
     N, n = q.shape
@@ -276,9 +276,28 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight
         except (cp.error.SolverError, ValueError):
             continue
         if p.value is not None and problem.status in ('optimal', 'optimal_inaccurate'):
-            return np.asarray(p.value), np.asarray(f.value) if k_friction else np.zeros(0)
+            fitted = np.concatenate([_nearest_consistent(x) for x in
+                                     np.asarray(p.value).reshape(nb, 10)])
+            return fitted, np.asarray(f.value) if k_friction else np.zeros(0)
     raise ModelError(f'identify: the physically consistent fit failed ({problem.status}); '
                      "try method='least_squares' or a larger prior_weight")
+
+
+def _nearest_consistent(p) -> np.ndarray:
+    """
+    Return a body's parameters with its pseudo-inertia's eigenvalues floored (> 0).
+
+    The solver meets J >= 0 to its tolerance: a body the data cannot see can come back with
+    a mass of -1e-7 times the robot's scale. Its eigenvalues are raised to 1e-12 of the
+    largest, which no torque notices.
+    """
+    w, V = np.linalg.eigh(pseudo_inertia(p))
+    J = (V * np.maximum(w, 1e-12 * max(w.max(), 1e-300))) @ V.T
+    J = 0.5 * (J + J.T)
+    sigma = J[:3, :3]
+    inertia = np.trace(sigma) * np.eye(3) - sigma
+    return np.array([J[3, 3], *J[:3, 3], inertia[0, 0], inertia[0, 1], inertia[1, 1],
+                     inertia[0, 2], inertia[1, 2], inertia[2, 2]])
 
 
 def _samples(x, model, name) -> np.ndarray:
@@ -292,8 +311,17 @@ def _samples(x, model, name) -> np.ndarray:
     return x
 
 
-def derivatives(q, t, cutoff):
-    """Return (q', q'', rows kept): zero-phase Butterworth filtering, differentiation."""
+def filtered(t, q, tau, cutoff):
+    """
+    Return (t, q, q', q'', tau) on a uniform grid, low-passed, the ends dropped.
+
+    Recorded stamps jitter (a simulator or a driver publishes when its thread runs, not on a
+    grid), and a filter that takes samples for a uniform grid turns that jitter into large
+    accelerations: q and tau are first interpolated (linearly) onto the grid of the median
+    step, then filtered by the same zero-phase 4th-order Butterworth (``cutoff`` Hz), so that
+    torque and motion are attenuated alike, and q differentiated twice (central
+    differences). 2 / cutoff s are dropped at each end (the filter's end effects).
+    """
     from scipy.signal import butter, filtfilt
     if t is None:
         raise ValueError('identify: give qd and qdd, or the sample times t to compute them')
@@ -305,13 +333,17 @@ def derivatives(q, t, cutoff):
     if not 0 < cutoff < nyquist:
         raise ValueError(f'cutoff {cutoff} Hz must be between 0 and the Nyquist frequency '
                          f'{nyquist:.4g} Hz')
-    b, a = butter(4, cutoff / nyquist)
-    qf = filtfilt(b, a, q, axis=0)
-    qd = np.gradient(qf, t, axis=0)
-    qdd = np.gradient(qd, t, axis=0)
-    # the filter's and the differences' end effects: 2 / cutoff s dropped at either end
-    keep = (t >= t[0] + 2.0 / cutoff) & (t <= t[-1] - 2.0 / cutoff)
+    grid = t[0] + dt * np.arange(int(np.floor((t[-1] - t[0]) / dt + 1e-9)) + 1)
+    keep = (grid >= grid[0] + 2.0 / cutoff) & (grid <= grid[-1] - 2.0 / cutoff)
     if keep.sum() < 2:
         raise ValueError(f'identify: {t[-1] - t[0]:.3g} s of data is too short for cutoff '
                          f'{cutoff} Hz (2 / cutoff s are dropped at each end)')
-    return qd, qdd, keep
+
+    def on_grid(x):
+        return np.stack([np.interp(grid, t, column) for column in x.T], axis=1)
+    b, a = butter(4, cutoff / nyquist)
+    qf = filtfilt(b, a, on_grid(q), axis=0)
+    tauf = filtfilt(b, a, on_grid(tau), axis=0)
+    qd = np.gradient(qf, dt, axis=0)
+    qdd = np.gradient(qd, dt, axis=0)
+    return grid[keep], qf[keep], qd[keep], qdd[keep], tauf[keep]
