@@ -32,6 +32,10 @@ setup(
     ],
     install_requires=['setuptools', 'numpy>=1.24', 'scipy>=1.10', 'numba>=0.60,<0.69',
                       'sympy>=1.12', 'pyyaml>=6', 'matplotlib>=3.7'],
+    # kron_dynamics.identification: the physically consistent fit (cvxpy with Clarabel or
+    # SCS) and rosbag2 recordings (rosbags); the rest of the package runs without them
+    extras_require={'identification': ['cvxpy>=1.5', 'clarabel>=0.9', 'scs>=3.2',
+                                       'rosbags>=0.10']},
     zip_safe=True,
     maintainer='kron_dynamics developers',
     maintainer_email='kron_dynamics@example.com',

@@ -300,3 +300,19 @@ def test_two_commands_from_a_urdf_and_a_bag_to_a_corrected_urdf(tmp_path, capsys
     assert main(['identify', str(wrong), str(tmp_path / 'absent'), '-o',
                  str(tmp_path / 'x.urdf')]) == 2
     assert 'no such file' in capsys.readouterr().err
+
+
+def test_without_the_extra_the_error_names_it(monkeypatch, tmp_path):
+    """The optional cvxpy and rosbags: their absence is named with the extra that has them."""
+    import sys
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=5.0)
+    tau = torques(true, q, qd, qdd)
+    monkeypatch.setitem(sys.modules, 'cvxpy', None)
+    with pytest.raises(ModelError, match=r"kron_dynamics\[identification\]"):
+        identify(true, q, tau, qd, qdd)
+    identify(true, q, tau, qd, qdd, method='least_squares')     # needs neither
+    (tmp_path / 'bag').mkdir()
+    monkeypatch.setitem(sys.modules, 'rosbags.rosbag2', None)
+    with pytest.raises(ModelError, match=r"needs rosbags: pip install 'kron_dynamics"):
+        read_recording(tmp_path / 'bag', true.joint_names)

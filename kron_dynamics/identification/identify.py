@@ -234,8 +234,9 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight
     try:
         import cvxpy as cp
     except ImportError:
-        raise ModelError("identify(method='physically_consistent') needs cvxpy (pip install "
-                         "cvxpy clarabel), or use method='least_squares'") from None
+        raise ModelError("identify(method='physically_consistent') needs cvxpy: pip install "
+                         "'kron_dynamics[identification]' (or cvxpy clarabel), or use "
+                         "method='least_squares'") from None
     nb = len(prior) // 10
     k = k_inertial + k_friction
     # R's columns back in W's order: |R_W x - r|^2 = |W x - tau|^2 - const

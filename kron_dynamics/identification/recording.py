@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import ModelError
+
 
 @dataclass(frozen=True)
 class Recording:
@@ -50,6 +52,7 @@ def read_recording(path, joint_names, topic: str = '/joint_states') -> Recording
 
 def write_bag(path, recording: Recording, topic: str = '/joint_states') -> None:
     """Write a recording as a rosbag2 directory of sensor_msgs/JointState (for tests, demos)."""
+    _rosbags()
     from rosbags.rosbag2 import Writer
     from rosbags.typesys import get_typestore, Stores
     store = get_typestore(Stores.ROS2_KILTED)
@@ -70,7 +73,20 @@ def write_bag(path, recording: Recording, topic: str = '/joint_states') -> None:
             writer.write(connection, ns, store.serialize_cdr(msg, JointState.__msgtype__))
 
 
+def _rosbags():
+    """Import rosbags, or say which extra installs it."""
+    try:
+        import rosbags.rosbag2
+        import rosbags.typesys
+    except ImportError:
+        raise ModelError("reading a rosbag2 directory needs rosbags: pip install "
+                         "'kron_dynamics[identification]' (or rosbags), or give a CSV "
+                         'file') from None
+    return rosbags
+
+
 def _read_bag(path: Path, joints: tuple, topic: str) -> Recording:
+    _rosbags()
     from rosbags.rosbag2 import Reader
     from rosbags.typesys import get_typestore, Stores
     store = get_typestore(Stores.ROS2_KILTED)
