@@ -103,7 +103,8 @@ def _step_arguments(dt, steps) -> tuple[float, int]:
 def _body_parameters(name: str, p) -> None:
     """Raise ModelError unless a body's 10 dynamic parameters are finite with a mass >= 0."""
     if not np.all(np.isfinite(p)):
-        raise ModelError(f"dynamic parameters of body '{name}' are not finite: {np.asarray(p).tolist()}")
+        raise ModelError(f"dynamic parameters of body '{name}' are not finite: "
+                         f'{np.asarray(p).tolist()}')
     if p[0] < 0.0 or (p[0] == 0.0 and np.any(p[1:4])):
         raise ModelError(f"dynamic parameters of body '{name}': mass {p[0]:g} must be >= 0 "
                          '(and > 0 with a first moment m c)')

@@ -58,8 +58,8 @@ from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
-from .checks import (_body_parameters, _contacts, _PARTS, _step_arguments, _wrenches, BASE_TYPES, CONTACT_FRAMES,
-                     frame_name)
+from .checks import (_body_parameters, _contacts, _PARTS, _step_arguments, _wrenches,
+                     BASE_TYPES, CONTACT_FRAMES, frame_name)
 
 Array = NDArray[np.float64]
 

@@ -152,7 +152,7 @@ def run_identify_demo(share_dir: str, workdir: str, duration: float = 10.0, env=
 
 def tracking_error(recording: Recording, excitation: FourierTrajectory):
     """
-    Return (t, e): per joint state from the loop's closing, e = q_d(t) - q, t on the excitation's clock.
+    Return (t, e) per joint state from the loop's closing: e = q_d(t) - q, t [s] on the excitation.
 
     q_d is the excitation itself at the state's stamp, not the latest reference received
     before the state (which lags it by up to a period and a hop: at 2 m/s, millimetres of

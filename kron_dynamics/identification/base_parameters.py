@@ -121,9 +121,10 @@ def base_parameters(model, samples: int = 40, rng=0) -> BaseParameters:
 
     ``samples`` random states (``rng``: a seed, fixed by default so that the choice of
     independent columns is the same in every run, or a Generator): positions by
-    ``random_configuration``, velocities and accelerations standard normal. Gravity is part of the model, so the gravity terms count
-    (a robot on a table identifies parameters that one in space would not). The columns are
-    scaled to unit norm before the QR (SI units differ by orders of magnitude per column).
+    ``random_configuration``, velocities and accelerations standard normal. Gravity is part
+    of the model, so the gravity terms count (a robot on a table identifies parameters that
+    one in space would not). The columns are scaled to unit norm before the QR (SI units
+    differ by orders of magnitude per column).
     """
     from scipy.linalg import qr
     if model.nv != model.n:

@@ -128,8 +128,8 @@ class FourierTrajectory:
         header = ('# kron_dynamics excitation trajectory: q_i(t) = q0_i + sum_l [a_il sin(l w t)'
                   ' - b_il (cos(l w t) - 1)] / (l w),\n# w = 2 pi base_frequency; rest to rest '
                   'over duration s (a whole number of periods)\n')
-        Path(path).write_text(header + yaml.safe_dump({'excitation': self.to_dict()},
-                                                       sort_keys=False))
+        body = yaml.safe_dump({'excitation': self.to_dict()}, sort_keys=False)
+        Path(path).write_text(header + body)
 
     @classmethod
     def load(cls, path) -> 'FourierTrajectory':

@@ -175,10 +175,11 @@ class ReferenceGenerator(Node):
         missing = [j for j in joints if j not in excitation.joint_names]
         extra = [j for j in excitation.joint_names if j not in joints]
         if missing or extra:
+            differences = ([f'has {missing} that it lacks'] if missing else []) + (
+                [f'lacks {extra}'] if extra else [])
             raise ConfigurationError(
                 f'excitation file {path} moves joints {list(excitation.joint_names)}; the '
-                f'parameter joints {joints}' + (f' has {missing} that it lacks' if missing
-                                                 else '') + (f' lacks {extra}' if extra else ''))
+                f"parameter joints {joints} {' and '.join(differences)}")
         order = [excitation.joint_names.index(j) for j in joints]
         loop = bool(self.get_parameter('loop').value)
         duration = excitation.duration
