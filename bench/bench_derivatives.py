@@ -26,14 +26,13 @@ N states in one call against a Python loop of Pinocchio's calls. Agreement first
     .venv/bin/python bench/bench_derivatives.py --quick    # smoke test
 """
 
-import argparse
 import os
 from pathlib import Path
 import sys
 import time
 
 from bench_kinematics import alternate
-from bench_models import panda_urdf, pinocchio_and_robots
+from bench_models import panda_urdf, pinocchio_bench
 from bench_one_model import Pair, PANDA, relerr, state, TALOS
 import comparison_libs
 import numpy as np
@@ -101,19 +100,10 @@ def rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
 
 def main(argv=None) -> int:
     """Run the benchmark and write derivatives.json."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
-    parser.add_argument('--out', default=str(RESULTS), help='output directory')
-    args = parser.parse_args(argv)
-    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
-    start = time.time()
-
-    def log(msg):
-        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
-
-    pin, robots_dir = pinocchio_and_robots(log)
-    if pin is None:
+    setup = pinocchio_bench(__doc__, argv, RESULTS)
+    if setup is None:
         return 1
+    args, budget, repeat, log, pin, robots_dir, start = setup
     robots = Path(robots_dir)
     rng = np.random.default_rng(0)
     results = {}

@@ -27,14 +27,13 @@ q (target: the default fit under 10 s). Writes bench/results/identification.json
     .venv/bin/python bench/bench_identification.py --quick    # smoke test
 """
 
-import argparse
 import os
 from pathlib import Path
 import sys
 import time
 
 from bench_kinematics import alternate
-from bench_models import panda_urdf, pinocchio_and_robots
+from bench_models import panda_urdf, pinocchio_bench
 from bench_one_model import Pair, PANDA, relerr, state
 import comparison_libs
 import numpy as np
@@ -122,20 +121,11 @@ def fit_rows(model, seconds, rate, rng, log) -> dict:
 
 def main(argv=None) -> int:
     """Run the benchmark and write identification.json."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
-    parser.add_argument('--out', default=str(RESULTS), help='output directory')
-    args = parser.parse_args(argv)
-    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
-    seconds = 2.0 if args.quick else 20.0
-    start = time.time()
-
-    def log(msg):
-        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
-
-    pin, robots_dir = pinocchio_and_robots(log)
-    if pin is None:
+    setup = pinocchio_bench(__doc__, argv, RESULTS)
+    if setup is None:
         return 1
+    args, budget, repeat, log, pin, robots_dir, start = setup
+    seconds = 2.0 if args.quick else 20.0
     rng = np.random.default_rng(0)
     xml = panda_urdf(Path(robots_dir) / PANDA)
     model = RobotModel.from_urdf_string(xml)

@@ -43,7 +43,6 @@ Writes bench/results/kinematics.json and kinematics.md::
     .venv/bin/python bench/bench_kinematics.py --quick    # smoke test
 """
 
-import argparse
 import json
 import math
 import os
@@ -54,7 +53,7 @@ import timeit
 import xml.etree.ElementTree as ET
 
 from bench_dynamics import relerr, symmetric_from_upper
-from bench_models import panda_source, panda_urdf, pinocchio_and_robots
+from bench_models import panda_source, panda_urdf, pinocchio_bench
 import comparison_libs
 import numpy as np
 import provenance
@@ -449,21 +448,12 @@ def markdown(report: dict) -> str:
 
 def main(argv=None) -> int:
     """Run the benchmark and write kinematics.json and kinematics.md."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
-    parser.add_argument('--out', default=str(RESULTS), help='output directory')
-    parser.add_argument('--robots', default=','.join(ROBOTS), help='subset of robots')
-    args = parser.parse_args(argv)
-    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
-    N = 1000 if args.quick else 10_000
-    start = time.time()
-
-    def log(msg):
-        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
-
-    pin, robots_dir = pinocchio_and_robots(log)
-    if pin is None:
+    setup = pinocchio_bench(__doc__, argv, RESULTS, lambda parser: parser.add_argument(
+        '--robots', default=','.join(ROBOTS), help='subset of robots'))
+    if setup is None:
         return 1
+    args, budget, repeat, log, pin, robots_dir, start = setup
+    N = 1000 if args.quick else 10_000
     sources = {'panda': lambda: panda_urdf(panda_source(robots_dir)),
                'talos': lambda: talos_urdf(robots_dir)}
     rng = np.random.default_rng(0)

@@ -32,9 +32,12 @@ and there is no ``<dynamics>`` (damping) element. Run this file to write the URD
 """
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 import sys
+import time
+from typing import NamedTuple
 import xml.etree.ElementTree as ET
 
 from comparison_libs import example_robot_data, pinocchio
@@ -216,6 +219,44 @@ def panda_urdf(source: Path) -> str:
                     joint.remove(child)
     ET.indent(root)
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+class BenchRun(NamedTuple):
+    """What a Pinocchio benchmark's main starts with (:func:`pinocchio_bench`)."""
+
+    args: argparse.Namespace
+    budget: float
+    repeat: int
+    log: Callable
+    pin: object
+    robots_dir: Path
+    start: float
+
+
+def pinocchio_bench(doc: str, argv, results_dir: Path, add_arguments=None):
+    """
+    Parse --quick and --out (and what ``add_arguments(parser)`` adds); find Pinocchio.
+
+    Returns a :class:`BenchRun` (timing budget and repeats: few with --quick; a log that
+    stamps the seconds since the start), or None when Pinocchio or example-robot-data is
+    missing (the log says which).
+    """
+    parser = argparse.ArgumentParser(description=doc.split('\n\n')[0])
+    parser.add_argument('--quick', action='store_true', help='few repetitions (smoke test)')
+    parser.add_argument('--out', default=str(results_dir), help='output directory')
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args(argv)
+    budget, repeat = (0.05, 3) if args.quick else (0.3, 15)
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    pin, robots_dir = pinocchio_and_robots(log)
+    if pin is None:
+        return None
+    return BenchRun(args, budget, repeat, log, pin, Path(robots_dir), start)
 
 
 def pinocchio_and_robots(log=print):
