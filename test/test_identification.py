@@ -316,3 +316,39 @@ def test_without_the_extra_the_error_names_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, 'rosbags.rosbag2', None)
     with pytest.raises(ModelError, match=r"needs rosbags: pip install 'kron_dynamics"):
         read_recording(tmp_path / 'bag', true.joint_names)
+
+
+def test_a_fitted_armature_replaces_the_priors_and_is_not_counted_twice():
+    """With 'armature' a term, the model carries the fitted one and predict adds it once."""
+    import yaml
+    true = true_model().with_armature(np.full(6, 0.05))
+    t, q, qd, qdd = motion(true)
+    tau = torques(true, q, qd, qdd)         # inverse_dynamics includes the true armature
+    prior = wrong_urdf(true).with_armature(np.full(6, 0.02))
+    fit = identify(prior, q, tau, qd, qdd, friction=('viscous', 'coulomb', 'armature'),
+                   method='least_squares')
+    # a rotor inertia that the link parameters can mimic (the vertical first joint's adds to
+    # its link's Izz) is held at the prior's value, the base parameter takes the difference;
+    # the others are fitted. Which ones: by the rank of the full regressor, on the data
+    Y = true.regressor(q, qd, qdd).reshape(-1, 10 * len(true.body_names))
+    rank = np.linalg.matrix_rank(Y)
+    confounded = []
+    for j in range(true.n):
+        column = np.zeros_like(qdd)
+        column[:, j] = qdd[:, j]
+        confounded.append(np.linalg.matrix_rank(np.c_[Y, column.ravel()]) == rank)
+    assert confounded[0] and not all(confounded)
+    expected = np.where(confounded, 0.02, 0.05)
+    np.testing.assert_allclose(fit.friction['armature'], expected, atol=1e-8)
+    np.testing.assert_allclose(fit.model.armature, expected, atol=1e-8)
+    np.testing.assert_allclose(fit.predict(q[:40], qd[:40], qdd[:40]), tau[:40], atol=1e-7)
+    values = yaml.safe_load(fit.to_params())['computed_torque_controller']['ros__parameters']
+    np.testing.assert_allclose(values['armature'], expected, atol=1e-8)
+    # the physically consistent fit too (armature >= 0)
+    pc = identify(prior, q, tau, qd, qdd, friction=('viscous', 'coulomb', 'armature'),
+                  prior_weight=1e-8)
+    np.testing.assert_allclose(pc.friction['armature'], expected, atol=1e-4)
+    # not a term: the prior's armature is taken as known, and kept
+    known = identify(true, q, tau, qd, qdd, method='least_squares')
+    np.testing.assert_array_equal(known.model.armature, true.armature)
+    np.testing.assert_allclose(known.predict(q[:40], qd[:40], qdd[:40]), tau[:40], atol=1e-7)

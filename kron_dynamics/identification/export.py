@@ -120,7 +120,7 @@ def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
     """
     Return (and write to ``path``) ROS params YAML of what the URDF cannot hold.
 
-    ``armature`` (the fitted one if 'armature' was a term, else the model's), and the
+    ``armature`` (the fitted model's: fitted if 'armature' was a term, else the prior's), the
     friction feed-forward of ``computed_torque_controller``: ``viscous``, ``coulomb`` (with
     ``coulomb_smoothing``) and ``torque_offset``, per joint of ``joints``.
     """
@@ -128,9 +128,7 @@ def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
     model = fit.model
     n = model.n
     values = {'joints': list(model.joint_names)}
-    armature = fit.friction.get('armature', np.asarray(model.armature, dtype=float)
-                                * np.ones(n))
-    values['armature'] = [float(x) for x in armature]
+    values['armature'] = [float(x) for x in model.armature]   # fitted if a term (>= 0)
     for term, name in (('viscous', 'viscous'), ('coulomb', 'coulomb'),
                        ('offset', 'torque_offset')):
         values[name] = [float(x) for x in fit.friction.get(term, np.zeros(n))]

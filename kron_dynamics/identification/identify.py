@@ -110,6 +110,8 @@ class Identification:
         tau = self.model.inverse_dynamics(q, qd, qdd)
         if not self.terms:
             return tau
+        if 'armature' in self.terms:     # fitted: the term below, not the model's
+            tau = tau - self.model.armature * np.asarray(qdd, dtype=float)
         F = friction_regressor(qd, qdd, self.terms, self.smooth)
         f = np.concatenate([self.friction[t] for t in self.terms])
         return tau + F @ f
@@ -160,11 +162,12 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     ``q``, ``tau`` (N, n) in ``model.joint_names`` order; ``qd``, ``qdd`` likewise, or
     None: then they come from q by zero-phase low-pass filtering (Butterworth, ``cutoff``
     Hz) and differentiation on a uniform grid, tau filtered alike (:func:`filtered`), which
-    needs the sample times ``t`` (N,). ``friction``: terms
-    of :func:`friction_regressor`; the model's own armature is taken as known unless
-    'armature' is a term. ``prior_weight`` (physically consistent fit): the weight of the
-    log-det divergence to the model's own parameters, per body, against the mean squared
-    torque residual.
+    needs the sample times ``t`` (N,). ``friction``: terms of :func:`friction_regressor`;
+    the model's own armature is taken as known unless 'armature' is a term (then a joint
+    whose rotor inertia the link parameters can mimic, as the first joint's about a fixed
+    axis, keeps the model's value and its base parameter takes the difference).
+    ``prior_weight`` (physically consistent fit): the weight of the log-det divergence to
+    the model's own parameters, per body, against the mean squared torque residual.
     """
     if method not in METHODS:
         raise ValueError(f'unknown method {method!r}; choose one of {list(METHODS)}')
@@ -182,9 +185,22 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     terms = tuple(friction)
     N, n = q.shape
     Y = model.regressor(q, qd, qdd).reshape(N * n, -1)
-    F = friction_regressor(qd, qdd, terms, smooth).reshape(N * n, -1)
-    known = tau - (0.0 if 'armature' in terms else model.armature * qdd)
+    F_all = friction_regressor(qd, qdd, terms, smooth).reshape(N * n, -1)
     bp = base_parameters(model)
+    # friction columns held at the prior's value: the armature of a joint whose rotor
+    # inertia the base parameters already hold (the first joint's, about a fixed axis)
+    held = np.zeros(F_all.shape[1], dtype=bool)
+    f_all = np.zeros(F_all.shape[1])
+    if 'armature' in terms:
+        first = terms.index('armature') * n
+        held[first:first + n] = _confounded_armature(model, bp)
+        f_all[first:first + n] = model.armature
+    known = (tau - (0.0 if 'armature' in terms else model.armature * qdd)).reshape(-1) \
+        - F_all[:, held] @ f_all[held]
+    F = F_all[:, ~held]
+    column_terms = np.repeat(np.array(terms, dtype=object), n)[~held]
+    nonnegative = [c for c, term in enumerate(column_terms)
+                   if term in ('viscous', 'coulomb', 'armature')]
     k_inertial, k_friction = Y.shape[1], F.shape[1]
     # compression: one QR of [W tau], W's columns ordered base columns first, so that R's
     # leading k x k block and R[:k, -1] are the least-squares problem on the base columns
@@ -206,10 +222,15 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
         p = prior.copy()
         p[bp.independent] = beta - bp.combination @ prior[bp.dependent]
     else:
-        p, f = _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight,
-                               N * n)
+        p, f = _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative,
+                               prior_weight, N * n)
+    residual = (known - Y @ p - F @ f).reshape(N, n)
+    f_all[~held] = f
     fitted = model.with_dynamic_parameters(p.reshape(-1, 10))
-    residual = (known.reshape(-1) - Y @ p - F @ f).reshape(N, n)
+    if 'armature' in terms:
+        # the model carries the fitted armature (a negative least-squares value as 0; the
+        # friction dict and predict keep the value as fitted)
+        fitted = fitted.with_armature(np.maximum(f_all[first:first + n], 0.0))
     dof = max(N * n - k, 1)
     sigma2 = float(residual.ravel() @ residual.ravel()) / dof
     Rinv = np.linalg.inv(R[:k, :k])
@@ -217,19 +238,20 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     beta = np.concatenate([bp.to_base(p), f])
     with np.errstate(divide='ignore', invalid='ignore'):
         rel = np.where(beta != 0.0, std / np.abs(beta), np.inf)
-    widths = [n] * len(terms)
-    parts = np.split(f, np.cumsum(widths)[:-1]) if terms else []
+    parts = np.split(f_all, np.cumsum([n] * len(terms))[:-1]) if terms else []
     return Identification(fitted, model, dict(zip(terms, parts)), bp, beta[:bp.count],
                           rel[:bp.count], np.sqrt(np.mean(residual ** 2, axis=0)), method,
                           smooth, terms)
 
 
-def _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight, rows):
+def _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative, prior_weight,
+                    rows):
     """
     Return (p, f): the physically consistent fit (cvxpy, Clarabel or SCS).
 
     ``R``: the triangular factor of [W[:, order] tau] (W = [Y F], k_inertial + k_friction
-    columns); ``rows``: the number of stacked torque equations.
+    columns); ``nonnegative``: the friction columns whose values are >= 0; ``rows``: the
+    number of stacked torque equations.
     """
     try:
         import cvxpy as cp
@@ -266,10 +288,8 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight
                      [cp.reshape(h, (1, 3), order='F'), cp.reshape(pj[0], (1, 1), order='F')]])
         divergence += -cp.log_det(J) + cp.trace(J0inv @ J)
         constraints.append(J >> 0)
-    nonnegative = [k for k, t in enumerate(terms) if t in ('viscous', 'coulomb', 'armature')]
-    n = k_friction // max(len(terms), 1)
-    for k_term in nonnegative:
-        constraints.append(f[k_term * n:(k_term + 1) * n] >= 0)
+    if nonnegative:
+        constraints.append(f[nonnegative] >= 0)
     problem = cp.Problem(cp.Minimize(objective + prior_weight * divergence), constraints)
     for solver in ('CLARABEL', 'SCS'):
         try:
@@ -282,6 +302,29 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, terms, prior_weight
             return fitted, np.asarray(f.value) if k_friction else np.zeros(0)
     raise ModelError(f'identify: the physically consistent fit failed ({problem.status}); '
                      "try method='least_squares' or a larger prior_weight")
+
+
+def _confounded_armature(model, bp, samples: int = 40) -> np.ndarray:
+    """
+    Return, per joint, True if its armature column lies in the base regressor's span.
+
+    The rotor inertia of the first joint (about an axis fixed in the world) adds to the
+    torque exactly as its link's inertia about that axis does: the base parameter holds
+    both, and an armature column for it would make the fit singular.
+    """
+    rng = np.random.default_rng(0)
+    q = np.stack([model.random_configuration(rng=rng) for _ in range(samples)])
+    v, a = rng.standard_normal((2, samples, model.n))
+    Yb = model.regressor(q, v, a)[:, :, bp.independent].reshape(samples * model.n, -1)
+    Yb = Yb / np.maximum(np.linalg.norm(Yb, axis=0), 1e-300)
+    out = np.zeros(model.n, dtype=bool)
+    for j in range(model.n):
+        column = np.zeros((samples, model.n))
+        column[:, j] = a[:, j]
+        column = column.ravel() / np.linalg.norm(column)
+        coef = np.linalg.lstsq(Yb, column, rcond=None)[0]
+        out[j] = np.linalg.norm(column - Yb @ coef) < 1e-8
+    return out
 
 
 def _nearest_consistent(p) -> np.ndarray:
