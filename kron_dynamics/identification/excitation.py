@@ -238,8 +238,9 @@ class _Problem:
         """
         Return (q0, a, b) scaled per joint into the limits, or None where effort forbids.
 
-        ``effort``: also slow the whole motion down until the torques are within the
-        effort limits (the optimisation leaves it to the end: it costs an RNEA pass).
+        ``effort``: also scale every amplitude down (by 0.8 at a time) until the torques
+        are within the effort limits (the optimisation leaves it to the end: it costs an
+        RNEA pass).
         """
         t = self.t if t is None else t
         n = self.model.n
@@ -303,10 +304,10 @@ def excitation_trajectory(model, duration: float, harmonics: int = 5,
     'cond'``) or maximise the log-determinant (``'logdet'``) of the base regressor stacked
     with the ``friction`` columns (:func:`~kron_dynamics.identification.friction_regressor`)
     on ``samples`` instants, each joint scaled into its position, velocity and acceleration
-    limits, less ``margin`` of each (positions: of the range), and the whole motion slowed
-    until the torques of ``model`` stay within the effort limits. Joints without limits get
-    +-pi rad (+-0.5 m), 2 rad/s; the acceleration limit (URDF has none) is
-    ``max_acceleration`` or 5 / s times the velocity limit. Self-collision is not checked.
+    limits, less ``margin`` of each (positions: of the range), and every amplitude scaled
+    down together until the torques of ``model`` stay within the effort limits. Joints
+    without limits get +-pi rad (+-0.5 m), 2 rad/s; the acceleration limit (URDF has none)
+    is ``max_acceleration`` or 5 / s times the velocity limit. Self-collision is not checked.
     The result is checked on a grid ten times finer and reports its ``condition_number``.
     """
     from scipy.optimize import minimize
