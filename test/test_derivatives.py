@@ -28,7 +28,7 @@ import pytest
 
 from kron_dynamics import RobotModel, SingularMassMatrixError
 from kron_dynamics.algorithms.rnea_derivatives import rnea_derivatives
-from kron_dynamics.testing.random_urdf import random_urdf
+import model_helpers
 from pinocchio_oracle import build_case, close, ONE_MODEL_CASES, random_state
 
 
@@ -158,12 +158,9 @@ def test_derivatives_take_batches_and_say_what_is_wrong(case):
 
 
 def random_model(seed, mimic=0.0):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 10))
-    xml = random_urdf(rng, n, mimic_fraction=mimic)
-    names = list(rng.permutation(RobotModel.from_urdf_string(xml).joint_names))
-    armature = rng.uniform(0.0, 0.5, len(names))
-    return RobotModel.from_urdf_string(xml, joint_names=names, armature=armature), rng
+    """Return (model, rng): a random tree, shuffled joints, armature, mimic joints."""
+    return model_helpers.random_model(seed, max_joints=10, fixed=2, armature=True,
+                                      mimic_fraction=mimic)
 
 
 @pytest.mark.parametrize('seed', range(12))

@@ -26,7 +26,7 @@ import pytest
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
-from kron_dynamics.testing.random_urdf import random_urdf
+from model_helpers import random_model
 
 NO_JOINT_URDF = (
     '<robot name="r"><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" '
@@ -35,8 +35,7 @@ NO_JOINT_URDF = (
 
 
 def random_tree():
-    xml = random_urdf(np.random.default_rng(11), 6, 2)
-    model = RobotModel.from_urdf_string(xml)
+    model, _ = random_model(11, n=6, fixed=2, shuffle=False)
     return model.with_armature(np.full(model.n, 0.1))
 
 

@@ -31,32 +31,18 @@ from kron_dynamics.algorithms.coriolis_star import christoffel, coriolis_matrix,
 from kron_dynamics.algorithms.crba import crba
 from kron_dynamics.algorithms.forward_dynamics import solve_mass_matrix
 from kron_dynamics.algorithms.rnea import rnea
-from kron_dynamics.testing.random_urdf import random_urdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
 from compiled_jsim import entry_points as jsim_kernels  # noqa: E402  (bench/, not a package)
+import model_helpers  # noqa: E402
+from model_helpers import close, to_internal  # noqa: E402
 
 
 def random_model(seed, shuffle=True, armature=True, n=None, branching=0.5):
     """Return (model, rng) for a random tree, joints in a shuffled order, with armature."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 10)) if n is None else n
-    xml = random_urdf(rng, n, 2 if n < 10 else n // 5, branching=branching)
-    names = RobotModel.from_urdf_string(xml).joint_names
-    if shuffle:
-        names = list(rng.permutation(names))
-    arm = rng.uniform(0.0, 0.5, len(names)) if armature else None
-    return RobotModel.from_urdf_string(xml, joint_names=names, armature=arm), rng
-
-
-def to_internal(model, x):
-    v = np.empty(model.n)
-    v[model._perm] = x
-    return v
-
-
-def close(a, b, rtol=1e-11):
-    np.testing.assert_allclose(a, b, rtol=0, atol=rtol * max(1.0, np.abs(b).max(initial=0)))
+    return model_helpers.random_model(seed, n, max_joints=10,
+                                      fixed=lambda n: 2 if n < 10 else n // 5,
+                                      shuffle=shuffle, armature=armature, branching=branching)
 
 
 # (seed, movable joints, branching): small trees of every kind, and larger ones up to n = 40

@@ -30,27 +30,10 @@ from kron_dynamics.algorithms import jacobians as ref
 from kron_dynamics.algorithms.center_of_mass import center_of_mass, center_of_mass_jacobian
 from kron_dynamics.algorithms.kinematics import forward_kinematics, world_axes
 from kron_dynamics.model.rotations import skew
-from kron_dynamics.testing.random_urdf import random_urdf
+from model_helpers import close, random_model, to_internal as internal
 
 FRAMES = ('world', 'local', 'local_world_aligned')
 H = 1e-6
-
-
-def random_model(seed, n=None, shuffle=True, **kw):
-    """Return (model, rng): a random tree with its joints in a shuffled order."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 9)) if n is None else n
-    xml = random_urdf(rng, n, int(rng.integers(0, 4)), **kw)
-    names = RobotModel.from_urdf_string(xml).joint_names
-    if shuffle:
-        names = list(rng.permutation(names))
-    return RobotModel.from_urdf_string(xml, joint_names=names), rng
-
-
-def internal(model, x):
-    v = np.empty(model.n)
-    v[model._perm] = x
-    return v
 
 
 def user_cols(model, A):
@@ -62,10 +45,6 @@ def user_hessian(model, H):
     """Return a 3 or 6 x n^2 Hessian in internal order in user order."""
     n, p = model.n, model._perm
     return H.reshape(-1, n, n)[:, p][:, :, p].reshape(-1, n * n)
-
-
-def close(a, b, tol=1e-11):
-    np.testing.assert_allclose(a, b, rtol=0, atol=tol * max(1.0, np.abs(b).max(initial=0)))
 
 
 def reference(model, q, link, point):

@@ -30,6 +30,7 @@ import pytest
 
 from kron_dynamics import RobotModel
 from kron_dynamics.testing.random_urdf import random_urdf
+from model_helpers import close
 
 pin = pytest.importorskip('pinocchio')
 
@@ -73,10 +74,6 @@ class Oracle:
 
     def frame(self, link, point=False):
         return self.points[link] if point else self.model.getFrameId(link)
-
-
-def close(a, b, tol=1e-11):
-    np.testing.assert_allclose(a, b, rtol=0, atol=tol * max(1.0, np.abs(b).max(initial=0)))
 
 
 def random_case(seed, n=None, **kw):

@@ -49,9 +49,9 @@ import pytest
 from kron_dynamics import RobotModel, SingularMassMatrixError
 from kron_dynamics.algorithms.kinematics import com_positions, forward_kinematics
 from kron_dynamics.algorithms.rnea import rnea
-from kron_dynamics.testing.random_urdf import random_urdf
 
 from conftest import URDF_DIR
+from model_helpers import random_model
 
 EPS = np.finfo(float).eps
 RCOND = 1e-12           # the singularity threshold of algorithms/forward_dynamics.py
@@ -87,11 +87,10 @@ def boom_on_rail(reach: float, inertia: float) -> str:
 
 def random_tree(seed: int) -> RobotModel:
     """Return a random tree with many prismatic joints (massless links allowed)."""
-    rng = np.random.default_rng(seed)
     logging.getLogger('kron_dynamics').disabled = True
     try:
-        return RobotModel.from_urdf_string(random_urdf(rng, int(rng.integers(2, 9)), 2,
-                                                       prismatic_fraction=0.6))
+        return random_model(seed, min_joints=2, fixed=2, shuffle=False,
+                            prismatic_fraction=0.6)[0]
     finally:
         logging.getLogger('kron_dynamics').disabled = False
 

@@ -21,6 +21,7 @@ must agree on every quantity (M, C*, G, tau, poses, Jacobians, centre of mass), 
 the locked joints carry branches, fixed links and massless links.
 """
 
+from functools import partial
 import math
 import xml.etree.ElementTree as ET
 
@@ -30,6 +31,7 @@ import pytest
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.model.rotations import axis_angle, rpy_to_matrix
 from kron_dynamics.testing.random_urdf import random_urdf
+import model_helpers
 
 
 def matrix_to_rpy(R):
@@ -63,8 +65,7 @@ def fixed_urdf(xml: str, values: dict) -> str:
     return ET.tostring(root, encoding='unicode')
 
 
-def close(a, b, tol=1e-10):
-    np.testing.assert_allclose(a, b, rtol=0, atol=tol * max(1.0, np.abs(b).max(initial=0)))
+close = partial(model_helpers.close, tol=1e-10)
 
 
 def assert_same_model(a: RobotModel, b: RobotModel, rng):

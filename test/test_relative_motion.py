@@ -25,27 +25,22 @@ rotational one (eq. 65) give the accelerations in body axes.
 import numpy as np
 import pytest
 
-from kron_dynamics import RobotModel
 from kron_dynamics.algorithms.jacobians import block_skew
 from kron_dynamics.algorithms.relative_motion import point_motion, relative_motion
 from kron_dynamics.model.rotations import skew
-from kron_dynamics.testing.random_urdf import random_urdf
+import model_helpers
+from model_helpers import close
 
 
 def random_model(seed):
-    rng = np.random.default_rng(seed)
-    xml = random_urdf(rng, int(rng.integers(1, 8)), int(rng.integers(0, 3)))
-    return RobotModel.from_urdf_string(xml), rng
+    """Return (model, rng): a small random tree, joints in tree order."""
+    return model_helpers.random_model(seed, max_joints=8, max_fixed=3, shuffle=False)
 
 
 def symmetric(H, n):
     """H[:, s*n + k] + H[:, k*n + s]: the part of a Hessian that q' kron q' sees."""
     H3 = H.reshape(-1, n, n)
     return (H3 + H3.transpose(0, 2, 1)).reshape(-1, n * n)
-
-
-def close(a, b, tol=1e-11):
-    np.testing.assert_allclose(a, b, rtol=0, atol=tol * max(1.0, np.abs(b).max(initial=0)))
 
 
 def test_block_skew_identities_of_section_2():

@@ -1,0 +1,61 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The numeric tests' shared helpers: one random model, one closeness check, one order map.
+
+(Pinocchio's side of the comparisons lives in pinocchio_oracle.py.)
+"""
+
+import numpy as np
+
+from kron_dynamics import RobotModel
+from kron_dynamics.testing.random_urdf import random_urdf
+
+
+def close(a, b, tol=1e-11):
+    """Assert |a - b| <= tol times the largest entry of b (at least 1), entry by entry."""
+    np.testing.assert_allclose(a, b, rtol=0, atol=tol * max(1.0, np.abs(b).max(initial=0)))
+
+
+def random_model(seed, n=None, min_joints=1, max_joints=9, fixed=None, max_fixed=4,
+                 shuffle=True, armature=False, **urdf_options):
+    """
+    Return (model, rng): a random URDF tree (kron_dynamics.testing.random_urdf).
+
+    ``n`` movable joints (drawn from [min_joints, max_joints) if None); ``fixed`` fixed
+    joints (a number, a function of n, or drawn from [0, max_fixed) if None); the joints in
+    a shuffled order with ``shuffle``; armature uniform in [0, 0.5) per joint with
+    ``armature``; ``urdf_options`` go to random_urdf (branching, mimic_fraction, ...). The
+    returned rng continues the seeded stream, for the test's states.
+    """
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(min_joints, max_joints)) if n is None else n
+    if fixed is None:
+        fixed = int(rng.integers(0, max_fixed))
+    elif callable(fixed):
+        fixed = fixed(n)
+    xml = random_urdf(rng, n, fixed, **urdf_options)
+    names = RobotModel.from_urdf_string(xml).joint_names
+    if shuffle:
+        names = list(rng.permutation(names))
+    arm = rng.uniform(0.0, 0.5, len(names)) if armature else None
+    return RobotModel.from_urdf_string(xml, joint_names=names, armature=arm), rng
+
+
+def to_internal(model, x):
+    """Return a per-joint vector in the model's internal (tree) order."""
+    v = np.empty(model.n)
+    v[model._perm] = x
+    return v
