@@ -25,7 +25,8 @@ test: venv
 	$(PY) -m pytest -q test
 
 # the fast part of `make test`: no ROS node, rclpy context or child process, nothing over ~3 s
-# (markers `ros` and `slow`, setup.cfg; test/conftest.py fails a test that needs one and lacks it)
+# (markers `ros` and `slow`, setup.cfg; test/conftest.py fails a test that needs one and lacks it);
+# without ROS 2 installed, the test modules that import it are skipped (test_check_without_ros.py)
 check: venv
 	$(PY) -m pytest -q -m "not ros and not slow" test
 

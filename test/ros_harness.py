@@ -15,7 +15,6 @@
 """Real rclpy test harness: nodes under test run as processes; a probe node talks to them."""
 
 import os
-import random
 import sys
 import threading
 import time
@@ -39,12 +38,6 @@ def isolated_env() -> dict:
     env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
     env['PYTHONUNBUFFERED'] = '1'
     return env
-
-
-def pick_domain() -> None:
-    """Choose a random ROS_DOMAIN_ID for this test session (before rclpy.init)."""
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(1, 200)))
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 
 
 class NodeProcess:
