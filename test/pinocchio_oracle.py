@@ -108,10 +108,14 @@ def tag_coupling(model, xml: str):
     row (itself resolved the same way: chains) plus the offset; tags on fixed joints mean
     nothing, as in urdfdom.
     """
+    import re
     import xml.etree.ElementTree as ET
     tags = {}
-    # lstrip: blank lines before the XML declaration, which urdfdom (and the loader) accept
-    for joint in ET.fromstring(xml.lstrip()).findall('joint'):
+    # lstrip: blank lines before the XML declaration, which urdfdom (and the loader) accept;
+    # prefixed names (drake:..., possibly never declared) renamed: only <joint>/<mimic> count
+    text = re.sub(r'<(/?)(\w+):', r'<\1\2_', xml.lstrip())
+    text = re.sub(r'(\s)(\w+):([\w-]+)=', r'\1\2_\3=', text)
+    for joint in ET.fromstring(text).findall('joint'):
         mimic = joint.find('mimic')
         if mimic is not None and joint.get('type') != 'fixed':
             tags[joint.get('name')] = (mimic.get('joint'), float(mimic.get('multiplier', 1.0)),
