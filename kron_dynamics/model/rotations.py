@@ -32,16 +32,32 @@ def skew(v: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -z, y], [z, 0.0, -x], [-y, x, 0.0]])
 
 
+def rpy_rows(cr, sr, cp, sp, cy, sy) -> list:
+    """
+    Return the rows of Rz(yaw) Ry(pitch) Rx(roll) from the angles' cosines and sines.
+
+    The URDF convention for origin rpy, written once for numbers (:func:`rpy_to_matrix`)
+    and for sympy expressions (``symbolic.model.rpy_matrix``).
+    """
+    return [[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+            [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+            [-sp, cp * sr, cp * cr]]
+
+
+def elementary_rows(axis: str, c, s) -> list:
+    """Return the rows of the rotation by an angle about 'x', 'y' or 'z' (its cos c, sin s)."""
+    if axis == 'x':
+        return [[1, 0, 0], [0, c, -s], [0, s, c]]
+    if axis == 'y':
+        return [[c, 0, s], [0, 1, 0], [-s, 0, c]]
+    return [[c, -s, 0], [s, c, 0], [0, 0, 1]]
+
+
 def rpy_to_matrix(rpy) -> np.ndarray:
     """Return R = Rz(yaw) Ry(pitch) Rx(roll), the URDF convention for origin rpy."""
     r, p, y = (float(a) for a in rpy)
-    cr, sr, cp, sp = math.cos(r), math.sin(r), math.cos(p), math.sin(p)
-    cy, sy = math.cos(y), math.sin(y)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
+    return np.array(rpy_rows(math.cos(r), math.sin(r), math.cos(p), math.sin(p),
+                             math.cos(y), math.sin(y)))
 
 
 def axis_angle(axis: np.ndarray, angle: float) -> np.ndarray:

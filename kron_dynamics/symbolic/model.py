@@ -109,6 +109,7 @@ from sympy.polys.rings import PolyRing
 from ..errors import ModelError
 from ..model.dh import mimic_spec
 from ..model.mimic import coupling, resolve_mimics
+from ..model.rotations import elementary_rows, rpy_rows
 from .budget import Budget, DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS
 from .codegen import latex_document, python_module, text_equations
 
@@ -249,24 +250,18 @@ def _inertia(values, where: str) -> sp.Matrix:
 
 
 def _rot_x(a):
-    c, s = sp.cos(a), sp.sin(a)
-    return sp.Matrix([[1, 0, 0], [0, c, -s], [0, s, c]])
-
-
-def _rot_y(a):
-    c, s = sp.cos(a), sp.sin(a)
-    return sp.Matrix([[c, 0, s], [0, 1, 0], [-s, 0, c]])
+    return sp.Matrix(elementary_rows('x', sp.cos(a), sp.sin(a)))
 
 
 def _rot_z(a):
-    c, s = sp.cos(a), sp.sin(a)
-    return sp.Matrix([[c, -s, 0], [s, c, 0], [0, 0, 1]])
+    return sp.Matrix(elementary_rows('z', sp.cos(a), sp.sin(a)))
 
 
 def rpy_matrix(rpy) -> sp.Matrix:
     """Return Rz(yaw) Ry(pitch) Rx(roll) (URDF rpy) with exact entries where possible."""
     r, p, y = (_angle(a) for a in rpy)
-    return (_rot_z(y) * _rot_y(p) * _rot_x(r)).applyfunc(lambda e: to_expr(sp.expand(e)))
+    rows = rpy_rows(sp.cos(r), sp.sin(r), sp.cos(p), sp.sin(p), sp.cos(y), sp.sin(y))
+    return sp.Matrix(rows).applyfunc(lambda e: to_expr(sp.expand(e)))
 
 
 def _check_name(name: str, where: str):
