@@ -52,6 +52,7 @@ import time
 import timeit
 import traceback
 
+import bench_models
 from bench_models import BenchModel, build_models, find_robots_dir, rotate_base_inertial
 import comparison_libs
 from compiled_jsim import entry_points as jsim_entry_points
@@ -159,12 +160,8 @@ def safe_time(f, budget, repeat, log) -> dict:
 
 
 def relerr(a, b) -> float:
-    """Return max |a - b| relative to max |b| (absolute if b is zero)."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape:
-        return math.inf
-    scale = float(np.max(np.abs(b))) if b.size else 0.0
-    return float(np.max(np.abs(a - b))) / (scale if scale > 0 else 1.0) if b.size else 0.0
+    """Return max |a - b| relative to max |b| (absolute if b is zero): bench_models.relerr."""
+    return bench_models.relerr(a, b, floor=0.0)
 
 
 def symmetric_from_upper(M) -> np.ndarray:

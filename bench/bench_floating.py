@@ -35,7 +35,7 @@ import sys
 import time
 
 from bench_kinematics import alternate
-from bench_models import pinocchio_bench
+from bench_models import pinocchio_bench, relerr
 import comparison_libs
 import numpy as np
 import provenance
@@ -85,11 +85,6 @@ class FloatingPair:
         """Pinocchio-order vector (or matrix, both axes) -> our order."""
         x = np.asarray(x)
         return x[np.ix_(self.iv, self.iv)] if x.ndim == 2 else x[self.iv]
-
-
-def relerr(a, b) -> float:
-    b = np.asarray(b)
-    return float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))
 
 
 def state(pair: FloatingPair, rng):

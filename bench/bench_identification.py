@@ -33,8 +33,8 @@ import sys
 import time
 
 from bench_kinematics import alternate
-from bench_models import panda_urdf, pinocchio_bench
-from bench_one_model import Pair, PANDA, relerr, state
+from bench_models import panda_urdf, pinocchio_bench, relerr
+from bench_one_model import Pair, PANDA, state
 import comparison_libs
 import numpy as np
 import provenance

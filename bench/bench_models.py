@@ -34,6 +34,7 @@ and there is no ``<dynamics>`` (damping) element. Run this file to write the URD
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+import math
 from pathlib import Path
 import sys
 import time
@@ -257,6 +258,22 @@ def pinocchio_bench(doc: str, argv, results_dir: Path, add_arguments=None):
     if pin is None:
         return None
     return BenchRun(args, budget, repeat, log, pin, Path(robots_dir), start)
+
+
+def relerr(a, b, floor: float = 1.0) -> float:
+    """
+    Return max |a - b| / max(floor, max |b|): the benchmarks' one agreement measure.
+
+    ``floor`` 1 (default): relative to the larger of 1 and the reference; 0: purely
+    relative (absolute where the reference is all zeros). Shapes that differ: inf.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        return math.inf
+    if not b.size:
+        return 0.0
+    scale = max(floor, float(np.max(np.abs(b))))
+    return float(np.max(np.abs(a - b))) / (scale if scale > 0 else 1.0)
 
 
 def pinocchio_and_robots(log=print):

@@ -40,7 +40,7 @@ import sys
 import time
 
 from bench_kinematics import alternate
-from bench_models import panda_urdf, pinocchio_bench
+from bench_models import panda_urdf, pinocchio_bench, relerr
 import comparison_libs
 import numpy as np
 import provenance
@@ -53,11 +53,6 @@ AGREE_TOL = 1e-9
 PANDA = 'panda_description/urdf/panda.urdf'
 TALOS = 'talos_data/robots/talos_reduced.urdf'
 SOLO = 'solo_description/robots/solo12.urdf'
-
-
-def relerr(a, b) -> float:
-    b = np.asarray(b)
-    return float(np.max(np.abs(np.asarray(a) - b)) / max(1.0, float(np.max(np.abs(b)))))
 
 
 def symmetric(M):
