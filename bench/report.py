@@ -21,7 +21,7 @@ JSON records (``bench/provenance.py`` writes them) under each table. The bench s
 this at the end of a run, so the tables cannot go stale; ``test/test_docs.py`` checks that the
 committed files are exactly what this renders from the committed JSON, so a hand edit fails.
 bench/results/dynamics.md (every table of the dynamics benchmark) is rendered here too, by
-bench_dynamics.markdown.
+render_dynamics.markdown (which bench_dynamics.py also writes it with: no import circle).
 
     .venv/bin/python bench/report.py            # rewrite the generated files (make docs)
     .venv/bin/python bench/report.py --check    # exit 1 if any differs from the JSON
@@ -1105,10 +1105,10 @@ def readme_with_block(text: str, r: Results) -> str:
 
 
 def dynamics_markdown(r: Results) -> str:
-    """bench/results/dynamics.md: every table of the dynamics benchmark (bench_dynamics)."""
+    """bench/results/dynamics.md: every table of the dynamics benchmark (render_dynamics)."""
     sys.path.insert(0, str(BENCH))
-    import bench_dynamics      # noqa: E402  (imports kron_dynamics' kernels: only here)
-    return bench_dynamics.markdown(r['dynamics'])
+    import render_dynamics     # noqa: E402  (bench/, beside this file)
+    return render_dynamics.markdown(r['dynamics'])
 
 
 def render_all(results_dir: Path = RESULTS) -> dict:
