@@ -58,8 +58,9 @@ import comparison_libs
 from compiled_jsim import entry_points as jsim_entry_points
 import numpy as np
 import provenance
-from render_dynamics import (AGREE_TOL, agreement_notes, equivalent_additions, markdown,
-                             mass_matrix_notes, PAPER_003, PAPER_003_SOURCE, SCALING)
+from render_results import (AGREE_TOL, agreement_notes, dynamics_markdown as markdown,
+                            equivalent_additions, mass_matrix_notes, PAPER_003, PAPER_003_SOURCE,
+                            SCALING)
 
 from kron_dynamics import RobotModel
 from kron_dynamics.kernels import native

@@ -44,7 +44,6 @@ Writes bench/results/kinematics.json and kinematics.md::
 """
 
 import json
-import math
 import os
 from pathlib import Path
 import sys
@@ -57,6 +56,7 @@ from bench_models import panda_source, panda_urdf, pinocchio_bench
 import comparison_libs
 import numpy as np
 import provenance
+from render_results import kinematics_markdown as markdown
 
 from kron_dynamics import RobotModel
 
@@ -385,65 +385,6 @@ def batches(pin, pair: Pair, rng, N: int, budget: float, repeat: int, log) -> di
                 f'Pinocchio {r["pin_min_us"]:7.3f}  speedup {r["speedup_min"]:.2f}x')
     numba.set_num_threads(all_threads)
     return out
-
-
-def fmt(x, digits=2):
-    return '–' if x is None or (isinstance(x, float) and not math.isfinite(x)) \
-        else f'{x:.{digits}f}'
-
-
-def markdown(report: dict) -> str:
-    meta = report['meta']
-    lines = ['# Kinematics benchmark: kron_dynamics vs Pinocchio', '',
-             f"{meta['date']}, {meta['cpu']} ({meta['cpu_count']} cores), Python "
-             f"{meta['python']}, numba {meta['numba']}, pin {meta['libraries'].get('pin')}, "
-             f"example-robot-data {meta['libraries'].get('example-robot-data')}, "
-             f"kron_dynamics {meta['git']}, load average at the end "
-             f"{', '.join(f'{x:.1f}' for x in meta['load_average'])}.", '',
-             'Each kron_dynamics call and its Pinocchio counterpart were timed alternately '
-             '(repeat by repeat, order swapped each time). Times in microseconds per call '
-             'from Python; ratio = min kron / min Pinocchio (median of the per-repeat ratios '
-             'in brackets).', '']
-    for name, r in report['robots'].items():
-        lines += [f"## {name} (n = {r['n']}, link {r['link']})", '',
-                  '| quantity | worst relative difference |', '|---|---|']
-        lines += [f'| {k} | {v:.1e} |' for k, v in r['agreement'].items()]
-        lines += ['', '| kron_dynamics | µs | Pinocchio | µs | ratio | target | verdict |',
-                  '|---|---|---|---|---|---|---|']
-        for op, t in r['single'].items():
-            target = t['target']
-            verdict = '' if target is None else ('met' if t['ratio_min'] <= target
-                                                 else '**not met**')
-            lines.append(f"| `{op}` | {fmt(t['kron_min_us'])} | {t['pinocchio']} | "
-                         f"{fmt(t['pin_min_us'])} | {fmt(t['ratio_min'])} "
-                         f"({fmt(t['ratio_median'])}) | {fmt(target, 1) if target else ''} | "
-                         f'{verdict} |')
-        lines += ['', 'Anatomy of a dynamics call (each part timed alternately with the '
-                  'Pinocchio call; ratio = part / whole Pinocchio call):', '',
-                  '| method | facade | entry point | unboxing | output array | Pinocchio |',
-                  '|---|---|---|---|---|---|']
-        for op, steps in r['anatomy'].items():
-            cells = [f"{fmt(steps[s]['kron_min_us'])} ({fmt(steps[s]['ratio_min'])})"
-                     for s in ('facade', 'entry point', 'unboxing (empty kernel)',
-                               'output array')]
-            lines.append(f"| `{op}` | {' | '.join(cells)} | "
-                         f"{fmt(steps['facade']['pin_min_us'])} |")
-        b = r['batch']
-        lines += ['', f"Batches of N = {b['N']} in one call (the same number of threads for "
-                  'both; a Python loop of single calls where Pinocchio has no batch API):', '',
-                  '| call | threads | kron µs/config | Pinocchio | µs/config | speedup |',
-                  '|---|---|---|---|---|---|']
-        for op, t in b.items():
-            if isinstance(t, dict):
-                name_, baseline = op.split(' (', 1)
-                baseline = baseline.split(')')[0]
-                lines.append(f"| `{name_}` | {t['threads']} | {fmt(t['kron_min_us'], 3)} | "
-                             f"{baseline} | {fmt(t['pin_min_us'], 3)} | "
-                             f"{fmt(t['speedup_min'])}x ({fmt(t['speedup_median'])}x) |")
-        if 'parallel_api_error' in b:
-            lines.append(f"\nPinocchio's parallel API failed: {b['parallel_api_error']}")
-        lines.append('')
-    return '\n'.join(lines) + '\n'
 
 
 def main(argv=None) -> int:

@@ -21,7 +21,8 @@ JSON records (``bench/provenance.py`` writes them) under each table. The bench s
 this at the end of a run, so the tables cannot go stale; ``test/test_docs.py`` checks that the
 committed files are exactly what this renders from the committed JSON, so a hand edit fails.
 bench/results/dynamics.md (every table of the dynamics benchmark) is rendered here too, by
-render_dynamics.markdown (which bench_dynamics.py also writes it with: no import circle).
+render_results.py (which bench_dynamics.py also writes it with: no import circle), and so is
+bench/results/kinematics.md.
 
     .venv/bin/python bench/report.py            # rewrite the generated files (make docs)
     .venv/bin/python bench/report.py --check    # exit 1 if any differs from the JSON
@@ -1104,11 +1105,13 @@ def readme_with_block(text: str, r: Results) -> str:
     return text[:start + len(BEGIN)] + '\n' + block + '\n' + text[end:]
 
 
-def dynamics_markdown(r: Results) -> str:
-    """bench/results/dynamics.md: every table of the dynamics benchmark (render_dynamics)."""
+def results_markdown(r: Results, stem: str) -> str:
+    """bench/results/<stem>.md: every table of a benchmark's run (render_results)."""
     sys.path.insert(0, str(BENCH))
-    import render_dynamics     # noqa: E402  (bench/, beside this file)
-    return render_dynamics.markdown(r['dynamics'])
+    import render_results      # noqa: E402  (bench/, beside this file)
+    render = {'dynamics': render_results.dynamics_markdown,
+              'kinematics': render_results.kinematics_markdown}[stem]
+    return render(r[stem])
 
 
 def render_all(results_dir: Path = RESULTS) -> dict:
@@ -1116,10 +1119,11 @@ def render_all(results_dir: Path = RESULTS) -> dict:
     out = {path: make(Results(results_dir, '../')) for path, make in PAGES.items()}
     out['README.md'] = readme_with_block(README.read_text(encoding='utf-8'),
                                          Results(results_dir, ''))
-    try:
-        out['bench/results/dynamics.md'] = dynamics_markdown(Results(results_dir, ''))
-    except Missing:
-        pass
+    for stem in ('dynamics', 'kinematics'):
+        try:
+            out[f'bench/results/{stem}.md'] = results_markdown(Results(results_dir, ''), stem)
+        except Missing:
+            pass
     return out
 
 

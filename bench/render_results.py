@@ -13,12 +13,13 @@
 # limitations under the License.
 
 """
-bench/results/dynamics.md from dynamics.json: the renderer of the dynamics benchmark.
+bench/results/dynamics.md and kinematics.md from their JSON: the benchmarks' result pages.
 
-Imported by bench_dynamics.py (which measures and writes the JSON, then this page) and by
-report.py (which re-renders every generated file); it imports neither, nor kron_dynamics,
-so that the measuring and the rendering form no import circle. Also the agreement
-tolerances and the paper's (003) operation counts that both the checks and the page use.
+Imported by bench_dynamics.py and bench_kinematics.py (which measure, write the JSON, then
+these pages) and by report.py (which re-renders every generated file, and test_docs.py
+checks them); it imports none of them, nor kron_dynamics, so that measuring and rendering
+form no import circle. Also the agreement tolerances and the paper's (003) operation counts
+that both the dynamics checks and its page use.
 """
 
 import math
@@ -89,8 +90,8 @@ def verdict(p) -> str:
     return '–' if p is None else ('PASS' if p else 'FAIL')
 
 
-def markdown(report: dict) -> str:
-    """Return the Markdown report."""
+def dynamics_markdown(report: dict) -> str:
+    """Return bench/results/dynamics.md from dynamics.json (bench_dynamics)."""
     meta, results = report['meta'], report['models']
     lines = ['# Dynamics benchmark: kron_dynamics vs Pinocchio, PyBullet, MuJoCo', '',
              f"{meta['date']} · {meta['cpu']} ({meta['cpu_count']} cores) · "
@@ -325,3 +326,64 @@ def mass_matrix_notes(mm) -> list:
 
 
 # ---------------------------------------------------------------------------- main
+
+
+def fixed(x, digits=2):
+    """Format a number with fixed decimals ('–' for missing or not finite)."""
+    return '–' if x is None or (isinstance(x, float) and not math.isfinite(x)) \
+        else f'{x:.{digits}f}'
+
+
+def kinematics_markdown(report: dict) -> str:
+    """Return bench/results/kinematics.md from kinematics.json (bench_kinematics)."""
+    meta = report['meta']
+    lines = ['# Kinematics benchmark: kron_dynamics vs Pinocchio', '',
+             f"{meta['date']}, {meta['cpu']} ({meta['cpu_count']} cores), Python "
+             f"{meta['python']}, numba {meta['numba']}, pin {meta['libraries'].get('pin')}, "
+             f"example-robot-data {meta['libraries'].get('example-robot-data')}, "
+             f"kron_dynamics {meta['git']}, load average at the end "
+             f"{', '.join(f'{x:.1f}' for x in meta['load_average'])}.", '',
+             'Each kron_dynamics call and its Pinocchio counterpart were timed alternately '
+             '(repeat by repeat, order swapped each time). Times in microseconds per call '
+             'from Python; ratio = min kron / min Pinocchio (median of the per-repeat ratios '
+             'in brackets).', '']
+    for name, r in report['robots'].items():
+        lines += [f"## {name} (n = {r['n']}, link {r['link']})", '',
+                  '| quantity | worst relative difference |', '|---|---|']
+        lines += [f'| {k} | {v:.1e} |' for k, v in r['agreement'].items()]
+        lines += ['', '| kron_dynamics | µs | Pinocchio | µs | ratio | target | verdict |',
+                  '|---|---|---|---|---|---|---|']
+        for op, t in r['single'].items():
+            target = t['target']
+            verdict = '' if target is None else ('met' if t['ratio_min'] <= target
+                                                 else '**not met**')
+            lines.append(f"| `{op}` | {fixed(t['kron_min_us'])} | {t['pinocchio']} | "
+                         f"{fixed(t['pin_min_us'])} | {fixed(t['ratio_min'])} "
+                         f"({fixed(t['ratio_median'])}) | {fixed(target, 1) if target else ''} | "
+                         f'{verdict} |')
+        lines += ['', 'Anatomy of a dynamics call (each part timed alternately with the '
+                  'Pinocchio call; ratio = part / whole Pinocchio call):', '',
+                  '| method | facade | entry point | unboxing | output array | Pinocchio |',
+                  '|---|---|---|---|---|---|']
+        for op, steps in r['anatomy'].items():
+            cells = [f"{fixed(steps[s]['kron_min_us'])} ({fixed(steps[s]['ratio_min'])})"
+                     for s in ('facade', 'entry point', 'unboxing (empty kernel)',
+                               'output array')]
+            lines.append(f"| `{op}` | {' | '.join(cells)} | "
+                         f"{fixed(steps['facade']['pin_min_us'])} |")
+        b = r['batch']
+        lines += ['', f"Batches of N = {b['N']} in one call (the same number of threads for "
+                  'both; a Python loop of single calls where Pinocchio has no batch API):', '',
+                  '| call | threads | kron µs/config | Pinocchio | µs/config | speedup |',
+                  '|---|---|---|---|---|---|']
+        for op, t in b.items():
+            if isinstance(t, dict):
+                name_, baseline = op.split(' (', 1)
+                baseline = baseline.split(')')[0]
+                lines.append(f"| `{name_}` | {t['threads']} | {fixed(t['kron_min_us'], 3)} | "
+                             f"{baseline} | {fixed(t['pin_min_us'], 3)} | "
+                             f"{fixed(t['speedup_min'])}x ({fixed(t['speedup_median'])}x) |")
+        if 'parallel_api_error' in b:
+            lines.append(f"\nPinocchio's parallel API failed: {b['parallel_api_error']}")
+        lines.append('')
+    return '\n'.join(lines) + '\n'
