@@ -44,7 +44,8 @@ PAPER_ID = re.compile(r'(?<![\d.\w])(00\d)(?![\d.\w])')
 def test_generated_files_are_what_the_committed_results_give():
     stale = report.stale()
     assert not stale, (f'{stale} differ from what bench/report.py renders from '
-                       'bench/results/*.json: run `make docs` (never edit them by hand)')
+                       'bench/results/*.json: run `make docs` (never edit a generated table '
+                       'by hand; the text around the tables is edited in the Markdown)')
 
 
 def test_a_changed_result_changes_the_rendered_tables(tmp_path):
@@ -74,7 +75,9 @@ def test_a_missing_result_is_named_instead_of_failing(tmp_path):
 def test_every_measured_table_names_its_source_revision_and_machine():
     for path in ('docs/performance.md', 'docs/reliability.md'):
         text = (REPO / path).read_text(encoding='utf-8')
-        assert text.startswith(report.GENERATED), path
+        # every table is a generated block; the prose around the blocks is the page's own
+        outside = report.BLOCK.sub('', text)
+        assert report.BLOCK.search(text) and '|---|' not in outside, path
         for section in text.split('\n## ')[1:]:
             if '|---|' in section and '*Source: ' not in section:
                 pytest.fail(f'{path}, section {section.splitlines()[0]!r}: a table without '
@@ -82,6 +85,18 @@ def test_every_measured_table_names_its_source_revision_and_machine():
         for line in text.splitlines():
             if line.startswith('*Source: '):
                 assert 'revision' in line and ('cores' in line or 'not recorded' in line), line
+
+
+def test_a_block_the_renderer_does_not_know_is_named():
+    text = ('prose\n<!-- BEGIN generated: no_such_table -->\nold\n'
+            '<!-- END generated: no_such_table -->\n')
+    with pytest.raises(ValueError, match="marks a block 'no_such_table'.*soak_table"):
+        report.fill(text, report.Results())
+    # the text around a block is kept as written
+    page = ('my prose\n<!-- BEGIN generated: soak_table -->\nold\n'
+            '<!-- END generated: soak_table -->\nmore')
+    filled = report.fill(page, report.Results())
+    assert filled.startswith('my prose\n') and filled.endswith('more') and 'old' not in filled
 
 
 def test_readme_python_examples_run(monkeypatch):
