@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     p_id.add_argument('--topic', default='/joint_states', help='of the bag')
     p_id.add_argument('--validate', type=float, default=0.2,
                       help='share of the recording held out for validation (default 0.2)')
-    p_id.add_argument('--prior-weight', type=float, default=1e-4,
+    p_id.add_argument('--prior-weight', type=float, default=1e-6,
                       help='pull toward the URDF as given (physically consistent fit)')
     p_id.add_argument('--joints', nargs='+', default=None,
                       help='the recorded joints (default all; the others are locked at 0)')

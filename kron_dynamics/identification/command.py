@@ -53,7 +53,7 @@ def identify_command(urdf: str, data: str, output: str, params: str | None = Non
                      method: str = 'physically_consistent',
                      friction=('viscous', 'coulomb'), cutoff: float = 10.0,
                      topic: str = '/joint_states', validate: float = 0.2,
-                     prior_weight: float = 1e-4, joints: list | None = None) -> int:
+                     prior_weight: float = 1e-6, joints: list | None = None) -> int:
     """
     Fit a URDF's inertial parameters and friction to a recording; write the corrected URDF.
 

@@ -32,6 +32,7 @@ problem whatever the recording's length. Two methods:
 """
 
 from dataclasses import dataclass, field
+import warnings
 
 import numpy as np
 
@@ -104,6 +105,7 @@ class Identification:
     method: str
     smooth: float = 0.0
     terms: tuple = field(default_factory=tuple)
+    solver_status: str = ''
 
     def predict(self, q, qd, qdd) -> np.ndarray:
         """Return the torques of the fitted model with friction (single states or batches)."""
@@ -135,6 +137,9 @@ class Identification:
         """Return old -> new mass and centre of mass per body, with implausible values flagged."""
         lines = [f'identification ({self.method}): {self.base.count} base parameters; residual '
                  'RMS per joint ' + ', '.join(f'{r:.4g}' for r in self.residual_rms)]
+        if self.solver_status.endswith('inaccurate'):
+            lines.append(f'the convex solver reports {self.solver_status}: its tolerances were '
+                         'not all met (check the residual and the flags below)')
         ok = self.physically_consistent()
         bodies = zip(self.model.body_names, self.prior.dynamic_parameters(),
                      self.model.dynamic_parameters())
@@ -154,7 +159,7 @@ class Identification:
 
 
 def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'coulomb'),
-             method: str = 'physically_consistent', prior_weight: float = 1e-4,
+             method: str = 'physically_consistent', prior_weight: float = 1e-6,
              smooth: float = 0.0, cutoff: float = 10.0) -> Identification:
     """
     Fit the inertial parameters and friction of a fixed-base model to measured torques.
@@ -167,10 +172,14 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     whose rotor inertia the link parameters can mimic, as the first joint's about a fixed
     axis, keeps the model's value and its base parameter takes the difference).
     ``prior_weight`` (physically consistent fit): the weight of the log-det divergence to
-    the model's own parameters, per body, against the mean squared torque residual.
+    the model's own parameters, per body, against the squared torque residual relative to
+    the squared torques (so the same for a small arm and a heavy machine).
     """
     if method not in METHODS:
         raise ValueError(f'unknown method {method!r}; choose one of {list(METHODS)}')
+    if not (np.isfinite(prior_weight) and prior_weight > 0):
+        raise ValueError(f'prior_weight must be > 0 (the divergence to the URDF decides what '
+                         f'the data cannot see), got {prior_weight}')
     if model.nv != model.n:
         raise ModelError(f"identify: robot '{model.name}' has a {model.base} base, whose "
                          'motion and contact wrenches a recording of joint states does not '
@@ -221,9 +230,10 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
         beta, f = x[:bp.count], x[bp.count:]
         p = prior.copy()
         p[bp.independent] = beta - bp.combination @ prior[bp.dependent]
+        status = 'least squares'
     else:
-        p, f = _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative,
-                               prior_weight, N * n)
+        p, f, status = _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative,
+                                       prior_weight, float(known @ known))
     residual = (known - Y @ p - F @ f).reshape(N, n)
     f_all[~held] = f
     fitted = model.with_dynamic_parameters(p.reshape(-1, 10))
@@ -241,17 +251,20 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     parts = np.split(f_all, np.cumsum([n] * len(terms))[:-1]) if terms else []
     return Identification(fitted, model, dict(zip(terms, parts)), bp, beta[:bp.count],
                           rel[:bp.count], np.sqrt(np.mean(residual ** 2, axis=0)), method,
-                          smooth, terms)
+                          smooth, terms, status)
 
 
 def _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative, prior_weight,
-                    rows):
+                    energy):
     """
-    Return (p, f): the physically consistent fit (cvxpy, Clarabel or SCS).
+    Return (p, f, solver status): the physically consistent fit (cvxpy, Clarabel or SCS).
 
     ``R``: the triangular factor of [W[:, order] tau] (W = [Y F], k_inertial + k_friction
-    columns); ``nonnegative``: the friction columns whose values are >= 0; ``rows``: the
-    number of stacked torque equations.
+    columns); ``nonnegative``: the friction columns whose values are >= 0; ``energy``: the
+    sum of the squared torques fitted. The residual is taken relative to that energy, so that
+    the divergence's weight means the same for a 3 kg arm and a 400 t machine (unscaled,
+    the machine's 1e7 N m torques left the divergence below the solver's tolerance, and the
+    directions the data cannot see went anywhere).
     """
     try:
         import cvxpy as cp
@@ -265,20 +278,29 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative, prior_
     R_W = np.empty((k, k))
     R_W[:, order] = R[:k, :k]
     r = R[:k, k]
-    # scale: the torque residual per row against the divergences, per body
-    scale = np.sqrt(rows)
-    p = cp.Variable(10 * nb)
-    f = cp.Variable(k_friction)
-    objective = cp.sum_squares(R_W @ cp.hstack([p, f]) - r) / scale ** 2
+    # the residual relative to the torques' energy, against the divergences, per body
+    scale = np.sqrt(max(energy, 1e-300))
+    A = R_W / scale
+    # the solver works on x = g * (p, f) with g the columns' norms: parameters from 1e-7 kg m^2
+    # to 1e8 kg m^2 (a 400 t machine) all of order one (a column the data cannot see at all
+    # gets the typical norm)
+    g = np.linalg.norm(A, axis=0)
+    seen = g > 1e-12 * max(g.max(), 1e-300)
+    g = np.where(seen, g, np.median(g[seen]) if seen.any() else 1.0)
+    x = cp.Variable(k)
+    p = cp.multiply(1.0 / g[:10 * nb], x[:10 * nb])
+    f = cp.multiply(1.0 / g[10 * nb:], x[10 * nb:]) if k_friction else x[10 * nb:]
+    objective = cp.sum_squares((A / g) @ x - r / scale)
     constraints = []
     divergence = 0
     for j in range(nb):
         J0 = pseudo_inertia(prior[10 * j:10 * j + 10])
         w, V = np.linalg.eigh(J0)
         floor = PRIOR_FLOOR * max(w.max(), 1e-12)
-        J0 = (V * np.maximum(w, floor)) @ V.T
+        size = max(w.max(), 1e-12)      # each body's J in units of its prior's largest
+        J0 = (V * np.maximum(w, floor)) @ V.T / size
         J0inv = np.linalg.inv(J0)
-        pj = p[10 * j:10 * j + 10]
+        pj = p[10 * j:10 * j + 10] / size
         Sigma = cp.bmat([
             [0.5 * (pj[6] + pj[9] - pj[4]), -pj[5], -pj[7]],
             [-pj[5], 0.5 * (pj[4] + pj[9] - pj[6]), -pj[8]],
@@ -293,13 +315,16 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative, prior_
     problem = cp.Problem(cp.Minimize(objective + prior_weight * divergence), constraints)
     for solver in ('CLARABEL', 'SCS'):
         try:
-            problem.solve(solver=solver)
+            with warnings.catch_warnings():     # 'optimal_inaccurate' is reported, below
+                warnings.simplefilter('ignore', UserWarning)
+                problem.solve(solver=solver)
         except (cp.error.SolverError, ValueError):
             continue
-        if p.value is not None and problem.status in ('optimal', 'optimal_inaccurate'):
-            fitted = np.concatenate([_nearest_consistent(x) for x in
-                                     np.asarray(p.value).reshape(nb, 10)])
-            return fitted, np.asarray(f.value) if k_friction else np.zeros(0)
+        if x.value is not None and problem.status in ('optimal', 'optimal_inaccurate'):
+            values = np.asarray(x.value) / g
+            fitted = np.concatenate([_nearest_consistent(body) for body in
+                                     values[:10 * nb].reshape(nb, 10)])
+            return fitted, values[10 * nb:], f'{solver.lower()}: {problem.status}'
     raise ModelError(f'identify: the physically consistent fit failed ({problem.status}); '
                      "try method='least_squares' or a larger prior_weight")
 
