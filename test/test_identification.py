@@ -372,3 +372,19 @@ def test_a_heavy_machine_keeps_what_the_data_cannot_see_near_its_urdf():
     np.testing.assert_allclose(P_fit[:, 0], P[:, 0], rtol=0.15)        # every body's mass
     np.testing.assert_allclose(fit.friction['viscous'], [5e4, 1e6, 1e6], rtol=1e-2)
     assert np.all(fit.residual_rms < 1e-3 * np.sqrt(np.mean(tau ** 2, axis=0)))
+
+
+def test_a_fit_with_locked_joints_exports_a_urdf_that_says_so():
+    """The Panda arm with its fingers locked: the URDF names the locked joints and reloads."""
+    path = robots_dir() / ONE_MODEL_CASES['mimic gripper'][0]
+    arm = [f'panda_joint{i}' for i in range(1, 8)]
+    model = RobotModel.from_urdf_file(path, joint_names=arm, lock_others=True)
+    t, q, qd, qdd = motion(model, seconds=5.0)
+    fit = identify(model, q, model.inverse_dynamics(q, qd, qdd), qd, qdd,
+                   method='least_squares', friction=())
+    text = fit.to_urdf()
+    assert "joints ['panda_finger_joint1', 'panda_finger_joint2'] were locked at 0" in text
+    back = RobotModel.from_urdf_string(text, joint_names=arm, lock_others=True)
+    P = fit.model.dynamic_parameters()
+    np.testing.assert_allclose(back.dynamic_parameters(), P, rtol=0,
+                               atol=1e-9 * np.abs(P).max())

@@ -94,6 +94,13 @@ def urdf_with_parameters(model, parameters, friction=None, note: str = '', path=
             if body == b and other != name and links[other].find('inertial') is not None:
                 links[other].remove(links[other].find('inertial'))
     joints = {joint.get('name'): joint for joint in root.findall('joint')}
+    locked = [name for name, joint in joints.items()
+              if joint.get('type') not in ('fixed', 'floating', 'planar')
+              and name not in model.description.joints]
+    if locked:
+        note += (f'; joints {locked} were locked at 0 for the fit (their links\' inertials are '
+                 'merged into their parents\'): load this file with the same joint_names and '
+                 'lock_others=True ')
     attributes = {'viscous': 'damping', 'coulomb': 'friction'}
     for term, attribute in attributes.items():
         if term not in (friction or {}):
