@@ -41,6 +41,7 @@ import provenance
 
 from kron_dynamics import RobotModel
 from kron_dynamics.identification import identify
+from kron_dynamics.testing.motion import sum_of_sines
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
@@ -85,16 +86,7 @@ def regressor_rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
 
 def recording(model, seconds, rate, rng):
     """Return (t, q, qd, qdd, tau): five sines per joint about mid-range, friction, noise."""
-    lower, upper = model.position_limits
-    middle, half = 0.5 * (lower + upper), 0.5 * (upper - lower)
-    t = np.arange(0.0, seconds, 1.0 / rate)
-    w = 2 * np.pi * 0.1 * np.arange(1, 6)
-    amplitude = rng.uniform(-0.18, 0.18, (model.n, 5)) * half[:, None]
-    phase = rng.uniform(0, 2 * np.pi, (model.n, 5))
-    arg = w[None, None, :] * t[:, None, None] + phase[None]
-    q = middle + np.sum(amplitude * np.sin(arg), axis=-1)
-    qd = np.sum(amplitude * w * np.cos(arg), axis=-1)
-    qdd = np.sum(-amplitude * w ** 2 * np.sin(arg), axis=-1)
+    t, q, qd, qdd = sum_of_sines(model, seconds, rate, rng)
     tau = (model.inverse_dynamics(q, qd, qdd) + 0.4 * qd + 0.8 * np.sign(qd)
            + 0.2 * rng.standard_normal(q.shape))
     return t, q, qd, qdd, tau

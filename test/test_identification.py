@@ -29,6 +29,7 @@ import pytest
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.identification import (identify, pseudo_inertia, read_recording, Recording,
                                           write_bag)
+from kron_dynamics.testing.motion import sum_of_sines
 from pinocchio_oracle import ONE_MODEL_CASES, robots_dir
 
 pytestmark = pytest.mark.slow       # convex fits of a few seconds
@@ -49,20 +50,7 @@ def wrong_urdf(model, seed=0):
 
 def motion(model, seconds=20.0, rate=100.0, seed=1):
     """Return (t, q, qd, qdd): five sines per joint about mid-range, within its limits."""
-    rng = np.random.default_rng(seed)
-    lower, upper = model.position_limits
-    lower, upper = np.where(np.isfinite(lower), lower, -np.pi), np.where(
-        np.isfinite(upper), upper, np.pi)
-    middle, half = 0.5 * (lower + upper), 0.5 * (upper - lower)
-    t = np.arange(0.0, seconds, 1.0 / rate)
-    w = 2 * np.pi * 0.1 * np.arange(1, 6)
-    a = rng.uniform(-0.18, 0.18, (model.n, 5)) * half[:, None]
-    phase = rng.uniform(0, 2 * np.pi, (model.n, 5))
-    arg = w[None, None, :] * t[:, None, None] + phase[None]
-    q = middle + np.sum(a * np.sin(arg), axis=-1)
-    qd = np.sum(a * w * np.cos(arg), axis=-1)
-    qdd = np.sum(-a * w ** 2 * np.sin(arg), axis=-1)
-    return t, q, qd, qdd
+    return sum_of_sines(model, seconds, rate, seed)
 
 
 def torques(model, q, qd, qdd, noise=0.0, seed=2):

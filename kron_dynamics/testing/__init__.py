@@ -12,4 +12,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Test utilities shipped with the package: random URDF trees (:mod:`.random_urdf`)."""
+"""
+Test utilities shipped with the package.
+
+Random URDF trees (:mod:`.random_urdf`), a motion within the joint limits (:mod:`.motion`).
+"""
