@@ -338,9 +338,14 @@ def test_reference_generator_plays_an_excitation_file_by_joint_name(tmp_path):
     probe = Probe('excitation_probe')
     try:
         points = probe.collect(JointTrajectoryPoint, '/excitation_test/reference')
-        # past one duration: the loop has wrapped at least once
-        assert wait_for(lambda: len(points) > 0 and points[-1].time_from_start.sec >= 5,
-                        60), node.output()
+        # past one duration (the loop has wrapped) and more than 100 moving points in: waited
+        # for as events (a loaded machine delivers fewer of the 50 per second at first)
+
+        def enough():
+            seen = list(points)
+            return (len(seen) > 0 and seen[-1].time_from_start.sec >= 5
+                    and sum(1 for p in seen if any(p.velocities)) > 100)
+        assert wait_for(enough, 120), (len(points), node.output())
         moving = 0
         w = 2 * np.pi * 0.5 * np.arange(1, 4)
         for point in list(points):
