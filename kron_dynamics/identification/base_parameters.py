@@ -52,13 +52,17 @@ class BaseParameters:
     parameters that the base parameters are named after; ``dependent``: the others;
     ``combination`` (r x len(dependent)): beta = p[independent] + combination @
     p[dependent]. A standard parameter whose column is zero in every motion appears in no
-    base parameter (``unidentifiable``).
+    base parameter (``unidentifiable``). ``armature_in_span`` (per joint): True where a
+    rotor inertia of the joint (tau_j += I_a q''_j) is a combination of the base
+    parameters' columns, so cannot be told from the links' inertia (the first joint's,
+    about an axis fixed in the world).
     """
 
     names: tuple
     independent: np.ndarray
     dependent: np.ndarray
     combination: np.ndarray
+    armature_in_span: np.ndarray
 
     @property
     def count(self) -> int:
@@ -140,10 +144,17 @@ def base_parameters(model, samples: int = 40, rng=0) -> BaseParameters:
     # look independent once scaled to unit norm
     used = scale > ZERO_COLUMN * scale.max()
     Ws = np.where(used, W / np.where(used, scale, 1.0), 0.0)
-    _, R, pivots = qr(Ws, mode='economic', pivoting=True)
+    Q, R, pivots = qr(Ws, mode='economic', pivoting=True)
     diag = np.abs(np.diag(R))
     r = int(np.sum(diag > RANK_TOLERANCE * diag[0])) if diag.size and diag[0] > 0 else 0
     independent, dependent = pivots[:r], pivots[r:]
+    # an armature column (joint j's acceleration in joint j's rows) in the span of Q[:, :r]
+    in_span = np.zeros(model.nv, dtype=bool)
+    for j in range(model.nv):
+        column = np.zeros((samples, model.nv))
+        column[:, j] = a[:, j]
+        column = column.ravel() / np.linalg.norm(column)
+        in_span[j] = np.linalg.norm(column - Q[:, :r] @ (Q[:, :r].T @ column)) < 1e-8
     # beta = p1 + K p2 in the unscaled parameters: K = S1^-1 R11^-1 R12 S2
     K = np.linalg.solve(R[:r, :r], R[:r, r:])
     K = K / np.where(used, scale, 1.0)[independent][:, None] * scale[dependent][None, :]
@@ -152,4 +163,4 @@ def base_parameters(model, samples: int = 40, rng=0) -> BaseParameters:
     order = np.argsort(independent, kind='stable')       # base parameters in body order
     dep_order = np.argsort(dependent, kind='stable')
     return BaseParameters(names, independent[order], dependent[dep_order],
-                          K[order][:, dep_order])
+                          K[order][:, dep_order], in_span)

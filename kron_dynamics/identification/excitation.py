@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigurationError, ModelError
+from .identify import friction_regressor
 
 CRITERIA = ('cond', 'logdet')
 # limits for joints whose URDF gives none: +-pi rad (revolute, continuous), +-0.5 m
@@ -270,7 +271,6 @@ class _Problem:
 
     def regressor(self, q0, a, b, t=None):
         """Return the stacked base regressor with the friction columns on the samples."""
-        from .identify import friction_regressor
         t = self.t if t is None else t
         q, qd, qdd = _evaluate(a, b, self.base_frequency, t)
         Y = self.model.regressor(q0 + q, qd, qdd)[:, :, self.columns]

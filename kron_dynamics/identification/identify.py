@@ -202,7 +202,7 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     f_all = np.zeros(F_all.shape[1])
     if 'armature' in terms:
         first = terms.index('armature') * n
-        held[first:first + n] = _confounded_armature(model, bp)
+        held[first:first + n] = bp.armature_in_span
         f_all[first:first + n] = model.armature
     known = (tau - (0.0 if 'armature' in terms else model.armature * qdd)).reshape(-1) \
         - F_all[:, held] @ f_all[held]
@@ -216,8 +216,8 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     # and the whole R the problem on every standard parameter, square whatever N
     base_columns = np.concatenate([bp.independent, k_inertial + np.arange(k_friction)])
     order = np.concatenate([base_columns, bp.dependent])
-    W = np.hstack([Y, F])
-    R = np.linalg.qr(np.hstack([W[:, order], known.reshape(-1, 1)]), mode='r')
+    R = np.linalg.qr(np.hstack([Y[:, bp.independent], F, Y[:, bp.dependent],
+                                known.reshape(-1, 1)]), mode='r')
     k = len(base_columns)
     if N * n < 2 * k or np.linalg.cond(R[:k, :k]) > 1e12:
         cond = np.linalg.cond(R[:k, :k]) if N * n >= k else np.inf
@@ -327,29 +327,6 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative, prior_
             return fitted, values[10 * nb:], f'{solver.lower()}: {problem.status}'
     raise ModelError(f'identify: the physically consistent fit failed ({problem.status}); '
                      "try method='least_squares' or a larger prior_weight")
-
-
-def _confounded_armature(model, bp, samples: int = 40) -> np.ndarray:
-    """
-    Return, per joint, True if its armature column lies in the base regressor's span.
-
-    The rotor inertia of the first joint (about an axis fixed in the world) adds to the
-    torque exactly as its link's inertia about that axis does: the base parameter holds
-    both, and an armature column for it would make the fit singular.
-    """
-    rng = np.random.default_rng(0)
-    q = np.stack([model.random_configuration(rng=rng) for _ in range(samples)])
-    v, a = rng.standard_normal((2, samples, model.n))
-    Yb = model.regressor(q, v, a)[:, :, bp.independent].reshape(samples * model.n, -1)
-    Yb = Yb / np.maximum(np.linalg.norm(Yb, axis=0), 1e-300)
-    out = np.zeros(model.n, dtype=bool)
-    for j in range(model.n):
-        column = np.zeros((samples, model.n))
-        column[:, j] = a[:, j]
-        column = column.ravel() / np.linalg.norm(column)
-        coef = np.linalg.lstsq(Yb, column, rcond=None)[0]
-        out[j] = np.linalg.norm(column - Yb @ coef) < 1e-8
-    return out
 
 
 def _nearest_consistent(p) -> np.ndarray:

@@ -119,6 +119,8 @@ class ComputedTorqueController(Node):
                 and self.coulomb_smoothing >= 0):
             raise ConfigurationError('parameters viscous, coulomb and coulomb_smoothing must '
                                      'be >= 0')
+        self.has_friction = bool(np.any(self.viscous) or np.any(self.coulomb)
+                                 or np.any(self.torque_offset))
         self.urdf_velocity = np.array([self.model.joints[j].velocity
                                        for j in self.model.joint_names])
         self._apply_settings({name: self.get_parameter(name).value for name in DYNAMIC})
@@ -255,8 +257,10 @@ class ComputedTorqueController(Node):
                           + ('' if scale > 0 else ' and feedforward clamped'))
         return tau
 
-    def friction(self, qd_d) -> np.ndarray:
-        """Return the friction feed-forward at the reference velocity (none at rest)."""
+    def friction(self, qd_d):
+        """Return the friction feed-forward at the reference velocity (0.0 if none is set)."""
+        if not self.has_friction:
+            return 0.0
         if self.coulomb_smoothing > 0:
             sign = np.tanh(qd_d / self.coulomb_smoothing)
         else:
