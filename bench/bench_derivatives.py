@@ -18,7 +18,7 @@ Benchmark: derivatives of the dynamics against Pinocchio in the same process (is
 ``inverse_dynamics_derivatives`` against ``computeRNEADerivatives`` and
 ``forward_dynamics_derivatives`` against ``computeABADerivatives`` (targets 1.5x), on the
 7-DOF Panda arm (fingers fixed) and TALOS on a free flyer; each call and its counterpart timed
-alternately (bench_kinematics.alternate), ratio = min(kron) / min(Pinocchio). Batches of
+alternately (bench/lib/timing.alternate), ratio = min(kron) / min(Pinocchio). Batches of
 N states in one call against a Python loop of Pinocchio's calls. Agreement first (relative
 1e-9). Writes bench/results/derivatives.json::
 
@@ -31,14 +31,14 @@ from pathlib import Path
 import sys
 import time
 
-from bench_kinematics import alternate
-from bench_models import panda_urdf, pinocchio_bench, relerr
-from bench_one_model import Pair, PANDA, state, TALOS
-import comparison_libs
+from lib import comparison_libs, provenance
+from lib.compare import relerr
+from lib.models import panda_urdf, PANDA, pinocchio_bench, random_state as state, TALOS
+from lib.timing import alternate, batch_against_loop
 import numpy as np
-import provenance
 
 from kron_dynamics import RobotModel
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
@@ -47,9 +47,9 @@ TARGET = 1.5
 BATCH = 1000
 
 
-def rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
+def rows(pin, pair: PinocchioPair, rng, budget, repeat, log) -> dict:
     """Agreement, alternately timed single calls and a batch, of both derivatives."""
-    k, m, d = pair.k, pair.m, pair.d
+    k, m, d = pair.m, pair.pm, pair.pd
     q, v, a = state(k, rng)
     tau = k.inverse_dynamics(q, v, a)
     pq, pv, pa, ptau = pair.q(q), pair.v(v), pair.v(a), pair.v(tau)
@@ -58,9 +58,9 @@ def rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
     ours_fd = k.forward_dynamics_derivatives(q, v, tau)
     theirs_fd = pin.computeABADerivatives(m, d, pq, pv, ptau)
     agree = {
-        'inverse_dynamics_derivatives': max(relerr(x, pair.ours(y)) for x, y in zip(
+        'inverse_dynamics_derivatives': max(relerr(x, pair.matrix(y)) for x, y in zip(
             ours_id[:2], theirs_id[:2])),
-        'forward_dynamics_derivatives': max(relerr(x, pair.ours(y)) for x, y in zip(
+        'forward_dynamics_derivatives': max(relerr(x, pair.matrix(y)) for x, y in zip(
             ours_fd, theirs_fd)),
     }
     calls = {
@@ -88,11 +88,7 @@ def rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
              lambda: [pin.computeRNEADerivatives(m, d, *x) for x in zip(PQ, PV, PA)]),
             ('forward_dynamics_derivatives', lambda: k.forward_dynamics_derivatives(Q, V, T),
              lambda: [pin.computeABADerivatives(m, d, *x) for x in zip(PQ, PV, PT)])):
-        timing = alternate(ours, theirs, budget * 3, max(3, repeat // 3))
-        batch[op] = {'N': BATCH, 'kron_us_per_state': timing['kron_min_us'] / BATCH,
-                     'pin_loop_us_per_state': timing['pin_min_us'] / BATCH,
-                     'speedup': timing['pin_min_us'] / timing['kron_min_us'],
-                     'threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count()))}
+        batch[op] = batch_against_loop(ours, theirs, BATCH, budget, repeat)
         log(f"  {op} batch of {BATCH}: {batch[op]['kron_us_per_state']:.2f} us per state, "
             f"Pinocchio loop {batch[op]['pin_loop_us_per_state']:.2f}")
     return {'agreement': agree, 'single': single, 'batch': batch}
@@ -109,11 +105,12 @@ def main(argv=None) -> int:
     results = {}
     log('panda_arm')
     xml = panda_urdf(robots / PANDA)
-    results['panda_arm'] = rows(pin, Pair(pin, RobotModel.from_urdf_string(xml),
-                                          pin.buildModelFromXML(xml)), rng, budget, repeat, log)
+    results['panda_arm'] = rows(pin, PinocchioPair(RobotModel.from_urdf_string(xml),
+                                                   pin.buildModelFromXML(xml)),
+                                rng, budget, repeat, log)
     log('talos_floating')
-    results['talos_floating'] = rows(pin, Pair(
-        pin, RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
+    results['talos_floating'] = rows(pin, PinocchioPair(
+        RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
         pin.buildModelFromUrdf(str(robots / TALOS), pin.JointModelFreeFlyer())),
         rng, budget, repeat, log)
     for case, entry in results.items():

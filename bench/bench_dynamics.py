@@ -15,9 +15,9 @@
 """
 Benchmark: kron_dynamics against Pinocchio, PyBullet and MuJoCo on the same URDFs.
 
-The robots (bench/bench_models.py): the 7-DOF Franka Panda of example-robot-data, serial
+The robots (bench/lib/models.py): the 7-DOF Franka Panda of example-robot-data, serial
 chains with n = 2, 6, 12, 24, 48 joints and a 12-DOF branching tree. Comparison libraries are
-installed on demand (bench/comparison_libs.py, numpy kept as it is).
+installed on demand (bench/lib/comparison_libs.py, numpy kept as it is).
 
 1. Agreement: M, G, inverse dynamics (RNEA), the Coriolis vector C(q, q')q' and the
    Coriolis matrix (via C q', since Coriolis matrices with M' - 2C skew are not unique) at
@@ -33,7 +33,7 @@ installed on demand (bench/comparison_libs.py, numpy kept as it is).
    and compiled (the same numba style for all three), next to the operation counts that 003
    claims (Table 1, Fig. 3).
 
-Writes bench/results/dynamics.json (stamped with revision and machine: bench/provenance.py),
+Writes bench/results/dynamics.json (stamped with revision and machine: bench/lib/provenance.py),
 dynamics.md and scaling.png, then re-renders docs/ (bench/report.py)::
 
     .venv/bin/python bench/bench_dynamics.py                 # full run (about 5 minutes)
@@ -49,21 +49,21 @@ from pathlib import Path
 import platform
 import sys
 import time
-import timeit
 import traceback
 
-import bench_models
-from bench_models import BenchModel, build_models, find_robots_dir, rotate_base_inertial
-import comparison_libs
-from compiled_jsim import entry_points as jsim_entry_points
+from lib import comparison_libs, provenance
+from lib.compare import relerr as _relerr, symmetric_from_upper
+from lib.compiled_jsim import entry_points as jsim_entry_points
+from lib.models import BenchModel, build_models, find_robots_dir, rotate_base_inertial
+from lib.render_results import (AGREE_TOL, agreement_notes, dynamics_markdown as markdown,
+                                equivalent_additions, mass_matrix_notes, PAPER_003,
+                                PAPER_003_SOURCE, SCALING)
+from lib.timing import per_call, safe_time
 import numpy as np
-import provenance
-from render_results import (AGREE_TOL, agreement_notes, dynamics_markdown as markdown,
-                            equivalent_additions, mass_matrix_notes, PAPER_003, PAPER_003_SOURCE,
-                            SCALING)
 
 from kron_dynamics import RobotModel
 from kron_dynamics.kernels import native
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
@@ -95,40 +95,9 @@ def check_paper_counts() -> dict:
             'equivalent_additions_defined': '1.1*multiplications+additions' in text}
 
 
-# ---------------------------------------------------------------------------- timing
-def per_call(f, budget: float, repeat: int) -> dict:
-    """Time f(): min and median microseconds per call over `repeat` runs of `number` calls."""
-    f()   # warm-up (numba compiles on the first call)
-    number = 1
-    while True:
-        t = timeit.timeit(f, number=number)
-        if t >= budget / repeat or number >= 1 << 20:
-            break
-        number *= 2 if t > 0.2 * budget / repeat else 8
-    times = np.array(timeit.repeat(f, number=number, repeat=repeat)) / number * 1e6
-    return {'min_us': float(times.min()), 'median_us': float(np.median(times)),
-            'number': number, 'repeat': repeat}
-
-
-def safe_time(f, budget, repeat, log) -> dict:
-    """per_call, or {'error': ...} if f raises."""
-    try:
-        return per_call(f, budget, repeat)
-    except Exception as exc:
-        log(f'      timing failed: {type(exc).__name__}: {exc}')
-        return {'error': f'{type(exc).__name__}: {exc}'}
-
-
 def relerr(a, b) -> float:
-    """Return max |a - b| relative to max |b| (absolute if b is zero): bench_models.relerr."""
-    return bench_models.relerr(a, b, floor=0.0)
-
-
-def symmetric_from_upper(M) -> np.ndarray:
-    """Fill the lower triangle from the upper one (Pinocchio's crba), in place; return M."""
-    lower = np.tril_indices(M.shape[0], -1)
-    M[lower] = M.T[lower]
-    return M
+    """Return lib.compare.relerr purely relative (absolute where b is all zeros)."""
+    return _relerr(a, b, floor=0.0)
 
 
 def skew_residual(Mdot, C) -> float:
@@ -188,7 +157,7 @@ class Kron:
 
 
 class Mapped:
-    """A library whose joint order differs: index[j] = its position of kron joint j."""
+    """PyBullet or MuJoCo, whose joint order differs: index[j] = its position of kron joint j."""
 
     def setup_index(self, names, kron_names):
         missing = [j for j in kron_names if j not in names]
@@ -208,54 +177,45 @@ class Mapped:
         return np.asarray(A, dtype=float)[np.ix_(self.index, self.index)]
 
 
-class Pinocchio(Mapped):
-    """Pinocchio on the same URDF text (buildModelFromXML)."""
+class Pinocchio:
+    """Pinocchio on the same URDF text (buildModelFromXML), through the shared adapter."""
 
     name = 'pinocchio'
 
-    def __init__(self, pin, bm, kron_names):
+    def __init__(self, pin, bm, kron_model):
         self.pin = pin
         self.model = pin.buildModelFromXML(bm.urdf)
         self.model.gravity.linear = np.array(GRAVITY)
-        self.data = self.model.createData()
-        if self.model.nq != self.model.nv:
-            raise RuntimeError(f'pinocchio: nq {self.model.nq} != nv {self.model.nv}')
-        names = [None] * self.model.nv
-        for jid in range(1, self.model.njoints):
-            joint = self.model.joints[jid]
-            if joint.nv != 1:
-                raise RuntimeError(f'pinocchio: joint {self.model.names[jid]} has nv {joint.nv}')
-            names[joint.idx_v] = self.model.names[jid]
-        self.setup_index(names, kron_names)
+        self.pair = PinocchioPair(kron_model, self.model)
+        self.data = self.pair.pd
         self.model0 = self.pin.Model(self.model)     # same model without gravity
         self.model0.gravity.linear = np.zeros(3)
         self.data0 = self.model0.createData()
 
     def M(self, q):
-        return self.mat(symmetric_from_upper(self.pin.crba(self.model, self.data,
-                                                           self.to_lib(q))))
+        return self.pair.matrix(symmetric_from_upper(self.pin.crba(self.model, self.data,
+                                                                   self.pair.q(q))))
 
     def G(self, q):
-        return self.vec(self.pin.computeGeneralizedGravity(self.model, self.data,
-                                                           self.to_lib(q)))
+        return self.pair.force(self.pin.computeGeneralizedGravity(self.model, self.data,
+                                                                  self.pair.q(q)))
 
     def rnea(self, q, qd, qdd):
-        return self.vec(self.pin.rnea(self.model, self.data, self.to_lib(q), self.to_lib(qd),
-                                      self.to_lib(qdd)))
+        p = self.pair
+        return p.force(self.pin.rnea(self.model, self.data, p.q(q), p.v(qd), p.v(qdd)))
 
     def cvec(self, q, qd):
-        nle = np.array(self.pin.nonLinearEffects(self.model, self.data, self.to_lib(q),
-                                                 self.to_lib(qd)))
-        return self.vec(nle - self.pin.computeGeneralizedGravity(self.model, self.data,
-                                                                 self.to_lib(q)))
+        p = self.pair
+        nle = np.array(self.pin.nonLinearEffects(self.model, self.data, p.q(q), p.v(qd)))
+        return p.force(nle - self.pin.computeGeneralizedGravity(self.model, self.data, p.q(q)))
 
     def C(self, q, qd):
-        return self.mat(self.pin.computeCoriolisMatrix(self.model, self.data, self.to_lib(q),
-                                                       self.to_lib(qd)))
+        p = self.pair
+        return p.matrix(self.pin.computeCoriolisMatrix(self.model, self.data, p.q(q), p.v(qd)))
 
     def timers(self, q, qd, qdd, tau) -> dict:
         pin, m, d, m0, d0 = self.pin, self.model, self.data, self.model0, self.data0
-        q, qd, qdd = self.to_lib(q), self.to_lib(qd), self.to_lib(qdd)
+        q, qd, qdd = self.pair.q(q), self.pair.v(qd), self.pair.v(qdd)
         return {
             'rnea': lambda: pin.rnea(m, d, q, qd, qdd),
             'crba': lambda: pin.crba(m, d, q),
@@ -510,7 +470,7 @@ def bench_batch(kron: Kron, pin_lib, N: int, budget: float, repeat: int, log) ->
         entry['kron loop'] = {k: v / N for k, v in t.items() if k.endswith('_us')} or t
         if pin_lib is not None:
             pin, pm, pd = pin_lib.pin, pin_lib.model, pin_lib.data
-            Qp, QDp, QDDp = (X[:, np.argsort(pin_lib.index)] for X in (Q, QD, QDD))
+            Qp, QDp, QDDp = (X[:, np.argsort(pin_lib.pair.iv)] for X in (Q, QD, QDD))
             res = np.empty((N, n)) if op == 'inverse_dynamics' else np.empty((N, n, n))
 
             def pin_loop(op=op):
@@ -542,7 +502,7 @@ def bench_model(bm, libs: dict, settings: dict, log) -> dict:
     result['agreement']['kron_dynamics (self)'] = kron_identities(kron, configs)
     adapters = {}
     builders = {
-        'pinocchio': lambda mod: Pinocchio(mod, bm, kron.joint_names),
+        'pinocchio': lambda mod: Pinocchio(mod, bm, kron.model),
         'pybullet': lambda mod: PyBullet(mod, bm, kron.joint_names),
         'mujoco': lambda mod: MuJoCo(mod, bm, kron.joint_names),
     }

@@ -19,7 +19,7 @@ example-robot-data's solo12 (12 joints, nv = 18) and TALOS (talos_reduced, 32 jo
 nv = 38), the same URDF file for both libraries. Agreement first (M, RNEA, G, the bias,
 forward dynamics, constrained forward dynamics with the feet in contact, relative to the
 largest entry), then single calls from Python, each kron_dynamics call and its Pinocchio
-counterpart timed alternately (bench_kinematics.alternate); ratio = min(kron) / min(Pinocchio).
+counterpart timed alternately (bench/lib/timing.alternate); ratio = min(kron) / min(Pinocchio).
 The floating model runs the compiled fixed-base kernels on the tree behind a chain of six
 massless joints (README, Floating and planar bases); the rest of a call is Python.
 
@@ -34,13 +34,14 @@ from pathlib import Path
 import sys
 import time
 
-from bench_kinematics import alternate
-from bench_models import pinocchio_bench, relerr
-import comparison_libs
+from lib import comparison_libs, provenance
+from lib.compare import relerr, symmetric_from_upper
+from lib.models import pinocchio_bench
+from lib.timing import alternate
 import numpy as np
-import provenance
 
 from kron_dynamics import Contact, RobotModel
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
@@ -54,65 +55,19 @@ ROBOTS = {
 }
 
 
-class FloatingPair:
-    """Our floating model and Pinocchio's free-flyer model of one URDF, mapped by name."""
-
-    def __init__(self, pin, path: Path):
-        self.pin = pin
-        self.kron = RobotModel.from_urdf_file(path, root_joint='floating')
-        self.model = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
-        self.data = self.model.createData()
-        k = self.kron
-        if k.fixed.mimic_joints or self.model.nv != k.nv:
-            raise RuntimeError(f'{path}: nv {self.model.nv} (Pinocchio), {k.nv} (ours)')
-        joints = [self.model.joints[self.model.getJointId(j)] for j in k.joint_names]
-        if any(j.nq != 1 for j in joints):
-            raise RuntimeError(f'{path}: continuous joints are not mapped here')
-        self.iq = np.array(list(range(7)) + [j.idx_q for j in joints])
-        self.iv = np.array(list(range(6)) + [j.idx_v for j in joints])
-
-    def q(self, q):
-        out = np.empty(self.model.nq)
-        out[self.iq] = q
-        return out
-
-    def v(self, v):
-        out = np.empty(self.model.nv)
-        out[self.iv] = v
-        return out
-
-    def ours(self, x):
-        """Pinocchio-order vector (or matrix, both axes) -> our order."""
-        x = np.asarray(x)
-        return x[np.ix_(self.iv, self.iv)] if x.ndim == 2 else x[self.iv]
-
-
-def state(pair: FloatingPair, rng):
-    k = pair.kron
+def state(pair: PinocchioPair, rng):
+    k = pair.m
     quat = rng.normal(size=4)
     q = np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat),
                         rng.uniform(-0.5, 0.5, k.n)])
     return q, rng.uniform(-1, 1, k.nv), rng.uniform(-1, 1, k.nv), rng.uniform(-1, 1, k.n)
 
 
-def constraint_models(pin, pair: FloatingPair, contacts):
-    kinds, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for c in contacts:
-        frame = pair.model.frames[pair.model.getFrameId(c.link)]
-        kinds.append(pin.RigidConstraintModel(
-            pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D,
-            pair.model, frame.parentJoint, frame.placement, pin.LOCAL_WORLD_ALIGNED))
-    for k in kinds:
-        datas.append(k.createData())
-    pin.initConstraintDynamics(pair.model, pair.data, kinds, datas)
-    return kinds, datas
-
-
-def run(pin, pair: FloatingPair, contacts, rng, budget, repeat, log) -> dict:
+def run(pin, pair: PinocchioPair, contacts, rng, budget, repeat, log) -> dict:
     """Agreement at random states, then the alternately timed calls."""
-    k, m, d = pair.kron, pair.model, pair.data
-    kinds, datas = constraint_models(pin, pair, contacts)
-    settings = pin.ProximalSettings(1e-14, 1e-12, 20)
+    k, m, d = pair.m, pair.pm, pair.pd
+    kinds, datas = pair.constraint_models(contacts)
+    settings = pin.ProximalSettings(*PROXIMAL)
     agree = {}
 
     def note(key, ours, theirs):
@@ -122,20 +77,20 @@ def run(pin, pair: FloatingPair, contacts, rng, budget, repeat, log) -> dict:
         q, v, dv, tau = state(pair, rng)
         pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
         M = pin.crba(m, d, pq)
-        note('mass_matrix', k.mass_matrix(q), pair.ours(np.triu(M) + np.triu(M, 1).T))
-        note('inverse_dynamics', k.inverse_dynamics(q, v, dv), pair.ours(pin.rnea(m, d, pq, pv,
-                                                                                  pa)))
+        note('mass_matrix', k.mass_matrix(q), pair.matrix(symmetric_from_upper(M)))
+        note('inverse_dynamics', k.inverse_dynamics(q, v, dv),
+             pair.force(pin.rnea(m, d, pq, pv, pa)))
         note('gravity_torque', k.gravity_torque(q),
-             pair.ours(pin.computeGeneralizedGravity(m, d, pq)))
-        note('bias_torque', k.bias_torque(q, v), pair.ours(pin.nonLinearEffects(m, d, pq, pv)))
+             pair.force(pin.computeGeneralizedGravity(m, d, pq)))
+        note('bias_torque', k.bias_torque(q, v), pair.force(pin.nonLinearEffects(m, d, pq, pv)))
         full = np.concatenate([np.zeros(6), tau])
         note('forward_dynamics', k.forward_dynamics(q, v, full),
-             pair.ours(pin.aba(m, d, pq, pv, pair.v(full))))
+             pair.tangent(pin.aba(m, d, pq, pv, pair.v(full))))
         J = k.contact_jacobian(q, contacts)
         v = v - np.linalg.pinv(J) @ (J @ v)
         pv = pair.v(v)
         dvc, lam = k.constrained_forward_dynamics(q, v, tau, contacts)
-        note('constrained_forward_dynamics', dvc, pair.ours(pin.constraintDynamics(
+        note('constrained_forward_dynamics', dvc, pair.tangent(pin.constraintDynamics(
             m, d, pq, pv, pair.v(full), kinds, datas, settings)))
         note('contact forces', lam, d.lambda_c)
     q, v, dv, tau = state(pair, rng)
@@ -174,8 +129,10 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     results = {}
     for name, (relative, contacts) in ROBOTS.items():
-        pair = FloatingPair(pin, Path(robots_dir) / relative)
-        log(f'{name}: nv = {pair.kron.nv}')
+        path = Path(robots_dir) / relative
+        pair = PinocchioPair(RobotModel.from_urdf_file(path, root_joint='floating'),
+                             pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
+        log(f'{name}: nv = {pair.m.nv}')
         results[name] = run(pin, pair, contacts, rng, budget, repeat, log)
         bad = {k: v for k, v in results[name]['agreement'].items() if v > AGREE_TOL}
         if bad:

@@ -17,7 +17,7 @@ Benchmark: the joint torque regressor against Pinocchio, and the time of a fit (
 
 ``regressor`` against ``computeJointTorqueRegressor`` on the 7-DOF Panda arm (fingers
 fixed): agreement first (relative 1e-9), then single calls timed alternately
-(bench_kinematics.alternate; ratio = min(kron) / min(Pinocchio), target 1.5) and a batch of
+(bench/lib/timing.alternate; ratio = min(kron) / min(Pinocchio), target 1.5) and a batch of
 N states in one call against a Python loop of Pinocchio's calls. Then ``identify`` on 20 s
 recorded at 1 kHz (140000 torque equations; a sum of sines, viscous and Coulomb friction,
 0.2 N m noise), wall time of the whole call for both methods and with q', q'' filtered from
@@ -32,16 +32,16 @@ from pathlib import Path
 import sys
 import time
 
-from bench_kinematics import alternate
-from bench_models import panda_urdf, pinocchio_bench, relerr
-from bench_one_model import Pair, PANDA, state
-import comparison_libs
+from lib import comparison_libs, provenance
+from lib.compare import relerr
+from lib.models import panda_urdf, PANDA, pinocchio_bench, random_state as state
+from lib.timing import alternate, batch_against_loop
 import numpy as np
-import provenance
 
 from kron_dynamics import RobotModel
 from kron_dynamics.identification import identify
 from kron_dynamics.testing.motion import sum_of_sines
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
@@ -51,9 +51,9 @@ FIT_TARGET_S = 10.0
 BATCH = 1000
 
 
-def regressor_rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
+def regressor_rows(pin, pair: PinocchioPair, rng, budget, repeat, log) -> dict:
     """Agreement, an alternately timed single call and a batch against Pinocchio's loop."""
-    k, m, d = pair.k, pair.m, pair.d
+    k, m, d = pair.m, pair.pm, pair.pd
     q, v, a = state(k, rng)
     pq, pv, pa = pair.q(q), pair.v(v), pair.v(a)
     ours = k.regressor(q, v, a)
@@ -72,13 +72,9 @@ def regressor_rows(pin, pair: Pair, rng, budget, repeat, log) -> dict:
     Q, V, A = (np.stack(x) for x in zip(*states))
     PQ = [pair.q(x) for x in Q]
     PV, PA = ([pair.v(x) for x in X] for X in (V, A))
-    timing = alternate(lambda: k.regressor(Q, V, A),
-                       lambda: [pin.computeJointTorqueRegressor(m, d, *x)
-                                for x in zip(PQ, PV, PA)], budget * 3, max(3, repeat // 3))
-    batch = {'N': BATCH, 'kron_us_per_state': timing['kron_min_us'] / BATCH,
-             'pin_loop_us_per_state': timing['pin_min_us'] / BATCH,
-             'speedup': timing['pin_min_us'] / timing['kron_min_us'],
-             'threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count()))}
+    batch = batch_against_loop(lambda: k.regressor(Q, V, A),
+                               lambda: [pin.computeJointTorqueRegressor(m, d, *x)
+                                        for x in zip(PQ, PV, PA)], BATCH, budget, repeat)
     log(f"  regressor batch of {BATCH}: {batch['kron_us_per_state']:.2f} us per state, "
         f"Pinocchio loop {batch['pin_loop_us_per_state']:.2f}")
     return {'agreement': agreement, 'single': single, 'batch': batch}
@@ -122,8 +118,8 @@ def main(argv=None) -> int:
     xml = panda_urdf(Path(robots_dir) / PANDA)
     model = RobotModel.from_urdf_string(xml)
     log('panda_arm regressor')
-    regressor = regressor_rows(pin, Pair(pin, model, pin.buildModelFromXML(xml)), rng, budget,
-                               repeat, log)
+    regressor = regressor_rows(pin, PinocchioPair(model, pin.buildModelFromXML(xml)), rng,
+                               budget, repeat, log)
     if not regressor['agreement'] <= AGREE_TOL:
         log(f"  DISAGREEMENT beyond {AGREE_TOL}: {regressor['agreement']}")
         return 1

@@ -16,7 +16,7 @@
 Benchmark: the kinematics (and the single-call dynamics) of kron_dynamics against Pinocchio.
 
 Robots of example-robot-data, the same URDF text for both libraries: the 7-DOF Franka Panda
-(fingers fixed, bench_models.panda_urdf) and the 32-DOF Talos humanoid (talos_reduced.urdf,
+(fingers fixed, lib.models.panda_urdf) and the 32-DOF Talos humanoid (talos_reduced.urdf,
 fixed base at the pelvis, its gripper ``<mimic>`` tags removed so that both libraries see 32
 independent joints; geometry, transmissions and gazebo tags dropped).
 
@@ -48,17 +48,17 @@ import os
 from pathlib import Path
 import sys
 import time
-import timeit
 import xml.etree.ElementTree as ET
 
-from bench_dynamics import relerr, symmetric_from_upper
-from bench_models import panda_source, panda_urdf, pinocchio_bench
-import comparison_libs
+from lib import comparison_libs, provenance
+from lib.compare import relerr, symmetric_from_upper
+from lib.models import panda_source, panda_urdf, pinocchio_bench
+from lib.render_results import kinematics_markdown as markdown
+from lib.timing import alternate
 import numpy as np
-import provenance
-from render_results import kinematics_markdown as markdown
 
 from kron_dynamics import RobotModel
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
@@ -88,52 +88,38 @@ def talos_urdf(robots_dir: Path) -> str:
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
 
 
-class Pair:
-    """kron_dynamics and Pinocchio on one URDF, joint orders mapped."""
+class Pair(PinocchioPair):
+    """The shared adapter on one URDF (ours ``m``, Pinocchio's ``pm``), with a link's frame."""
 
     def __init__(self, pin, name: str, xml: str, link: str):
-        self.pin, self.name, self.link = pin, name, link
-        self.kron = RobotModel.from_urdf_string(xml, source=name)
-        self.model = pin.buildModelFromXML(xml)
-        self.data = self.model.createData()
-        if self.model.nq != self.model.nv or self.model.nv != self.kron.n:
-            raise RuntimeError(f'{name}: Pinocchio nq {self.model.nq}, nv {self.model.nv}, '
-                               f'kron n {self.kron.n}')
-        jid = {self.model.names[j]: j for j in range(1, self.model.njoints)}
-        self.iv = np.array([self.model.joints[jid[j]].idx_v for j in self.kron.joint_names])
-        self.fid = self.model.getFrameId(link)
-        self.jid = self.model.frames[self.fid].parentJoint
-        self.n = self.kron.n
-
-    def p(self, x):
-        """Kron-order vector -> Pinocchio order."""
-        y = np.empty(self.n)
-        y[self.iv] = x
-        return y
-
-    def cols(self, A):
-        return np.asarray(A)[..., self.iv]
+        super().__init__(RobotModel.from_urdf_string(xml, source=name), pin.buildModelFromXML(xml))
+        self.name, self.link, self.n = name, link, self.m.n
+        if self.pm.nq != self.pm.nv or self.iv is None:
+            raise RuntimeError(f'{name}: Pinocchio nq {self.pm.nq}, nv {self.pm.nv}, '
+                               f'kron n {self.n}')
+        self.fid = self.pm.getFrameId(link)
+        self.jid = self.pm.frames[self.fid].parentJoint
 
 
 def hessian_tensor(pin, pair, q, rf):
     """Pinocchio's kinematic Hessian T[:, s, k] = dJ_s/dq_k in kron order (see tests)."""
-    pin.computeJointKinematicHessians(pair.model, pair.data, q)
-    H = np.asarray(pin.getJointKinematicHessian(pair.model, pair.data, pair.jid, rf))
+    pin.computeJointKinematicHessians(pair.pm, pair.pd, q)
+    H = np.asarray(pin.getJointKinematicHessian(pair.pm, pair.pd, pair.jid, rf))
     T = H.reshape(-1).reshape(H.shape, order='F')
     return T[:, pair.iv][:, :, pair.iv]
 
 
 def agreement(pin, pair: Pair, rng, checks: int) -> dict:
     """Return the worst relative difference of each quantity over random configurations."""
-    m, d, k, link = pair.model, pair.data, pair.kron, pair.link
+    m, d, k, link = pair.pm, pair.pd, pair.m, pair.link
     worst = {}
 
     def note(key, a, b):
-        worst[key] = max(worst.get(key, 0.0), relerr(a, b))
+        worst[key] = max(worst.get(key, 0.0), relerr(a, b, floor=0.0))
     rfs = {'world': pin.WORLD, 'local': pin.LOCAL, 'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
     for _ in range(checks):
         q, qd, qdd = rng.uniform(-1, 1, (3, pair.n))
-        pq, pv, pa = pair.p(q), pair.p(qd), pair.p(qdd)
+        pq, pv, pa = pair.v(q), pair.v(qd), pair.v(qdd)
         pin.forwardKinematics(m, d, pq, pv, pa)
         pin.updateFramePlacements(m, d)
         pin.computeJointJacobians(m, d, pq)
@@ -144,9 +130,9 @@ def agreement(pin, pair: Pair, rng, checks: int) -> dict:
                                             for name in k.link_names]))
         for name, rf in rfs.items():
             note(f'jacobian ({name})', k.jacobian(q, link, None, name),
-                 pair.cols(pin.getFrameJacobian(m, d, pair.fid, rf)))
+                 pair.columns(pin.getFrameJacobian(m, d, pair.fid, rf)))
             note(f'jacobian_derivative ({name})', k.jacobian_derivative(q, qd, link, None, name),
-                 pair.cols(pin.getFrameJacobianTimeVariation(m, d, pair.fid, rf)))
+                 pair.columns(pin.getFrameJacobianTimeVariation(m, d, pair.fid, rf)))
         note('acceleration', k.acceleration(q, qd, qdd, link),
              pin.getFrameClassicalAcceleration(m, d, pair.fid, pin.LOCAL_WORLD_ALIGNED).vector)
         joint_link = k.joints[m.names[pair.jid]].child_link
@@ -154,7 +140,7 @@ def agreement(pin, pair: Pair, rng, checks: int) -> dict:
              hessian_tensor(pin, pair, pq, pin.LOCAL_WORLD_ALIGNED))
         note('center_of_mass', k.center_of_mass(q), pin.centerOfMass(m, d, pq))
         note('center_of_mass_jacobian', k.center_of_mass_jacobian(q),
-             pair.cols(pin.jacobianCenterOfMass(m, d, pq)))
+             pair.columns(pin.jacobianCenterOfMass(m, d, pq)))
         M = symmetric_from_upper(np.array(pin.crba(m, d, pq)))
         note('mass_matrix', k.mass_matrix(q), M[np.ix_(pair.iv, pair.iv)])
         note('gravity_torque', k.gravity_torque(q),
@@ -164,37 +150,11 @@ def agreement(pin, pair: Pair, rng, checks: int) -> dict:
     return worst
 
 
-def alternate(f, g, budget: float, repeat: int) -> dict:
-    """Time f and g alternately: per repeat both, order swapped each time; microseconds."""
-    f()
-    g()
-    numbers = []
-    for h in (f, g):
-        number = 1
-        while True:
-            t = timeit.timeit(h, number=number)
-            if t >= budget / repeat or number >= 1 << 20:
-                break
-            number *= 2 if t > 0.2 * budget / repeat else 8
-        numbers.append(number)
-    tf, tg = [], []
-    for r in range(repeat):
-        order = ((f, numbers[0], tf), (g, numbers[1], tg))
-        for h, number, out in (order if r % 2 == 0 else order[::-1]):
-            out.append(timeit.timeit(h, number=number) / number * 1e6)
-    tf, tg = np.array(tf), np.array(tg)
-    return {'kron_min_us': float(tf.min()), 'kron_median_us': float(np.median(tf)),
-            'pin_min_us': float(tg.min()), 'pin_median_us': float(np.median(tg)),
-            'ratio_min': float(tf.min() / tg.min()),
-            'ratio_median': float(np.median(tf / tg)), 'repeat': repeat,
-            'numbers': numbers}
-
-
 def single_calls(pin, pair: Pair, rng, budget, repeat, log) -> dict:
     """Alternate-timed pairs: kron method vs its Pinocchio counterpart."""
-    m, d, k, link = pair.model, pair.data, pair.kron, pair.link
+    m, d, k, link = pair.pm, pair.pd, pair.m, pair.link
     q, qd, qdd = rng.uniform(-1, 1, (3, pair.n))
-    pq, pv, pa = pair.p(q), pair.p(qd), pair.p(qdd)
+    pq, pv, pa = pair.v(q), pair.v(qd), pair.v(qdd)
     fid, jid = pair.fid, pair.jid
     LWA, LOCAL = pin.LOCAL_WORLD_ALIGNED, pin.LOCAL
     joint_link = k.joints[m.names[jid]].child_link
@@ -280,9 +240,9 @@ def anatomy(pin, pair: Pair, rng, budget, repeat, log) -> dict:
     import numba
     from numba import types as nt
     from kron_dynamics.kernels import ID, native
-    m, d, k = pair.model, pair.data, pair.kron
+    m, d, k = pair.pm, pair.pd, pair.m
     q, qd, qdd = rng.uniform(-1, 1, (3, pair.n))
-    pq, pv, pa = pair.p(q), pair.p(qd), pair.p(qdd)
+    pq, pv, pa = pair.v(q), pair.v(qd), pair.v(qdd)
     ints, reals = k._ints, k._reals
     M, tau, W = np.empty((pair.n, pair.n)), np.empty(pair.n), np.zeros((0, 6))
     I2, R2, V = nt.int64[:, ::1], nt.float64[:, ::1], nt.float64[:]
@@ -326,7 +286,7 @@ def batches(pin, pair: Pair, rng, N: int, budget: float, repeat: int, log) -> di
     of a batch are slowed far more than one thread is.
     """
     import numba
-    m, k, link = pair.model, pair.kron, pair.link
+    m, k, link = pair.pm, pair.m, pair.link
     Q, Qd, Qdd = rng.uniform(-1, 1, (3, N, pair.n))
     PQ, PV, PA = (np.asfortranarray(X[:, np.argsort(pair.iv)].T) for X in (Q, Qd, Qdd))
     d = m.createData()

@@ -43,8 +43,8 @@ import sys
 import tempfile
 import time
 
-from comparison_libs import example_robot_data, pinocchio, versions
-import provenance
+from lib.comparison_libs import example_robot_data, pinocchio, versions
+from lib import provenance
 
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.model.urdf import MAX_LINKS

@@ -16,7 +16,7 @@
 Benchmark: one RobotModel for every robot, each kind against Pinocchio in the same process.
 
 The targets of the one-model issue, every call timed alternately with its Pinocchio
-counterpart (bench_kinematics.alternate), ratio = min(kron) / min(Pinocchio):
+counterpart (bench/lib/timing.alternate), ratio = min(kron) / min(Pinocchio):
 
 - the stock Panda with its hand (example-robot-data ``panda.urdf``, a mimic finger) against
   ``buildModelFromUrdf(path, mimic=True)``: M, RNEA, the LOCAL_WORLD_ALIGNED frame Jacobian
@@ -25,7 +25,7 @@ counterpart (bench_kinematics.alternate), ratio = min(kron) / min(Pinocchio):
   ``left_sole_link`` (2x);
 - constrained forward dynamics against ``constraintDynamics``: solo12 on four point feet,
   TALOS on two 6-D soles, the feet moving (2x);
-- the fixed 7-DOF Panda (fingers fixed, bench_models.panda_urdf): M, G and the frame
+- the fixed 7-DOF Panda (fingers fixed, lib.models.panda_urdf): M, G and the frame
   Jacobian of ``panda_link7`` (1.3x).
 
 Agreement with Pinocchio is checked first (relative 1e-9). Writes bench/results/one_model.json::
@@ -39,76 +39,35 @@ from pathlib import Path
 import sys
 import time
 
-from bench_kinematics import alternate
-from bench_models import panda_urdf, pinocchio_bench, relerr
-import comparison_libs
+from lib import comparison_libs, provenance
+from lib.compare import relerr, symmetric_from_upper
+from lib.models import (panda_urdf, PANDA, pinocchio_bench, random_state as state, SOLO,
+                        TALOS)
+from lib.timing import alternate
 import numpy as np
-import provenance
 
 from kron_dynamics import Contact, RobotModel
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
 AGREE_TOL = 1e-9
-PANDA = 'panda_description/urdf/panda.urdf'
-TALOS = 'talos_data/robots/talos_reduced.urdf'
-SOLO = 'solo_description/robots/solo12.urdf'
 
 
-def symmetric(M):
-    """Pinocchio's crba fills the upper triangle."""
-    return np.triu(M) + np.triu(M, 1).T
-
-
-class Pair:
-    """Our model and Pinocchio's, coordinates mapped by joint name (one q entry per joint)."""
-
-    def __init__(self, pin, ours, pmodel):
-        self.pin, self.k, self.m = pin, ours, pmodel
-        self.d = pmodel.createData()
-        nbq, nbv = ours.nq - ours.n, ours.nv - ours.n
-        joints = [pmodel.joints[pmodel.getJointId(j)] for j in ours.joint_names]
-        if any(j.nq != 1 for j in joints) or pmodel.nv != ours.nv:
-            raise RuntimeError(f'{ours.name}: coordinates do not map one to one')
-        self.iq = np.array(list(range(nbq)) + [j.idx_q for j in joints])
-        self.iv = np.array(list(range(nbv)) + [j.idx_v for j in joints])
-
-    def q(self, q):
-        out = np.empty(self.m.nq)
-        out[self.iq] = q
-        return out
-
-    def v(self, v):
-        out = np.empty(self.m.nv)
-        out[self.iv] = v
-        return out
-
-    def ours(self, x):
-        """Pinocchio-order vector, matrix (both axes) or 6 x nv Jacobian -> our order."""
-        x = np.asarray(x)
-        if x.ndim == 2 and x.shape[0] == 6 and x.shape[1] == len(self.iv) != 6:
-            return x[:, self.iv]
-        return x[np.ix_(self.iv, self.iv)] if x.ndim == 2 else x[self.iv]
-
-
-def state(k, rng):
-    q = k.random_configuration(rng, base_box=0.5)
-    return q, rng.uniform(-1, 1, k.nv), rng.uniform(-1, 1, k.nv)
-
-
-def dynamics_rows(pin, pair: Pair, rng, link, ops, budget, repeat, log) -> dict:
+def dynamics_rows(pin, pair: PinocchioPair, rng, link, ops, budget, repeat, log) -> dict:
     """Agreement, then the alternately timed calls named in ops."""
-    k, m, d = pair.k, pair.m, pair.d
+    k, m, d = pair.m, pair.pm, pair.pd
     fid = m.getFrameId(link)
     q, v, dv = state(k, rng)
     pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
     agree = {
-        'mass_matrix': relerr(k.mass_matrix(q), pair.ours(symmetric(pin.crba(m, d, pq)))),
+        'mass_matrix': relerr(k.mass_matrix(q),
+                              pair.matrix(symmetric_from_upper(pin.crba(m, d, pq)))),
         'inverse_dynamics': relerr(k.inverse_dynamics(q, v, dv),
-                                   pair.ours(pin.rnea(m, d, pq, pv, pa))),
+                                   pair.force(pin.rnea(m, d, pq, pv, pa))),
         'gravity_torque': relerr(k.gravity_torque(q),
-                                 pair.ours(pin.computeGeneralizedGravity(m, d, pq))),
-        'jacobian': relerr(k.jacobian(q, link), pair.ours(pin.computeFrameJacobian(
+                                 pair.force(pin.computeGeneralizedGravity(m, d, pq))),
+        'jacobian': relerr(k.jacobian(q, link), pair.columns(pin.computeFrameJacobian(
             m, d, pq, fid, pin.LOCAL_WORLD_ALIGNED))),
     }
     calls = {
@@ -129,26 +88,18 @@ def dynamics_rows(pin, pair: Pair, rng, link, ops, budget, repeat, log) -> dict:
     return {'agreement': {op: agree[op] for op in ops}, 'single': single}
 
 
-def contact_rows(pin, pair: Pair, contacts, rng, budget, repeat, log) -> dict:
+def contact_rows(pin, pair: PinocchioPair, contacts, rng, budget, repeat, log) -> dict:
     """Constrained forward dynamics with the feet moving, against constraintDynamics."""
-    k, m, d = pair.k, pair.m, pair.d
-    kinds, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for c in contacts:
-        frame = m.frames[m.getFrameId(c.link)]
-        kinds.append(pin.RigidConstraintModel(
-            pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D,
-            m, frame.parentJoint, frame.placement, pin.LOCAL_WORLD_ALIGNED))
-    for kind in kinds:
-        datas.append(kind.createData())
-    pin.initConstraintDynamics(m, d, kinds, datas)
-    settings = pin.ProximalSettings(1e-14, 1e-12, 20)
+    k, m, d = pair.m, pair.pm, pair.pd
+    kinds, datas = pair.constraint_models(contacts)
+    settings = pin.ProximalSettings(*PROXIMAL)
     q, v, _ = state(k, rng)
     tau = rng.uniform(-1, 1, k.n)
     full = np.concatenate([np.zeros(k.nv - k.n), tau])
     pq, pv, pfull = pair.q(q), pair.v(v), pair.v(full)
     dv, lam = k.constrained_forward_dynamics(q, v, tau, contacts)
     pdv = pin.constraintDynamics(m, d, pq, pv, pfull, kinds, datas, settings)
-    agree = {'constrained_forward_dynamics': relerr(dv, pair.ours(pdv)),
+    agree = {'constrained_forward_dynamics': relerr(dv, pair.tangent(pdv)),
              'contact forces': relerr(lam, d.lambda_c)}
     entry = {'pinocchio': 'constraintDynamics', **alternate(
         lambda: k.constrained_forward_dynamics(q, v, tau, contacts),
@@ -181,20 +132,20 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     results = {}
     log('panda_hand')
-    pair = Pair(pin, RobotModel.from_urdf_file(robots / PANDA),
-                pin.buildModelFromUrdf(str(robots / PANDA), mimic=True))
+    pair = PinocchioPair(RobotModel.from_urdf_file(robots / PANDA),
+                         pin.buildModelFromUrdf(str(robots / PANDA), mimic=True))
     results['panda_hand'] = dynamics_rows(pin, pair, rng, 'panda_hand',
                                           ('mass_matrix', 'inverse_dynamics', 'jacobian'),
                                           budget, repeat, log)
     log('talos_floating')
-    talos = Pair(pin, RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
-                 pin.buildModelFromUrdf(str(robots / TALOS), pin.JointModelFreeFlyer()))
+    talos = PinocchioPair(RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
+                          pin.buildModelFromUrdf(str(robots / TALOS), pin.JointModelFreeFlyer()))
     results['talos_floating'] = dynamics_rows(pin, talos, rng, 'left_sole_link',
                                               ('mass_matrix', 'inverse_dynamics', 'jacobian'),
                                               budget, repeat, log)
     log('solo12_contacts')
-    solo = Pair(pin, RobotModel.from_urdf_file(robots / SOLO, root_joint='floating'),
-                pin.buildModelFromUrdf(str(robots / SOLO), pin.JointModelFreeFlyer()))
+    solo = PinocchioPair(RobotModel.from_urdf_file(robots / SOLO, root_joint='floating'),
+                         pin.buildModelFromUrdf(str(robots / SOLO), pin.JointModelFreeFlyer()))
     results['solo12_contacts'] = contact_rows(
         pin, solo, [Contact(f) for f in ('FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT')], rng,
         budget, repeat, log)
@@ -204,7 +155,7 @@ def main(argv=None) -> int:
         rng, budget, repeat, log)
     log('panda_fixed')
     xml = panda_urdf(robots / PANDA)
-    fixed = Pair(pin, RobotModel.from_urdf_string(xml), pin.buildModelFromXML(xml))
+    fixed = PinocchioPair(RobotModel.from_urdf_string(xml), pin.buildModelFromXML(xml))
     results['panda_fixed'] = dynamics_rows(pin, fixed, rng, 'panda_link7',
                                            ('mass_matrix', 'gravity_torque', 'jacobian'),
                                            budget, repeat, log)

@@ -28,7 +28,7 @@ arm with the UR5's published DH table and inertias: time per call of M, C*, G an
 
 Run ``.venv/bin/python bench/bench_symbolic.py``; it prints a Markdown table, writes
 ``bench/results/symbolic.json`` (stamped with the revision and the machine:
-bench/provenance.py) and re-renders docs/ (bench/report.py).
+bench/lib/provenance.py) and re-renders docs/ (bench/report.py).
 """
 
 import argparse
@@ -40,7 +40,7 @@ import time
 import timeit
 
 import numpy as np
-import provenance
+from lib import provenance
 import sympy
 
 from kron_dynamics import RobotModel

@@ -40,7 +40,7 @@ normal bound (waited for up to ``max_wait`` s).
     .venv/bin/python bench/faults.py [--outage 1.5] [--settle 8] [--plot FILE]
 
 Writes bench/results/faults.json, stamped with the revision and the machine
-(bench/provenance.py), and re-renders docs/ (bench/report.py).
+(bench/lib/provenance.py), and re-renders docs/ (bench/report.py).
 """
 
 import argparse
@@ -56,7 +56,7 @@ import sys
 import time
 
 import numpy as np
-import provenance
+from lib import provenance
 
 from kron_dynamics.demo.run import node_command, plot, Recording, start_recorder
 from kron_dynamics.demo.graph import demo_graph

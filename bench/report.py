@@ -18,7 +18,7 @@ Render the measured tables of docs/ (and the README's headline block) from bench
 Every table of docs/performance.md and docs/reliability.md, and the README's headline block,
 sits between ``<!-- BEGIN generated: NAME -->`` and ``<!-- END generated: NAME -->`` and
 comes from ``bench/results/*.json`` through the function NAME of ``TABLES``, with the
-revision, date and machine the JSON records (``bench/provenance.py`` writes them) under it.
+revision, date and machine the JSON records (``bench/lib/provenance.py`` writes them) under it.
 The text around the blocks is written in the Markdown files themselves, not here. The bench
 scripts call this at the end of a run, so the tables cannot go stale; ``test/test_docs.py``
 checks that the committed files are exactly what this renders from the committed JSON, so a
@@ -46,6 +46,10 @@ import sys
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 RESULTS = BENCH / 'results'
+if str(BENCH) not in sys.path:     # bench/lib when imported from elsewhere (test_docs)
+    sys.path.insert(0, str(BENCH))
+from lib import render_results  # noqa: E402
+from lib.render_results import fmt  # noqa: E402
 
 
 class Missing(Exception):
@@ -74,21 +78,6 @@ class Results:
 
 
 # ------------------------------------------------------------------------------ formatting
-def fmt(x, digits: int = 2) -> str:
-    """Format a number for a table cell; '–' when missing."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return '–'
-    if isinstance(x, str):
-        return x
-    if isinstance(x, bool):
-        return 'yes' if x else 'no'
-    if isinstance(x, int):
-        return f'{x:,}'
-    if abs(x) >= 1000:
-        return f'{x:,.0f}'
-    return f'{x:.{digits}f}'
-
-
 def sig(x, digits: int = 3) -> str:
     """Format a number with a few significant digits (small and large alike)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -805,8 +794,6 @@ def fill(text: str, r: Results) -> str:
 
 def results_markdown(r: Results, stem: str) -> str:
     """bench/results/<stem>.md: every table of a benchmark's run (render_results)."""
-    sys.path.insert(0, str(BENCH))
-    import render_results      # noqa: E402  (bench/, beside this file)
     render = {'dynamics': render_results.dynamics_markdown,
               'kinematics': render_results.kinematics_markdown}[stem]
     return render(r[stem])

@@ -16,7 +16,7 @@
 ROS latency benchmark: dynamics_node against a trivial echo node, joint states at 1 kHz.
 
 Both nodes run as separate processes for the whole run: ``dynamics_node`` (loaded with the
-7-DOF Franka Panda of ``bench/bench_models.py``, parameters of ``config/dynamics.yaml``) and
+7-DOF Franka Panda of ``bench/lib/models.py``, parameters of ``config/dynamics.yaml``) and
 ``bench/echo_node.py`` (publishes the positions of each joint state on receipt; same
 executor, spin loop and queue depth as the kron_dynamics nodes). Each gets its own
 ``joint_states`` topic by remapping (``/bench/dynamics/joint_states``,
@@ -76,27 +76,26 @@ p99 at most 2 ms, no input dropped or processed twice.
     .venv/bin/python bench/ros_latency.py                 # 60 s per node, writes
     .venv/bin/python bench/ros_latency.py --duration 5    # bench/results/ros_latency.json
 
-The JSON is stamped with the revision and the machine (bench/provenance.py), and docs/ is
+The JSON is stamped with the revision and the machine (bench/lib/provenance.py), and docs/ is
 re-rendered from bench/results at the end (bench/report.py).
 """
 
 import argparse
-import compileall
 import gc
-import hashlib
 import json
 import math
 import os
 from pathlib import Path
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
+from lib import provenance
+from lib.ros_bench import (add_common_arguments, BENCH, BUILD, cpu_seconds, node_env,
+                           OUTPUT_TOPIC, PARAMS, prepare, REPO, Trajectory)
 import numpy as np
-import provenance
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import HistoryPolicy, QoSProfile
@@ -106,64 +105,11 @@ from std_msgs.msg import Float64MultiArray
 from kron_dynamics import RobotModel
 from kron_dynamics.nodes.executor import make_executor
 
-REPO = Path(__file__).resolve().parent.parent
-BENCH = REPO / 'bench'
-DEV_URDF = REPO / 'urdf' / 'rover_arm.urdf'
-BUILD = REPO / 'build' / 'ros_bench'
-PANDA_FILE = BUILD / 'panda.urdf'   # written by default_urdf
-PARAMS = REPO / 'config' / 'dynamics.yaml'
 GRAVITY = (0.0, 0.0, -9.81)     # as in config/dynamics.yaml
 NODES = ('dynamics', 'echo')
-OUTPUT_TOPIC = {'dynamics': '/dynamics_node/bias_torque', 'echo': '/echo_node/echo'}
 TARGETS = {'median_ratio_max': 1.3, 'p99_ms_max': 2.0}
 MATCH_RTOL = 1e-9
 QUIET_CORES = 0.25   # a block is quiet if other processes used fewer cores meanwhile
-
-
-def default_urdf(log=print):
-    """Return (URDF path, label): the 7-DOF Panda of bench/bench_models.py, else the rover."""
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    try:
-        import bench_models
-        robots = bench_models.find_robots_dir(log=log)
-        if robots is None:
-            raise FileNotFoundError('example-robot-data not available')
-        text = bench_models.panda_urdf(bench_models.panda_source(robots))
-    except Exception as exc:   # bench_models or example-robot-data missing or broken
-        log(f'WARNING: no Panda ({type(exc).__name__}: {exc}); using {DEV_URDF.name}')
-        return DEV_URDF, f'rover_arm (Panda unavailable: {type(exc).__name__}: {exc})'
-    PANDA_FILE.parent.mkdir(parents=True, exist_ok=True)
-    PANDA_FILE.write_text(text, encoding='utf-8')
-    return PANDA_FILE, 'panda (example-robot-data, 7 DOF, fingers fixed)'
-
-
-def snapshot_sources(dest: Path) -> str:
-    """
-    Copy kron_dynamics/ to dest/kron_dynamics and byte-compile it; return its sha256 (12 hex).
-
-    The nodes run from the copy (PYTHONPATH, see node_env), so the benchmark measures the
-    sources as they were when it started even if they are being edited meanwhile.
-    """
-    target = dest / 'kron_dynamics'
-    shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(REPO / 'kron_dynamics', target,
-                    ignore=shutil.ignore_patterns('__pycache__'))
-    # bytecode as an installed package has it (PYTHONDONTWRITEBYTECODE may be set)
-    compileall.compile_dir(target, quiet=1)
-    digest = hashlib.sha256()
-    for path in sorted(target.rglob('*.py')):
-        digest.update(str(path.relative_to(dest)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def node_env(src) -> dict:
-    """Return the environment of a node process: unbuffered, sources from src if given."""
-    env = dict(os.environ, PYTHONUNBUFFERED='1')
-    if src is not None:
-        env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(src), env.get('PYTHONPATH')]))
-    return env
 
 
 def node_command(key: str, urdf: Path, priority: int, middleware: int = 0) -> list:
@@ -178,13 +124,6 @@ def node_command(key: str, urdf: Path, priority: int, middleware: int = 0) -> li
                 '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}',
                 '-p', 'state_policy:=all', *args]
     return [sys.executable, str(BENCH / 'echo_node.py'), '--ros-args', *args]
-
-
-def cpu_seconds(pid: int) -> float:
-    """Return the user + system CPU time of a process in seconds."""
-    with open(f'/proc/{pid}/stat') as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 def machine_busy_seconds() -> float:
@@ -207,25 +146,6 @@ def foreign_cores(procs: dict, previous=None):
         return sample, None
     wall = sample[0] - previous[0]
     return sample, max(0.0, (sample[1] - previous[1]) - (sample[2] - previous[2])) / wall
-
-
-class Trajectory:
-    """Joint states of message k: sums of sines at incommensurate frequencies (all distinct)."""
-
-    def __init__(self, n: int, rate: float):
-        j = np.arange(n)
-        self.rate = rate
-        self.amp = 0.4 + 0.05 * j
-        self.omega = 2 * math.pi * (0.13 + 0.071 * math.sqrt(2) * (j + 1))
-        self.phase = 0.7 * j
-        self.offset = np.where(j % 2, -0.3, 0.2)
-
-    def state(self, k: int):
-        """Return (q, qd) of message k as lists."""
-        arg = self.omega * (k / self.rate) + self.phase
-        q = self.offset + self.amp * np.sin(arg)
-        qd = self.amp * self.omega * np.cos(arg)
-        return q.tolist(), qd.tolist()
 
 
 def schedule(duration: float, warmup: float, block: float, rate: float) -> list:
@@ -610,32 +530,6 @@ def quiet_pairs(nodes: dict, foreign: dict, limit: float = QUIET_CORES) -> dict:
         result[key] = stats_ms(np.concatenate(values) if values else np.array([]))
     result['median_ratio'] = result['dynamics']['median'] / result['echo']['median']
     return result
-
-
-def add_common_arguments(parser, result_file: str) -> None:
-    """Add the options this script and startup.py share: --urdf, --in-tree, --out."""
-    parser.add_argument('--urdf', help='URDF file (default: the 7-DOF Panda of bench_models)')
-    parser.add_argument('--in-tree', action='store_true',
-                        help='run the nodes from kron_dynamics/ itself, not from a copy')
-    parser.add_argument('--out', default=str(BENCH / 'results' / result_file))
-
-
-def prepare(args, copy_name: str):
-    """Isolate ROS, pick the model, snapshot the sources; return (urdf, label, src, sha)."""
-    os.environ.setdefault('ROS_DOMAIN_ID', str(random.randint(100, 200)))
-    os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
-    os.environ.setdefault('AMENT_PREFIX_PATH', sys.prefix)
-    if args.urdf:
-        urdf, label = Path(args.urdf).resolve(), Path(args.urdf).stem
-    else:
-        urdf, label = default_urdf()
-    print(f'model: {label} ({urdf})')
-    src, sources = None, 'in tree'
-    if not args.in_tree:
-        src = BUILD / copy_name
-        sources = snapshot_sources(src)
-        print(f'nodes run from a copy of kron_dynamics/ in {src} (sha256 {sources})')
-    return urdf, label, src, sources
 
 
 def main(argv=None) -> int:

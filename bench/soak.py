@@ -26,7 +26,7 @@ inputs, outputs, rejections, latency and memory.
     .venv/bin/python bench/soak.py --duration 600 --rate 1000 --bad 0.1
 
 (the test suite runs a 5 s version: test/test_soak_and_faults.py). Writes
-bench/results/soak.json, stamped with the revision and the machine (bench/provenance.py), and
+bench/results/soak.json, stamped with the revision and the machine (bench/lib/provenance.py), and
 re-renders docs/ (bench/report.py).
 """
 
@@ -42,7 +42,7 @@ import threading
 import time
 
 import numpy as np
-import provenance
+from lib import provenance
 import rclpy
 from rclpy.qos import HistoryPolicy, QoSProfile
 from sensor_msgs.msg import JointState

@@ -15,7 +15,7 @@
 """
 Start-up benchmark: from starting a dynamics_node process to its first bias torque.
 
-Joint states of the 7-DOF Franka Panda (``bench/bench_models.py``; parameters of
+Joint states of the 7-DOF Franka Panda (``bench/lib/models.py``; parameters of
 ``config/dynamics.yaml``) are already being published at ``--rate`` Hz on ``/joint_states``
 when a fresh ``dynamics_node`` process is started; the time is measured from just before the
 process is created to the reception of its first ``~/bias_torque`` by the driver. It covers
@@ -43,7 +43,7 @@ median of the runs; min and max are reported too).
 
     .venv/bin/python bench/startup.py --repeats 5    # writes bench/results/startup.json
 
-The JSON is stamped with the revision and the machine (bench/provenance.py), and docs/ is
+The JSON is stamped with the revision and the machine (bench/lib/provenance.py), and docs/ is
 re-rendered from bench/results at the end (bench/report.py).
 """
 
@@ -59,8 +59,11 @@ import tempfile
 import threading
 import time
 
+from lib import provenance
+from lib.render_results import fmt
+from lib.ros_bench import (add_common_arguments, BENCH, cpu_seconds, node_env, OUTPUT_TOPIC,
+                           PARAMS, prepare, REPO, Trajectory)
 import numpy as np
-import provenance
 import rclpy
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -69,14 +72,7 @@ from std_msgs.msg import Float64MultiArray
 from kron_dynamics import RobotModel
 from kron_dynamics.nodes.executor import make_executor
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ros_latency import (add_common_arguments, cpu_seconds, node_env,  # noqa: E402
-                         PARAMS, prepare, Trajectory)
-
-REPO = Path(__file__).resolve().parent.parent
-BENCH = REPO / 'bench'
 TARGETS_S = {'warm': 3.0, 'cold': 20.0}
-OUTPUT_TOPIC = {'dynamics': '/dynamics_node/bias_torque', 'echo': '/echo_node/echo'}
 READY_LINE = re.compile(r'\[(\d+\.\d+)\] \[(dynamics_node\]: model |echo_node\]: ready)')
 
 
@@ -232,8 +228,6 @@ def summary(runs: list) -> dict:
 
 def markdown(cases: dict) -> str:
     """Return the results as a Markdown table."""
-    def fmt(value):
-        return '-' if value is None else f'{value:.2f}'
     lines = ['| case | runs | failed | first output min s | median s | max s | '
              'ready (logged) median s | CPU s median | target (median) | met |',
              '|' + '---|' * 10]

@@ -25,6 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
+# the one Pinocchio adapter, shared with bench/ (hand_coupling: B, d written out from the tags)
+from kron_dynamics.testing.pinocchio_pair import (hand_coupling,  # noqa: F401
+                                                  PinocchioPair as PinPair, PROXIMAL)
+
 
 def robots_dir():
     """Return example-robot-data's ``robots`` directory (version 6 is data only), or None."""
@@ -84,20 +88,6 @@ def relative_error(ours, theirs, floor: float = 0.0) -> float:
         return 0.0
     scale = max(float(np.max(np.abs(theirs))), floor, 1e-300)
     return float(np.max(np.abs(ours - theirs))) / scale
-
-
-def hand_coupling(model):
-    """B, d from the resolved tags, rows in full_joint_names order (not model.coupling())."""
-    B = np.zeros((len(model.full_joint_names), model.n))
-    d = np.zeros(len(model.full_joint_names))
-    for i, name in enumerate(model.full_joint_names):
-        mimic = model.mimic_joints.get(name)
-        if mimic is None:
-            B[i, model.joint_names.index(name)] = 1.0
-        else:
-            B[i, model.joint_names.index(mimic.primary)] = mimic.multiplier
-            d[i] = mimic.offset
-    return B, d
 
 
 def tag_coupling(model, xml: str):
@@ -186,46 +176,6 @@ def assert_agrees(pin, model, path, states: int = 2, rtol: float = 1e-9) -> str:
             error = relative_error(value, ref[key], floor)
             assert error < rtol, f'{path}: {key} differs from Pinocchio by {error:.3g}'
     return 'mimic' if mimic_model is not None else 'projection'
-
-
-class PinPair:
-    """
-    Our model and Pinocchio's with the same root joint (or none), mapped by name.
-
-    Pinocchio's model is the unconstrained tree: mimic joints are projected with B (our v
-    -> Pinocchio's v is P, a constant matrix).
-    """
-
-    def __init__(self, model, pmodel):
-        self.m, self.pm, self.pd = model, pmodel, pmodel.createData()
-        fixed = self.joints_model = getattr(model, 'fixed', model)
-        self.nbq, self.nbv = model.nq - model.n, model.nv - model.n
-        B, d = hand_coupling(fixed) if fixed.mimic_joints else (np.eye(fixed.n),
-                                                                np.zeros(fixed.n))
-        self.B, self.d = B, d
-        names = fixed.full_joint_names
-        # P: our v -> Pinocchio's v (its coordinates of every joint, mimics included)
-        self.P = np.zeros((pmodel.nv, model.nv))
-        self.P[:self.nbv, :self.nbv] = np.eye(self.nbv)
-        for i, name in enumerate(names):
-            self.P[pmodel.joints[pmodel.getJointId(name)].idx_v, self.nbv:] = B[i]
-
-    def q(self, q):
-        """Return Pinocchio's configuration (continuous joints as cos, sin)."""
-        pq = np.zeros(self.pm.nq)
-        pq[:self.nbq] = q[:self.nbq]
-        full = self.B @ q[self.nbq:] + self.d
-        for name, value in zip(self.joints_model.full_joint_names, full):
-            joint = self.pm.joints[self.pm.getJointId(name)]
-            if joint.nq == 2:
-                pq[joint.idx_q], pq[joint.idx_q + 1] = np.cos(value), np.sin(value)
-            else:
-                pq[joint.idx_q] = value
-        return pq
-
-    def v(self, v):
-        """Return Pinocchio's velocity (or acceleration)."""
-        return self.P @ v
 
 
 # the kinds of robot of the one-model tests: kind -> (example-robot-data file, root joint,

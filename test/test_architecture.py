@@ -171,3 +171,32 @@ def test_the_page_names_which_kernel_mirrors_which_algorithm():
         present = {p.name for p in (PACKAGE / folder).glob('*.py') if p.name != '__init__.py'}
         assert named == present, (f'{folder}/: the page names {sorted(named - present)} that '
                                   f'do not exist and leaves out {sorted(present - named)}')
+
+
+BENCH = PACKAGE.parent / 'bench'
+
+
+def _top_level_imports(path: Path) -> set:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding='utf-8'))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split('.')[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split('.')[0])
+    return names
+
+
+@pytest.mark.parametrize('script', sorted(p.name for p in BENCH.glob('*.py')))
+def test_no_bench_script_imports_another(script):
+    """The page: the scripts only measure; what they share is in bench/lib/."""
+    scripts = {p.stem for p in BENCH.glob('*.py')}
+    imported = _top_level_imports(BENCH / script) & (scripts - {Path(script).stem})
+    assert not imported, f'bench/{script} imports the script(s) {sorted(imported)}'
+
+
+def test_bench_lib_imports_no_script():
+    # provenance.regenerate_docs calls report.write_all: the one script a lib module runs
+    scripts = {p.stem for p in BENCH.glob('*.py')} - {'report'}
+    for path in sorted((BENCH / 'lib').glob('*.py')):
+        imported = _top_level_imports(path) & scripts
+        assert not imported, f'bench/lib/{path.name} imports the script(s) {sorted(imported)}'

@@ -169,7 +169,7 @@ def test_bench_scripts_stamp_their_results_and_render_the_docs():
 
 @pytest.mark.slow   # a child process (git)
 def test_stamp_names_revision_date_and_machine():
-    import provenance
+    from lib import provenance
     stamp = provenance.stamp()
     assert set(stamp) >= {'git', 'date', 'cpu', 'cpu_count', 'machine', 'python'}
     assert stamp['cpu_count'] == os.cpu_count()

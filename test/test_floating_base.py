@@ -33,7 +33,7 @@ from kron_dynamics import (Contact, ModelError, RobotModel, SingularJacobianErro
                            SingularMassMatrixError)
 from kron_dynamics.robot_model import FloatingBaseModel
 from kron_dynamics.testing.random_urdf import random_urdf
-from pinocchio_oracle import close, hand_coupling, PinPair, robots_dir
+from pinocchio_oracle import close, hand_coupling, PinPair, PROXIMAL, robots_dir
 
 RTOL = 1e-9
 PIN_FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL,
@@ -470,22 +470,10 @@ def solo_state(model, seed):
 
 def pinocchio_constraint_dynamics(pair: PinPair, q, v, tau_full, contacts):
     """Return Pinocchio's (v', lambda) of constraintDynamics for our contacts, our order."""
-    pm, pd = pair.pm, pair.pd
-    kinds, datas = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
-    for c in contacts:
-        frame = pm.frames[pm.getFrameId(c.link)]
-        at = frame.placement * pin.SE3(np.eye(3), np.asarray(c.point, dtype=float))
-        kinds.append(pin.RigidConstraintModel(
-            pin.ContactType.CONTACT_3D if c.dim == 3 else pin.ContactType.CONTACT_6D, pm,
-            frame.parentJoint, at,
-            pin.LOCAL if c.reference_frame == 'local' else pin.LOCAL_WORLD_ALIGNED))
-    for k in kinds:
-        datas.append(k.createData())
-    pin.initConstraintDynamics(pm, pd, kinds, datas)
-    settings = pin.ProximalSettings(1e-14, 1e-12, 20)
-    pdv = pin.constraintDynamics(pm, pd, pair.q(q), pair.v(v), pair.v(tau_full), kinds, datas,
-                                 settings)
-    return pair.P.T @ pdv, np.array(pd.lambda_c)
+    kinds, datas = pair.constraint_models(contacts)
+    pdv = pin.constraintDynamics(pair.pm, pair.pd, pair.q(q), pair.v(v), pair.v(tau_full),
+                                 kinds, datas, pin.ProximalSettings(*PROXIMAL))
+    return pair.P.T @ pdv, np.array(pair.pd.lambda_c)
 
 
 CONTACT_CASES = {   # robot: contacts (feet on the ground: 3-D points, 6-D soles)

@@ -33,7 +33,7 @@ from kron_dynamics.algorithms.forward_dynamics import solve_mass_matrix
 from kron_dynamics.algorithms.rnea import rnea
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / 'bench'))
-from compiled_jsim import entry_points as jsim_kernels  # noqa: E402  (bench/, not a package)
+from lib.compiled_jsim import entry_points as jsim_kernels  # noqa: E402  (bench/, not a package)
 import model_helpers  # noqa: E402
 from model_helpers import close, to_internal  # noqa: E402
 

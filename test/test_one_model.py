@@ -34,7 +34,7 @@ import kron_dynamics
 from kron_dynamics import Contact, ModelError, RobotModel
 from kron_dynamics.floating_model import MovingBase
 from pinocchio_oracle import build_case as build, close, ONE_MODEL_CASES as CASES
-from pinocchio_oracle import PinPair, random_state as state, robots_dir
+from pinocchio_oracle import PinPair, PROXIMAL, random_state as state, robots_dir
 
 FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL, 'local_world_aligned': pin.LOCAL_WORLD_ALIGNED}
 
@@ -287,18 +287,9 @@ def test_contacts_on_a_fixed_base_are_pinocchios_constraint_dynamics():
                     Contact('tool0', dim=6, reference_frame='LOCAL'),
                     Contact('forearm_link', point=(0.1, 0.0, 0.0), reference_frame='local')):
         dv, lam = model.constrained_forward_dynamics(q, v, tau, [contact])
-        frame = pm.frames[pm.getFrameId(contact.link)]
-        at = frame.placement * pin.SE3(np.eye(3), np.asarray(contact.point, dtype=float))
-        kinds = pin.StdVec_RigidConstraintModel()
-        kinds.append(pin.RigidConstraintModel(
-            pin.ContactType.CONTACT_3D if contact.dim == 3 else pin.ContactType.CONTACT_6D,
-            pm, frame.parentJoint, at,
-            pin.LOCAL if contact.reference_frame == 'local' else pin.LOCAL_WORLD_ALIGNED))
-        datas = pin.StdVec_RigidConstraintData()
-        datas.append(kinds[0].createData())
-        pin.initConstraintDynamics(pm, pd, kinds, datas)
+        kinds, datas = pair.constraint_models([contact])
         pdv = pin.constraintDynamics(pm, pd, pair.q(q), v, tau, kinds, datas,
-                                     pin.ProximalSettings(1e-14, 1e-12, 20))
+                                     pin.ProximalSettings(*PROXIMAL))
         close(dv, pdv, f"v' with {contact}")
         close(lam, pd.lambda_c, f'lambda with {contact}')
         # inverse: the torques that give v' in contact; the fixed base needs no contact force

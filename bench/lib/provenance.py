@@ -83,6 +83,6 @@ def write_result(out_dir, stem: str, meta: dict, body: dict, log=print) -> Path:
 
 def regenerate_docs(log=print) -> None:
     """Re-render docs/ (and the README's generated block) from bench/results/*.json."""
-    import report     # bench/report.py, next to this file
+    import report     # bench/report.py (bench/ is on sys.path: the scripts run from there)
     changed = report.write_all()
     log('regenerated ' + (', '.join(changed) if changed else 'nothing (docs were up to date)'))

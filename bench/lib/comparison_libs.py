@@ -24,8 +24,8 @@ Each getter returns ``(module, None)`` or ``(None, reason)``; nothing raises.
 ``example-robot-data`` 6 is data only (the URDFs under the cmeel prefix's
 ``share/example-robot-data/robots``): its getter returns that directory.
 
-    .venv/bin/python bench/comparison_libs.py            # install what is missing, report
-    .venv/bin/python bench/comparison_libs.py --no-install
+    .venv/bin/python bench/lib/comparison_libs.py            # install what is missing, report
+    .venv/bin/python bench/lib/comparison_libs.py --no-install
 """
 
 import argparse

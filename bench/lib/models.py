@@ -27,21 +27,19 @@ The robots of the dynamics benchmark, as URDF text that every library loads unch
 
 Every link has a positive mass and an inertia obeying the triangle inequality (MuJoCo refuses
 massless moving bodies), every joint has limits wide enough for the sampled configurations,
-and there is no ``<dynamics>`` (damping) element. Run this file to write the URDFs to
-``build/bench_models/`` and check that kron_dynamics loads each of them.
+and there is no ``<dynamics>`` (damping) element. ``build_models`` writes the URDFs to
+``build/bench_models/`` and checks that kron_dynamics loads each of them.
 """
 
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-import math
 from pathlib import Path
-import sys
 import time
 from typing import NamedTuple
 import xml.etree.ElementTree as ET
 
-from comparison_libs import example_robot_data, pinocchio
+from .comparison_libs import example_robot_data, pinocchio
 import numpy as np
 
 from kron_dynamics import RobotModel
@@ -190,6 +188,18 @@ def rotate_base_inertial(xml: str, rpy=(0.4, -0.3, 0.2)) -> str:
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
 
 
+# example-robot-data files of the Pinocchio benchmarks (relative to its robots directory)
+PANDA = 'panda_description/urdf/panda.urdf'
+TALOS = 'talos_data/robots/talos_reduced.urdf'
+SOLO = 'solo_description/robots/solo12.urdf'
+
+
+def random_state(model, rng):
+    """Return (q, v, dv): q by random_configuration (base within 0.5 m), v, dv in [-1, 1]."""
+    q = model.random_configuration(rng, base_box=0.5)
+    return q, rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv)
+
+
 def panda_source(robots_dir) -> Path:
     """Return the path of example-robot-data's panda.urdf (under share/example-robot-data)."""
     candidates = [Path(robots_dir) / 'panda_description' / 'urdf' / 'panda.urdf',
@@ -260,22 +270,6 @@ def pinocchio_bench(doc: str, argv, results_dir: Path, add_arguments=None):
     return BenchRun(args, budget, repeat, log, pin, Path(robots_dir), start)
 
 
-def relerr(a, b, floor: float = 1.0) -> float:
-    """
-    Return max |a - b| / max(floor, max |b|): the benchmarks' one agreement measure.
-
-    ``floor`` 1 (default): relative to the larger of 1 and the reference; 0: purely
-    relative (absolute where the reference is all zeros). Shapes that differ: inf.
-    """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape:
-        return math.inf
-    if not b.size:
-        return 0.0
-    scale = max(floor, float(np.max(np.abs(b))))
-    return float(np.max(np.abs(a - b))) / (scale if scale > 0 else 1.0)
-
-
 def pinocchio_and_robots(log=print):
     """Return (pin, robots directory) of the Pinocchio benchmarks, or Nones, saying why."""
     pin, reason = pinocchio(log=log)
@@ -327,17 +321,3 @@ def build_models(robots_dir=None, out_dir: Path = BUILD, chain_sizes=CHAIN_SIZES
     add('tree_12', 'tree', tree_urdf(),
         'waist + 2 arms x 4 + head 3 (prismatic neck), 2 fixed tools')
     return models
-
-
-def main(argv=None) -> int:
-    """Write the benchmark URDFs and print their sizes."""
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--out', default=str(BUILD), help='directory for the URDF files')
-    args = parser.parse_args(argv)
-    for model in build_models(find_robots_dir(), Path(args.out)):
-        print(f'{model.name:>10}: n = {model.n:2d}  {model.path}  {model.note}')
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())

@@ -69,14 +69,23 @@ def equivalent_additions(key: str, n: int) -> float:
     return 1.1 * claim['multiplications'][1](n) + claim['additions'][1](n)
 
 
-def fmt(x, digits=1) -> str:
-    """Format a number for a table cell ('–' for missing)."""
+def fmt(x, digits: int = 2) -> str:
+    """
+    Format a number for a table cell (every generated table's one formatter).
+
+    '–' when missing (None, NaN), a string as it is, yes/no for a bool, an int with thousands
+    separators, a float with ``digits`` decimals below 1000 and as a whole number above.
+    """
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return '–'
     if isinstance(x, str):
         return x
-    if abs(x) >= 1e4:
-        return f'{x:.3g}'
+    if isinstance(x, bool):
+        return 'yes' if x else 'no'
+    if isinstance(x, int):
+        return f'{x:,}'
+    if abs(x) >= 1000:
+        return f'{x:,.0f}'
     return f'{x:.{digits}f}'
 
 
@@ -225,8 +234,8 @@ def dynamics_markdown(report: dict) -> str:
         cj, ce = row.get('compiled jacobian'), row.get('compiled explicit')
         t_ratio = ce / cj if ce and cj else None
         c_ratio = row['eqadd explicit'] / row['eqadd jacobian']
-        lines.append(f"| {row['model']} | {row['n']} | {fmt(row['jacobian'])} | "
-                     f"{fmt(row['explicit'])} | {fmt(row['crba'])} | {fmt(cj, 2)} | "
+        lines.append(f"| {row['model']} | {row['n']} | {fmt(row['jacobian'], 1)} | "
+                     f"{fmt(row['explicit'], 1)} | {fmt(row['crba'], 1)} | {fmt(cj, 2)} | "
                      f"{fmt(ce, 2)} | {fmt(row.get('compiled crba'), 2)} | "
                      f"{row['eqadd jacobian']:.0f} | {row['eqadd explicit']:.0f} | "
                      f"{fmt(t_ratio, 2)} | {c_ratio:.2f} |")
@@ -246,7 +255,7 @@ def agreement_notes(results) -> list:
         'inertiafromgeom="false"/></mujoco>` and has joint damping, armature and '
         'frictionloss zeroed and constraints, springs and dampers disabled (otherwise '
         'mj_inverse subtracts passive and limit forces); gravity (0, 0, -9.81) everywhere. '
-        'The Panda loses its `<dynamics>` (damping) elements in bench_models.py for the same '
+        'The Panda loses its `<dynamics>` (damping) elements in bench/lib/models.py for the same '
         'reason.',
         "Pinocchio's computeCoriolisMatrix and ours both satisfy M' - 2C skew but the "
         'matrices need not be equal (any C + S with S skew and S q\' = 0 also works); '

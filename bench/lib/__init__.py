@@ -1,0 +1,22 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What the benchmark scripts share; the scripts only measure and write their JSON.
+
+- ``timing``: per_call (one call alone), alternate (ours and the other library's, in turn);
+- ``compare``: relerr, the one agreement measure;
+- the Pinocchio adapter is ``kron_dynamics.testing.pinocchio_pair`` (shared with test/);
+- ``provenance`` (beside the scripts): the stamp of every JSON.
+"""
