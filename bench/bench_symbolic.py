@@ -37,10 +37,10 @@ import math
 from pathlib import Path
 import sys
 import time
-import timeit
 
 import numpy as np
 from lib import provenance
+from lib.timing import per_call
 import sympy
 
 from kron_dynamics import RobotModel
@@ -59,17 +59,9 @@ MACHINES = ['stacker', 'rover_arm', 'ur5_like']
 QUANTITIES = ['M', 'C*', 'G', 'tau']
 
 
-def per_call(f, budget=0.2, repeat=5) -> float:
-    """Return the median time of one call of f in microseconds."""
-    f()
-    number = 1
-    while True:
-        t = timeit.timeit(f, number=number)
-        if t > budget / repeat or number > 1e6:
-            break
-        number *= 4
-    times = timeit.repeat(f, number=number, repeat=repeat)
-    return float(np.median(times)) / number * 1e6
+def median_us(f) -> float:
+    """Return the median time of one call of f in microseconds (5 runs of about 40 ms)."""
+    return per_call(f, 0.2, 5)['median_us']
 
 
 def ur5_like() -> RobotModel:
@@ -139,7 +131,7 @@ def bench_machine(name: str) -> dict:
             'C*': lambda: coriolis_star(tree, q), 'G': lambda: rnea(tree, q, zeros, zeros),
             'tau': lambda: rnea(tree, q, qd, qdd)},
     }
-    times = {v: {k: per_call(f) for k, f in fs.items()} for v, fs in variants.items()}
+    times = {v: {k: median_us(f) for k, f in fs.items()} for v, fs in variants.items()}
     return {'n': n, 'derive_seconds': derive, 'codegen_seconds': generate,
             'operations': eom.operations, 'source_lines': source.count('\n'),
             'microseconds_per_call': times}
