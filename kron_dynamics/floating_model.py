@@ -56,6 +56,7 @@ from .algorithms.regressor import body_inertia, body_parameters
 from .errors import ModelError
 from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
+from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 from .checks import (_body_parameters, _contacts, _PARTS, _step_arguments, _wrenches,
@@ -64,15 +65,7 @@ from .checks import (_body_parameters, _contacts, _PARTS, _step_arguments, _wren
 Array = NDArray[np.float64]
 
 QUATERNION_TOLERANCE = 1e-3     # |q| within this of 1 is normalised; beyond, refused
-_NAMES = {
-    'floating': (('base_x', 'base_y', 'base_z', 'base_qx', 'base_qy', 'base_qz', 'base_qw'),
-                 ('base_vx', 'base_vy', 'base_vz', 'base_wx', 'base_wy', 'base_wz')),
-    'planar': (('base_x', 'base_y', 'base_cos', 'base_sin'), ('base_vx', 'base_vy', 'base_wz')),
-}
-# the base twist (6) from the base velocity coordinates: identity, or (vx, vy, wz)
-_P_BASE = {'floating': np.eye(6), 'planar': np.eye(6)[:, [0, 1, 5]]}
 _NO_WRENCH = np.zeros((0, 6))
-_CHAIN_AT_ZERO = np.zeros(6)
 _ORIGIN3 = np.zeros(3)
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
@@ -246,8 +239,8 @@ class MovingBase:
         self.total_mass: float = fixed.total_mass
         self._gravity: Array = fixed.gravity         # world frame
         self._gravity.setflags(write=False)
-        self._configuration_names = _NAMES[base][0] + self.joint_names
-        self._velocity_names = _NAMES[base][1] + self.joint_names
+        self._configuration_names = BASE_NAMES[base][0] + self.joint_names
+        self._velocity_names = BASE_NAMES[base][1] + self.joint_names
         self._nq, self._nv = len(self._configuration_names), len(self._velocity_names)
         self._nb = self.nv - self.n
         T0 = np.eye(4)
@@ -259,34 +252,21 @@ class MovingBase:
         self._origin_inverse = np.linalg.inv(T0)
         self._tree = description.tree
         self._root = description.root_inertia
-        B, d = fixed.coupling()
-        internal = {j: i for i, j in enumerate(description.joint_names)}
-        order = [internal[j] for j in fixed.full_joint_names]
-        self._B = np.zeros((self._tree.n, self.n))
-        self._B[order] = B
-        self._d = np.zeros(self._tree.n)
-        self._d[order] = d
-        P = np.zeros((6 + self._tree.n, self.nv))
-        P[:6, :self._nb] = _P_BASE[base]
-        P[6:, self._nb:] = self._B
-        self._P = P
+        # v -> the kernels' velocities: P = diag(P_base, B) (model/coordinates.py)
+        m = self._base_map = BaseMap(base, fixed._joint_map, description.joint_names)
+        self._B, self._d, self._P = m.B, m.d, m.P
+        self._lift, self._project = m.lift, m.project
         self._armature = np.concatenate([np.zeros(self._nb), fixed.armature])
-        # the compiled path: the tree behind the base chain; kernel order = the chain, then
-        # the joints in joint_names order (without mimic joints) or the tree's own order
-        nk = 6 + self._tree.n
-        order = np.arange(nk)
-        if not fixed.mimic_joints:
-            order[6:] = 6 + np.array([internal[j] for j in self.joint_names], dtype=int)
-        self._tree_order = order[6:] - 6      # kernel input k >= 6 is tree coordinate [k-6]
+        # the compiled path: the tree behind the base chain, in the map's kernel order
+        order = m.kernel_order
+        self._tree_order = m.tree_order      # kernel input k >= 6 is tree coordinate [k-6]
         sites = pack_sites(description.frames)      # rows as fixed._site numbers them
         sites[:, SITE_BODY] = np.where(sites[:, SITE_BODY] < 0, 5, sites[:, SITE_BODY] + 6)
         self._sites = sites
-        Pk = P[order]
-        cols = np.argmax(Pk, axis=0)
-        # P in kernel order is often a selection of coordinates: index instead of multiply
-        self._Pk, self._sel = Pk, (cols if np.array_equal(Pk, np.eye(nk)[:, cols]) else None)
+        # P in kernel order is often a selection of coordinates: index instead of multiply;
         # the model's coordinates are the kernel's (floating base, no mimic joints)
-        self._same = self._sel is not None and np.array_equal(cols, np.arange(self.nv))
+        self._Pk, self._sel, self._same = m.Pk, m.selection, m.same
+        nk = len(order)
         # armature in the kernels where each joint is a kernel coordinate; else after P
         armature = np.zeros(nk)
         if self._sel is not None:
@@ -522,33 +502,12 @@ class MovingBase:
         """Return (checked q, base pose, joint coordinates u, the kernels' configuration)."""
         q = self._configuration(q)
         u = q[self.nq - self.n:]
-        if self._same:
-            qk = np.concatenate((_CHAIN_AT_ZERO, u))
-        else:
-            qk = np.zeros(len(self._Pk))
-            qk[6:] = (self._B @ u + self._d)[self._tree_order]
-        return q, self._base_pose(q), u, qk
+        return q, self._base_pose(q), u, self._base_map.kernel_configuration(u)
 
     def _gravity_base(self, T) -> Array:
         return T[:3, :3].T @ self.gravity
 
     # ----------------------------------------------------------------- dynamics
-    def _lift(self, x: Array) -> Array:
-        """Return P x in kernel order: a velocity of the model -> the chain and the tree."""
-        if self._same:
-            return x
-        if self._sel is None:
-            return self._Pk @ x
-        out = np.zeros(len(self._Pk))
-        out[self._sel] = x
-        return out
-
-    def _project(self, tau: Array) -> Array:
-        """Return P^T tau of a kernel-order force: the model's generalized forces."""
-        if self._same:
-            return tau
-        return self._Pk.T @ tau if self._sel is None else tau[self._sel]
-
     def _rnea(self, qk: Array, vk: Array, dvk: Array, gravity_base: Array) -> Array:
         """Return the compiled Newton-Euler forces (kernel order) with the base moving."""
         reals = self._reals.copy()
@@ -899,7 +858,7 @@ class MovingBase:
         """
         q, T, u, _ = self._split(q)
         v = self._vector(v, self.nv, 'v') * float(dt)
-        T_rel = np.linalg.solve(self.origin, T) @ _exp6(_P_BASE[self.base] @ v[:self._nb])
+        T_rel = np.linalg.solve(self.origin, T) @ _exp6(P_BASE[self.base] @ v[:self._nb])
         out = np.empty(self.nq)
         if self.base == 'floating':
             from scipy.spatial.transform import Rotation
@@ -919,7 +878,7 @@ class MovingBase:
         _, T0, u0, _ = self._split(q0)
         _, T1, u1, _ = self._split(q1)
         twist = _log6(np.linalg.solve(T0, T1))
-        return np.concatenate([_P_BASE[self.base].T @ twist, u1 - u0])
+        return np.concatenate([P_BASE[self.base].T @ twist, u1 - u0])
 
     def base_state(self, position: ArrayLike, orientation: ArrayLike, linear: ArrayLike,
                    angular: ArrayLike) -> tuple[Array, Array]:
@@ -1014,7 +973,7 @@ class MovingBase:
         w + [xi, w] / 2 + [xi, [xi, w]] / 12, the terms an order-4 method needs (the planar
         twists are a subalgebra); the joints: w itself.
         """
-        P = _P_BASE[self.base]
+        P = P_BASE[self.base]
         nb = self._nb
         ad = motion_cross(P @ xi[:nb])
         wb = P @ w[:nb]
@@ -1024,7 +983,7 @@ class MovingBase:
 
     def _tangent_bracket(self, v: Array) -> Array:
         """ad_v on the base block: d/dt of q (-) q_ref drifts by -ad_v (linearize)."""
-        P = _P_BASE[self.base]
+        P = P_BASE[self.base]
         nb = self._nb
         out = np.zeros((self.nv, self.nv))
         out[:nb, :nb] = P.T @ motion_cross(P @ v[:nb]) @ P
@@ -1037,7 +996,7 @@ class MovingBase:
         Ad(exp(-w)) and the right Jacobian J_r(w) = sum_k (-ad_w)^k / (k + 1)! on the base
         block, identities on the joints.
         """
-        P = _P_BASE[self.base]
+        P = P_BASE[self.base]
         nb = self._nb
         xi = P @ w[:nb]
         T = _exp6(-xi)
@@ -1113,7 +1072,7 @@ class MovingBase:
         base = np.zeros((6, 6))          # base twist -> the frame's twist, its own axes
         base[:3, :3] = base[3:, 3:] = R.T
         base[:3, 3:] = -R.T @ skew(p)
-        J = np.hstack([base @ _P_BASE[self.base], J_joints])
+        J = np.hstack([base @ P_BASE[self.base], J_joints])
         if frame == 'local':
             return J
         T_wk = T @ T_bk
@@ -1265,7 +1224,7 @@ class MovingBase:
         c = self.fixed.center_of_mass(u, include_root=True)
         base = np.hstack([R, -R @ skew(c)])
         J_joints = R @ self.fixed.center_of_mass_jacobian(u, include_root=True)
-        return np.hstack([base @ _P_BASE[self.base], J_joints])
+        return np.hstack([base @ P_BASE[self.base], J_joints])
 
     @_batched('q')
     def centroidal_momentum_matrix(self, q: ArrayLike) -> Array:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
+import functools
 from pathlib import Path
 import warnings
 from types import MappingProxyType
@@ -54,7 +55,8 @@ from .floating_model import MovingBase
 from .kernels.layout import WORLD
 from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .model.dh import DHRow, dh_to_urdf
-from .model.mimic import coupling, MimicJoint
+from .model.coordinates import JointMap
+from .model.mimic import MimicJoint
 from .model.reduce import lock_joints
 from .model.tree import KinematicTree
 from .model.rotations import rpy_to_matrix, skew
@@ -314,7 +316,12 @@ class RobotModel:
 
         u are the coordinates in ``joint_names`` order; without mimic joints B = I, d = 0.
         """
-        return np.eye(self.n), np.zeros(self.n)
+        return np.array(self._joint_map.B), np.array(self._joint_map.d)
+
+    @functools.cached_property
+    def _joint_map(self) -> JointMap:
+        """Return q = B u + d (model/coordinates.py; the identity without mimic joints)."""
+        return JointMap(self.full_joint_names, self.joint_names, self.mimic_joints)
 
     def full_configuration(self, q: ArrayLike) -> Array:
         """Return the position of every movable joint (``full_joint_names``) at q."""
@@ -1508,19 +1515,18 @@ class CoupledRobotModel(RobotModel):
         self._full = RobotModel(dataclasses.replace(description, mimic_joints={}),
                                 self._full_names)
         self._site_rows = self._full._site_rows      # link names are those of the tree
-        B, d = coupling(self._full_names, self.joint_names, description.mimic_joints)
-        B.setflags(write=False)
-        d.setflags(write=False)
-        self._B, self._d, self._Bt = B, d, np.ascontiguousarray(B.T)
+        # q = B u + d and its projections, bound once (model/coordinates.py)
+        m = self._joint_map = JointMap(self._full_names, self.joint_names,
+                                       description.mimic_joints)
+        self._B, self._d, self._Bt = m.B, m.d, m.Bt
+        self._lift, self._lift_rate = m.lift, m.rate
+        self._vec, self._mat, self._cols, self._star, self._hess = (
+            m.force, m.matrix, m.columns, m.star, m.hessian)
         # the compiled path (kernels/coupled.py): per joint of the full tree the coordinate it
-        # follows, the multiplier and the offset (URDF mimic: one non-zero per row of B)
+        # follows, the multiplier and the offset (None for a general B: NumPy projections)
         full = self._full
         self._fints, self._freals, self._fsites = full._ints, full._reals, full._sites
-        sources = np.argmax(np.abs(B), axis=1)
-        self._cpl = np.ascontiguousarray(np.column_stack(
-            [sources, B[np.arange(len(B)), sources], d]), dtype=float)
-        if not np.array_equal(np.count_nonzero(B, axis=1), np.ones(len(B))):
-            self._cpl = None        # a general B: the NumPy projections only
+        self._cpl = m.kernel_table
         self._n = len(self.joint_names)
         self._nn = (self._n, self._n)
         try:
@@ -1554,19 +1560,6 @@ class CoupledRobotModel(RobotModel):
         """Return the tree without the mimic constraints, joints in full_joint_names order."""
         return self._full
 
-    def coupling(self) -> tuple[Array, Array]:
-        """Return (B, d): the positions of ``full_joint_names`` are q = B u + d."""
-        return np.array(self._B), np.array(self._d)
-
-    # ----------------------------------------------------------------- u -> q
-    def _lift(self, u: Array) -> Array:
-        """Positions of the full tree, q = B u + d, for checked u of shape (n,) or (N, n)."""
-        return u @ self._Bt + self._d
-
-    def _lift_rate(self, ud: Array) -> Array:
-        """Velocities or accelerations of the full tree, B u' (no offset)."""
-        return ud @ self._Bt
-
     def full_configuration(self, q: ArrayLike) -> Array:
         """Return the position of every movable joint (``full_joint_names``) at u."""
         (u,), _ = self._inputs(q=q)
@@ -1581,34 +1574,6 @@ class CoupledRobotModel(RobotModel):
         """Return the acceleration of every movable joint (``full_joint_names``), B u''."""
         (udd,), _ = self._inputs(qdd=qdd)
         return self._lift_rate(udd)
-
-    # ----------------------------------------------------------------- projections
-    def _vec(self, tau: Array) -> Array:
-        """B^T tau for tau of shape (..., n_full)."""
-        return tau @ self._B
-
-    def _mat(self, M: Array) -> Array:
-        """B^T M B for M of shape (..., n_full, n_full)."""
-        return self._Bt @ M @ self._B
-
-    def _cols(self, J: Array) -> Array:
-        """J B for J of shape (..., k, n_full)."""
-        return J @ self._B
-
-    def _star(self, C: Array) -> Array:
-        """B^T C* (B kron B) for C* of shape (..., n_full, n_full^2)."""
-        nf, n = self._B.shape
-        lead = C.shape[:-2]
-        C3 = C.reshape(*lead, nf, nf, nf) @ self._B              # [i, j, c]
-        C3 = self._Bt @ C3                                       # [i, b, c]
-        out = self._Bt @ C3.reshape(*lead, nf, n * n)            # [a, b c]
-        return out
-
-    def _hess(self, H: Array) -> Array:
-        """H_u[:, a n + c] = sum B_sa B_kc H[:, s nf + k] for H of shape (..., 3, n_full^2)."""
-        nf, n = self._B.shape
-        lead = H.shape[:-1]
-        return (self._Bt @ H.reshape(*lead, nf, nf) @ self._B).reshape(*lead, n * n)
 
     # ----------------------------------------------------------------- kinematics
     def link_pose(self, q: ArrayLike, link: str) -> Array:

@@ -28,6 +28,7 @@ import pytest
 
 from kron_dynamics import RobotModel, SingularMassMatrixError
 from kron_dynamics.algorithms.rnea_derivatives import rnea_derivatives
+from kron_dynamics.testing.pinocchio_pair import symmetric_from_upper
 import model_helpers
 from pinocchio_oracle import build_case, close, ONE_MODEL_CASES, random_state
 
@@ -49,11 +50,6 @@ def columns(model, f, q):
     return np.stack([along(model, f, q, E[k]) for k in range(model.nv)], axis=-1)
 
 
-def symmetric(M):
-    """Pinocchio fills the upper triangle of M."""
-    return np.triu(M) + np.triu(M, 1).T
-
-
 def test_inverse_dynamics_derivatives_are_pinocchios(case):
     """P^T dtau/dx P of the unconstrained Pinocchio model (P: our v -> its v)."""
     kind, model, pair = case
@@ -66,7 +62,7 @@ def test_inverse_dynamics_derivatives_are_pinocchios(case):
         # with mimic joints q = B u + d, so that d/du = (d/dq) B: the projection again
         close(dq, P.T @ pdq @ P, 'dtau/dq against computeRNEADerivatives', 1e-9)
         close(dvv, P.T @ pdv @ P, 'dtau/dv against computeRNEADerivatives', 1e-9)
-        close(M, P.T @ symmetric(pM) @ P, 'M', 1e-9)
+        close(M, P.T @ symmetric_from_upper(pM) @ P, 'M', 1e-9)
         close(M, model.mass_matrix(q), 'M of the derivatives is mass_matrix', 1e-12)
         close(model.gravity_derivative(q),
               P.T @ pin.computeGeneralizedGravityDerivatives(pair.pm, pair.pd, pair.q(q)) @ P,

@@ -534,6 +534,8 @@ DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'fr
            'base', 'nq', 'nv', 'configuration_names', 'velocity_names', 'position_limits',
            'neutral', 'random_configuration', 'integrate', 'difference', 'base_pose',
            'base_state',
+           # B and d of the model's JointMap (model/coordinates.py), the identity without mimics
+           'coupling',
            # from the projected jacobian_derivative, link_pose, jacobian, center_of_mass
            'jacobian_derivative_times_velocity', 'centroidal_momentum_matrix',
            # from the projected jacobian, acceleration, link_pose, M, h and tau

@@ -20,15 +20,13 @@ The model's coordinates u are the independent joints (those without a ``<mimic>`
 movable joint's position is then q = B u + d with a constant n_full x n matrix B, one
 nonzero entry per row: chains of mimics (a mimic of a mimic) are resolved here, a primary may
 sit in another branch of the tree, and a prismatic joint may follow a revolute one (the
-multiplier then has units m/rad). This module only describes B and d; the facade maps
-u -> q and projects the results (M_u = B^T M B, ...).
+multiplier then has units m/rad). This module resolves the tags; B and d, and the
+projections of the results (M_u = B^T M B, ...), are ``model/coordinates.py``'s JointMap.
 """
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 import math
-
-import numpy as np
 
 from ..errors import ModelError
 
@@ -91,24 +89,3 @@ def resolve_mimics(declared: Mapping[str, tuple], movable: Sequence[str],
                              f"{' -> '.join(chain)} gives a non-finite multiplier or offset")
         resolved[name] = MimicJoint(name, joint, multiplier, offset, tuple(declared[name]))
     return resolved
-
-
-def coupling(full_names: Sequence[str], independent: Sequence[str],
-             mimic_joints: Mapping[str, MimicJoint]) -> tuple[np.ndarray, np.ndarray]:
-    """
-    Return (B, d), q = B u + d: q in ``full_names`` order, u in ``independent`` order.
-
-    B is n_full x n with one nonzero entry per row (1 for an independent joint, the
-    resolved multiplier for a mimic joint); d holds the resolved offsets.
-    """
-    column = {name: k for k, name in enumerate(independent)}
-    B = np.zeros((len(full_names), len(independent)))
-    d = np.zeros(len(full_names))
-    for i, name in enumerate(full_names):
-        mimic = mimic_joints.get(name)
-        if mimic is None:
-            B[i, column[name]] = 1.0
-        else:
-            B[i, column[mimic.primary]] = mimic.multiplier
-            d[i] = mimic.offset
-    return B, d

@@ -107,8 +107,9 @@ from sympy.polys.domains import QQ, RR
 from sympy.polys.rings import PolyRing
 
 from ..errors import ModelError
+from ..model.coordinates import JointMap
 from ..model.dh import mimic_spec
-from ..model.mimic import coupling, resolve_mimics
+from ..model.mimic import resolve_mimics
 from ..model.rotations import elementary_rows, rpy_rows
 from .budget import Budget, DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS
 from .codegen import latex_document, python_module, text_equations
@@ -787,8 +788,9 @@ class SymbolicModel:
             return model
         mimics = resolve_mimics(declared, names, (), name)
         independent = [j for j in names if j not in mimics]
-        B, d = coupling(names, independent, mimics)
-        return CoupledSymbolicModel(model, independent, B, d, [0] * len(independent), mimics)
+        m = JointMap(names, independent, mimics)
+        return CoupledSymbolicModel(model, independent, m.B, m.d, [0] * len(independent),
+                                    mimics)
 
     def with_parameters(self, values: dict | None = None) -> 'SymbolicModel':
         """Return a copy with parameters replaced by numbers (default: all known values)."""
