@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
 import functools
+import inspect
 from pathlib import Path
 import warnings
 from types import MappingProxyType
@@ -1588,11 +1589,6 @@ class CoupledRobotModel(RobotModel):
         (u,), _ = self._inputs(q=q)
         return self._full.link_pose(self._lift(u), link)
 
-    def link_poses(self, q: ArrayLike) -> Array:
-        """Return the 4 x 4 poses of all links at u, (L, 4, 4) in ``link_names`` order."""
-        (u,), _ = self._inputs(q=q)
-        return self._full.link_poses(self._lift(u))
-
     def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
                  frame: str = 'local_world_aligned') -> Array:
         """Return J B, the 6 x n Jacobian in u of a link or point (frames as RobotModel)."""
@@ -1613,41 +1609,6 @@ class CoupledRobotModel(RobotModel):
         (u,), _ = self._inputs(q=q)
         return self._cols(self._full.jacobian(self._lift(u), link, point, frame))
 
-    def jacobian_derivative(self, q: ArrayLike, qd: ArrayLike, link: str,
-                            point: ArrayLike | None = None,
-                            frame: str = 'local_world_aligned') -> Array:
-        """Return J'(q, B u') B, the time derivative of :meth:`jacobian` (B is constant)."""
-        self._frame(link)
-        (u, ud), _ = self._inputs(q=q, qd=qd)
-        return self._cols(self._full.jacobian_derivative(self._lift(u), self._lift_rate(ud),
-                                                         link, point, frame))
-
-    def acceleration(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, link: str,
-                     point: ArrayLike | None = None,
-                     frame: str = 'local_world_aligned') -> Array:
-        """Return the classical acceleration of a link or point at (u, u', u''), 6 values."""
-        self._frame(link)
-        (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
-        return self._full.acceleration(self._lift(u), self._lift_rate(ud),
-                                       self._lift_rate(udd), link, point, frame)
-
-    def hessian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
-                frame: str = 'local_world_aligned') -> Array:
-        """Return the 6 x n^2 Hessian of :meth:`jacobian` in u: d(J B)[:, s]/du_k."""
-        self._frame(link)
-        (u,), _ = self._inputs(q=q)
-        return self._hess(self._full.hessian(self._lift(u), link, point, frame))
-
-    def center_of_mass(self, q: ArrayLike, include_root: bool = False) -> Array:
-        """Return the centre of mass (3,) at u (``include_root`` as for RobotModel)."""
-        (u,), _ = self._inputs(q=q)
-        return self._full.center_of_mass(self._lift(u), include_root)
-
-    def center_of_mass_jacobian(self, q: ArrayLike, include_root: bool = False) -> Array:
-        """Return the 3 x n Jacobian of :meth:`center_of_mass` in u."""
-        (u,), _ = self._inputs(q=q)
-        return self._cols(self._full.center_of_mass_jacobian(self._lift(u), include_root))
-
     def locked(self, values: Mapping[str, float]) -> RobotModel:
         """
         Lock independent joints at the given coordinates; their mimic joints follow.
@@ -1659,22 +1620,6 @@ class CoupledRobotModel(RobotModel):
         return RobotModel(description, [self.joint_names[i] for i in keep],
                           self.armature[keep])
 
-    def jacobians(self, q: ArrayLike, link: str,
-                  point: ArrayLike | None = None) -> tuple[Array, Array]:
-        """(J_T B, J_R B), each 3 x n: the Jacobians in u (000 eqs. 29, 37, 45; 004 sec. 5)."""
-        self._frame(link)
-        (u,), _ = self._inputs(q=q)
-        JT, JR = self._full.jacobians(self._lift(u), link, point)
-        return self._cols(JT), self._cols(JR)
-
-    def hessians(self, q: ArrayLike, link: str,
-                 point: ArrayLike | None = None) -> tuple[Array, Array]:
-        """(H_T, H_R) in u, each 3 x n^2: H[:, s*n + k] = d(J B)[:, s]/du_k (000 eq. 5)."""
-        self._frame(link)
-        (u,), _ = self._inputs(q=q)
-        HT, HR = self._full.hessians(self._lift(u), link, point)
-        return self._hess(HT), self._hess(HR)
-
     # ----------------------------------------------------------------- dynamics
     def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
         """Return M_u = B^T M(q) B (+ armature), n x n; ``method`` as for RobotModel."""
@@ -1685,46 +1630,6 @@ class CoupledRobotModel(RobotModel):
         (u,), _ = self._inputs(q=q)
         return self._mat(self._full.mass_matrix(self._lift(u), method)) + np.diag(
             self.armature)
-
-    def coriolis_star(self, q: ArrayLike, method: str | None = None) -> Array:
-        """C*_u = B^T C*(q) (B kron B), n x n^2: eq. (101) of M_u (000; 004 section 5)."""
-        (u,), _ = self._inputs(q=q)
-        return self._star(self._full.coriolis_star(self._lift(u), method))
-
-    def coriolis_matrix(self, q: ArrayLike, qd: ArrayLike) -> Array:
-        """C_u = B^T C(q, B u') B: M_u' - 2 C_u is skew, C_u u' = C*_u (u' kron u')."""
-        (u, ud), _ = self._inputs(q=q, qd=qd)
-        return self._mat(self._full.coriolis_matrix(self._lift(u), self._lift_rate(ud)))
-
-    def coriolis_vector(self, q: ArrayLike, qd: ArrayLike) -> Array:
-        """C*_u (u' kron u') = B^T C*(q)(q' kron q'), q' = B u'."""
-        if self._cpl is not None and _is_vector(q) and _is_vector(qd):
-            tau = np.empty(self._n)
-            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, qd,
-                                   qd, CORIOLIS, tau):
-                return tau
-        (u, ud), _ = self._inputs(q=q, qd=qd)
-        return self._vec(self._full.coriolis_vector(self._lift(u), self._lift_rate(ud)))
-
-    def gravity_torque(self, q: ArrayLike) -> Array:
-        """G_u = B^T G(q) = dV/du."""
-        if self._cpl is not None and _is_vector(q):
-            tau = np.empty(self._n)
-            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, q, q,
-                                   GRAVITY, tau):
-                return tau
-        (u,), _ = self._inputs(q=q)
-        return self._vec(self._full.gravity_torque(self._lift(u)))
-
-    def bias_torque(self, q: ArrayLike, qd: ArrayLike) -> Array:
-        """Return C*_u (u' kron u') + G_u, the generalized force that holds u'' = 0."""
-        if self._cpl is not None and _is_vector(q) and _is_vector(qd):
-            tau = np.empty(self._n)
-            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, qd,
-                                   qd, BIAS, tau):
-                return tau
-        (u, ud), _ = self._inputs(q=q, qd=qd)
-        return self._vec(self._full.bias_torque(self._lift(u), self._lift_rate(ud)))
 
     def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                          f_ext: Mapping[str, ArrayLike] | None = None) -> Array:
@@ -1833,11 +1738,6 @@ class CoupledRobotModel(RobotModel):
             v = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
         return x, v
 
-    def potential_energy(self, q: ArrayLike) -> float | Array:
-        """V(q) at q = B u + d, zero at the root origin; G_u = dV/du."""
-        (u,), _ = self._inputs(q=q)
-        return self._full.potential_energy(self._lift(u))
-
     def friction_torque(self, qd: ArrayLike) -> Array:
         """B^T (damping q' + friction sign(q')) of every movable joint's <dynamics>, q' = B u'."""
         (ud,), _ = self._inputs(qd=qd)
@@ -1856,6 +1756,106 @@ class CoupledRobotModel(RobotModel):
                 moved |= tree.subtree(full_rows[row])
             out.append(tree.mass[moved].sum())
         return np.array(out)
+
+
+# The mimic layer, one row per method that is the whole tree's at q = B u + d: its arrays
+# lifted ('q': a position, q = B u + d; 'v': a velocity or acceleration, B u'), the other
+# arguments passed through, the result projected by the model's JointMap ('force': B^T tau,
+# 'matrix': B^T M B, 'columns': J B, 'star': B^T C* (B kron B), 'hessian', None: as it is; a
+# tuple: item by item); with a Newton-Euler mode, the compiled coupled kernel serves a single
+# state first. A new quantity on a mimic model is one row here.
+_PROJECTED = {
+    'link_poses': ('q', None, None,
+                   "Return the 4 x 4 poses of all links at u, (L, 4, 4) in ``link_names`` "
+                   "order."),
+    'jacobian_derivative': ('qv', 'columns', None,
+                            "Return J'(q, B u') B, the time derivative of :meth:`jacobian` "
+                            "(B is constant)."),
+    'acceleration': ('qvv', None, None,
+                     "Return the classical acceleration of a link or point at (u, u', u''), 6 "
+                     "values."),
+    'hessian': ('q', 'hessian', None,
+                "Return the 6 x n^2 Hessian of :meth:`jacobian` in u: d(J B)[:, s]/du_k."),
+    'hessians': ('q', ('hessian', 'hessian'), None,
+                 "Return (H_T, H_R) in u, each 3 x n^2: H[:, s*n + k] = d(J B)[:, s]/du_k "
+                 "(000 eq. 5)."),
+    'jacobians': ('q', ('columns', 'columns'), None,
+                  "Return (J_T B, J_R B), each 3 x n: the Jacobians in u (000 eqs. 29, 37, 45; "
+                  "004 sec. 5)."),
+    'center_of_mass': ('q', None, None,
+                       "Return the centre of mass (3,) at u (``include_root`` as for "
+                       "RobotModel)."),
+    'center_of_mass_jacobian': ('q', 'columns', None,
+                                "Return the 3 x n Jacobian of :meth:`center_of_mass` in u."),
+    'coriolis_star': ('q', 'star', None,
+                      "Return C*_u = B^T C*(q) (B kron B), n x n^2: eq. (101) of M_u (000; 004 "
+                      "section 5)."),
+    'coriolis_matrix': ('qv', 'matrix', None,
+                        "Return C_u = B^T C(q, B u') B: M_u' - 2 C_u is skew, C_u u' = C*_u (u' "
+                        "kron u')."),
+    'potential_energy': ('q', None, None,
+                         "Return V(q) at q = B u + d, zero at the root origin; G_u = dV/du."),
+    'coriolis_vector': ('qv', 'force', CORIOLIS,
+                        "Return C*_u (u' kron u') = B^T C*(q)(q' kron q'), q' = B u'."),
+    'gravity_torque': ('q', 'force', GRAVITY, "Return G_u = B^T G(q) = dV/du."),
+    'bias_torque': ('qv', 'force', BIAS,
+                    "Return C*_u (u' kron u') + G_u, the generalized force that holds u'' = 0."),
+}
+_PROJECTIONS = {None: lambda self, x: x, 'force': lambda self, x: self._vec(x),
+                'matrix': lambda self, x: self._mat(x), 'columns': lambda self, x: self._cols(x),
+                'star': lambda self, x: self._star(x), 'hessian': lambda self, x: self._hess(x)}
+
+
+def _lift_and_project(self, name: str, kinds: str, project, arrays: tuple, others: tuple):
+    """Return the general path of a _PROJECTED method: check, lift, the tree's method, project."""
+    checked, _ = self._inputs(**dict(zip(('q', 'qd', 'qdd'), arrays)))
+    values = [self._lift(x) if kind == 'q' else self._lift_rate(x)
+              for kind, x in zip(kinds, checked)]
+    result = getattr(self._full, name)(*values, *others)
+    if isinstance(project, tuple):
+        return tuple(p(self, r) for p, r in zip(project, result))
+    return project(self, result)
+
+
+def _projected(name: str, kinds: str, projection, mode, doc: str):
+    """
+    Return the CoupledRobotModel method of a _PROJECTED row, with RobotModel's signature.
+
+    The method is written out (exec) with the parameters of RobotModel's: a single state
+    then costs what a hand-written method does (no *args packing or binding per call).
+    """
+    signature = inspect.signature(getattr(RobotModel, name))
+    parameters = list(signature.parameters.values())[1:]      # after self
+    arrays = [p.name for p in parameters[:len(kinds)]]
+    others = [p.name for p in parameters[len(kinds):]]
+    listed = ', '.join(p.name if p.default is inspect.Parameter.empty
+                       else f'{p.name}={p.default!r}' for p in parameters)
+    lines = [f'def {name}(self, {listed}):']
+    if mode is not None:
+        q, qd, qdd = (arrays + arrays[-1:] * 3)[:3]      # (q, q, q) or (q, qd, qd)
+        vectors = ' and '.join(f'type({a}) is _ND and {a}.dtype is _F64 and {a}.ndim == 1'
+                               for a in arrays)
+        lines += [f'    if self._cpl is not None and {vectors}:',
+                  '        tau = _empty(self._n)',
+                  '        if native.coupled_rnea(self._fints, self._freals, self._cpl, '
+                  f'self.armature, {q}, {qd}, {qdd}, {mode}, tau):',
+                  '            return tau']
+    lines.append(f'    return _lift_and_project(self, {name!r}, {kinds!r}, _project, '
+                 f'({", ".join(arrays)},), ({"".join(o + ", " for o in others)}))')
+    project = (tuple(_PROJECTIONS[p] for p in projection) if isinstance(projection, tuple)
+               else _PROJECTIONS[projection])
+    namespace = {'_ND': _ND, '_F64': _F64, '_empty': np.empty, 'native': native,
+                 '_lift_and_project': _lift_and_project, '_project': project}
+    exec('\n'.join(lines), namespace)       # noqa: S102  (source built above from the table)
+    method = namespace[name]
+    method.__doc__ = doc
+    method.__qualname__ = f'CoupledRobotModel.{name}'
+    method.__signature__ = signature
+    return method
+
+
+for _name, _row in _PROJECTED.items():
+    setattr(CoupledRobotModel, _name, _projected(_name, *_row))
 
 
 class FloatingBaseModel(MovingBase, RobotModel):
