@@ -20,30 +20,14 @@ name: our q (one angle per continuous joint) becomes Pinocchio's configuration (
 a continuous joint, nq = 2, nv = 1), and its results come back in our joint order.
 """
 
-import importlib.metadata
 from pathlib import Path
 
 import numpy as np
 
 # the one Pinocchio adapter, shared with bench/ (hand_coupling: B, d written out from the tags)
 from kron_dynamics.testing.pinocchio_pair import (hand_coupling,  # noqa: F401
-                                                  PinocchioPair as PinPair, PROXIMAL)
-
-
-def robots_dir():
-    """Return example-robot-data's ``robots`` directory (version 6 is data only), or None."""
-    try:
-        files = importlib.metadata.files('example-robot-data') or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for f in files:
-        parts = Path(str(f)).parts
-        if 'robots' in parts and parts[-1].endswith('.urdf'):
-            i = parts.index('robots')
-            path = Path(f.locate()).parents[len(parts) - i - 2]
-            if path.is_dir():
-                return path
-    return None
+                                                  PinocchioPair as PinPair, PROXIMAL,
+                                                  robots_dir)
 
 
 def dynamics(pin, model, names, q, qd, qdd) -> dict:

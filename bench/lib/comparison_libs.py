@@ -38,6 +38,8 @@ import sys
 import tempfile
 import types
 
+from kron_dynamics.testing.pinocchio_pair import robots_dir
+
 # key -> (PyPI name, import name)
 LIBRARIES = {
     'pinocchio': ('pin', 'pinocchio'),
@@ -104,22 +106,6 @@ def add_cmeel_paths():
         if candidate.is_dir() and str(candidate) not in sys.path:
             sys.path.append(str(candidate))
     importlib.invalidate_caches()
-
-
-def robots_dir():
-    """Return the directory of example-robot-data's robots, or None if not installed."""
-    try:
-        files = importlib.metadata.files('example-robot-data') or []
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    for f in files:
-        parts = Path(str(f)).parts
-        if 'robots' in parts:
-            i = parts.index('robots')
-            path = Path(f.locate()).parents[len(parts) - i - 2]
-            if path.is_dir():
-                return path
-    return None
 
 
 def _import(key: str):

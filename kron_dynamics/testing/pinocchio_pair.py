@@ -30,6 +30,9 @@ coordinates (x, y, z, qx, qy, qz, qw; x, y, cos, sin). Its model is either
 Pinocchio is imported only by ``constraint_models``; the caller passes its models.
 """
 
+import importlib.metadata
+from pathlib import Path
+
 import numpy as np
 
 # constraintDynamics' proximal settings (accuracy, mu, iterations) of every comparison
@@ -155,3 +158,19 @@ class PinocchioPair:
             datas.append(kind.createData())
         pin.initConstraintDynamics(pm, self.pd, kinds, datas)
         return kinds, datas
+
+
+def robots_dir():
+    """Return example-robot-data's ``robots`` directory (version 6 is data only), or None."""
+    try:
+        files = importlib.metadata.files('example-robot-data') or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        parts = Path(str(f)).parts
+        if 'robots' in parts and parts[-1].endswith('.urdf'):
+            i = parts.index('robots')
+            path = Path(f.locate()).parents[len(parts) - i - 2]
+            if path.is_dir():
+                return path
+    return None
