@@ -82,6 +82,17 @@ _ORIGIN.setflags(write=False)
 _SHAPE_44 = (4, 4)
 
 
+def _on_device(x) -> bool:
+    """Return True for a CUDA array (numba device array, CuPy, PyTorch CUDA tensor)."""
+    return not isinstance(x, np.ndarray) and (hasattr(x, '__cuda_array_interface__')
+                                              or type(x).__module__.startswith('numba.cuda'))
+
+
+# Newton-Euler mode -> the GPU method (kron_dynamics.gpu)
+_GPU_METHODS = {ID: 'inverse_dynamics', GRAVITY: 'gravity_torque', BIAS: 'bias_torque',
+                CORIOLIS: 'coriolis_vector'}
+
+
 def _is_vector(x) -> bool:
     """Return True for a 1-D float64 ndarray: what the compiled entry points take as is."""
     return type(x) is _ND and x.dtype is _F64 and x.ndim == 1
@@ -1155,6 +1166,8 @@ class RobotModel:
                 M = np.empty(self._nn)
                 if native.crba(self._ints, self._reals, q, M):
                     return M
+            if _on_device(q):
+                return self.on_gpu().mass_matrix(q)
             (q,), N = self._inputs(q=q)
             return self._run(native.crba, native.crba_batch, N, self._nn, q)
         try:
@@ -1246,8 +1259,30 @@ class RobotModel:
                 return tau
         return self._rnea(ID, f_ext, q=q, qd=qd, qdd=qdd)
 
+    def on_gpu(self, threads_per_block: int = 128):
+        """
+        Return the model's GPU kernels (kron_dynamics.gpu.GpuModel), generated on first use.
+
+        inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix and
+        forward_dynamics given CUDA arrays (N, n) run there and return a device array.
+        """
+        gpu = self.__dict__.get('_gpu')
+        if gpu is None or gpu.threads_per_block != threads_per_block:
+            from .gpu import GpuModel
+            gpu = self.__dict__['_gpu'] = GpuModel(self, threads_per_block)
+        return gpu
+
+    def _on_gpu_call(self, mode, f_ext, arrays):
+        """Run a Newton-Euler method on the GPU for CUDA-array inputs."""
+        if f_ext:
+            raise ValueError('f_ext is not supported on the GPU: call per configuration on '
+                             'the CPU')
+        return getattr(self.on_gpu(), _GPU_METHODS[mode])(*arrays.values())
+
     def _rnea(self, mode, f_ext=None, **arrays) -> Array:
         """General path of the Newton-Euler methods: checks, batches and external wrenches."""
+        if _on_device(arrays['q']):
+            return self._on_gpu_call(mode, f_ext, arrays)
         values, N = self._inputs(**arrays)
         q = values[0]
         qd = values[1] if len(values) > 1 else q
@@ -1279,6 +1314,8 @@ class RobotModel:
             qdd = np.empty(self._n)
             if native.forward_dynamics(self._ints, self._reals, q, qd, tau, self._zeros, qdd):
                 return qdd
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics(q, qd, tau)
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             qdd = np.empty((N, self._n))
@@ -1627,6 +1664,8 @@ class CoupledRobotModel(RobotModel):
             M = np.empty(self._nn)
             if native.coupled_crba(self._fints, self._freals, self._cpl, self.armature, q, M):
                 return M
+        if method is None and _on_device(q):
+            return self.on_gpu().mass_matrix(q)
         (u,), _ = self._inputs(q=q)
         return self._mat(self._full.mass_matrix(self._lift(u), method)) + np.diag(
             self.armature)
@@ -1645,6 +1684,8 @@ class CoupledRobotModel(RobotModel):
             if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, qd,
                                    qdd, ID, tau):
                 return tau
+        if _on_device(q):
+            return self._on_gpu_call(ID, f_ext, {'q': q, 'qd': qd, 'qdd': qdd})
         (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
         tau = self._full.inverse_dynamics(self._lift(u), self._lift_rate(ud),
                                           self._lift_rate(udd), f_ext)
@@ -1657,6 +1698,8 @@ class CoupledRobotModel(RobotModel):
             if native.coupled_forward_dynamics(self._fints, self._freals, self._cpl,
                                                self.armature, q, qd, tau, a):
                 return a
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics(q, qd, tau)
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             return self._per_row(self.forward_dynamics, N, u, ud, tau_u)
@@ -1806,8 +1849,13 @@ _PROJECTIONS = {None: lambda self, x: x, 'force': lambda self, x: self._vec(x),
                 'star': lambda self, x: self._star(x), 'hessian': lambda self, x: self._hess(x)}
 
 
+_GPU_NAMES = {method: mode for mode, method in _GPU_METHODS.items()}
+
+
 def _lift_and_project(self, name: str, kinds: str, project, arrays: tuple, others: tuple):
     """Return the general path of a _PROJECTED method: check, lift, the tree's method, project."""
+    if name in _GPU_NAMES and _on_device(arrays[0]):
+        return self._on_gpu_call(_GPU_NAMES[name], None, dict(zip(('q', 'qd'), arrays)))
     checked, _ = self._inputs(**dict(zip(('q', 'qd', 'qdd'), arrays)))
     values = [self._lift(x) if kind == 'q' else self._lift_rate(x)
               for kind, x in zip(kinds, checked)]

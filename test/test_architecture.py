@@ -34,7 +34,8 @@ ALLOWED = {
     'model': {'base', 'model'},
     'algorithms': {'base', 'model', 'algorithms'},
     'kernels': {'base', 'model', 'kernels'},
-    'facade': {'base', 'model', 'algorithms', 'kernels', 'facade'},
+    'facade': {'base', 'model', 'algorithms', 'kernels', 'facade', 'gpu'},
+    'gpu': {'base', 'model', 'gpu'},
     'symbolic': {'base', 'model', 'facade', 'symbolic'},
     'identification': {'base', 'model', 'algorithms', 'facade', 'identification'},
     'testing': {'base', 'model', 'testing'},
@@ -44,7 +45,7 @@ ALLOWED = {
     'package': {'base', 'facade', 'package'},
 }
 FOLDERS = {'model', 'algorithms', 'kernels', 'symbolic', 'identification', 'testing', 'nodes',
-           'demo'}
+           'demo', 'gpu'}
 FILES = {'errors': 'base', 'resources': 'base', 'robot_model': 'facade', 'checks': 'facade',
          'floating_model': 'facade', 'cli': 'cli', '__init__': 'package'}
 
@@ -125,6 +126,7 @@ HEAVY = ('numba', 'scipy', 'sympy', 'rclpy', 'matplotlib')
     ('from kron_dynamics import RobotModel', ()),
     ('import kron_dynamics.symbolic', ('sympy',)),
     ('import kron_dynamics.nodes.entry', ()),    # signal handlers before the heavy imports
+    ('import kron_dynamics.gpu', ()),            # numba.cuda only when kernels are made
 ])
 def test_importing_is_cheap(statement, allowed):
     """Importing the package or the facade loads no compiler, ROS or plotting library."""
@@ -132,6 +134,17 @@ def test_importing_is_cheap(statement, allowed):
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
                          check=True).stdout
     assert eval(out) == sorted(allowed), out
+
+
+@pytest.mark.slow
+def test_the_cpu_path_never_imports_numba_cuda():
+    code = ('import numpy as np, sys; from kron_dynamics import RobotModel; '
+            "m = RobotModel.from_urdf_file('urdf/stacker.urdf'); q = np.zeros(3); "
+            'm.inverse_dynamics(q, q, q); m.gravity_torque(np.zeros((2, 3))); '
+            'print("numba.cuda" in sys.modules)')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         check=True, cwd=PACKAGE.parent).stdout.split()
+    assert out == ['False'], out
 
 
 @pytest.mark.slow

@@ -536,6 +536,8 @@ DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'fr
            'base_state',
            # B and d of the model's JointMap (model/coordinates.py), the identity without mimics
            'coupling',
+           # the GPU kernels, generated from the whole tree and B (kron_dynamics.gpu)
+           'on_gpu',
            # from the projected jacobian_derivative, link_pose, jacobian, center_of_mass
            'jacobian_derivative_times_velocity', 'centroidal_momentum_matrix',
            # from the projected jacobian, acceleration, link_pose, M, h and tau

@@ -1,0 +1,209 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in and out.
+
+``model.on_gpu()`` (or :class:`GpuModel` (model)) writes the robot's kernel
+(:mod:`kron_dynamics.gpu.codegen`), caches its source on disk under a name made of its
+content's hash, compiles it once and serves batches: ``inverse_dynamics(Q, QD, QDD)``,
+``gravity_torque(Q)``, ``bias_torque(Q, QD)``, ``coriolis_vector(Q, QD)`` with (N, n)
+arrays of the model's coordinates. The arrays may be anything with
+``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
+without a copy) or host NumPy arrays (copied to the device); the result is a numba device
+array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy.
+
+Nothing here is imported until asked for; numba's CUDA target is the optional extra
+``kron_dynamics[gpu]``. Without a GPU, numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs
+the same generated code on the CPU: that is how the tests check it. Fixed bases with mimic
+joints for now; a moving base is refused by name.
+"""
+
+import hashlib
+import importlib.util
+import os
+from pathlib import Path
+import time
+
+import numpy as np
+
+from ..errors import ModelError
+from .codegen import source as kernel_source
+
+# method -> (use q', use q'', gravity scale)
+MODES = {'inverse_dynamics': (1, 1, 1.0), 'gravity_torque': (0, 0, 1.0),
+         'bias_torque': (1, 0, 1.0), 'coriolis_vector': (1, 0, 0.0)}
+_A2, _A3, _FLAGS = 'float64[:, :]', 'float64[:, :, :]', 'int8[:]'
+SIGNATURES = {
+    'rnea': f'void({_A2}, {_A2}, {_A2}, int64, int64, float64, {_A2}, {_FLAGS})',
+    'mass_matrix': f'void({_A2}, {_A3}, {_FLAGS})',
+    'forward_dynamics': f'void({_A2}, {_A2}, {_A2}, {_A2}, {_FLAGS})',
+}
+
+
+def cache_directory() -> Path:
+    """Return where generated kernels are kept: $KRON_DYNAMICS_CACHE or ~/.cache/kron_dynamics."""
+    root = os.environ.get('KRON_DYNAMICS_CACHE') or os.path.join(
+        os.environ.get('XDG_CACHE_HOME') or os.path.expanduser('~/.cache'), 'kron_dynamics')
+    return Path(root) / 'gpu'
+
+
+def _cuda():
+    try:
+        from numba import cuda
+    except ImportError:      # pragma: no cover - numba is a dependency; its CUDA target may not be
+        raise ModelError("the GPU path needs numba's CUDA target: pip install "
+                         "'kron_dynamics[gpu]'") from None
+    if not cuda.is_available():
+        raise ModelError('no CUDA device is available (numba.cuda.is_available() is False); '
+                         'set NUMBA_ENABLE_CUDASIM=1 to run the generated kernels on the CPU '
+                         "simulator, or use the model's CPU methods")
+    return cuda
+
+
+def _load(path: Path, key: str):
+    spec = importlib.util.spec_from_file_location(f'kron_dynamics_gpu_{key}', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class GpuModel:
+    """
+    The GPU kernels of one fixed-base model (see the module docstring).
+
+    ``source_path``: the generated file; ``cached``: whether it was already on disk;
+    ``generate_seconds``, ``compile_seconds``: what writing and compiling it took.
+    """
+
+    def __init__(self, model, threads_per_block: int = 128):
+        """Generate (or find in the cache) and compile the kernels of ``model``."""
+        if model.nv != model.n:
+            raise ModelError(f"GPU: robot '{model.name}' has a {model.base} base; the "
+                             'generated kernels take fixed bases (mimic joints included) for '
+                             'now')
+        cuda = _cuda()
+        self.model, self.n = model, model.n
+        self.threads_per_block = int(threads_per_block)
+        start = time.perf_counter()
+        source = kernel_source(model)
+        key = hashlib.sha256(source.encode()).hexdigest()[:20]
+        directory = cache_directory()
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f'kernels_{key}.py'
+        self.cached = path.is_file() and path.read_text(encoding='utf-8') == source
+        if not self.cached:      # written whole, then renamed: a reader never sees half
+            partial = directory / f'.kernels_{key}.{os.getpid()}.tmp'
+            partial.write_text(source, encoding='utf-8')
+            os.replace(partial, path)
+        self.source_path = path
+        self.generate_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        module = _load(path, key)
+        self._kernels = {name: cuda.jit(signature)(getattr(module, name))
+                         for name, signature in SIGNATURES.items()}
+        self.compile_seconds = time.perf_counter() - start
+        self._cuda = cuda
+
+    # ----------------------------------------------------------------- arrays
+    def _device(self, x, name: str):
+        """Return x as a device array (no copy if it is one), checked: (N, n) float64."""
+        cuda = self._cuda
+        if type(x).__module__.startswith('numba.cuda'):      # a numba device array
+            array = x
+        elif hasattr(x, '__cuda_array_interface__'):          # CuPy, PyTorch, ...: no copy
+            array = cuda.as_cuda_array(x)
+        elif isinstance(x, (np.ndarray, list, tuple)):
+            host = np.asarray(x)
+            if host.dtype != np.float64:
+                raise ValueError(f'{name} must be float64, got {host.dtype}')
+            array = cuda.to_device(np.ascontiguousarray(host))
+        else:
+            raise ValueError(f'{name} must be a CUDA array (__cuda_array_interface__) or a '
+                             f'NumPy array, got {type(x).__name__}')
+        if array.dtype != np.float64:
+            raise ValueError(f'{name} must be float64, got {array.dtype}')
+        if len(array.shape) != 2 or array.shape[1] != self.n:
+            raise ValueError(f'{name} must have shape (N, {self.n}) (one state per row, '
+                             f'joints {list(self.model.joint_names)}), got {tuple(array.shape)}')
+        return array
+
+    def _rows(self, named: dict):
+        """Return the checked device arrays and their common row count."""
+        arrays = {name: self._device(x, name) for name, x in named.items()}
+        N = next(iter(arrays.values())).shape[0]
+        for name, X in arrays.items():
+            if X.shape[0] != N:
+                raise ValueError(f'{name} has {X.shape[0]} rows, q {N}')
+        return arrays, N
+
+    def _launch(self, kernel: str, method: str, N: int, out, stream, check: bool, *args):
+        """Run a kernel over N rows; with ``check``, name the rows it refused."""
+        cuda = self._cuda
+        if N == 0:
+            return out
+        bad = cuda.device_array(N, dtype=np.int8, stream=stream)
+        blocks = (N + self.threads_per_block - 1) // self.threads_per_block
+        self._kernels[kernel][blocks, self.threads_per_block, stream](*args, out, bad)
+        if check:
+            flags = bad.copy_to_host(stream=stream)
+            if stream:
+                stream.synchronize()
+            for code, what in ((1, 'a non-finite input'),
+                               (2, 'a mass matrix that is not positive definite')):
+                rows = np.nonzero(flags == code)[0]
+                if rows.size:
+                    more = f' and {rows.size - 10} more' if rows.size > 10 else ''
+                    raise ValueError(f'{method}: rows {rows[:10].tolist()}{more} have {what} '
+                                     '(their results are NaN)')
+        return out
+
+    def _run(self, method: str, stream, check: bool, q, qd=None, qdd=None):
+        use_v, use_a, gscale = MODES[method]
+        named = {'q': q, **({'qd': qd} if use_v else {}), **({'qdd': qdd} if use_a else {})}
+        arrays, N = self._rows(named)
+        Q = arrays['q']
+        tau = self._cuda.device_array((N, self.n), dtype=np.float64, stream=stream)
+        return self._launch('rnea', method, N, tau, stream, check, Q, arrays.get('qd', Q),
+                            arrays.get('qdd', Q), use_v, use_a, gscale)
+
+    # ----------------------------------------------------------------- methods
+    def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True):
+        """Return tau = M q'' + C*(q' kron q') + G per row, a device array (N, n)."""
+        return self._run('inverse_dynamics', stream, check, q, qd, qdd)
+
+    def gravity_torque(self, q, stream=0, check: bool = True):
+        """Return G(q) per row, a device array (N, n)."""
+        return self._run('gravity_torque', stream, check, q)
+
+    def bias_torque(self, q, qd, stream=0, check: bool = True):
+        """Return C*(q)(q' kron q') + G(q) per row, a device array (N, n)."""
+        return self._run('bias_torque', stream, check, q, qd)
+
+    def coriolis_vector(self, q, qd, stream=0, check: bool = True):
+        """Return C*(q)(q' kron q') per row, a device array (N, n)."""
+        return self._run('coriolis_vector', stream, check, q, qd)
+
+    def mass_matrix(self, q, stream=0, check: bool = True):
+        """Return M(q) per row (armature included), a device array (N, n, n)."""
+        arrays, N = self._rows({'q': q})
+        M = self._cuda.device_array((N, self.n, self.n), dtype=np.float64, stream=stream)
+        return self._launch('mass_matrix', 'mass_matrix', N, M, stream, check, arrays['q'])
+
+    def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True):
+        """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
+        arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
+        qdd = self._cuda.device_array((N, self.n), dtype=np.float64, stream=stream)
+        return self._launch('forward_dynamics', 'forward_dynamics', N, qdd, stream, check,
+                            arrays['q'], arrays['qd'], arrays['tau'])

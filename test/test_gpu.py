@@ -1,0 +1,172 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The generated GPU kernels (kron_dynamics.gpu) against the CPU kernels, on numba's simulator.
+
+Without a GPU (CI), numba's CUDA simulator runs the generated device code on the CPU, thread
+by thread: small batches, the same source a GPU compiles. KRON_DYNAMICS_GPU_TESTS=device
+runs the same tests on a real GPU instead.
+"""
+
+import os
+
+import numba
+import numpy as np
+import pytest
+
+if os.environ.get('KRON_DYNAMICS_GPU_TESTS') != 'device':
+    numba.config.ENABLE_CUDASIM = 1       # before numba.cuda is first imported
+from numba import cuda  # noqa: E402
+
+from kron_dynamics import ModelError, RobotModel  # noqa: E402
+from kron_dynamics.gpu import GpuModel, MODES  # noqa: E402
+import model_helpers  # noqa: E402
+from pinocchio_oracle import robots_dir  # noqa: E402
+
+RTOL = 1e-12
+METHODS = {'inverse_dynamics': 3, 'gravity_torque': 1, 'bias_torque': 2, 'coriolis_vector': 2}
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv('KRON_DYNAMICS_CACHE', str(tmp_path / 'cache'))
+
+
+def _states(model, rng, N=6):
+    Q = np.stack([model.random_configuration(rng) for _ in range(N)])
+    return Q, rng.uniform(-2, 2, (N, model.n)), rng.uniform(-2, 2, (N, model.n))
+
+
+def _agree(model, gpu, rng):
+    arrays = _states(model, rng)
+    for method, count in {**METHODS, 'mass_matrix': 1}.items():
+        ours = getattr(gpu, method)(*arrays[:count]).copy_to_host()
+        cpu = getattr(model, method)(*arrays[:count])
+        scale = max(1.0, float(np.max(np.abs(cpu))))
+        error = float(np.max(np.abs(ours - cpu))) / scale
+        assert error <= RTOL, f'{model.name}: {method} differs from the CPU by {error:.3g}'
+    # forward dynamics: the residual M q'' + h - tau to RTOL of the torques (backward error),
+    # and q'' itself within cond(M) times the rounding of the solve (forward error)
+    Q, V, A = arrays
+    tau = model.inverse_dynamics(Q, V, A)
+    qdd = gpu.forward_dynamics(Q, V, tau).copy_to_host()
+    M = model.mass_matrix(Q)
+    residual = np.einsum('nij,nj->ni', M, qdd) + model.bias_torque(Q, V) - tau
+    assert np.max(np.abs(residual)) <= RTOL * max(1.0, float(np.max(np.abs(tau))))
+    cpu = model.forward_dynamics(Q, V, tau)
+    for k in range(len(Q)):
+        bound = 1e-14 * np.linalg.cond(M[k]) + RTOL
+        error = np.max(np.abs(qdd[k] - cpu[k])) / max(1.0, float(np.max(np.abs(cpu[k]))))
+        assert error <= bound, f'{model.name}: forward_dynamics row {k}: {error:.3g} > {bound:.3g}'
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_random_trees_equal_the_cpu_kernels(seed):
+    """Prismatic, revolute, continuous and fixed joints, branches, tilted axes, armature."""
+    model, rng = model_helpers.random_model(seed, armature=True)
+    _agree(model, GpuModel(model), rng)
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_random_trees_with_mimic_joints_equal_the_cpu(seed):
+    model, rng = model_helpers.random_model(100 + seed, min_joints=3, armature=True,
+                                            mimic_fraction=0.4)
+    _agree(model, GpuModel(model), rng)
+
+
+@pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',
+                                  'panda_description/urdf/panda.urdf'])
+def test_real_robots_equal_the_cpu(path):
+    """The UR5, and the stock Panda whose hand has a mimic finger."""
+    model = RobotModel.from_urdf_file(robots_dir() / path)
+    _agree(model, GpuModel(model), np.random.default_rng(1))
+
+
+def test_the_facade_serves_cuda_arrays_and_returns_a_device_array():
+    model = RobotModel.from_urdf_file(robots_dir() / 'panda_description/urdf/panda.urdf')
+    Q, V, A = _states(model, np.random.default_rng(2))
+    dQ, dV, dA = (cuda.to_device(X) for X in (Q, V, A))
+    for method, args, host in (
+            ('inverse_dynamics', (dQ, dV, dA), (Q, V, A)), ('gravity_torque', (dQ,), (Q,)),
+            ('bias_torque', (dQ, dV), (Q, V)), ('coriolis_vector', (dQ, dV), (Q, V)),
+            ('mass_matrix', (dQ,), (Q,)),
+            ('forward_dynamics', (dQ, dV, dA), (Q, V, A))):
+        out = getattr(model, method)(*args)
+        assert not isinstance(out, np.ndarray)       # stays on the device
+        np.testing.assert_allclose(out.copy_to_host(), getattr(model, method)(*host),
+                                   rtol=0, atol=1e-12 * 100)
+    assert model.on_gpu() is model.on_gpu()          # generated once per model
+    fixed = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
+    Q, V, A = _states(fixed, np.random.default_rng(3))
+    out = fixed.inverse_dynamics(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(A))
+    np.testing.assert_allclose(out.copy_to_host(), fixed.inverse_dynamics(Q, V, A), rtol=0,
+                               atol=1e-12 * 100)
+
+
+def test_the_source_is_cached_by_content():
+    model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
+    first, again = GpuModel(model), GpuModel(model)
+    assert not first.cached and again.cached and first.source_path == again.source_path
+    assert first.compile_seconds >= 0 and first.generate_seconds >= 0
+    other = GpuModel(model.with_armature(np.full(model.n, 0.1)))
+    assert other.source_path != first.source_path
+    assert 'cuda.grid(1)' in first.source_path.read_text()
+
+
+def test_bad_inputs_are_named_and_non_finite_rows_reported():
+    model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
+    gpu = GpuModel(model)
+    Q, V, A = _states(model, np.random.default_rng(4))
+    with pytest.raises(ValueError, match=r'q must have shape \(N, 6\).*got \(6,\)'):
+        gpu.gravity_torque(Q[0])
+    with pytest.raises(ValueError, match='q must be float64, got float32'):
+        gpu.gravity_torque(Q.astype(np.float32))
+    with pytest.raises(ValueError, match='qd has 5 rows, q 6'):
+        gpu.bias_torque(Q, V[:5])
+    with pytest.raises(ValueError, match='must be a CUDA array'):
+        gpu.gravity_torque('abc')
+    bad = Q.copy()
+    bad[2, 1] = np.nan
+    bad[4, 0] = np.inf
+    with pytest.raises(ValueError, match=r'inverse_dynamics: rows \[2, 4\] have a non-finite'):
+        gpu.inverse_dynamics(bad, V, A)
+    tau = gpu.inverse_dynamics(bad, V, A, check=False).copy_to_host()
+    assert np.isnan(tau[[2, 4]]).all() and np.isfinite(np.delete(tau, [2, 4], 0)).all()
+    assert gpu.inverse_dynamics(np.empty((0, 6)), np.empty((0, 6)),
+                                np.empty((0, 6))).shape == (0, 6)
+    assert set(MODES) == set(METHODS)
+    with pytest.raises(ValueError, match=r'mass_matrix: rows \[2, 4\] have a non-finite'):
+        gpu.mass_matrix(bad)
+
+
+def test_a_singular_mass_matrix_is_reported_by_row():
+    """A joint that moves no mass: M is singular, forward dynamics names the rows."""
+    massless = RobotModel.from_urdf_string(
+        '<robot name="r"><link name="base"/><link name="a"/>'
+        '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
+        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        '</robot>', inertia_check='warn')
+    gpu = GpuModel(massless)
+    Q = np.zeros((3, 1))
+    with pytest.raises(ValueError, match=r'forward_dynamics: rows \[0, 1, 2\] have a mass '
+                                         'matrix that is not positive definite'):
+        gpu.forward_dynamics(Q, Q, Q)
+
+
+def test_a_moving_base_is_refused_by_name():
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    with pytest.raises(ModelError, match='floating base'):
+        model.on_gpu()
