@@ -45,6 +45,7 @@ bench: venv
 	$(PY) bench/bench_one_model.py
 	$(PY) bench/bench_derivatives.py
 	$(PY) bench/bench_identification.py
+	$(PY) bench/bench_gpu.py
 	$(PY) bench/bench_symbolic.py
 	$(PY) bench/bench_loading.py
 	$(PY) bench/startup.py

@@ -35,7 +35,10 @@ setup(
     # kron_dynamics.identification: the physically consistent fit (cvxpy with Clarabel or
     # SCS) and rosbag2 recordings (rosbags); the rest of the package runs without them
     extras_require={'identification': ['cvxpy>=1.5', 'clarabel>=0.9', 'scs>=3.2',
-                                       'rosbags>=0.10']},
+                                       'rosbags>=0.10'],
+                    # numba's CUDA target for kron_dynamics.gpu: the numba-cuda release whose
+                    # simulator ran test_gpu with the numba of requirements.txt (0.68.1)
+                    'gpu': ['numba-cuda[cu12]==0.30.4']},
     zip_safe=True,
     maintainer='kron_dynamics developers',
     maintainer_email='kron_dynamics@example.com',

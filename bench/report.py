@@ -636,6 +636,42 @@ def identification_table(r: Results) -> str:
             '\n\n' + source(r, 'identification'))
 
 
+def gpu_table(r: Results) -> str:
+    """The generated GPU kernels in states per second, against the CPU batch, same machine."""
+    try:
+        d = r['gpu']
+    except Missing:
+        return ('*Not measured yet: no GPU has been lent to a session since the GPU path '
+                'landed. `bench/bench_gpu.py` writes `bench/results/gpu.json` where one is '
+                '(without one it says so and writes nothing); the correctness of the '
+                "generated code is tested on every run of `make test`, on numba's CUDA "
+                'simulator.*')
+    names = {'panda_arm': 'Panda arm (7 DOF, fingers fixed)', 'talos_fixed': 'TALOS (fixed)'}
+
+    def rate(x):
+        return f'{x / 1e9:.2f} G' if x >= 1e9 else f'{x / 1e6:.1f} M'
+    rows = []
+    for robot, e in d['robots'].items():
+        for method, m in e['methods'].items():
+            target = m.get('target_states_per_s')
+            rows.append([names.get(robot, robot), f'`{method}`', f"{m['N']:,}",
+                         rate(m['gpu_states_per_s']), rate(m['cpu_states_per_s']),
+                         f"{fmt(m['gpu_states_per_s'] / m['cpu_states_per_s'], 0)}x",
+                         '–' if target is None else f'≥ {rate(target)}',
+                         met(None if target is None else m['gpu_states_per_s'] >= target),
+                         sig(m['agreement'], 2)])
+    compile_rows = [[names.get(k, k), e['n'], fmt(e['generate_s']), fmt(e['compile_s'])]
+                    for k, e in d['robots'].items()]
+    meta = d['meta']
+    return '\n\n'.join([
+        table(['robot', 'method', 'N', 'GPU states/s', 'CPU states/s', 'GPU / CPU', 'target',
+               'verdict', 'agreement'], rows),
+        table(['robot', 'n', 'generate [s]', 'compile [s]'], compile_rows),
+        f"GPU: {meta.get('gpu')}, {meta.get('dtype')}; CPU batch on {meta.get('cpu_threads')} "
+        f"threads of the same machine; numba {meta.get('numba')}.",
+        source(r, 'gpu')])
+
+
 def call_anatomy_table(r: Results) -> str:
     """Where a Panda dynamics call goes: facade, compiled entry point, unboxing, output."""
     d = r['kinematics']['robots']['panda']['anatomy']
@@ -764,7 +800,8 @@ PAGES = ('docs/performance.md', 'docs/reliability.md', 'README.md')
 TABLES = {make.__name__: make for make in (
     single_call_table, other_libraries_table, scaling_table, batch_table, mass_matrix_table,
     kinematics_table, kinematics_batch_table, call_anatomy_table, floating_table,
-    one_model_table, derivatives_table, identification_table, startup_table, loading_table,
+    one_model_table, derivatives_table, identification_table, gpu_table, startup_table,
+    loading_table,
     ros_latency_table, symbolic_table, symbolic_cost_table, soak_table, faults_table,
     agreement_table, readme_block)}
 BLOCK = re.compile(r'(<!-- BEGIN generated: (\w+) -->\n)(.*?)(<!-- END generated: \2 -->)',
