@@ -58,6 +58,12 @@ def _wrenches(f_ext, check_link: Callable) -> list:
     return out
 
 
+def _on_device(x) -> bool:
+    """Return True for a CUDA array (numba device array, CuPy, PyTorch CUDA tensor)."""
+    return not isinstance(x, np.ndarray) and (hasattr(x, '__cuda_array_interface__')
+                                              or type(x).__module__.startswith('numba.cuda'))
+
+
 def _frame_code(frame) -> int:
     """Return the kernels' code of a reference frame name; ValueError listing the names."""
     try:

@@ -59,8 +59,8 @@ from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
-from .checks import (_body_parameters, _contacts, _PARTS, _step_arguments, _wrenches,
-                     BASE_TYPES, CONTACT_FRAMES, frame_name)
+from .checks import (_body_parameters, _contacts, _on_device, _PARTS, _step_arguments,
+                     _wrenches, BASE_TYPES, CONTACT_FRAMES, frame_name)
 
 Array = NDArray[np.float64]
 
@@ -541,6 +541,8 @@ class MovingBase:
             if native.floating_rnea(self._ints, self._reals, self._origin, q, v, dv, ID,
                                     QUATERNION_TOLERANCE, tau):
                 return tau
+        if _on_device(q):
+            return self.on_gpu().inverse_dynamics(q, v, dv)
         batch = self._rnea_batch(ID, q, v, dv)
         if batch is not None:
             return batch
@@ -591,6 +593,8 @@ class MovingBase:
             M = np.empty((self.nv, self.nv))
             if native.floating_crba(self._ints, self._reals, q, QUATERNION_TOLERANCE, M):
                 return M
+        if _on_device(q):
+            return self.on_gpu().mass_matrix(q)
         rows = _batch_rows(q) if self._same else None
         if rows is not None:
             M = np.empty((rows[0].shape[0], self.nv, self.nv))
@@ -613,6 +617,8 @@ class MovingBase:
             if native.floating_rnea(self._ints, self._reals, self._origin, q, self._zero_v,
                                     self._zero_v, GRAVITY, QUATERNION_TOLERANCE, tau):
                 return tau
+        if _on_device(q):
+            return self.on_gpu().gravity_torque(q)
         if np.ndim(q) == 2:
             batch = self._rnea_batch(GRAVITY, q)
             return self._batch(self.gravity_torque, q) if batch is None else batch
@@ -631,6 +637,8 @@ class MovingBase:
             if native.floating_rnea(self._ints, self._reals, self._origin, q, v, self._zero_v,
                                     ID, QUATERNION_TOLERANCE, tau):
                 return tau
+        if _on_device(q):
+            return self.on_gpu().bias_torque(q, v)
         if np.ndim(q) == 2 or np.ndim(v) == 2:
             batch = self._rnea_batch(ID, q, v)
             return self._batch(self.bias_torque, q, v) if batch is None else batch
@@ -643,6 +651,8 @@ class MovingBase:
             if native.floating_rnea(self._ints, self._reals, self._origin, q, v, self._zero_v,
                                     CORIOLIS, QUATERNION_TOLERANCE, tau):
                 return tau
+        if _on_device(q):
+            return self.on_gpu().coriolis_vector(q, v)
         if np.ndim(q) == 2 or np.ndim(v) == 2:
             batch = self._rnea_batch(CORIOLIS, q, v)
             return self._batch(self.coriolis_vector, q, v) if batch is None else batch
@@ -683,6 +693,8 @@ class MovingBase:
 
     def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> Array:
         """Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."""
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics(q, v, tau)
         if np.ndim(q) == 2 or np.ndim(v) == 2 or np.ndim(tau) == 2:
             rows = _batch_rows(q, v, tau) if self._same else None
             if rows is not None:     # a bad row or a singular M: the per-row path says which

@@ -50,7 +50,8 @@ from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
-                     _PARTS, _step_arguments, _wrenches, BASE_TYPES, DEFAULT_BASE_BOX)
+                     _on_device, _PARTS, _step_arguments, _wrenches, BASE_TYPES,
+                     DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD
@@ -80,12 +81,6 @@ _NO_MIMICS: Mapping[str, MimicJoint] = MappingProxyType({})
 _ORIGIN = np.zeros(3)
 _ORIGIN.setflags(write=False)
 _SHAPE_44 = (4, 4)
-
-
-def _on_device(x) -> bool:
-    """Return True for a CUDA array (numba device array, CuPy, PyTorch CUDA tensor)."""
-    return not isinstance(x, np.ndarray) and (hasattr(x, '__cuda_array_interface__')
-                                              or type(x).__module__.startswith('numba.cuda'))
 
 
 # Newton-Euler mode -> the GPU method (kron_dynamics.gpu)

@@ -54,7 +54,7 @@ INHERITED = {'from_dh', 'from_urdf_file', 'from_urdf_string', 'description', 'ch
              'base', 'gravity_derivative',
              # from forward_dynamics(_derivatives), _tangent_bracket, _integrate_jacobians
              'linearize',
-             # kron_dynamics.gpu.GpuModel refuses a moving base by name (test_gpu)
+             # kron_dynamics.gpu writes a moving base's kernels from the model (test_gpu)
              'on_gpu'}
 
 

@@ -81,7 +81,7 @@ def _load(path: Path, key: str):
 
 class GpuModel:
     """
-    The GPU kernels of one fixed-base model (see the module docstring).
+    The GPU kernels of one model (see the module docstring).
 
     ``source_path``: the generated file; ``cached``: whether it was already on disk;
     ``generate_seconds``, ``compile_seconds``: what writing and compiling it took.
@@ -89,12 +89,8 @@ class GpuModel:
 
     def __init__(self, model, threads_per_block: int = 128):
         """Generate (or find in the cache) and compile the kernels of ``model``."""
-        if model.nv != model.n:
-            raise ModelError(f"GPU: robot '{model.name}' has a {model.base} base; the "
-                             'generated kernels take fixed bases (mimic joints included) for '
-                             'now')
         cuda = _cuda()
-        self.model, self.n = model, model.n
+        self.model, self.n, self.nq, self.nv = model, model.n, model.nq, model.nv
         self.threads_per_block = int(threads_per_block)
         start = time.perf_counter()
         source = kernel_source(model)
@@ -118,7 +114,7 @@ class GpuModel:
 
     # ----------------------------------------------------------------- arrays
     def _device(self, x, name: str):
-        """Return x as a device array (no copy if it is one), checked: (N, n) float64."""
+        """Return x as a device array (no copy if it is one), checked: (N, nq or nv) float64."""
         cuda = self._cuda
         if type(x).__module__.startswith('numba.cuda'):      # a numba device array
             array = x
@@ -134,9 +130,11 @@ class GpuModel:
                              f'NumPy array, got {type(x).__name__}')
         if array.dtype != np.float64:
             raise ValueError(f'{name} must be float64, got {array.dtype}')
-        if len(array.shape) != 2 or array.shape[1] != self.n:
-            raise ValueError(f'{name} must have shape (N, {self.n}) (one state per row, '
-                             f'joints {list(self.model.joint_names)}), got {tuple(array.shape)}')
+        width, names = ((self.nq, self.model.configuration_names) if name == 'q'
+                        else (self.nv, self.model.velocity_names))
+        if len(array.shape) != 2 or array.shape[1] != width:
+            raise ValueError(f'{name} must have shape (N, {width}) (one state per row: '
+                             f'{list(names)}), got {tuple(array.shape)}')
         return array
 
     def _rows(self, named: dict):
@@ -161,7 +159,9 @@ class GpuModel:
             if stream:
                 stream.synchronize()
             for code, what in ((1, 'a non-finite input'),
-                               (2, 'a mass matrix that is not positive definite')):
+                               (2, 'a mass matrix that is not positive definite'),
+                               (3, 'a base orientation (quaternion or cos, sin) whose norm is '
+                                   'not within 1e-3 of 1')):
                 rows = np.nonzero(flags == code)[0]
                 if rows.size:
                     more = f' and {rows.size - 10} more' if rows.size > 10 else ''
@@ -174,7 +174,7 @@ class GpuModel:
         named = {'q': q, **({'qd': qd} if use_v else {}), **({'qdd': qdd} if use_a else {})}
         arrays, N = self._rows(named)
         Q = arrays['q']
-        tau = self._cuda.device_array((N, self.n), dtype=np.float64, stream=stream)
+        tau = self._cuda.device_array((N, self.nv), dtype=np.float64, stream=stream)
         return self._launch('rnea', method, N, tau, stream, check, Q, arrays.get('qd', Q),
                             arrays.get('qdd', Q), use_v, use_a, gscale)
 
@@ -198,12 +198,12 @@ class GpuModel:
     def mass_matrix(self, q, stream=0, check: bool = True):
         """Return M(q) per row (armature included), a device array (N, n, n)."""
         arrays, N = self._rows({'q': q})
-        M = self._cuda.device_array((N, self.n, self.n), dtype=np.float64, stream=stream)
+        M = self._cuda.device_array((N, self.nv, self.nv), dtype=np.float64, stream=stream)
         return self._launch('mass_matrix', 'mass_matrix', N, M, stream, check, arrays['q'])
 
     def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True):
         """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
-        qdd = self._cuda.device_array((N, self.n), dtype=np.float64, stream=stream)
+        qdd = self._cuda.device_array((N, self.nv), dtype=np.float64, stream=stream)
         return self._launch('forward_dynamics', 'forward_dynamics', N, qdd, stream, check,
                             arrays['q'], arrays['qd'], arrays['tau'])

@@ -13,23 +13,33 @@
 # limitations under the License.
 
 """
-Newton-Euler (seed 002) written out for one robot: numba-cuda source, one thread per state.
+The dynamics written out for one robot: numba-cuda source, one thread per state.
 
-:func:`rnea_source` unrolls the recursion of ``algorithms/rnea.py`` over the model's bodies
-(its readable reference, and ``kernels/rnea.py`` the CPU kernel it is tested against): every
-body's rotation, offset, axis, mass, centre of mass and inertia become literals, every
-vector a few scalar locals (registers on the device), and products with the constants'
-zeros are dropped while writing, so that a z-axis joint costs what its nonzero entries cost.
-Mimic joints are lifted in the same code (q = B u + d with B's entries as literals) and the
-torques projected back (B^T tau); the armature adds armature u''.
+:func:`source` unrolls, over the model's bodies, the recursions of ``algorithms/rnea.py``
+(Newton-Euler, 002), ``algorithms/floating_base.py`` (a moving base, 004 app. B) and
+``algorithms/crba.py`` (M in the root frame), the readable references; the CPU kernels are
+what the tests compare with. Every body's rotation, offset, axis, mass, centre of mass and
+inertia become literals, every vector a few scalar locals (registers on the device), and
+products with exact zeros are dropped while writing, so that a z-axis joint costs what its
+nonzero entries cost. Mimic joints are lifted in the same code (q = B u + d, B's entries as
+literals) and results projected back (B^T tau, B^T M B); armature adds to the diagonal.
 
-The kernel ``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)`` takes (N, n) arrays of the
-model's coordinates (``joint_names`` order, rows: states); ``use_v``/``use_a`` = 0 treat
-QD/QDD as zero (gravity, Coriolis and bias without reading them), ``gscale`` 0 or 1 scales
-gravity. A row with a non-finite input gets NaN torques and BAD[row] = 1.
+Kernels, rows = states, columns the model's coordinates (q: nq, with a floating base's
+(x, y, z, qx, qy, qz, qw) or a planar one's (x, y, cos, sin) first; v, v', tau: nv):
+``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)`` (use_v/use_a = 0 read QD/QDD as zeros,
+gscale 0 or 1 scales gravity: inverse dynamics, gravity, bias, Coriolis vector),
+``mass_matrix(Q, M, BAD)``, ``forward_dynamics(Q, QD, TAU, QDD, BAD)`` (CRBA, Newton-Euler
+and an unrolled Cholesky solve). BAD[row]: 1 a non-finite input, 2 M not positive definite,
+3 a base orientation off unit length; the row's results are NaN.
 """
 
 import numpy as np
+
+from ..model.coordinates import P_BASE
+
+# |q| of a base quaternion (or (cos, sin)) within this of 1 is normalised, beyond it refused,
+# as on the CPU (floating_model.QUATERNION_TOLERANCE)
+QUATERNION_TOLERANCE = 1e-3
 
 
 def _num(x: float) -> str:
@@ -144,14 +154,20 @@ class _Robot:
         self.name, self.tree = model.name, model.tree
         self.names = list(model.joint_names)
         self.n = len(self.names)
+        self.base = model.base
+        joints = getattr(model, 'fixed', model)       # a moving base: the joints' model
+        # base coordinates in q and v (0 on a fixed base), the base motion's frame, body
+        self.nbq, self.nbv = model.nq - model.n, model.nv - model.n
+        self.origin = np.asarray(getattr(model, 'origin', np.eye(4)))[:3, :3]
+        self.root_inertia = model.description.root_inertia
         tree_names = list(model.description.joint_names)
-        joint_map = model._joint_map
+        joint_map = joints._joint_map
         row = {j: k for k, j in enumerate(joint_map.full_names)}
         # B and d with rows in the tree's order
         rows = [row[j] for j in tree_names]
         self.B = np.array(joint_map.B[rows]).reshape(len(tree_names), self.n)
         self.d = np.array(joint_map.d[rows])
-        self.armature = np.asarray(model.armature, dtype=float)
+        self.armature = np.asarray(joints.armature, dtype=float)
 
     def lift(self, w: _Writer, prefix: str, offset: bool) -> list:
         """Return the tree's coordinates (or rates) from the model's ``prefix{k}`` locals."""
@@ -195,18 +211,23 @@ def _joint_frame(tree, i: int, qi: str, w: _Writer, V: _Vec):
             V.bind([_add(_num(tree.p0[i][a]), _mul(_num(Ra[a]), qi)) for a in range(3)]))
 
 
-def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, g: list,
-                  frames: dict | None = None) -> list:
-    """Write the recursion of algorithms/rnea.py; return tau in the tree's order."""
+def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root: tuple,
+                  frames: dict | None = None) -> tuple:
+    """
+    Write the recursion of algorithms/rnea.py; return (tau in the tree's order, f0, m0).
+
+    ``root`` = (w, w', a - g) of the root frame (a fixed base: zeros and -g); (f0, m0) is
+    what the top bodies pass to the root (force; moment about its origin, root frame).
+    """
     frames = {} if frames is None else frames
     W, DW, A, F, M = {}, {}, {}, {}, {}
-    zero = ['0.0'] * 3
+    f0, m0 = ['0.0'] * 3, ['0.0'] * 3
     for i in range(tree.n):
         if i not in frames:
             frames[i] = _joint_frame(tree, i, q[i], w, V)
         R, p = frames[i]
         parent = int(tree.parent[i])
-        wp, dwp, ap = (zero, zero, g) if parent < 0 else (W[parent], DW[parent], A[parent])
+        wp, dwp, ap = root if parent < 0 else (W[parent], DW[parent], A[parent])
         ao = V.mtv(R, V.add(ap, V.cross(dwp, p), V.cross(wp, V.cross(wp, p))))
         win, dwin = V.mtv(R, wp), V.mtv(R, dwp)
         z = _literals(tree.axis[i])
@@ -235,18 +256,33 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, g: li
         R, p = frames[i]
         tau[i] = V.dot(_literals(tree.axis[i]), M[i] if tree.revolute[i] else F[i])
         parent = int(tree.parent[i])
+        fp = V.mv(R, F[i])
+        mp = V.add(V.mv(R, M[i]), V.cross(p, fp))
         if parent >= 0:
-            fp = V.mv(R, F[i])
-            mp = V.add(V.mv(R, M[i]), V.cross(p, fp))
             for a in range(3):
                 w.set(F[parent][a], _add(F[parent][a], fp[a]))
                 w.set(M[parent][a], _add(M[parent][a], mp[a]))
-    return tau
+        else:
+            f0, m0 = V.add(f0, fp), V.add(m0, mp)
+    return tau, f0, m0
 
 
-def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> dict:
+def _body_wrench(w: _Writer, V: _Vec, mass: float, com, inertia, wb, dwb, ab):
+    """Return (F, M) a rigid body needs (algorithms/rnea.rigid_body_wrench), body frame."""
+    com = _literals(com)
+    inertia = np.asarray(inertia)
+    rows = [[_num(inertia[a, b]) for b in range(3)] for a in range(3)]
+    ac = V.add(ab, V.cross(dwb, com), V.cross(wb, V.cross(wb, com)))
+    F = V.scale(ac, _num(mass))
+    return F, V.add(V.mv(rows, dwb), V.cross(wb, V.mv(rows, wb)), V.cross(com, F))
+
+
+def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> tuple:
     """
-    Write the CRBA of algorithms/crba.py in the root frame; return M[(i, j)], i >= j.
+    Write the CRBA of algorithms/crba.py in the root frame; return (M, F, top).
+
+    M[(i, j)], i >= j; F[j] = I^c_j s_j as (angular, linear); ``top``: the composite of the
+    bodies on the root, (m, h, I_O) (what a moving base carries).
 
     Each body's spatial inertia about the root origin is kept as (m, h = m c, I_O) (10
     numbers, additive), F = I^c_j s_j as (I_O s_w + h x s_v, s_w x h + m s_v) and
@@ -302,13 +338,14 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> d
                 w.set(pn['h'][a], _add(pn['h'][a], c['h'][a]))
             for key in c['I']:
                 w.set(pn['I'][key], _add(pn['I'][key], c['I'][key]))
-    M = {}
+    M, F = {}, {}
     for j in range(n):
         c = acc[j]
         inertia = [[c['I'][(max(a, b), min(a, b))] for b in range(3)] for a in range(3)]
         sw, sv = S[j]
         top = V.add(V.mv(inertia, sw), V.cross(c['h'], sv))
         bottom = V.add(V.cross(sw, c['h']), V.scale(sv, c['m']))
+        F[j] = (top, bottom)
         i = j
         while i >= 0:
             M[(j, i)] = w.let(_add(V.dot(S[i][0], top), V.dot(S[i][1], bottom)))
@@ -316,20 +353,31 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> d
     for j in range(n):
         for i in range(j):
             M.setdefault((j, i), '0.0')
-    return M
+    roots = [i for i in range(n) if tree.parent[i] < 0]
+    keys = [(a, b) for a in range(3) for b in range(a + 1)]
+    top = (w.let(_add(*(acc[i]['m'] for i in roots))),
+           [w.let(_add(*(acc[i]['h'][a] for i in roots))) for a in range(3)],
+           {key: w.let(_add(*(acc[i]['I'][key] for i in roots))) for key in keys})
+    return M, F, top
 
 
 def _header(robot: _Robot, name: str, arguments: str, loads: list, finite: str,
             outputs: list) -> list:
+    """Return the kernel's first lines: the row, its loads, the checks (BAD 1, 3)."""
+    nan = [f'        {o} = nan' for o in outputs]
+    unit = []
+    if robot.base != 'fixed':         # a unit quaternion or (cos, sin), as MovingBase checks
+        unit = [f'    if not abs(bnorm - 1.0) <= {_num(QUATERNION_TOLERANCE)}:', *nan,
+                '        BAD[t] = 3', '        return']
     return [f'def {name}({arguments}):',
             '    t = cuda.grid(1)',
             '    if t >= Q.shape[0]:',
             '        return',
             *loads,
-            f'    if not ({finite}):',
-            *[f'        {o} = nan' for o in outputs],
+            f'    if not ({finite}):', *nan,
             '        BAD[t] = 1',
             '        return',
+            *unit,
             '    BAD[t] = 0']
 
 
@@ -337,80 +385,222 @@ def _finite(names: list) -> str:
     return ' and '.join(f'isfinite({x})' for x in names) or 'True'
 
 
+def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
+    """
+    Write the loads of a row; return (load lines, finite test, joints, base).
+
+    ``arrays``: 'q' -> 'Q', and 'v', 'a' -> (array, flag or None): a flag of 0 reads zeros.
+    joints: the tree's (q, q', q'') lifted from u; base: None on a fixed base, else
+    (rotation R of the base in the world as expressions, v_b, w_b, v_b', w_b') in base axes.
+    """
+    n, nbq, nbv = robot.n, robot.nbq, robot.nbv
+    lines, inputs = [], []
+    for k in range(n):
+        lines.append(f'    u{k} = Q[t, {nbq + k}]')
+        inputs.append(f'u{k}')
+    for prefix, key in (('ud', 'v'), ('udd', 'a')):
+        array, flag = arrays.get(key, (None, None))
+        for k in range(n):
+            if array is None:
+                lines.append(f'    {prefix}{k} = 0.0')
+                continue
+            load = f'{array}[t, {nbv + k}]'
+            lines.append(f'    {prefix}{k} = {load} if {flag} else 0.0' if flag
+                         else f'    {prefix}{k} = {load}')
+            inputs.append(f'{prefix}{k}')
+    base = None
+    if robot.base != 'fixed':
+        rates = {}
+        for prefix, key in (('bv', 'v'), ('ba', 'a')):
+            array, flag = arrays.get(key, (None, None))
+            for k in range(nbv):
+                if array is None:
+                    lines.append(f'    {prefix}{k} = 0.0')
+                    continue
+                load = f'{array}[t, {k}]'
+                lines.append(f'    {prefix}{k} = {load} if {flag} else 0.0' if flag
+                             else f'    {prefix}{k} = {load}')
+                inputs.append(f'{prefix}{k}')
+            rates[key] = [f'{prefix}{k}' for k in range(nbv)]
+        orientation = range(3, 7) if robot.base == 'floating' else range(2, 4)
+        for k in orientation:
+            lines.append(f'    b{k} = Q[t, {k}]')
+            inputs.append(f'b{k}')
+        # a unit quaternion or (cos, sin) within the tolerance, normalised (MovingBase)
+        names = [f'b{k}' for k in orientation]
+        lines.append(f'    bnorm = sqrt({" + ".join(f"{x} * {x}" for x in names)})')
+        for x in names:          # after the checks (the header's): bnorm is then near 1
+            w.set(x, f'{x} / bnorm')
+        if robot.base == 'floating':
+            x, y, z, s_ = names
+            Rq = [[f'1.0 - 2.0 * ({y} * {y} + {z} * {z})', f'2.0 * ({x} * {y} - {z} * {s_})',
+                   f'2.0 * ({x} * {z} + {y} * {s_})'],
+                  [f'2.0 * ({x} * {y} + {z} * {s_})', f'1.0 - 2.0 * ({x} * {x} + {z} * {z})',
+                   f'2.0 * ({y} * {z} - {x} * {s_})'],
+                  [f'2.0 * ({x} * {z} - {y} * {s_})', f'2.0 * ({y} * {z} + {x} * {s_})',
+                   f'1.0 - 2.0 * ({x} * {x} + {y} * {y})']]
+            twist = lambda r: (r[0:3], r[3:6])        # noqa: E731
+        else:
+            c, s_ = names
+            Rq = [[c, f'(-{s_})', '0.0'], [s_, c, '0.0'], ['0.0', '0.0', '1.0']]
+            twist = lambda r: ([r[0], r[1], '0.0'], ['0.0', '0.0', r[2]])     # noqa: E731
+        RO = robot.origin
+        R = [[_add(*(_mul(_num(RO[a, k]), Rq[k][b]) for k in range(3))) for b in range(3)]
+             for a in range(3)]
+        v = twist(rates['v']) if 'v' in rates else (['0.0'] * 3, ['0.0'] * 3)
+        dv = twist(rates['a']) if 'a' in rates else (['0.0'] * 3, ['0.0'] * 3)
+        base = (R, v[0], v[1], dv[0], dv[1])
+    finite = _finite(inputs)
+    q = robot.lift(w, 'u', True)
+    qd, qdd = robot.lift(w, 'ud', False), robot.lift(w, 'udd', False)
+    return lines, finite, (q, qd, qdd), base
+
+
+def _gravity_root(robot: _Robot, w: _Writer, V: _Vec, base, scale: str) -> list:
+    """Return -g in the root (base) frame, times ``scale``."""
+    g = [_mul(_num(-x), scale) for x in robot.tree.gravity]
+    if base is None:
+        return V.bind(g)
+    R = [[w.let(x) for x in row] for row in base[0]]
+    return V.mtv(R, g)
+
+
+def _outputs_vector(robot: _Robot, target: str, base_values: list, joints: list) -> list:
+    """Write a row of generalized forces (or accelerations): base entries, then the joints."""
+    return ([f'    {target}[t, {k}] = {x}' for k, x in enumerate(base_values)]
+            + [f'    {target}[t, {robot.nbv + k}] = {x}' for k, x in enumerate(joints)])
+
+
+def _planar(robot: _Robot, force, moment) -> list:
+    """Return a moving base's generalized forces from its wrench (P_base^T)."""
+    if robot.base == 'floating':
+        return list(force) + list(moment)
+    return [force[0], force[1], moment[2]]
+
+
+def _rnea_row(robot: _Robot, w: _Writer, V: _Vec, joints, base, gscale: str,
+              frames: dict | None = None) -> list:
+    """Write Newton-Euler of one row; return the model's generalized forces (nv)."""
+    q, qd, qdd = joints
+    minus_g = _gravity_root(robot, w, V, base, gscale)
+    if base is None:
+        root = (['0.0'] * 3, ['0.0'] * 3, minus_g)
+    else:        # 004 app. B: a = v' + w x v, the base origin's classical acceleration
+        _, vb, wb, dvb, dwb = base
+        root = (wb, dwb, V.add(dvb, V.cross(wb, vb), minus_g))
+    tau, f0, m0 = _newton_euler(robot.tree, w, V, q, qd, qdd, root, frames)
+    joint_forces = robot.project(w, tau)
+    if base is None:
+        return joint_forces
+    mass, com, inertia = robot.root_inertia
+    fb, mb = _body_wrench(w, V, mass, com, inertia, *root)
+    return _planar(robot, V.add(fb, f0), V.add(mb, m0)) + joint_forces
+
+
+def _mass_matrix_rows(robot: _Robot, w: _Writer, V: _Vec, joints, base, frames) -> dict:
+    """Write M of the model (nv x nv, lower triangle as M[(a, b)], a >= b)."""
+    Mt, F, top = _composite_rigid_body(robot.tree, w, V, joints[0], frames)
+    Mj = robot.project_matrix(w, Mt)
+    if base is None:
+        return Mj
+    nbv, n = robot.nbv, robot.n
+    out = {(nbv + a, nbv + b): x for (a, b), x in Mj.items()}
+    # the base rows: the whole composite (base body included) as a spatial inertia, linear
+    # first as v = (v_b, w_b): [[m 1, [h]x^T], [[h]x, I_O]]
+    mass, com, inertia = robot.root_inertia
+    m = w.let(_add(top[0], _num(mass)))
+    h = [w.let(_add(top[1][a], _num(mass * com[a]))) for a in range(3)]
+    IO = np.asarray(inertia) + mass * (np.dot(com, com) * np.eye(3) - np.outer(com, com))
+    Ib = {key: w.let(_add(x, _num(IO[key]))) for key, x in top[2].items()}
+    hx = [['0.0', _neg(h[2]), h[1]], [h[2], '0.0', _neg(h[0])], [_neg(h[1]), h[0], '0.0']]
+    full = [[None] * 6 for _ in range(6)]
+    for a in range(3):
+        for b in range(3):
+            full[a][b] = m if a == b else '0.0'
+            full[3 + a][b] = hx[a][b]                    # [h]x
+            full[a][3 + b] = hx[b][a]                    # [h]x^T
+            full[3 + a][3 + b] = Ib[(max(a, b), min(a, b))]
+    P = P_BASE[robot.base]
+    base_block = [[_add(*(_mul(_num(P[r, a] * P[c, b]), full[r][c])
+                          for r in range(6) for c in range(6))) for b in range(nbv)]
+                  for a in range(nbv)]
+    for a in range(nbv):
+        for b in range(a + 1):
+            out[(a, b)] = w.let(base_block[a][b])
+    # joint columns: F_j = (angular, linear) of every tree joint, projected: P^T (lin, ang) B
+    for k in range(n):
+        column = [_add(*(_mul(_num(robot.B[i, k]), (F[i][1] + F[i][0])[r])
+                         for i in range(robot.tree.n))) for r in range(6)]
+        for a in range(nbv):
+            out[(nbv + k, a)] = w.let(_add(*(_mul(_num(P[r, a]), column[r])
+                                             for r in range(6))))
+    return out
+
+
 def _rnea_kernel(robot: _Robot) -> list:
     w = _Writer()
     V = _Vec(w)
-    n = robot.n
-    loads = []
-    for k in range(n):
-        loads += [f'    u{k} = Q[t, {k}]',
-                  f'    ud{k} = QD[t, {k}] if use_v else 0.0',
-                  f'    udd{k} = QDD[t, {k}] if use_a else 0.0']
-    q = robot.lift(w, 'u', True)
-    qd, qdd = robot.lift(w, 'ud', False), robot.lift(w, 'udd', False)
-    g = [w.let(_mul(_num(-x), 'gscale')) for x in robot.tree.gravity]
-    tau = robot.project(w, _newton_euler(robot.tree, w, V, q, qd, qdd, g))
-    out = [f'    TAU[t, {k}] = ' + _add(tau[k], _mul(_num(robot.armature[k]), f'udd{k}'))
-           for k in range(n)]
-    inputs = [f'{p}{k}' for k in range(n) for p in ('u', 'ud', 'udd')]
-    return _header(robot, 'rnea', 'Q, QD, QDD, use_v, use_a, gscale, TAU, BAD', loads,
-                   _finite(inputs), [f'TAU[t, {k}]' for k in range(n)]) + w.lines + out
+    arrays = {'v': ('QD', 'use_v'), 'a': ('QDD', 'use_a')}
+    loads, finite, joints, base = _loads(robot, w, V, arrays)
+    tau = _rnea_row(robot, w, V, joints, base, 'gscale')
+    nbv = robot.nbv
+    out = _outputs_vector(robot, 'TAU', [w.let(x) for x in tau[:nbv]],
+                          [_add(tau[nbv + k], _mul(_num(robot.armature[k]), f'udd{k}'))
+                           for k in range(robot.n)])
+    nv = nbv + robot.n
+    return _header(robot, 'rnea', 'Q, QD, QDD, use_v, use_a, gscale, TAU, BAD', loads, finite,
+                   [f'TAU[t, {k}]' for k in range(nv)]) + w.lines + out
 
 
 def _mass_matrix_kernel(robot: _Robot) -> list:
     w = _Writer()
     V = _Vec(w)
-    n = robot.n
-    loads = [f'    u{k} = Q[t, {k}]' for k in range(n)]
-    q = robot.lift(w, 'u', True)
-    Mu = robot.project_matrix(w, _composite_rigid_body(robot.tree, w, V, q, {}))
+    loads, finite, joints, base = _loads(robot, w, V, {})
+    M = _mass_matrix_rows(robot, w, V, joints, base, {})
+    nv = robot.nbv + robot.n
     out = []
-    for a in range(n):
+    for a in range(nv):
         for b in range(a + 1):
-            out.append(f'    M[t, {a}, {b}] = {Mu[(a, b)]}')
+            out.append(f'    M[t, {a}, {b}] = {M[(a, b)]}')
             if a != b:
-                out.append(f'    M[t, {b}, {a}] = {Mu[(a, b)]}')
-    return _header(robot, 'mass_matrix', 'Q, M, BAD', loads, _finite([f'u{k}' for k in range(n)]),
-                   [f'M[t, {a}, {b}]' for a in range(n) for b in range(n)]) + w.lines + out
+                out.append(f'    M[t, {b}, {a}] = {M[(a, b)]}')
+    return _header(robot, 'mass_matrix', 'Q, M, BAD', loads, finite,
+                   [f'M[t, {a}, {b}]' for a in range(nv) for b in range(nv)]) + w.lines + out
 
 
 def _forward_dynamics_kernel(robot: _Robot) -> list:
     """Write q'' = M^-1 (tau - h): M by CRBA, h by Newton-Euler, an unrolled Cholesky solve."""
     w = _Writer()
     V = _Vec(w)
-    n = robot.n
-    loads = []
-    for k in range(n):
-        loads += [f'    u{k} = Q[t, {k}]', f'    ud{k} = QD[t, {k}]', f'    f{k}_in = TAU[t, {k}]']
-    q, qd = robot.lift(w, 'u', True), robot.lift(w, 'ud', False)
+    nv = robot.nbv + robot.n
+    loads, finite, joints, base = _loads(robot, w, V, {'v': ('QD', None)})
+    loads += [f'    f{k}_in = TAU[t, {k}]' for k in range(nv)]
+    finite = f'{finite} and {_finite([f"f{k}_in" for k in range(nv)])}'
     frames = {}
-    g = [_num(-x) for x in robot.tree.gravity]
-    h = robot.project(w, _newton_euler(robot.tree, w, V, q, qd, ['0.0'] * robot.tree.n, g,
-                                       frames))
-    M = robot.project_matrix(w, _composite_rigid_body(robot.tree, w, V, q, frames))
+    h = _rnea_row(robot, w, V, joints, base, '1.0', frames)
+    M = _mass_matrix_rows(robot, w, V, joints, base, frames)
     # Cholesky M = L L^T, then L y = tau - h, L^T x = y
     L = {}
-    for j in range(n):
+    for j in range(nv):
         diagonal = w.let(_add(M[(j, j)], *(_neg(_mul(L[(j, k)], L[(j, k)])) for k in range(j))))
         w.lines.append(f'    if not {diagonal} > 0.0:')
-        w.lines += [f'        QDD[t, {k}] = nan' for k in range(n)]
+        w.lines += [f'        QDD[t, {k}] = nan' for k in range(nv)]
         w.lines += ['        BAD[t] = 2', '        return']
         L[(j, j)] = w.let(f'sqrt({diagonal})')
-        for i in range(j + 1, n):
+        for i in range(j + 1, nv):
             below = _add(M[(i, j)], *(_neg(_mul(L[(i, k)], L[(j, k)])) for k in range(j)))
             L[(i, j)] = w.let(f'{_p(below)} / {L[(j, j)]}')
     y = []
-    for i in range(n):
+    for i in range(nv):
         rest = _add(f'f{i}_in', _neg(h[i]), *(_neg(_mul(L[(i, k)], y[k])) for k in range(i)))
         y.append(w.let(f'{_p(rest)} / {L[(i, i)]}'))
-    x = [None] * n
-    for i in range(n - 1, -1, -1):
-        rest = _add(y[i], *(_neg(_mul(L[(k, i)], x[k])) for k in range(i + 1, n)))
+    x = [None] * nv
+    for i in range(nv - 1, -1, -1):
+        rest = _add(y[i], *(_neg(_mul(L[(k, i)], x[k])) for k in range(i + 1, nv)))
         x[i] = w.let(f'{_p(rest)} / {L[(i, i)]}')
-    out = [f'    QDD[t, {k}] = {x[k]}' for k in range(n)]
-    inputs = [name for k in range(n) for name in (f'u{k}', f'ud{k}', f'f{k}_in')]
-    return _header(robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', loads, _finite(inputs),
-                   [f'QDD[t, {k}]' for k in range(n)]) + w.lines + out
+    out = [f'    QDD[t, {k}] = {x[k]}' for k in range(nv)]
+    return _header(robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', loads, finite,
+                   [f'QDD[t, {k}]' for k in range(nv)]) + w.lines + out
 
 
 def source(model) -> str:
