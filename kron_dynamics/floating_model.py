@@ -116,6 +116,8 @@ def _batched(*names):
             values = {}
             for name, k in positions.items():
                 value = args[k] if k < len(args) else kwargs.get(name)
+                if _on_device(value):          # CUDA arrays: the method sends them to the GPU
+                    return method(self, *args, **kwargs)
                 if value is not None and np.ndim(value) == 2:
                     values[name] = (k, np.asarray(value, dtype=float))
             if not values:
@@ -1038,6 +1040,8 @@ class MovingBase:
     @_batched('q')
     def link_poses(self, q: ArrayLike) -> Array:
         """Return the 4 x 4 poses of all links in the world, (L, 4, 4) in ``link_names`` order."""
+        if _on_device(q):
+            return self.on_gpu().link_poses(q)[0]
         _, T, u, _ = self._split(q)
         return T @ self.fixed.link_poses(u)
 
@@ -1225,6 +1229,8 @@ class MovingBase:
 
         The base moves, so its mass always counts (``include_root`` changes nothing here).
         """
+        if _on_device(q):
+            return self.on_gpu().center_of_mass(q)
         _, T, u, _ = self._split(q)
         return T[:3, :3] @ self.fixed.center_of_mass(u, include_root=True) + T[:3, 3]
 

@@ -723,6 +723,8 @@ class RobotModel:
             T = np.empty(shape)
             if native.link_poses(self._ints, self._reals, self._sites, q, T):
                 return T
+        if _on_device(q):
+            return self.on_gpu().link_poses(q)[0]
         (q,), N = self._inputs(q=q)
         return self._run(native.link_poses, native.link_poses_batch, N, shape, self._sites, q)
 
@@ -880,6 +882,8 @@ class RobotModel:
             c = np.empty(3)
             if native.center_of_mass(self._ints, self._reals, q, root, c):
                 return c
+        if _on_device(q):
+            return self._gpu_center_of_mass(q, root)
         (q,), N = self._inputs(q=q)
         return self._run_com(native.center_of_mass, native.center_of_mass_batch, N, 3, q, root)
 
@@ -1266,6 +1270,14 @@ class RobotModel:
             from .gpu import GpuModel
             gpu = self.__dict__['_gpu'] = GpuModel(self, threads_per_block)
         return gpu
+
+    def _gpu_center_of_mass(self, q, include_root: bool):
+        """Return the centre of mass of CUDA-array states (the GPU has the default bodies)."""
+        if include_root != (self.base != 'fixed'):
+            raise ValueError('center_of_mass on the GPU counts the default bodies '
+                             f'(include_root={self.base != "fixed"} here); call it on the CPU '
+                             'for the other choice')
+        return self.on_gpu().center_of_mass(q)
 
     def _on_gpu_call(self, mode, f_ext, arrays):
         """Run a Newton-Euler method on the GPU for CUDA-array inputs."""
@@ -1849,8 +1861,13 @@ _GPU_NAMES = {method: mode for mode, method in _GPU_METHODS.items()}
 
 def _lift_and_project(self, name: str, kinds: str, project, arrays: tuple, others: tuple):
     """Return the general path of a _PROJECTED method: check, lift, the tree's method, project."""
-    if name in _GPU_NAMES and _on_device(arrays[0]):
-        return self._on_gpu_call(_GPU_NAMES[name], None, dict(zip(('q', 'qd'), arrays)))
+    if _on_device(arrays[0]):
+        if name in _GPU_NAMES:
+            return self._on_gpu_call(_GPU_NAMES[name], None, dict(zip(('q', 'qd'), arrays)))
+        if name == 'link_poses':
+            return self.on_gpu().link_poses(arrays[0])[0]
+        if name == 'center_of_mass':
+            return self._gpu_center_of_mass(arrays[0], bool(others[0]))
     checked, _ = self._inputs(**dict(zip(('q', 'qd', 'qdd'), arrays)))
     values = [self._lift(x) if kind == 'q' else self._lift_rate(x)
               for kind, x in zip(kinds, checked)]

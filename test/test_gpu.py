@@ -76,14 +76,18 @@ def _agree(model, gpu, rng):
 def test_random_trees_equal_the_cpu_kernels(seed):
     """Prismatic, revolute, continuous and fixed joints, branches, tilted axes, armature."""
     model, rng = model_helpers.random_model(seed, armature=True)
-    _agree(model, GpuModel(model), rng)
+    gpu = GpuModel(model)
+    _agree(model, gpu, rng)
+    _kinematics_agree(model, gpu, _states(model, rng)[0])
 
 
 @pytest.mark.parametrize('seed', range(4))
 def test_random_trees_with_mimic_joints_equal_the_cpu(seed):
     model, rng = model_helpers.random_model(100 + seed, min_joints=3, armature=True,
                                             mimic_fraction=0.4)
-    _agree(model, GpuModel(model), rng)
+    gpu = GpuModel(model)
+    _agree(model, gpu, rng)
+    _kinematics_agree(model, gpu, _states(model, rng)[0])
 
 
 @pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',
@@ -91,7 +95,11 @@ def test_random_trees_with_mimic_joints_equal_the_cpu(seed):
 def test_real_robots_equal_the_cpu(path):
     """The UR5, and the stock Panda whose hand has a mimic finger."""
     model = RobotModel.from_urdf_file(robots_dir() / path)
-    _agree(model, GpuModel(model), np.random.default_rng(1))
+    gpu = GpuModel(model)
+    _agree(model, gpu, np.random.default_rng(1))
+    _kinematics_agree(model, gpu, _states(model, np.random.default_rng(6))[0])
+    with pytest.raises(ValueError, match='include_root=False here'):
+        model.center_of_mass(cuda.to_device(np.zeros((2, model.n))), include_root=True)
 
 
 def test_the_facade_serves_cuda_arrays_and_returns_a_device_array():
@@ -198,6 +206,19 @@ def test_moving_bases_equal_the_cpu(case):
     out = model.inverse_dynamics(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(A))
     np.testing.assert_allclose(out.copy_to_host(), model.inverse_dynamics(Q, V, A), rtol=0,
                                atol=RTOL * max(1.0, float(np.max(np.abs(tau)))))
+    _kinematics_agree(model, gpu, Q)
+
+
+def _kinematics_agree(model, gpu, Q):
+    """Every link's world pose and the centre of mass, directly and through the facade."""
+    P, C = gpu.link_poses(Q)
+    np.testing.assert_allclose(P.copy_to_host(), model.link_poses(Q), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(C.copy_to_host(), model.center_of_mass(Q), rtol=0, atol=1e-12)
+    dQ = cuda.to_device(Q)
+    np.testing.assert_allclose(model.link_poses(dQ).copy_to_host(), model.link_poses(Q),
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(model.center_of_mass(dQ).copy_to_host(),
+                               model.center_of_mass(Q), rtol=0, atol=1e-12)
 
 
 def test_a_base_orientation_off_the_unit_sphere_is_reported_by_row():

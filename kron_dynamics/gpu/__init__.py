@@ -18,8 +18,9 @@ Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in
 ``model.on_gpu()`` (or :class:`GpuModel` (model)) writes the robot's kernel
 (:mod:`kron_dynamics.gpu.codegen`), caches its source on disk under a name made of its
 content's hash, compiles it once and serves batches: ``inverse_dynamics(Q, QD, QDD)``,
-``gravity_torque(Q)``, ``bias_torque(Q, QD)``, ``coriolis_vector(Q, QD)`` with (N, n)
-arrays of the model's coordinates. The arrays may be anything with
+``gravity_torque(Q)``, ``bias_torque(Q, QD)``, ``coriolis_vector(Q, QD)``,
+``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``, ``link_poses(Q)`` (and the centre of
+mass) with (N, nq) and (N, nv) arrays of the model's coordinates. The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy.
@@ -49,6 +50,7 @@ SIGNATURES = {
     'rnea': f'void({_A2}, {_A2}, {_A2}, int64, int64, float64, {_A2}, {_FLAGS})',
     'mass_matrix': f'void({_A2}, {_A3}, {_FLAGS})',
     'forward_dynamics': f'void({_A2}, {_A2}, {_A2}, {_A2}, {_FLAGS})',
+    'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
 }
 
 
@@ -155,19 +157,23 @@ class GpuModel:
         blocks = (N + self.threads_per_block - 1) // self.threads_per_block
         self._kernels[kernel][blocks, self.threads_per_block, stream](*args, out, bad)
         if check:
-            flags = bad.copy_to_host(stream=stream)
-            if stream:
-                stream.synchronize()
-            for code, what in ((1, 'a non-finite input'),
-                               (2, 'a mass matrix that is not positive definite'),
-                               (3, 'a base orientation (quaternion or cos, sin) whose norm is '
-                                   'not within 1e-3 of 1')):
-                rows = np.nonzero(flags == code)[0]
-                if rows.size:
-                    more = f' and {rows.size - 10} more' if rows.size > 10 else ''
-                    raise ValueError(f'{method}: rows {rows[:10].tolist()}{more} have {what} '
-                                     '(their results are NaN)')
+            self._report(method, bad, stream)
         return out
+
+    def _report(self, method: str, bad, stream) -> None:
+        """Raise ValueError naming the rows a kernel refused (BAD codes 1-3)."""
+        flags = bad.copy_to_host(stream=stream)
+        if stream:
+            stream.synchronize()
+        for code, what in ((1, 'a non-finite input'),
+                           (2, 'a mass matrix that is not positive definite'),
+                           (3, 'a base orientation (quaternion or cos, sin) whose norm is '
+                               'not within 1e-3 of 1')):
+            rows = np.nonzero(flags == code)[0]
+            if rows.size:
+                more = f' and {rows.size - 10} more' if rows.size > 10 else ''
+                raise ValueError(f'{method}: rows {rows[:10].tolist()}{more} have {what} '
+                                 '(their results are NaN)')
 
     def _run(self, method: str, stream, check: bool, q, qd=None, qdd=None):
         use_v, use_a, gscale = MODES[method]
@@ -207,3 +213,23 @@ class GpuModel:
         qdd = self._cuda.device_array((N, self.nv), dtype=np.float64, stream=stream)
         return self._launch('forward_dynamics', 'forward_dynamics', N, qdd, stream, check,
                             arrays['q'], arrays['qd'], arrays['tau'])
+
+    def link_poses(self, q, stream=0, check: bool = True):
+        """Return (poses (N, L, 4, 4) in ``link_names`` order, centre of mass (N, 3)), world."""
+        arrays, N = self._rows({'q': q})
+        cuda = self._cuda
+        L = len(self.model.link_names)
+        P = cuda.device_array((N, L, 4, 4), dtype=np.float64, stream=stream)
+        C = cuda.device_array((N, 3), dtype=np.float64, stream=stream)
+        if N:
+            bad = cuda.device_array(N, dtype=np.int8, stream=stream)
+            blocks = (N + self.threads_per_block - 1) // self.threads_per_block
+            self._kernels['kinematics'][blocks, self.threads_per_block, stream](
+                arrays['q'], P, C, bad)
+            if check:
+                self._report('link_poses', bad, stream)
+        return P, C
+
+    def center_of_mass(self, q, stream=0, check: bool = True):
+        """Return the centre of mass per row (N, 3): the model's default bodies, world frame."""
+        return self.link_poses(q, stream, check)[1]

@@ -29,8 +29,9 @@ Kernels, rows = states, columns the model's coordinates (q: nq, with a floating 
 ``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)`` (use_v/use_a = 0 read QD/QDD as zeros,
 gscale 0 or 1 scales gravity: inverse dynamics, gravity, bias, Coriolis vector),
 ``mass_matrix(Q, M, BAD)``, ``forward_dynamics(Q, QD, TAU, QDD, BAD)`` (CRBA, Newton-Euler
-and an unrolled Cholesky solve). BAD[row]: 1 a non-finite input, 2 M not positive definite,
-3 a base orientation off unit length; the row's results are NaN.
+and an unrolled Cholesky solve), ``kinematics(Q, P, C, BAD)`` (every link's pose in the world,
+``link_names`` order, and the centre of mass). BAD[row]: 1 a non-finite input, 2 M not
+positive definite, 3 a base orientation off unit length; the row's results are NaN.
 """
 
 import numpy as np
@@ -158,7 +159,8 @@ class _Robot:
         joints = getattr(model, 'fixed', model)       # a moving base: the joints' model
         # base coordinates in q and v (0 on a fixed base), the base motion's frame, body
         self.nbq, self.nbv = model.nq - model.n, model.nv - model.n
-        self.origin = np.asarray(getattr(model, 'origin', np.eye(4)))[:3, :3]
+        origin = np.asarray(getattr(model, 'origin', np.eye(4)))
+        self.origin, self.origin_p = origin[:3, :3], origin[:3, 3]
         self.root_inertia = model.description.root_inertia
         tree_names = list(model.description.joint_names)
         joint_map = joints._joint_map
@@ -277,6 +279,24 @@ def _body_wrench(w: _Writer, V: _Vec, mass: float, com, inertia, wb, dwb, ab):
     return F, V.add(V.mv(rows, dwb), V.cross(wb, V.mv(rows, wb)), V.cross(com, F))
 
 
+def _root_frames(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> tuple:
+    """Write forward kinematics; return (R, p) of every body in the root frame."""
+    Rw, pw = {}, {}
+    for i in range(tree.n):
+        if i not in frames:
+            frames[i] = _joint_frame(tree, i, q[i], w, V)
+        R, p = frames[i]
+        parent = int(tree.parent[i])
+        if parent < 0:
+            Rw[i], pw[i] = R, p
+        else:
+            Rp = Rw[parent]
+            Rw[i] = [[w.let(_add(*(_mul(Rp[a][k], R[k][b]) for k in range(3))))
+                      for b in range(3)] for a in range(3)]
+            pw[i] = V.add(pw[parent], V.mv(Rp, p))
+    return Rw, pw
+
+
 def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> tuple:
     """
     Write the CRBA of algorithms/crba.py in the root frame; return (M, F, top).
@@ -289,19 +309,9 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> t
     M_ij = s_i . F_j for i on the path from j to the root.
     """
     n = tree.n
-    Rw, pw, S, comp = {}, {}, {}, {}
+    Rw, pw = _root_frames(tree, w, V, q, frames)
+    S, comp = {}, {}
     for i in range(n):
-        if i not in frames:
-            frames[i] = _joint_frame(tree, i, q[i], w, V)
-        R, p = frames[i]
-        parent = int(tree.parent[i])
-        if parent < 0:
-            Rw[i], pw[i] = R, p
-        else:
-            Rp = Rw[parent]
-            Rw[i] = [[w.let(_add(*(_mul(Rp[a][k], R[k][b]) for k in range(3))))
-                      for b in range(3)] for a in range(3)]
-            pw[i] = V.add(pw[parent], V.mv(Rp, p))
         a = V.mv(Rw[i], _literals(tree.axis[i]))
         S[i] = (a, V.cross(pw[i], a)) if tree.revolute[i] else (['0.0'] * 3, a)
         m = _num(tree.mass[i])
@@ -363,8 +373,21 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> t
 
 def _header(robot: _Robot, name: str, arguments: str, loads: list, finite: str,
             outputs: list) -> list:
-    """Return the kernel's first lines: the row, its loads, the checks (BAD 1, 3)."""
-    nan = [f'        {o} = nan' for o in outputs]
+    """
+    Return the kernel's first lines: the row, its loads, the checks (BAD 1, 3).
+
+    ``outputs``: what a refused row sets to NaN, entries or (array, shape) for whole blocks.
+    """
+    nan = []
+    for o in outputs:
+        if isinstance(o, tuple):        # loops over a block of the row
+            array, shape = o
+            indices = ', '.join(f'i{k}' for k in range(len(shape)))
+            for k, size in enumerate(shape):
+                nan.append('        ' + '    ' * k + f'for i{k} in range({size}):')
+            nan.append('        ' + '    ' * len(shape) + f'{array}[t, {indices}] = nan')
+        else:
+            nan.append(f'        {o} = nan')
     unit = []
     if robot.base != 'fixed':         # a unit quaternion or (cos, sin), as MovingBase checks
         unit = [f'    if not abs(bnorm - 1.0) <= {_num(QUATERNION_TOLERANCE)}:', *nan,
@@ -423,6 +446,10 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
                 inputs.append(f'{prefix}{k}')
             rates[key] = [f'{prefix}{k}' for k in range(nbv)]
         orientation = range(3, 7) if robot.base == 'floating' else range(2, 4)
+        position = range(3) if robot.base == 'floating' else range(2)
+        for k in position:         # the base origin (only the kinematics read it)
+            lines.append(f'    b{k} = Q[t, {k}]')
+            inputs.append(f'b{k}')
         for k in orientation:
             lines.append(f'    b{k} = Q[t, {k}]')
             inputs.append(f'b{k}')
@@ -449,7 +476,11 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
              for a in range(3)]
         v = twist(rates['v']) if 'v' in rates else (['0.0'] * 3, ['0.0'] * 3)
         dv = twist(rates['a']) if 'a' in rates else (['0.0'] * 3, ['0.0'] * 3)
-        base = (R, v[0], v[1], dv[0], dv[1])
+        xyz = [f'b{k}' for k in position] + ['0.0'] * (3 - len(position))
+        # the base origin in the world: the root joint's origin moved by R_O (x, y, z)
+        p = [_add(_num(robot.origin_p[a]), *(_mul(_num(RO[a, k]), xyz[k]) for k in range(3)))
+             for a in range(3)]
+        base = (R, v[0], v[1], dv[0], dv[1], p)
     finite = _finite(inputs)
     q = robot.lift(w, 'u', True)
     qd, qdd = robot.lift(w, 'ud', False), robot.lift(w, 'udd', False)
@@ -486,7 +517,7 @@ def _rnea_row(robot: _Robot, w: _Writer, V: _Vec, joints, base, gscale: str,
     if base is None:
         root = (['0.0'] * 3, ['0.0'] * 3, minus_g)
     else:        # 004 app. B: a = v' + w x v, the base origin's classical acceleration
-        _, vb, wb, dvb, dwb = base
+        _, vb, wb, dvb, dwb, _ = base
         root = (wb, dwb, V.add(dvb, V.cross(wb, vb), minus_g))
     tau, f0, m0 = _newton_euler(robot.tree, w, V, q, qd, qdd, root, frames)
     joint_forces = robot.project(w, tau)
@@ -603,6 +634,53 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
                    [f'QDD[t, {k}]' for k in range(nv)]) + w.lines + out
 
 
+def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root: bool,
+                       mass: float) -> list:
+    """Write every link's pose (world: the base pose first on a moving base) and the CoM."""
+    w = _Writer()
+    V = _Vec(w)
+    loads, finite, joints, base = _loads(robot, w, V, {})
+    Rw, pw = _root_frames(robot.tree, w, V, joints[0], {})
+    if base is not None:
+        Rb = [[w.let(x) for x in row] for row in base[0]]
+        pb = V.bind(base[5])
+    out = []
+
+    def world(R, p):
+        if base is None:
+            return R, p
+        R = [[w.let(_add(*(_mul(Rb[a][k], R[k][b]) for k in range(3)))) for b in range(3)]
+             for a in range(3)]
+        return R, V.add(pb, V.mv(Rb, p))
+    for index, link in enumerate(links):
+        body, Rl, pl = frames_of[link]
+        Rl, pl = np.asarray(Rl), np.asarray(pl)
+        if body < 0:
+            R = [[_num(Rl[a, b]) for b in range(3)] for a in range(3)]
+            p = _literals(pl)
+        else:
+            R = [[w.let(_add(*(_mul(Rw[body][a][k], _num(Rl[k, b])) for k in range(3))))
+                  for b in range(3)] for a in range(3)]
+            p = V.add(pw[body], V.mv(Rw[body], _literals(pl)))
+        R, p = world(R, p)
+        for a in range(3):
+            out += [f'    P[t, {index}, {a}, {b}] = {R[a][b]}' for b in range(3)]
+            out.append(f'    P[t, {index}, {a}, 3] = {p[a]}')
+        out += [f'    P[t, {index}, 3, {b}] = {0.0 if b < 3 else 1.0}' for b in range(4)]
+    # centre of mass: sum m (p + R c) / total, root frame (the root's own mass as asked)
+    tree = robot.tree
+    moment = [_add(*(_mul(_num(tree.mass[i]), x) for i, x in
+                     ((i, V.add(pw[i], V.mv(Rw[i], _literals(tree.com[i])))[a])
+                      for i in range(tree.n))),
+                   _num(robot.root_inertia[0] * robot.root_inertia[1][a]) if include_root
+                   else '0.0') for a in range(3)]
+    com = V.scale(V.bind(moment), _num(1.0 / mass) if mass > 0 else 'nan')
+    _, com = world([[_num(float(a == b)) for b in range(3)] for a in range(3)], com)
+    out += [f'    C[t, {a}] = {com[a]}' for a in range(3)]
+    return _header(robot, 'kinematics', 'Q, P, C, BAD', loads, finite,
+                   [('P', (len(links), 4, 4)), ('C', (3,))]) + w.lines + out
+
+
 def source(model) -> str:
     """
     Return the numba-cuda source of a fixed-base model's kernels (one module per robot).
@@ -619,4 +697,10 @@ def source(model) -> str:
              'from numba import cuda']
     for kernel in (_rnea_kernel, _mass_matrix_kernel, _forward_dynamics_kernel):
         lines += ['', ''] + kernel(robot)
+    # a fixed base leaves the mass welded to the root out of the CoM (as its CPU default)
+    include_root = robot.base != 'fixed'
+    tree = robot.tree
+    mass = float(np.sum(tree.mass)) + (robot.root_inertia[0] if include_root else 0.0)
+    lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),
+                                           model.description.frames, include_root, mass)
     return '\n'.join(lines) + '\n'
