@@ -1073,6 +1073,8 @@ class MovingBase:
                 if native.floating_jacobian(self._ints, self._reals, self._sites, self._origin,
                                             q, QUATERNION_TOLERANCE, k, _ORIGIN3, code, J):
                     return J
+        if _on_device(q):
+            return self.on_gpu().jacobian(q, link, point, frame)
         return self._jacobian(q, link, point, frame)
 
     @_batched('q')

@@ -750,6 +750,8 @@ class RobotModel:
             if native.jacobian(self._ints, self._reals, self._sites, k, _ORIGIN, q, code, J):
                 return J
         k, p, code = self._site(link), self._point3(point), _frame_code(frame)
+        if _on_device(q):
+            return self.on_gpu().jacobian(q, link, point, frame)
         (q,), N = self._inputs(q=q)
         return self._run(native.jacobian, native.jacobian_batch, N, self._6n, self._sites, k,
                          p, q, code)
@@ -1650,6 +1652,8 @@ class CoupledRobotModel(RobotModel):
                                        _ORIGIN, q, code, J):
                 return J
         self._frame(link)
+        if _on_device(q):
+            return self.on_gpu().jacobian(q, link, point, frame)
         (u,), _ = self._inputs(q=q)
         return self._cols(self._full.jacobian(self._lift(u), link, point, frame))
 

@@ -30,7 +30,7 @@ if os.environ.get('KRON_DYNAMICS_GPU_TESTS') != 'device':
     numba.config.ENABLE_CUDASIM = 1       # before numba.cuda is first imported
 from numba import cuda  # noqa: E402
 
-from kron_dynamics import RobotModel  # noqa: E402
+from kron_dynamics import ModelError, RobotModel  # noqa: E402
 from kron_dynamics.gpu import GpuModel, MODES  # noqa: E402
 import model_helpers  # noqa: E402
 from pinocchio_oracle import robots_dir  # noqa: E402
@@ -97,7 +97,12 @@ def test_real_robots_equal_the_cpu(path):
     model = RobotModel.from_urdf_file(robots_dir() / path)
     gpu = GpuModel(model)
     _agree(model, gpu, np.random.default_rng(1))
-    _kinematics_agree(model, gpu, _states(model, np.random.default_rng(6))[0])
+    _kinematics_agree(model, gpu, _states(model, np.random.default_rng(6))[0],
+                      [model.link_names[-1], model.link_names[len(model.link_names) // 2]])
+    with pytest.raises(ValueError, match='frame must be one of'):
+        gpu.jacobian(np.zeros((1, model.n)), model.link_names[-1], frame='base')
+    with pytest.raises(ModelError, match="unknown link 'nowhere'; links are"):
+        gpu.jacobian(np.zeros((1, model.n)), 'nowhere')
     with pytest.raises(ValueError, match='include_root=False here'):
         model.center_of_mass(cuda.to_device(np.zeros((2, model.n))), include_root=True)
 
@@ -209,8 +214,8 @@ def test_moving_bases_equal_the_cpu(case):
     _kinematics_agree(model, gpu, Q)
 
 
-def _kinematics_agree(model, gpu, Q):
-    """Every link's world pose and the centre of mass, directly and through the facade."""
+def _kinematics_agree(model, gpu, Q, links=()):
+    """Poses, centre of mass and Jacobians (three frames, a point), directly and by the facade."""
     P, C = gpu.link_poses(Q)
     np.testing.assert_allclose(P.copy_to_host(), model.link_poses(Q), rtol=0, atol=1e-12)
     np.testing.assert_allclose(C.copy_to_host(), model.center_of_mass(Q), rtol=0, atol=1e-12)
@@ -219,6 +224,15 @@ def _kinematics_agree(model, gpu, Q):
                                rtol=0, atol=1e-12)
     np.testing.assert_allclose(model.center_of_mass(dQ).copy_to_host(),
                                model.center_of_mass(Q), rtol=0, atol=1e-12)
+    for link in links or model.link_names[-1:]:
+        for frame in ('local_world_aligned', 'WORLD', 'local'):
+            for point in (None, (0.1, -0.2, 0.05)):
+                expected = model.jacobian(Q, link, point, frame)
+                np.testing.assert_allclose(gpu.jacobian(Q, link, point, frame).copy_to_host(),
+                                           expected, rtol=0, atol=1e-12,
+                                           err_msg=f'{link} {frame} {point}')
+        np.testing.assert_allclose(model.jacobian(dQ, link).copy_to_host(),
+                                   model.jacobian(Q, link), rtol=0, atol=1e-12)
 
 
 def test_a_base_orientation_off_the_unit_sphere_is_reported_by_row():

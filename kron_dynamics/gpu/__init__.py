@@ -20,7 +20,8 @@ Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in
 content's hash, compiles it once and serves batches: ``inverse_dynamics(Q, QD, QDD)``,
 ``gravity_torque(Q)``, ``bias_torque(Q, QD)``, ``coriolis_vector(Q, QD)``,
 ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``, ``link_poses(Q)`` (and the centre of
-mass) with (N, nq) and (N, nv) arrays of the model's coordinates. The arrays may be anything with
+mass), ``jacobian(Q, link, point, frame)`` (the link's kernel made on first use) with (N, nq)
+and (N, nv) arrays of the model's coordinates. The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy.
@@ -40,7 +41,7 @@ import time
 import numpy as np
 
 from ..errors import ModelError
-from .codegen import source as kernel_source
+from .codegen import jacobian_source, LOCAL, LOCAL_WORLD_ALIGNED, source as kernel_source, WORLD
 
 # method -> (use q', use q'', gravity scale)
 MODES = {'inverse_dynamics': (1, 1, 1.0), 'gravity_torque': (0, 0, 1.0),
@@ -52,6 +53,10 @@ SIGNATURES = {
     'forward_dynamics': f'void({_A2}, {_A2}, {_A2}, {_A2}, {_FLAGS})',
     'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
 }
+_JACOBIAN = f'void({_A2}, float64, float64, float64, int64, {_A3}, {_FLAGS})'
+# a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
+FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
+          'WORLD': WORLD, 'LOCAL': LOCAL, 'LOCAL_WORLD_ALIGNED': LOCAL_WORLD_ALIGNED}
 
 
 def cache_directory() -> Path:
@@ -74,11 +79,25 @@ def _cuda():
     return cuda
 
 
-def _load(path: Path, key: str):
-    spec = importlib.util.spec_from_file_location(f'kron_dynamics_gpu_{key}', path)
+def _cached_module(source: str, prefix: str):
+    """
+    Return (path, found in the cache, module) of generated source, cached by its hash.
+
+    The file is written whole and renamed, so that a concurrent reader never sees half.
+    """
+    key = hashlib.sha256(source.encode()).hexdigest()[:20]
+    directory = cache_directory()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f'{prefix}_{key}.py'
+    cached = path.is_file() and path.read_text(encoding='utf-8') == source
+    if not cached:
+        partial = directory / f'.{prefix}_{key}.{os.getpid()}.tmp'
+        partial.write_text(source, encoding='utf-8')
+        os.replace(partial, path)
+    spec = importlib.util.spec_from_file_location(f'kron_dynamics_gpu_{prefix}_{key}', path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    return path, cached, module
 
 
 class GpuModel:
@@ -96,22 +115,13 @@ class GpuModel:
         self.threads_per_block = int(threads_per_block)
         start = time.perf_counter()
         source = kernel_source(model)
-        key = hashlib.sha256(source.encode()).hexdigest()[:20]
-        directory = cache_directory()
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f'kernels_{key}.py'
-        self.cached = path.is_file() and path.read_text(encoding='utf-8') == source
-        if not self.cached:      # written whole, then renamed: a reader never sees half
-            partial = directory / f'.kernels_{key}.{os.getpid()}.tmp'
-            partial.write_text(source, encoding='utf-8')
-            os.replace(partial, path)
-        self.source_path = path
         self.generate_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        module = _load(path, key)
+        self.source_path, self.cached, module = _cached_module(source, 'kernels')
         self._kernels = {name: cuda.jit(signature)(getattr(module, name))
                          for name, signature in SIGNATURES.items()}
         self.compile_seconds = time.perf_counter() - start
+        self._jacobians = {}        # link -> its kernel, generated on first use
         self._cuda = cuda
 
     # ----------------------------------------------------------------- arrays
@@ -233,3 +243,38 @@ class GpuModel:
     def center_of_mass(self, q, stream=0, check: bool = True):
         """Return the centre of mass per row (N, 3): the model's default bodies, world frame."""
         return self.link_poses(q, stream, check)[1]
+
+    def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
+                 check: bool = True):
+        """
+        Return the 6 x nv Jacobian of a link (or a point on it) per row, (N, 6, nv).
+
+        Frames as on the CPU (``'local_world_aligned'``, ``'world'``, ``'local'``, or
+        Pinocchio's spellings). The link's kernel is generated and compiled on first use.
+        """
+        try:
+            code = FRAMES[frame]
+        except (KeyError, TypeError):
+            raise ValueError(f'frame must be one of {list(FRAMES)[:3]} (or Pinocchio\'s '
+                             f"upper-case names), got {frame!r}") from None
+        frames = self.model.description.frames
+        if not isinstance(link, str) or link not in frames:
+            raise ModelError(f'unknown link {link!r}; links are {list(frames)}')
+        local = np.zeros(3) if point is None else np.asarray(point, dtype=float).reshape(-1)
+        if local.shape != (3,) or not np.all(np.isfinite(local)):
+            raise ValueError(f'point must be 3 finite numbers (link frame), got {point!r}')
+        kernel = self._jacobians.get(link)
+        if kernel is None:
+            _, _, module = _cached_module(jacobian_source(self.model, link), 'jacobian')
+            kernel = self._jacobians[link] = self._cuda.jit(_JACOBIAN)(module.jacobian)
+        arrays, N = self._rows({'q': q})
+        cuda = self._cuda
+        J = cuda.device_array((N, 6, self.nv), dtype=np.float64, stream=stream)
+        if N:
+            bad = cuda.device_array(N, dtype=np.int8, stream=stream)
+            blocks = (N + self.threads_per_block - 1) // self.threads_per_block
+            kernel[blocks, self.threads_per_block, stream](arrays['q'], *map(float, local),
+                                                           code, J, bad)
+            if check:
+                self._report('jacobian', bad, stream)
+        return J
