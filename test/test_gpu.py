@@ -249,3 +249,31 @@ def test_a_base_orientation_off_the_unit_sphere_is_reported_by_row():
     with pytest.raises(ValueError, match=r"q must have shape \(N, 19\) \(one state per row: "
                                          r"\['base_x'"):
         gpu.gravity_torque(Q[:, :12])
+
+
+@pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',
+                                  'panda_description/urdf/panda.urdf'])
+def test_single_precision_is_documented_accuracy(path):
+    """float32 kernels: tau, M, poses, Jacobians to 2e-6 of fp64; q'' to 1e-6 cond(M)."""
+    model = RobotModel.from_urdf_file(robots_dir() / path)
+    gpu = GpuModel(model, dtype=np.float32)
+    Q, V, A = _states(model, np.random.default_rng(7), N=8)
+    tau = model.inverse_dynamics(Q, V, A)
+    single = [x.astype(np.float32) for x in (Q, V, A, tau)]
+    for method, ours, cpu in (
+            ('inverse_dynamics', gpu.inverse_dynamics(*single[:3]), tau),
+            ('mass_matrix', gpu.mass_matrix(single[0]), model.mass_matrix(Q)),
+            ('link_poses', gpu.link_poses(single[0])[0], model.link_poses(Q)),
+            ('jacobian', gpu.jacobian(single[0], model.link_names[-2]),
+             model.jacobian(Q, model.link_names[-2]))):
+        ours = ours.copy_to_host()
+        assert ours.dtype == np.float32, method
+        error = float(np.max(np.abs(ours - cpu))) / max(1.0, float(np.max(np.abs(cpu))))
+        assert error <= 2e-6, f'{method}: {error:.3g}'
+    qdd = gpu.forward_dynamics(single[0], single[1], single[3]).copy_to_host()
+    M = model.mass_matrix(Q)
+    for k in range(len(Q)):
+        error = np.max(np.abs(qdd[k] - A[k])) / max(1.0, float(np.max(np.abs(A[k]))))
+        assert error <= 1e-6 * np.linalg.cond(M[k]), f'row {k}: {error:.3g}'
+    with pytest.raises(ValueError, match='q must be float32, got float64'):
+        gpu.gravity_torque(Q)

@@ -41,7 +41,8 @@ import time
 import numpy as np
 
 from ..errors import ModelError
-from .codegen import jacobian_source, LOCAL, LOCAL_WORLD_ALIGNED, source as kernel_source, WORLD
+from .codegen import (jacobian_source, LOCAL, LOCAL_WORLD_ALIGNED, single_precision,
+                      source as kernel_source, WORLD)
 
 # method -> (use q', use q'', gravity scale)
 MODES = {'inverse_dynamics': (1, 1, 1.0), 'gravity_torque': (0, 0, 1.0),
@@ -108,21 +109,31 @@ class GpuModel:
     ``generate_seconds``, ``compile_seconds``: what writing and compiling it took.
     """
 
-    def __init__(self, model, threads_per_block: int = 128):
+    def __init__(self, model, threads_per_block: int = 128, dtype=np.float64):
         """Generate (or find in the cache) and compile the kernels of ``model``."""
         cuda = _cuda()
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float64, np.float32):
+            raise ValueError(f'dtype must be float64 or float32, got {self.dtype}')
         self.model, self.n, self.nq, self.nv = model, model.n, model.nq, model.nv
         self.threads_per_block = int(threads_per_block)
         start = time.perf_counter()
-        source = kernel_source(model)
+        source = self._precision(kernel_source(model))
         self.generate_seconds = time.perf_counter() - start
         start = time.perf_counter()
         self.source_path, self.cached, module = _cached_module(source, 'kernels')
-        self._kernels = {name: cuda.jit(signature)(getattr(module, name))
+        self._kernels = {name: cuda.jit(self._precision(signature))(getattr(module, name))
                          for name, signature in SIGNATURES.items()}
         self.compile_seconds = time.perf_counter() - start
         self._jacobians = {}        # link -> its kernel, generated on first use
         self._cuda = cuda
+
+    def _precision(self, text: str) -> str:
+        """Return generated source or a signature in the model's precision."""
+        if self.dtype == np.float64:
+            return text
+        return (text.replace('float64', 'float32') if text.startswith('void(')
+                else single_precision(text))
 
     # ----------------------------------------------------------------- arrays
     def _device(self, x, name: str):
@@ -134,14 +145,14 @@ class GpuModel:
             array = cuda.as_cuda_array(x)
         elif isinstance(x, (np.ndarray, list, tuple)):
             host = np.asarray(x)
-            if host.dtype != np.float64:
-                raise ValueError(f'{name} must be float64, got {host.dtype}')
+            if host.dtype != self.dtype:
+                raise ValueError(f'{name} must be {self.dtype}, got {host.dtype}')
             array = cuda.to_device(np.ascontiguousarray(host))
         else:
             raise ValueError(f'{name} must be a CUDA array (__cuda_array_interface__) or a '
                              f'NumPy array, got {type(x).__name__}')
-        if array.dtype != np.float64:
-            raise ValueError(f'{name} must be float64, got {array.dtype}')
+        if array.dtype != self.dtype:
+            raise ValueError(f'{name} must be {self.dtype}, got {array.dtype}')
         width, names = ((self.nq, self.model.configuration_names) if name == 'q'
                         else (self.nv, self.model.velocity_names))
         if len(array.shape) != 2 or array.shape[1] != width:
@@ -190,7 +201,7 @@ class GpuModel:
         named = {'q': q, **({'qd': qd} if use_v else {}), **({'qdd': qdd} if use_a else {})}
         arrays, N = self._rows(named)
         Q = arrays['q']
-        tau = self._cuda.device_array((N, self.nv), dtype=np.float64, stream=stream)
+        tau = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream)
         return self._launch('rnea', method, N, tau, stream, check, Q, arrays.get('qd', Q),
                             arrays.get('qdd', Q), use_v, use_a, gscale)
 
@@ -214,13 +225,13 @@ class GpuModel:
     def mass_matrix(self, q, stream=0, check: bool = True):
         """Return M(q) per row (armature included), a device array (N, n, n)."""
         arrays, N = self._rows({'q': q})
-        M = self._cuda.device_array((N, self.nv, self.nv), dtype=np.float64, stream=stream)
+        M = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype, stream=stream)
         return self._launch('mass_matrix', 'mass_matrix', N, M, stream, check, arrays['q'])
 
     def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True):
         """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
-        qdd = self._cuda.device_array((N, self.nv), dtype=np.float64, stream=stream)
+        qdd = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream)
         return self._launch('forward_dynamics', 'forward_dynamics', N, qdd, stream, check,
                             arrays['q'], arrays['qd'], arrays['tau'])
 
@@ -229,8 +240,8 @@ class GpuModel:
         arrays, N = self._rows({'q': q})
         cuda = self._cuda
         L = len(self.model.link_names)
-        P = cuda.device_array((N, L, 4, 4), dtype=np.float64, stream=stream)
-        C = cuda.device_array((N, 3), dtype=np.float64, stream=stream)
+        P = cuda.device_array((N, L, 4, 4), dtype=self.dtype, stream=stream)
+        C = cuda.device_array((N, 3), dtype=self.dtype, stream=stream)
         if N:
             bad = cuda.device_array(N, dtype=np.int8, stream=stream)
             blocks = (N + self.threads_per_block - 1) // self.threads_per_block
@@ -265,11 +276,13 @@ class GpuModel:
             raise ValueError(f'point must be 3 finite numbers (link frame), got {point!r}')
         kernel = self._jacobians.get(link)
         if kernel is None:
-            _, _, module = _cached_module(jacobian_source(self.model, link), 'jacobian')
-            kernel = self._jacobians[link] = self._cuda.jit(_JACOBIAN)(module.jacobian)
+            source = self._precision(jacobian_source(self.model, link))
+            _, _, module = _cached_module(source, 'jacobian')
+            kernel = self._jacobians[link] = self._cuda.jit(self._precision(_JACOBIAN))(
+                module.jacobian)
         arrays, N = self._rows({'q': q})
         cuda = self._cuda
-        J = cuda.device_array((N, 6, self.nv), dtype=np.float64, stream=stream)
+        J = cuda.device_array((N, 6, self.nv), dtype=self.dtype, stream=stream)
         if N:
             bad = cuda.device_array(N, dtype=np.int8, stream=stream)
             blocks = (N + self.threads_per_block - 1) // self.threads_per_block

@@ -34,6 +34,8 @@ and an unrolled Cholesky solve), ``kinematics(Q, P, C, BAD)`` (every link's pose
 positive definite, 3 a base orientation off unit length; the row's results are NaN.
 """
 
+import re
+
 import numpy as np
 
 from ..model.coordinates import P_BASE
@@ -683,6 +685,21 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root
 
 # reference frames of a Jacobian, as the CPU kernels number them (kernels/layout.py)
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2
+
+
+_FLOAT = re.compile(r'(?<![\w.])(\d+\.\d*(?:e[-+]?\d+)?|\d+e[-+]?\d+)')
+
+
+def single_precision(source: str) -> str:
+    """
+    Return generated source computing in float32: every float literal cast to float32.
+
+    With float32 arrays and literals, numba keeps every operation in single precision (a
+    float64 literal would promote it); math's cos, sin and sqrt of a float32 are float32.
+    """
+    body = _FLOAT.sub(r'f32(\1)', source)
+    return body.replace('from numba import cuda', 'from numba import cuda\nfrom numpy import '
+                        'float32 as f32', 1)
 
 
 def jacobian_source(model, link: str) -> str:
