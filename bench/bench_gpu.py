@@ -64,9 +64,10 @@ def device_time(cuda, f, repeat: int) -> float:
     return best
 
 
-def robot_rows(cuda, name: str, model, N: int, repeat: int, log) -> dict:
+def robot_rows(cuda, name: str, model, N: int, repeat: int, log, dtype=np.float64) -> dict:
     """Agreement, then GPU and CPU states per second of each method."""
-    gpu = model.on_gpu()
+    from kron_dynamics.gpu import GpuModel
+    gpu = GpuModel(model, dtype=dtype)
     rng = np.random.default_rng(0)
     lower, upper = model.position_limits
     Q = rng.uniform(np.where(np.isfinite(lower), lower, -np.pi),
@@ -74,7 +75,7 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log) -> dict:
     V, A = rng.uniform(-1, 1, (2, N, model.n))
     T = model.inverse_dynamics(Q[:CPU_N], V[:CPU_N], A[:CPU_N])
     T = np.concatenate([T] * (N // CPU_N + 1))[:N]
-    dQ, dV, dA, dT = (cuda.to_device(np.asfortranarray(X)) for X in (Q, V, A, T))
+    dQ, dV, dA, dT = (cuda.to_device(np.asfortranarray(X, dtype=dtype)) for X in (Q, V, A, T))
     calls = {'inverse_dynamics': ((dQ, dV, dA), (Q, V, A)), 'mass_matrix': ((dQ,), (Q,)),
              'forward_dynamics': ((dQ, dV, dT), (Q, V, T))}
     rows = {}
@@ -91,8 +92,8 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log) -> dict:
                         'target_states_per_s': TARGETS.get((name, method))}
         log(f"  {method}: GPU {rows[method]['gpu_states_per_s']:.3g}/s, CPU "
             f"{rows[method]['cpu_states_per_s']:.3g}/s, agreement {rows[method]['agreement']:.2g}")
-    return {'n': model.n, 'generate_s': gpu.generate_seconds, 'compile_s': gpu.compile_seconds,
-            'methods': rows}
+    return {'n': model.n, 'dtype': np.dtype(dtype).name, 'generate_s': gpu.generate_seconds,
+            'compile_s': gpu.compile_seconds, 'methods': rows}
 
 
 def main(argv=None) -> int:
@@ -122,6 +123,9 @@ def main(argv=None) -> int:
     for name, model in models.items():
         log(f'{name} (n = {model.n}), N = {N}')
         results[name] = robot_rows(cuda, name, model, N, 3 if args.quick else 10, log)
+    log(f'panda_arm in float32, N = {N}')
+    results['panda_arm_fp32'] = robot_rows(cuda, 'panda_arm_fp32', models['panda_arm'], N,
+                                           3 if args.quick else 10, log, np.float32)
     device = cuda.get_current_device()
     provenance.write_result(args.out, 'gpu', {
         'quick': args.quick, 'gpu': device.name.decode() if isinstance(device.name, bytes)

@@ -646,7 +646,8 @@ def gpu_table(r: Results) -> str:
                 '(without one it says so and writes nothing); the correctness of the '
                 "generated code is tested on every run of `make test`, on numba's CUDA "
                 'simulator.*')
-    names = {'panda_arm': 'Panda arm (7 DOF, fingers fixed)', 'talos_fixed': 'TALOS (fixed)'}
+    names = {'panda_arm': 'Panda arm (7 DOF, fingers fixed)', 'talos_fixed': 'TALOS (fixed)',
+             'panda_arm_fp32': 'Panda arm, float32'}
 
     def rate(x):
         return f'{x / 1e9:.2f} G' if x >= 1e9 else f'{x / 1e6:.1f} M'
