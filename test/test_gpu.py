@@ -277,3 +277,18 @@ def test_single_precision_is_documented_accuracy(path):
         assert error <= 1e-6 * np.linalg.cond(M[k]), f'row {k}: {error:.3g}'
     with pytest.raises(ValueError, match='q must be float32, got float64'):
         gpu.gravity_torque(Q)
+
+
+def test_the_transposed_layout_gives_outputs_in_the_same_layout():
+    """Fortran-ordered (N, n) inputs: consecutive threads read consecutive addresses."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
+    gpu = GpuModel(model)
+    Q, V, A = (np.asfortranarray(X) for X in _states(model, np.random.default_rng(8)))
+    tau = gpu.inverse_dynamics(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(A))
+    M = gpu.mass_matrix(cuda.to_device(Q))
+    for out in (tau, M):
+        assert out.flags['F_CONTIGUOUS'] and not out.flags['C_CONTIGUOUS']
+    np.testing.assert_allclose(tau.copy_to_host(), model.inverse_dynamics(Q, V, A), rtol=0,
+                               atol=1e-10)
+    np.testing.assert_allclose(M.copy_to_host(), model.mass_matrix(Q), rtol=0, atol=1e-12)
+    assert gpu.gravity_torque(np.ascontiguousarray(Q)).flags['C_CONTIGUOUS']

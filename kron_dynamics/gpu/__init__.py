@@ -160,6 +160,15 @@ class GpuModel:
                              f'{list(names)}), got {tuple(array.shape)}')
         return array
 
+    @staticmethod
+    def _order(Q) -> str:
+        """Return 'F' for a Fortran-ordered (transposed layout) q, so outputs match it."""
+        try:
+            flags = Q.flags
+            return 'F' if flags['F_CONTIGUOUS'] and not flags['C_CONTIGUOUS'] else 'C'
+        except (AttributeError, KeyError, TypeError):
+            return 'C'
+
     def _rows(self, named: dict):
         """Return the checked device arrays and their common row count."""
         arrays = {name: self._device(x, name) for name, x in named.items()}
@@ -201,7 +210,8 @@ class GpuModel:
         named = {'q': q, **({'qd': qd} if use_v else {}), **({'qdd': qdd} if use_a else {})}
         arrays, N = self._rows(named)
         Q = arrays['q']
-        tau = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream)
+        tau = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream,
+                                      order=self._order(Q))
         return self._launch('rnea', method, N, tau, stream, check, Q, arrays.get('qd', Q),
                             arrays.get('qdd', Q), use_v, use_a, gscale)
 
@@ -225,13 +235,15 @@ class GpuModel:
     def mass_matrix(self, q, stream=0, check: bool = True):
         """Return M(q) per row (armature included), a device array (N, n, n)."""
         arrays, N = self._rows({'q': q})
-        M = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype, stream=stream)
+        M = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype, stream=stream,
+                                    order=self._order(arrays['q']))
         return self._launch('mass_matrix', 'mass_matrix', N, M, stream, check, arrays['q'])
 
     def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True):
         """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
-        qdd = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream)
+        qdd = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream,
+                                      order=self._order(arrays['q']))
         return self._launch('forward_dynamics', 'forward_dynamics', N, qdd, stream, check,
                             arrays['q'], arrays['qd'], arrays['tau'])
 
@@ -240,8 +252,9 @@ class GpuModel:
         arrays, N = self._rows({'q': q})
         cuda = self._cuda
         L = len(self.model.link_names)
-        P = cuda.device_array((N, L, 4, 4), dtype=self.dtype, stream=stream)
-        C = cuda.device_array((N, 3), dtype=self.dtype, stream=stream)
+        order = self._order(arrays['q'])
+        P = cuda.device_array((N, L, 4, 4), dtype=self.dtype, stream=stream, order=order)
+        C = cuda.device_array((N, 3), dtype=self.dtype, stream=stream, order=order)
         if N:
             bad = cuda.device_array(N, dtype=np.int8, stream=stream)
             blocks = (N + self.threads_per_block - 1) // self.threads_per_block
@@ -282,7 +295,8 @@ class GpuModel:
                 module.jacobian)
         arrays, N = self._rows({'q': q})
         cuda = self._cuda
-        J = cuda.device_array((N, 6, self.nv), dtype=self.dtype, stream=stream)
+        J = cuda.device_array((N, 6, self.nv), dtype=self.dtype, stream=stream,
+                              order=self._order(arrays['q']))
         if N:
             bad = cuda.device_array(N, dtype=np.int8, stream=stream)
             blocks = (N + self.threads_per_block - 1) // self.threads_per_block
