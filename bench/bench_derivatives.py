@@ -26,14 +26,11 @@ N states in one call against a Python loop of Pinocchio's calls. Agreement first
     .venv/bin/python bench/bench_derivatives.py --quick    # smoke test
 """
 
-import os
 from pathlib import Path
 import sys
-import time
 
-from lib import comparison_libs, provenance
 from lib.compare import relerr
-from lib.models import panda_urdf, PANDA, pinocchio_bench, random_state as state, TALOS
+from lib.models import finish, panda_urdf, PANDA, pinocchio_bench, random_state as state, TALOS
 from lib.timing import alternate, batch_against_loop
 import numpy as np
 
@@ -42,7 +39,6 @@ from kron_dynamics.testing.pinocchio_pair import PinocchioPair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
-AGREE_TOL = 1e-9
 TARGET = 1.5
 BATCH = 1000
 
@@ -113,18 +109,8 @@ def main(argv=None) -> int:
         RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
         pin.buildModelFromUrdf(str(robots / TALOS), pin.JointModelFreeFlyer())),
         rng, budget, repeat, log)
-    for case, entry in results.items():
-        bad = {k: v for k, v in entry['agreement'].items() if v > AGREE_TOL}
-        if bad:
-            log(f'  {case}: DISAGREEMENT beyond {AGREE_TOL}: {bad}')
-            return 1
-    versions = comparison_libs.versions()
-    provenance.write_result(args.out, 'derivatives', {
-        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-        'load_average': list(os.getloadavg()),
-        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
-        'wall_seconds': round(time.time() - start, 1)}, {'cases': results}, log)
-    return 0
+    return finish(setup, 'derivatives', {'cases': results},
+                  {case: entry['agreement'] for case, entry in results.items()})
 
 
 if __name__ == '__main__':

@@ -29,14 +29,11 @@ Writes bench/results/floating.json::
     .venv/bin/python bench/bench_floating.py --quick    # smoke test
 """
 
-import os
 from pathlib import Path
 import sys
-import time
 
-from lib import comparison_libs, provenance
 from lib.compare import relerr, symmetric_from_upper
-from lib.models import pinocchio_bench
+from lib.models import finish, pinocchio_bench
 from lib.timing import alternate
 import numpy as np
 
@@ -45,7 +42,6 @@ from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
-AGREE_TOL = 1e-9
 # robot -> (file under example-robot-data's robots/, contacts of the constrained dynamics)
 ROBOTS = {
     'solo12': ('solo_description/robots/solo12.urdf',
@@ -134,17 +130,8 @@ def main(argv=None) -> int:
                              pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
         log(f'{name}: nv = {pair.m.nv}')
         results[name] = run(pin, pair, contacts, rng, budget, repeat, log)
-        bad = {k: v for k, v in results[name]['agreement'].items() if v > AGREE_TOL}
-        if bad:
-            log(f'  DISAGREEMENT beyond {AGREE_TOL}: {bad}')
-            return 1
-    versions = comparison_libs.versions()
-    provenance.write_result(args.out, 'floating', {
-        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-        'load_average': list(os.getloadavg()),
-        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
-        'wall_seconds': round(time.time() - start, 1)}, {'robots': results}, log)
-    return 0
+    return finish(setup, 'floating', {'robots': results},
+                  {name: entry['agreement'] for name, entry in results.items()})
 
 
 if __name__ == '__main__':

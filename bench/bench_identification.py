@@ -27,14 +27,12 @@ q (target: the default fit under 10 s). Writes bench/results/identification.json
     .venv/bin/python bench/bench_identification.py --quick    # smoke test
 """
 
-import os
 from pathlib import Path
 import sys
 import time
 
-from lib import comparison_libs, provenance
 from lib.compare import relerr
-from lib.models import panda_urdf, PANDA, pinocchio_bench, random_state as state
+from lib.models import finish, panda_urdf, PANDA, pinocchio_bench, random_state as state
 from lib.timing import alternate, batch_against_loop
 import numpy as np
 
@@ -45,7 +43,6 @@ from kron_dynamics.testing.pinocchio_pair import PinocchioPair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
-AGREE_TOL = 1e-9
 TARGET = 1.5
 FIT_TARGET_S = 10.0
 BATCH = 1000
@@ -120,19 +117,11 @@ def main(argv=None) -> int:
     log('panda_arm regressor')
     regressor = regressor_rows(pin, PinocchioPair(model, pin.buildModelFromXML(xml)), rng,
                                budget, repeat, log)
-    if not regressor['agreement'] <= AGREE_TOL:
-        log(f"  DISAGREEMENT beyond {AGREE_TOL}: {regressor['agreement']}")
-        return 1
     log(f'panda_arm identify, {seconds:g} s at 1 kHz')
     fit = fit_rows(model, seconds, 1000.0, rng, log)
-    versions = comparison_libs.versions()
-    provenance.write_result(args.out, 'identification', {
-        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-        'load_average': list(os.getloadavg()),
-        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
-        'wall_seconds': round(time.time() - start, 1)},
-        {'cases': {'panda_arm': {'regressor': regressor, 'identify': fit}}}, log)
-    return 0
+    return finish(setup, 'identification',
+                  {'cases': {'panda_arm': {'regressor': regressor, 'identify': fit}}},
+                  {'panda_arm': {'regressor': regressor['agreement']}})
 
 
 if __name__ == '__main__':

@@ -34,15 +34,12 @@ Agreement with Pinocchio is checked first (relative 1e-9). Writes bench/results/
     .venv/bin/python bench/bench_one_model.py --quick    # smoke test
 """
 
-import os
 from pathlib import Path
 import sys
-import time
 
-from lib import comparison_libs, provenance
 from lib.compare import relerr, symmetric_from_upper
-from lib.models import (panda_urdf, PANDA, pinocchio_bench, random_state as state, SOLO,
-                        TALOS)
+from lib.models import (finish, panda_urdf, PANDA, pinocchio_bench, random_state as state,
+                        SOLO, TALOS)
 from lib.timing import alternate
 import numpy as np
 
@@ -51,7 +48,6 @@ from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
-AGREE_TOL = 1e-9
 
 
 def dynamics_rows(pin, pair: PinocchioPair, rng, link, ops, budget, repeat, log) -> dict:
@@ -163,17 +159,8 @@ def main(argv=None) -> int:
         target = CASES[case][1]
         for op, row in entry['single'].items():
             row['target'] = TALOS_TARGETS[op] if case == 'talos_floating' else target
-        bad = {k: v for k, v in entry['agreement'].items() if v > AGREE_TOL}
-        if bad:
-            log(f'  {case}: DISAGREEMENT beyond {AGREE_TOL}: {bad}')
-            return 1
-    versions = comparison_libs.versions()
-    provenance.write_result(args.out, 'one_model', {
-        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-        'load_average': list(os.getloadavg()),
-        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
-        'wall_seconds': round(time.time() - start, 1)}, {'cases': results}, log)
-    return 0
+    return finish(setup, 'one_model', {'cases': results},
+                  {case: entry['agreement'] for case, entry in results.items()})
 
 
 if __name__ == '__main__':

@@ -34,11 +34,13 @@ and there is no ``<dynamics>`` (damping) element. ``build_models`` writes the UR
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+import os
 from pathlib import Path
 import time
 from typing import NamedTuple
 import xml.etree.ElementTree as ET
 
+from . import comparison_libs, provenance
 from .comparison_libs import example_robot_data, pinocchio
 import numpy as np
 
@@ -268,6 +270,31 @@ def pinocchio_bench(doc: str, argv, results_dir: Path, add_arguments=None):
     if pin is None:
         return None
     return BenchRun(args, budget, repeat, log, pin, Path(robots_dir), start)
+
+
+# the agreement with Pinocchio a benchmark requires before it reports a time
+AGREE_TOL = 1e-9
+
+
+def finish(run: BenchRun, stem: str, body: dict, agreements: dict) -> int:
+    """
+    Return 1 (saying which) if a case disagrees with Pinocchio beyond AGREE_TOL, else 0.
+
+    ``agreements``: case -> {quantity: relative difference}. Agreeing, the results are
+    written to ``stem``.json with the run's settings, the load and the library versions.
+    """
+    for case, agreement in agreements.items():
+        bad = {k: v for k, v in agreement.items() if not v <= AGREE_TOL}
+        if bad:
+            run.log(f'  {case}: DISAGREEMENT beyond {AGREE_TOL}: {bad}')
+            return 1
+    versions = comparison_libs.versions()
+    provenance.write_result(run.args.out, stem, {
+        'quick': run.args.quick, 'budget_s': run.budget, 'repeat': run.repeat,
+        'load_average': list(os.getloadavg()),
+        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
+        'wall_seconds': round(time.time() - run.start, 1)}, body, run.log)
+    return 0
 
 
 def pinocchio_and_robots(log=print):
