@@ -715,3 +715,17 @@ def test_hessians_agree_with_pinocchio_kinematic_hessians(floating_tree):
             ours = model.hessian(q, link, frame=name).reshape(6, nv, nv)
             close(ours, np.einsum('isk,sa,kb->iab', T, pair.P, pair.P),
                   f'Hessian ({name}) of {link}')
+
+
+def test_a_single_free_body_has_only_the_base_coordinates():
+    """No movable joint: the base body alone, as Pinocchio's free flyer (nv = 6)."""
+    xml = ('<robot name="block"><link name="b"><inertial><origin xyz="0.1 -0.2 0.05"/>'
+           '<mass value="2"/><inertia ixx="1" iyy="2" izz="3" ixy="0.1" ixz="0" iyz="0"/>'
+           '</inertial></link></robot>')
+    model = RobotModel.from_urdf_string(xml, root_joint='floating')
+    assert (model.nq, model.nv, model.n) == (7, 6, 0)
+    B, d = model.coupling()
+    assert B.shape == (0, 0) and d.shape == (0,)
+    pair = PinPair(model, pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()))
+    q, v, dv = random_state(model, np.random.default_rng(30))
+    compare_dynamics(pair, q, v, dv)

@@ -292,3 +292,44 @@ def test_the_transposed_layout_gives_outputs_in_the_same_layout():
                                atol=1e-10)
     np.testing.assert_allclose(M.copy_to_host(), model.mass_matrix(Q), rtol=0, atol=1e-12)
     assert gpu.gravity_torque(np.ascontiguousarray(Q)).flags['C_CONTIGUOUS']
+
+
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+def test_a_root_joint_origin_moves_the_base_frame_as_on_the_cpu(base):
+    """A world link joined by a tilted, offset floating or planar joint: gravity and poses."""
+    from kron_dynamics.testing.random_urdf import random_urdf
+    xml = random_urdf(np.random.default_rng(14), 3, n_fixed=1)
+    root = RobotModel.from_urdf_string(xml).root_link
+    head, _, body = xml.partition('<link ')
+    xml = head + f'''<link name="world"/>
+      <joint name="free" type="{base}"><parent link="world"/><child link="{root}"/>
+        <origin xyz="0.1 0.2 0.3" rpy="0.1 0.2 0.3"/></joint>
+      <link ''' + body
+    model = RobotModel.from_urdf_string(xml)
+    assert model.base == base and not model._at_origin
+    gpu = GpuModel(model)
+    rng = np.random.default_rng(9)
+    Q = np.stack([model.random_configuration(rng) for _ in range(4)])
+    V, A = rng.uniform(-1, 1, (2, 4, model.nv))
+    for method, args in (('inverse_dynamics', (Q, V, A)), ('gravity_torque', (Q,)),
+                         ('mass_matrix', (Q,))):
+        np.testing.assert_allclose(getattr(gpu, method)(*args).copy_to_host(),
+                                   getattr(model, method)(*args), rtol=0, atol=1e-11)
+    _kinematics_agree(model, gpu, Q)
+
+
+def test_a_model_without_movable_joints():
+    """Nothing to compute on a fixed base; a floating one is the base body alone."""
+    xml = ('<robot name="block"><link name="b"><inertial><mass value="2"/>'
+           '<inertia ixx="1" iyy="2" izz="3" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+           '</robot>')
+    fixed = RobotModel.from_urdf_string(xml)
+    assert GpuModel(fixed).gravity_torque(np.zeros((3, 0))).shape == (3, 0)
+    body = RobotModel.from_urdf_string(xml, root_joint='floating')
+    gpu = GpuModel(body)
+    Q = np.stack([body.random_configuration(np.random.default_rng(k)) for k in range(3)])
+    V, A = np.random.default_rng(10).uniform(-1, 1, (2, 3, 6))
+    np.testing.assert_allclose(gpu.inverse_dynamics(Q, V, A).copy_to_host(),
+                               body.inverse_dynamics(Q, V, A), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(gpu.mass_matrix(Q).copy_to_host(), body.mass_matrix(Q),
+                               rtol=0, atol=1e-12)

@@ -80,7 +80,7 @@ class JointMap:
         self.full_names, self.names = tuple(full_names), tuple(names)
         self.B, self.d, self.Bt = B, d, Bt
         self.kernel_table = None
-        if np.array_equal(np.count_nonzero(B, axis=1), np.ones(len(B))):
+        if len(B) and np.array_equal(np.count_nonzero(B, axis=1), np.ones(len(B))):
             sources = np.argmax(np.abs(B), axis=1)
             self.kernel_table = np.ascontiguousarray(np.column_stack(
                 [sources, B[np.arange(len(B)), sources], d]), dtype=float)
