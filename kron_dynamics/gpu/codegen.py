@@ -142,6 +142,11 @@ class _Vec:
         """M^T v."""
         return self.bind([_add(*(_mul(M[k][c], v[k]) for k in range(3))) for c in range(3)])
 
+    def mm(self, A, B):
+        """Return A B of two 3 x 3 lists of expressions."""
+        return [[self.w.let(_add(*(_mul(A[a][k], B[k][b]) for k in range(3))))
+                 for b in range(3)] for a in range(3)]
+
     def dot(self, a, b) -> str:
         return self.w.let(_add(*(_mul(a[k], b[k]) for k in range(3))))
 
@@ -281,10 +286,14 @@ def _body_wrench(w: _Writer, V: _Vec, mass: float, com, inertia, wb, dwb, ab):
     return F, V.add(V.mv(rows, dwb), V.cross(wb, V.mv(rows, wb)), V.cross(com, F))
 
 
-def _root_frames(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> tuple:
-    """Write forward kinematics; return (R, p) of every body in the root frame."""
+def _root_frames(tree, w: _Writer, V: _Vec, q: list, frames: dict, bodies=None) -> tuple:
+    """
+    Write forward kinematics; return (R, p) of the bodies in the root frame.
+
+    ``bodies``: all (None) or a path from the root, parents first.
+    """
     Rw, pw = {}, {}
-    for i in range(tree.n):
+    for i in range(tree.n) if bodies is None else bodies:
         if i not in frames:
             frames[i] = _joint_frame(tree, i, q[i], w, V)
         R, p = frames[i]
@@ -292,11 +301,17 @@ def _root_frames(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> tuple:
         if parent < 0:
             Rw[i], pw[i] = R, p
         else:
-            Rp = Rw[parent]
-            Rw[i] = [[w.let(_add(*(_mul(Rp[a][k], R[k][b]) for k in range(3))))
-                      for b in range(3)] for a in range(3)]
-            pw[i] = V.add(pw[parent], V.mv(Rp, p))
+            Rw[i], pw[i] = V.mm(Rw[parent], R), V.add(pw[parent], V.mv(Rw[parent], p))
     return Rw, pw
+
+
+def _link_frame(V: _Vec, Rw: dict, pw: dict, frame: tuple) -> tuple:
+    """Return (R, p) in the root frame of a link: (body, R, p in the body; body -1: root)."""
+    body, Rl, pl = frame
+    Rl = [[_num(x) for x in row] for row in np.asarray(Rl)]
+    if body < 0:
+        return Rl, _literals(pl)
+    return V.mm(Rw[body], Rl), V.add(pw[body], V.mv(Rw[body], _literals(pl)))
 
 
 def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> tuple:
@@ -420,33 +435,31 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
     """
     n, nbq, nbv = robot.n, robot.nbq, robot.nbv
     lines, inputs = [], []
-    for k in range(n):
-        lines.append(f'    u{k} = Q[t, {nbq + k}]')
-        inputs.append(f'u{k}')
-    for prefix, key in (('ud', 'v'), ('udd', 'a')):
+
+    def rates(prefix: str, key: str, count: int, first: int) -> list:
+        """
+        Load ``count`` columns from ``first`` of the array of ``key`` as prefix{k}.
+
+        Return their names, or literal zeros where no array is given (folded away).
+        """
         array, flag = arrays.get(key, (None, None))
-        for k in range(n):
+        for k in range(count):
             if array is None:
                 lines.append(f'    {prefix}{k} = 0.0')
                 continue
-            load = f'{array}[t, {nbv + k}]'
+            load = f'{array}[t, {first + k}]'
             lines.append(f'    {prefix}{k} = {load} if {flag} else 0.0' if flag
                          else f'    {prefix}{k} = {load}')
             inputs.append(f'{prefix}{k}')
+        return [f'{prefix}{k}' if array is not None else '0.0' for k in range(count)]
+    for k in range(n):
+        lines.append(f'    u{k} = Q[t, {nbq + k}]')
+        inputs.append(f'u{k}')
+    rates('ud', 'v', n, nbv)
+    rates('udd', 'a', n, nbv)
     base = None
     if robot.base != 'fixed':
-        rates = {}
-        for prefix, key in (('bv', 'v'), ('ba', 'a')):
-            array, flag = arrays.get(key, (None, None))
-            for k in range(nbv):
-                if array is None:
-                    lines.append(f'    {prefix}{k} = 0.0')
-                    continue
-                load = f'{array}[t, {k}]'
-                lines.append(f'    {prefix}{k} = {load} if {flag} else 0.0' if flag
-                             else f'    {prefix}{k} = {load}')
-                inputs.append(f'{prefix}{k}')
-            rates[key] = [f'{prefix}{k}' for k in range(nbv)]
+        base_rates = {'v': rates('bv', 'v', nbv, 0), 'a': rates('ba', 'a', nbv, 0)}
         orientation = range(3, 7) if robot.base == 'floating' else range(2, 4)
         position = range(3) if robot.base == 'floating' else range(2)
         for k in position:         # the base origin (only the kinematics read it)
@@ -476,8 +489,7 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
         RO = robot.origin
         R = [[_add(*(_mul(_num(RO[a, k]), Rq[k][b]) for k in range(3))) for b in range(3)]
              for a in range(3)]
-        v = twist(rates['v']) if 'v' in rates else (['0.0'] * 3, ['0.0'] * 3)
-        dv = twist(rates['a']) if 'a' in rates else (['0.0'] * 3, ['0.0'] * 3)
+        v, dv = twist(base_rates['v']), twist(base_rates['a'])
         xyz = [f'b{k}' for k in position] + ['0.0'] * (3 - len(position))
         # the base origin in the world: the root joint's origin moved by R_O (x, y, z)
         p = [_add(_num(robot.origin_p[a]), *(_mul(_num(RO[a, k]), xyz[k]) for k in range(3)))
@@ -649,22 +661,9 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root
     out = []
 
     def world(R, p):
-        if base is None:
-            return R, p
-        R = [[w.let(_add(*(_mul(Rb[a][k], R[k][b]) for k in range(3)))) for b in range(3)]
-             for a in range(3)]
-        return R, V.add(pb, V.mv(Rb, p))
+        return (R, p) if base is None else (V.mm(Rb, R), V.add(pb, V.mv(Rb, p)))
     for index, link in enumerate(links):
-        body, Rl, pl = frames_of[link]
-        Rl, pl = np.asarray(Rl), np.asarray(pl)
-        if body < 0:
-            R = [[_num(Rl[a, b]) for b in range(3)] for a in range(3)]
-            p = _literals(pl)
-        else:
-            R = [[w.let(_add(*(_mul(Rw[body][a][k], _num(Rl[k, b])) for k in range(3))))
-                  for b in range(3)] for a in range(3)]
-            p = V.add(pw[body], V.mv(Rw[body], _literals(pl)))
-        R, p = world(R, p)
+        R, p = world(*_link_frame(V, Rw, pw, frames_of[link]))
         for a in range(3):
             out += [f'    P[t, {index}, {a}, {b}] = {R[a][b]}' for b in range(3)]
             out.append(f'    P[t, {index}, {a}, 3] = {p[a]}')
@@ -719,34 +718,16 @@ def jacobian_source(model, link: str) -> str:
     V = _Vec(w)
     loads, finite, joints, base = _loads(robot, w, V, {})
     q = joints[0]
-    body, Rl, pl = model.description.frames[link]
+    body = model.description.frames[link][0]
     path = []
     i = body
     while i >= 0:
         path.append(i)
         i = int(tree.parent[i])
     path.reverse()
-    frames = {}
-    Rw, pw = {}, {}
-    for i in path:                 # forward kinematics along the link's path only
-        frames[i] = _joint_frame(tree, i, q[i], w, V)
-        R, p = frames[i]
-        parent = int(tree.parent[i])
-        if parent < 0:
-            Rw[i], pw[i] = R, p
-        else:
-            Rp = Rw[parent]
-            Rw[i] = [[w.let(_add(*(_mul(Rp[a][k], R[k][b]) for k in range(3))))
-                      for b in range(3)] for a in range(3)]
-            pw[i] = V.add(pw[parent], V.mv(Rp, p))
-    Rl, pl = np.asarray(Rl), np.asarray(pl)
-    if body < 0:
-        RL = [[_num(Rl[a, b]) for b in range(3)] for a in range(3)]
-        pL = _literals(pl)
-    else:
-        RL = [[w.let(_add(*(_mul(Rw[body][a][k], _num(Rl[k, b])) for k in range(3))))
-               for b in range(3)] for a in range(3)]
-        pL = V.add(pw[body], V.mv(Rw[body], _literals(pl)))
+    # forward kinematics along the link's path only
+    Rw, pw = _root_frames(tree, w, V, q, {}, path)
+    RL, pL = _link_frame(V, Rw, pw, model.description.frames[link])
     point = V.add(pL, V.mv(RL, ['px', 'py', 'pz']))          # root frame
     columns = {}                     # tree joint -> (linear, angular), root frame
     for i in path:
@@ -777,8 +758,7 @@ def jacobian_source(model, link: str) -> str:
                                         for c in range(6))) for r in range(3)])
                          for part in (0, 1))
         pworld = V.add(V.bind(base[5]), V.mv(Rb, point))
-        Rworld = [[w.let(_add(*(_mul(Rb[a][k], RL[k][b]) for k in range(3))))
-                   for b in range(3)] for a in range(3)]
+        Rworld = V.mm(Rb, RL)
     else:
         pworld, Rworld = point, RL
     nv = nbv + n
