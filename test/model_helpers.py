@@ -59,3 +59,13 @@ def to_internal(model, x):
     v = np.empty(model.n)
     v[model._perm] = x
     return v
+
+
+def with_world_joint(xml: str, joint: str, xyz: str, rpy: str) -> str:
+    """Return a URDF with a world link joined to its root by a ``joint`` (floating, planar)."""
+    root = RobotModel.from_urdf_string(xml).root_link
+    head, _, body = xml.partition('<link ')
+    return head + f'''<link name="world"/>
+      <joint name="free" type="{joint}"><parent link="world"/><child link="{root}"/>
+        <origin xyz="{xyz}" rpy="{rpy}"/></joint>
+      <link ''' + body

@@ -33,6 +33,7 @@ from kron_dynamics import (Contact, ModelError, RobotModel, SingularJacobianErro
                            SingularMassMatrixError)
 from kron_dynamics.robot_model import FloatingBaseModel
 from kron_dynamics.testing.random_urdf import random_urdf
+import model_helpers
 from pinocchio_oracle import close, hand_coupling, PinPair, PROXIMAL, robots_dir
 
 RTOL = 1e-9
@@ -124,11 +125,7 @@ def test_random_trees_agree_with_pinocchio(base, seed):
 def test_a_world_link_with_a_floating_joint_gives_a_floating_base_by_default():
     xml = random_urdf(np.random.default_rng(14), 3, n_fixed=1)
     root = RobotModel.from_urdf_string(xml).root_link
-    head, _, body = xml.partition('<link ')
-    world = head + f'''<link name="world"/>
-      <joint name="free" type="floating"><parent link="world"/><child link="{root}"/>
-        <origin xyz="0.1 0.2 0.3" rpy="0.1 0.2 0.3"/></joint>
-      <link ''' + body
+    world = model_helpers.with_world_joint(xml, 'floating', '0.1 0.2 0.3', '0.1 0.2 0.3')
     model = RobotModel.from_urdf_string(world)
     assert isinstance(model, RobotModel) and model.base == 'floating'
     assert model.configuration_names[:7] == ('base_x', 'base_y', 'base_z', 'base_qx',
@@ -156,13 +153,8 @@ def test_base_state_is_the_configuration_of_the_given_pose(base, origin):
     """base_pose(base_state(pose)) is the pose (odometry: the base in the world)."""
     from scipy.spatial.transform import Rotation
     xml = random_urdf(np.random.default_rng(20), 3, n_fixed=1)
-    root = RobotModel.from_urdf_string(xml).root_link
     if origin:
-        head, _, body = xml.partition('<link ')
-        xml = head + f'''<link name="world"/>
-          <joint name="free" type="{base}"><parent link="world"/><child link="{root}"/>
-            <origin xyz="0.1 -0.2 0.3" rpy="0 0 0.7"/></joint>
-          <link ''' + body
+        xml = model_helpers.with_world_joint(xml, base, '0.1 -0.2 0.3', '0 0 0.7')
     model = RobotModel.from_urdf_string(xml, root_joint=base)
     assert model._at_origin != origin
     rng = np.random.default_rng(21)

@@ -298,13 +298,8 @@ def test_the_transposed_layout_gives_outputs_in_the_same_layout():
 def test_a_root_joint_origin_moves_the_base_frame_as_on_the_cpu(base):
     """A world link joined by a tilted, offset floating or planar joint: gravity and poses."""
     from kron_dynamics.testing.random_urdf import random_urdf
-    xml = random_urdf(np.random.default_rng(14), 3, n_fixed=1)
-    root = RobotModel.from_urdf_string(xml).root_link
-    head, _, body = xml.partition('<link ')
-    xml = head + f'''<link name="world"/>
-      <joint name="free" type="{base}"><parent link="world"/><child link="{root}"/>
-        <origin xyz="0.1 0.2 0.3" rpy="0.1 0.2 0.3"/></joint>
-      <link ''' + body
+    xml = model_helpers.with_world_joint(random_urdf(np.random.default_rng(14), 3, n_fixed=1),
+                                         base, '0.1 0.2 0.3', '0.1 0.2 0.3')
     model = RobotModel.from_urdf_string(xml)
     assert model.base == base and not model._at_origin
     gpu = GpuModel(model)
