@@ -64,6 +64,15 @@ def _on_device(x) -> bool:
                                               or type(x).__module__.startswith('numba.cuda'))
 
 
+def _host_only(x, name: str, method: str = '') -> None:
+    """Raise ValueError if x is a CUDA array given to a method that runs on the CPU."""
+    if _on_device(x):
+        where = f'{method}: ' if method else ''
+        raise ValueError(f'{where}{name} is a CUDA array, and this method runs on the CPU: '
+                         'pass a NumPy array (copy_to_host()); on_gpu() lists the methods '
+                         'the GPU serves')
+
+
 def _frame_code(frame) -> int:
     """Return the kernels' code of a reference frame name; ValueError listing the names."""
     try:

@@ -59,8 +59,8 @@ from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
-from .checks import (_body_parameters, _contacts, _on_device, _PARTS, _step_arguments,
-                     _wrenches, BASE_TYPES, CONTACT_FRAMES, frame_name)
+from .checks import (_body_parameters, _contacts, _host_only, _on_device, _PARTS,
+                     _step_arguments, _wrenches, BASE_TYPES, CONTACT_FRAMES, frame_name)
 
 Array = NDArray[np.float64]
 
@@ -411,6 +411,7 @@ class MovingBase:
 
     # ----------------------------------------------------------------- inputs
     def _vector(self, x, size: int, what: str) -> Array:
+        _host_only(x, what)
         try:
             a = np.array(x, dtype=float)
         except (TypeError, ValueError):
@@ -441,6 +442,9 @@ class MovingBase:
 
     def _batch(self, method, *arrays):
         """Return method applied to each row of 2-D inputs (1-D ones broadcast), or None."""
+        for k, a in enumerate(arrays):
+            _host_only(a, ('q', 'v', 'the third array')[min(k, 2)],
+                       getattr(method, '__name__', ''))
         values = {str(k): (k, np.asarray(a, dtype=float)) for k, a in enumerate(arrays)
                   if a is not None and np.ndim(a) == 2}
         return self._rows(method, values, list(arrays), {}) if values else None

@@ -50,7 +50,7 @@ from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
-                     _on_device, _PARTS, _step_arguments, _wrenches, BASE_TYPES,
+                     _host_only, _on_device, _PARTS, _step_arguments, _wrenches, BASE_TYPES,
                      DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
@@ -591,6 +591,7 @@ class RobotModel:
         N = None
         shapes = f'({n},) or (N, {n})' if batch else f'({n},)'
         for name, x in arrays.items():
+            _host_only(x, name)
             try:
                 v = np.asarray(x, dtype=float)
             except (TypeError, ValueError):
@@ -1264,8 +1265,9 @@ class RobotModel:
         """
         Return the model's GPU kernels (kron_dynamics.gpu.GpuModel), generated on first use.
 
-        inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix and
-        forward_dynamics given CUDA arrays (N, n) run there and return a device array.
+        inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
+        forward_dynamics, link_poses, center_of_mass and jacobian given CUDA arrays run
+        there and return a device array; the other methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:

@@ -328,3 +328,21 @@ def test_a_model_without_movable_joints():
                                body.inverse_dynamics(Q, V, A), rtol=0, atol=1e-12)
     np.testing.assert_allclose(gpu.mass_matrix(Q).copy_to_host(), body.mass_matrix(Q),
                                rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize('path, root', [('ur_description/urdf/ur5_robot.urdf', 'fixed'),
+                                        ('panda_description/urdf/panda.urdf', 'fixed'),
+                                        ('solo_description/robots/solo12.urdf', 'floating')])
+def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
+    """No silent copy to the host: the CPU-only methods say what to do."""
+    model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+    Q = np.stack([model.neutral()] * 2)
+    V = np.zeros((2, model.nv))
+    dQ, dV = cuda.to_device(Q), cuda.to_device(V)
+    link = model.link_names[-1]
+    for call in (lambda: model.coriolis_star(dQ), lambda: model.coriolis_matrix(dQ, dV),
+                 lambda: model.kinetic_energy(dQ, dV), lambda: model.hessian(dQ, link),
+                 lambda: model.regressor(dQ, dV, dV),
+                 lambda: model.inverse_dynamics_derivatives(dQ, dV, dV)):
+        with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
+            call()
