@@ -30,6 +30,7 @@ import logging
 import re
 
 import numpy as np
+import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
 import pytest
 import yaml
 
@@ -37,8 +38,6 @@ from conftest import TEST_DIR
 from kron_dynamics import ModelError, RobotModel
 import pinocchio_oracle
 
-pin = pytest.importorskip('pinocchio', reason='Pinocchio (PyPI pin, requirements.txt) is the '
-                                              'oracle of this test')
 CORPUS = TEST_DIR / 'real_urdfs'
 MANIFEST = yaml.safe_load((CORPUS / 'manifest.yaml').read_text())
 KEPT = [e['path'] for e in MANIFEST['files'] if e['redistributed']]
