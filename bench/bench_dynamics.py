@@ -52,7 +52,7 @@ import time
 import traceback
 
 from lib import comparison_libs, provenance
-from lib.compare import relerr as _relerr, symmetric_from_upper
+from lib.compare import relerr as _relerr
 from lib.compiled_jsim import entry_points as jsim_entry_points
 from lib.models import BenchModel, build_models, find_robots_dir, rotate_base_inertial
 from lib.render_results import (AGREE_TOL, agreement_notes, dynamics_markdown as markdown,
@@ -63,7 +63,7 @@ import numpy as np
 
 from kron_dynamics import RobotModel
 from kron_dynamics.kernels import native
-from kron_dynamics.testing.pinocchio_pair import PinocchioPair
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair, symmetric_from_upper
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'

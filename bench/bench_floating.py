@@ -32,13 +32,13 @@ Writes bench/results/floating.json::
 from pathlib import Path
 import sys
 
-from lib.compare import relerr, symmetric_from_upper
+from lib.compare import relerr
 from lib.models import finish, pinocchio_bench
 from lib.timing import alternate
 import numpy as np
 
 from kron_dynamics import Contact, RobotModel
-from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL, symmetric_from_upper
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'

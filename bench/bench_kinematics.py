@@ -51,14 +51,14 @@ import time
 import xml.etree.ElementTree as ET
 
 from lib import comparison_libs, provenance
-from lib.compare import relerr, symmetric_from_upper
+from lib.compare import relerr
 from lib.models import panda_source, panda_urdf, pinocchio_bench
 from lib.render_results import kinematics_markdown as markdown
 from lib.timing import alternate
 import numpy as np
 
 from kron_dynamics import RobotModel
-from kron_dynamics.testing.pinocchio_pair import PinocchioPair
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair, symmetric_from_upper
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'

@@ -37,14 +37,14 @@ Agreement with Pinocchio is checked first (relative 1e-9). Writes bench/results/
 from pathlib import Path
 import sys
 
-from lib.compare import relerr, symmetric_from_upper
+from lib.compare import relerr
 from lib.models import (finish, panda_urdf, PANDA, pinocchio_bench, random_state as state,
                         SOLO, TALOS)
 from lib.timing import alternate
 import numpy as np
 
 from kron_dynamics import Contact, RobotModel
-from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL
+from kron_dynamics.testing.pinocchio_pair import PinocchioPair, PROXIMAL, symmetric_from_upper
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'

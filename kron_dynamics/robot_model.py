@@ -1862,18 +1862,25 @@ _PROJECTIONS = {None: lambda self, x: x, 'force': lambda self, x: self._vec(x),
                 'star': lambda self, x: self._star(x), 'hessian': lambda self, x: self._hess(x)}
 
 
-_GPU_NAMES = {method: mode for mode, method in _GPU_METHODS.items()}
+def _gpu_method(self, name: str, arrays: tuple, others: tuple):
+    """Return the GpuModel method of the same name on the (unlifted) CUDA arrays."""
+    return getattr(self.on_gpu(), name)(*arrays)
+
+
+# the _PROJECTED methods that the GPU serves: (self, name, arrays, other arguments) -> result
+_GPU_ROUTES = {
+    'gravity_torque': _gpu_method, 'bias_torque': _gpu_method, 'coriolis_vector': _gpu_method,
+    'link_poses': lambda self, name, arrays, others: self.on_gpu().link_poses(arrays[0])[0],
+    'center_of_mass': lambda self, name, arrays, others: self._gpu_center_of_mass(
+        arrays[0], bool(others[0])),
+}
 
 
 def _lift_and_project(self, name: str, kinds: str, project, arrays: tuple, others: tuple):
     """Return the general path of a _PROJECTED method: check, lift, the tree's method, project."""
-    if _on_device(arrays[0]):
-        if name in _GPU_NAMES:
-            return self._on_gpu_call(_GPU_NAMES[name], None, dict(zip(('q', 'qd'), arrays)))
-        if name == 'link_poses':
-            return self.on_gpu().link_poses(arrays[0])[0]
-        if name == 'center_of_mass':
-            return self._gpu_center_of_mass(arrays[0], bool(others[0]))
+    route = _GPU_ROUTES.get(name)
+    if route is not None and _on_device(arrays[0]):     # others refuse CUDA arrays (_inputs)
+        return route(self, name, arrays, others)
     checked, _ = self._inputs(**dict(zip(('q', 'qd', 'qdd'), arrays)))
     values = [self._lift(x) if kind == 'q' else self._lift_rate(x)
               for kind, x in zip(kinds, checked)]

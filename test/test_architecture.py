@@ -120,6 +120,12 @@ def test_no_import_cycles():
 HEAVY = ('numba', 'scipy', 'sympy', 'rclpy', 'matplotlib')
 
 
+def _python(code: str) -> str:
+    """Return the standard output of ``python -c code`` run from the repository root."""
+    return subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          check=True, cwd=PACKAGE.parent).stdout
+
+
 @pytest.mark.slow   # child processes
 @pytest.mark.parametrize('statement, allowed', [
     ('import kron_dynamics', ()),
@@ -131,8 +137,7 @@ HEAVY = ('numba', 'scipy', 'sympy', 'rclpy', 'matplotlib')
 def test_importing_is_cheap(statement, allowed):
     """Importing the package or the facade loads no compiler, ROS or plotting library."""
     code = f'{statement}; import sys; print(sorted(m for m in {HEAVY!r} if m in sys.modules))'
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         check=True).stdout
+    out = _python(code)
     assert eval(out) == sorted(allowed), out
 
 
@@ -142,8 +147,7 @@ def test_the_cpu_path_never_imports_numba_cuda():
             "m = RobotModel.from_urdf_file('urdf/stacker.urdf'); q = np.zeros(3); "
             'm.inverse_dynamics(q, q, q); m.gravity_torque(np.zeros((2, 3))); '
             'print("numba.cuda" in sys.modules)')
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         check=True, cwd=PACKAGE.parent).stdout.split()
+    out = _python(code).split()
     assert out == ['False'], out
 
 
@@ -152,8 +156,7 @@ def test_the_facade_loads_kernels_on_first_use():
     code = ('import numpy as np, sys; from kron_dynamics import RobotModel; '
             "m = RobotModel.from_urdf_file('urdf/stacker.urdf'); a = 'numba' in sys.modules; "
             'm.mass_matrix(np.zeros(3)); print(a, "numba" in sys.modules)')
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         check=True, cwd=PACKAGE.parent).stdout.split()
+    out = _python(code).split()
     assert out == ['False', 'True']
 
 
@@ -164,8 +167,7 @@ def test_kernels_native_stays_the_entry_point_object_after_first_use():
             "m = RobotModel.from_urdf_file('urdf/stacker.urdf'); m.mass_matrix(np.zeros(3)); "
             'from kron_dynamics.kernels import native; print(type(native).__name__, '
             "callable(native.crba))")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                         check=True, cwd=PACKAGE.parent).stdout.split()
+    out = _python(code).split()
     assert out == ['_Native', 'True']
 
 

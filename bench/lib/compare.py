@@ -12,13 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The benchmarks' one agreement measure, and Pinocchio's mass matrix made whole."""
+"""The benchmarks' one agreement measure."""
 
 import math
 
 import numpy as np
-
-from kron_dynamics.testing.pinocchio_pair import symmetric_from_upper  # noqa: F401
 
 
 def relerr(a, b, floor: float = 1.0) -> float:

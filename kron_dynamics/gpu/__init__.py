@@ -178,17 +178,21 @@ class GpuModel:
                 raise ValueError(f'{name} has {X.shape[0]} rows, q {N}')
         return arrays, N
 
-    def _launch(self, kernel: str, method: str, N: int, out, stream, check: bool, *args):
-        """Run a kernel over N rows; with ``check``, name the rows it refused."""
-        cuda = self._cuda
-        if N == 0:
-            return out
-        bad = cuda.device_array(N, dtype=np.int8, stream=stream)
-        blocks = (N + self.threads_per_block - 1) // self.threads_per_block
-        self._kernels[kernel][blocks, self.threads_per_block, stream](*args, out, bad)
-        if check:
-            self._report(method, bad, stream)
-        return out
+    def _output(self, shape: tuple, Q, stream):
+        """Return a new device array for results, in the model's precision and q's layout."""
+        return self._cuda.device_array(shape, dtype=self.dtype, stream=stream,
+                                       order=self._order(Q))
+
+    def _launch(self, kernel, method: str, N: int, outputs: tuple, stream, check: bool,
+                *args):
+        """Run a kernel over N rows into ``outputs``; with ``check``, name refused rows."""
+        if N:
+            bad = self._cuda.device_array(N, dtype=np.int8, stream=stream)
+            blocks = (N + self.threads_per_block - 1) // self.threads_per_block
+            kernel[blocks, self.threads_per_block, stream](*args, *outputs, bad)
+            if check:
+                self._report(method, bad, stream)
+        return outputs[0] if len(outputs) == 1 else outputs
 
     def _report(self, method: str, bad, stream) -> None:
         """Raise ValueError naming the rows a kernel refused (BAD codes 1-3)."""
@@ -210,10 +214,9 @@ class GpuModel:
         named = {'q': q, **({'qd': qd} if use_v else {}), **({'qdd': qdd} if use_a else {})}
         arrays, N = self._rows(named)
         Q = arrays['q']
-        tau = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream,
-                                      order=self._order(Q))
-        return self._launch('rnea', method, N, tau, stream, check, Q, arrays.get('qd', Q),
-                            arrays.get('qdd', Q), use_v, use_a, gscale)
+        tau = self._output((N, self.nv), Q, stream)
+        return self._launch(self._kernels['rnea'], method, N, (tau,), stream, check, Q,
+                            arrays.get('qd', Q), arrays.get('qdd', Q), use_v, use_a, gscale)
 
     # ----------------------------------------------------------------- methods
     def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True):
@@ -235,34 +238,25 @@ class GpuModel:
     def mass_matrix(self, q, stream=0, check: bool = True):
         """Return M(q) per row (armature included), a device array (N, n, n)."""
         arrays, N = self._rows({'q': q})
-        M = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype, stream=stream,
-                                    order=self._order(arrays['q']))
-        return self._launch('mass_matrix', 'mass_matrix', N, M, stream, check, arrays['q'])
+        M = self._output((N, self.nv, self.nv), arrays['q'], stream)
+        return self._launch(self._kernels['mass_matrix'], 'mass_matrix', N, (M,), stream,
+                            check, arrays['q'])
 
     def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True):
         """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
-        qdd = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream,
-                                      order=self._order(arrays['q']))
-        return self._launch('forward_dynamics', 'forward_dynamics', N, qdd, stream, check,
-                            arrays['q'], arrays['qd'], arrays['tau'])
+        qdd = self._output((N, self.nv), arrays['q'], stream)
+        return self._launch(self._kernels['forward_dynamics'], 'forward_dynamics', N, (qdd,),
+                            stream, check, arrays['q'], arrays['qd'], arrays['tau'])
 
     def link_poses(self, q, stream=0, check: bool = True):
         """Return (poses (N, L, 4, 4) in ``link_names`` order, centre of mass (N, 3)), world."""
         arrays, N = self._rows({'q': q})
-        cuda = self._cuda
-        L = len(self.model.link_names)
-        order = self._order(arrays['q'])
-        P = cuda.device_array((N, L, 4, 4), dtype=self.dtype, stream=stream, order=order)
-        C = cuda.device_array((N, 3), dtype=self.dtype, stream=stream, order=order)
-        if N:
-            bad = cuda.device_array(N, dtype=np.int8, stream=stream)
-            blocks = (N + self.threads_per_block - 1) // self.threads_per_block
-            self._kernels['kinematics'][blocks, self.threads_per_block, stream](
-                arrays['q'], P, C, bad)
-            if check:
-                self._report('link_poses', bad, stream)
-        return P, C
+        Q = arrays['q']
+        outputs = (self._output((N, len(self.model.link_names), 4, 4), Q, stream),
+                   self._output((N, 3), Q, stream))
+        return self._launch(self._kernels['kinematics'], 'link_poses', N, outputs, stream,
+                            check, Q)
 
     def center_of_mass(self, q, stream=0, check: bool = True):
         """Return the centre of mass per row (N, 3): the model's default bodies, world frame."""
@@ -294,14 +288,6 @@ class GpuModel:
             kernel = self._jacobians[link] = self._cuda.jit(self._precision(_JACOBIAN))(
                 module.jacobian)
         arrays, N = self._rows({'q': q})
-        cuda = self._cuda
-        J = cuda.device_array((N, 6, self.nv), dtype=self.dtype, stream=stream,
-                              order=self._order(arrays['q']))
-        if N:
-            bad = cuda.device_array(N, dtype=np.int8, stream=stream)
-            blocks = (N + self.threads_per_block - 1) // self.threads_per_block
-            kernel[blocks, self.threads_per_block, stream](arrays['q'], *map(float, local),
-                                                           code, J, bad)
-            if check:
-                self._report('jacobian', bad, stream)
-        return J
+        J = self._output((N, 6, self.nv), arrays['q'], stream)
+        return self._launch(kernel, 'jacobian', N, (J,), stream, check, arrays['q'],
+                            *map(float, local), code)
