@@ -36,9 +36,10 @@ urdf: venv
 # Benchmarks (not tests; long, the soak alone takes SOAK_SECONDS): every bench script, each writing its JSON to
 # bench/results/ (stamped with revision and machine) and re-rendering docs/performance.md,
 # docs/reliability.md and the README's headline block from all of them (bench/report.py).
-# bench_dynamics installs Pinocchio, PyBullet, MuJoCo, example-robot-data on demand.
+# Pinocchio, PyBullet and example-robot-data come with requirements.txt, MuJoCo with bench/requirements.txt.
 SOAK_SECONDS ?= 600
 bench: venv
+	$(PY) -m pip install -q -r bench/requirements.txt
 	$(PY) bench/bench_dynamics.py
 	$(PY) bench/bench_kinematics.py
 	$(PY) bench/bench_floating.py

@@ -37,13 +37,12 @@ independent joints; geometry, transmissions and gazebo tags dropped).
    a Python loop of single calls where it has none (Jacobians): target >= 2x faster per
    configuration.
 
-Writes bench/results/kinematics.json and kinematics.md::
+Writes bench/results/kinematics.json (docs/performance.md#kinematics renders it)::
 
     .venv/bin/python bench/bench_kinematics.py            # full run (about 5 minutes)
     .venv/bin/python bench/bench_kinematics.py --quick    # smoke test
 """
 
-import json
 import os
 from pathlib import Path
 import sys
@@ -53,7 +52,6 @@ import xml.etree.ElementTree as ET
 from lib import comparison_libs, provenance
 from lib.compare import relerr
 from lib.models import panda_source, panda_urdf, pinocchio_bench
-from lib.render_results import kinematics_markdown as markdown
 from lib.timing import alternate
 import numpy as np
 
@@ -348,7 +346,7 @@ def batches(pin, pair: Pair, rng, N: int, budget: float, repeat: int, log) -> di
 
 
 def main(argv=None) -> int:
-    """Run the benchmark and write kinematics.json and kinematics.md."""
+    """Run the benchmark and write kinematics.json."""
     setup = pinocchio_bench(__doc__, argv, RESULTS, lambda parser: parser.add_argument(
         '--robots', default=','.join(ROBOTS), help='subset of robots'))
     if setup is None:
@@ -373,21 +371,13 @@ def main(argv=None) -> int:
                                           log)}
     import numba
     versions = comparison_libs.versions()
-    meta = {**provenance.stamp(),      # git revision, date, cpu, cpu_count, python, loadavg
-            'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-            'numpy': np.__version__, 'numba': numba.__version__,
-            'numba_threads': numba.config.NUMBA_NUM_THREADS,
-            'load_average': list(os.getloadavg()),
-            'libraries': {k: v for k, v in versions.items()
-                          if k in ('pin', 'example-robot-data')},
-            'wall_seconds': round(time.time() - start, 1)}
-    report = {'meta': meta, 'robots': results}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / 'kinematics.json').write_text(json.dumps(report, indent=2) + '\n')
-    (out / 'kinematics.md').write_text(markdown(report))
-    log(f'wrote {out / "kinematics.json"} and {out / "kinematics.md"}')
-    provenance.regenerate_docs(log)
+    provenance.write_result(args.out, 'kinematics', {
+        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
+        'numpy': np.__version__, 'numba': numba.__version__,
+        'numba_threads': numba.config.NUMBA_NUM_THREADS,
+        'load_average': list(os.getloadavg()),
+        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
+        'wall_seconds': round(time.time() - start, 1)}, {'robots': results}, log)
     return 0
 
 

@@ -137,34 +137,12 @@ def bench_machine(name: str) -> dict:
             'microseconds_per_call': times}
 
 
-def markdown(results: dict) -> str:
-    """Return the Markdown table of the results."""
-    lines = ['| machine | quantity | generated | RobotModel | kernel | readable |',
-             '|---|---|---|---|---|---|']
-    for name, r in results.items():
-        t = r['microseconds_per_call']
-        for quantity in QUANTITIES:
-            cells = []
-            for variant in ('generated', 'RobotModel', 'kernel', 'readable'):
-                value = t[variant].get(quantity)
-                cells.append('–' if value is None else f'{value:.1f}')
-            lines.append(f'| {name} | {quantity} | ' + ' | '.join(cells) + ' |')
-        extra = ', '.join(f'{k} {v:.0f}' for k, v in t['readable'].items()
-                          if k not in QUANTITIES)
-        lines.append(f'| {name} | M, other readable | | | | {extra} |')
-    return '\n'.join(lines)
-
-
 def main(argv=None) -> int:
-    """Run the benchmark, print the table and write bench/results/symbolic.json."""
+    """Run the benchmark and write bench/results/symbolic.json (docs/performance.md)."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--out', default=str(ROOT / 'bench' / 'results' / 'symbolic.json'))
     args = parser.parse_args(argv)
     results = {name: bench_machine(name) for name in MACHINES}
-    table = markdown(results)
-    print('time per call [µs] (median; lower is better)\n')
-    print(table)
-    print()
     for name, r in results.items():
         print(f"{name}: closed forms derived in {r['derive_seconds']:.2f} s, Python generated "
               f"in {r['codegen_seconds']:.2f} s ({r['operations']} operations, "

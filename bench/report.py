@@ -23,9 +23,7 @@ The text around the blocks is written in the Markdown files themselves, not here
 scripts call this at the end of a run, so the tables cannot go stale; ``test/test_docs.py``
 checks that the committed files are exactly what this renders from the committed JSON, so a
 hand edit of a table fails.
-bench/results/dynamics.md (every table of the dynamics benchmark) is rendered here too, by
-render_results.py (which bench_dynamics.py also writes it with: no import circle), and so is
-bench/results/kinematics.md.
+bench/results/dynamics.md (every table of the dynamics benchmark's run) is such a page too.
 
     .venv/bin/python bench/report.py            # rewrite the generated files (make docs)
     .venv/bin/python bench/report.py --check    # exit 1 if any differs from the JSON
@@ -48,8 +46,7 @@ REPO = BENCH.parent
 RESULTS = BENCH / 'results'
 if str(BENCH) not in sys.path:     # bench/lib when imported from elsewhere (test_docs)
     sys.path.insert(0, str(BENCH))
-from lib import render_results  # noqa: E402
-from lib.render_results import fmt  # noqa: E402
+from lib.compare import AGREE_TOL, AGREE_TOL_LOOSE  # noqa: E402
 
 
 class Missing(Exception):
@@ -78,6 +75,31 @@ class Results:
 
 
 # ------------------------------------------------------------------------------ formatting
+def fmt(x, digits: int = 2) -> str:
+    """
+    Format a number for a table cell (every generated table's one formatter).
+
+    '–' when missing (None, NaN), a string as it is, yes/no for a bool, an int with thousands
+    separators, a float with ``digits`` decimals below 1000 and as a whole number above.
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return '–'
+    if isinstance(x, str):
+        return x
+    if isinstance(x, bool):
+        return 'yes' if x else 'no'
+    if isinstance(x, int):
+        return f'{x:,}'
+    if abs(x) >= 1000:
+        return f'{x:,.0f}'
+    return f'{x:.{digits}f}'
+
+
+def err(x) -> str:
+    """Format a relative error (a string, e.g. a failure, as it is)."""
+    return x if isinstance(x, str) else f'{x:.1e}'
+
+
 def sig(x, digits: int = 3) -> str:
     """Format a number with a few significant digits (small and large alike)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -258,6 +280,103 @@ def mass_matrix_table(r: Results) -> str:
         f'Compiled kernels called directly (min µs per call). Log-log slopes over the chains: '
         f'{slopes}.',
         source(r, 'dynamics')])
+
+
+# ------------------------------------------------------------------------------ dynamics.md
+DYNAMICS_LIBRARIES = ('pinocchio', 'pybullet', 'mujoco')
+
+
+def dynamics_agreement_table(r: Results) -> str:
+    """Every model against every library, the other checks, and what explains the gaps."""
+    d = r['dynamics']
+    rows, others = [], []
+    for name, m in d['models'].items():
+        for lib in DYNAMICS_LIBRARIES:
+            a = m['agreement'].get(lib)
+            if a is None:
+                if lib in m.get('errors', {}):
+                    rows.append([name, lib, f"failed: {m['errors'][lib]}"]
+                                + [''] * len(AGREEMENT))
+                continue
+            tol = AGREE_TOL_LOOSE if lib == 'pybullet' else AGREE_TOL
+            values = [a.get(k) for k in AGREEMENT]
+            ok = all(isinstance(v, float) and v <= tol for v in values if v is not None)
+            rows.append([name, lib] + ['–' if v is None else err(v) for v in values]
+                        + [met(ok)])
+        others += [[name, f'{lib}: {k}', err(v)] for lib, a in m['agreement'].items()
+                   for k, v in a.items() if lib not in DYNAMICS_LIBRARIES or k not in AGREEMENT]
+    return '\n\n'.join([
+        table(['model', 'library', *AGREEMENT, f'≤ {AGREE_TOL:g} ({AGREE_TOL_LOOSE:g} for '
+               'PyBullet)'], rows),
+        f"Worst over {d['meta']['checks']} random configurations of each model. Other checks "
+        'over the same configurations:',
+        table(['model', 'check', 'largest relative difference'], others),
+        '\n'.join(f'- {note}' for note in d.get('agreement_notes', [])),
+        source(r, 'dynamics')])
+
+
+def dynamics_targets_table(r: Results) -> str:
+    """Every model's single calls against Pinocchio's, with the targets."""
+    d = r['dynamics']
+    rows = []
+    for name, m in d['models'].items():
+        for op, x in m.get('ratios', {}).items():
+            rows.append([name, m['n'], f'`{op}`', fmt(_timing(m, 'kron_dynamics', op)),
+                         fmt(_timing(m, 'kron_dynamics', op, 'median_us')),
+                         f"`{x['baseline']}`", fmt(_timing(m, 'pinocchio', x['baseline'])),
+                         fmt(_timing(m, 'pinocchio', x['baseline'], 'median_us')),
+                         fmt(x['ratio_min']), fmt(x['ratio_median']), f"≤ {x['target']:g}",
+                         met(x['pass'])])
+    return table(['model', 'n', 'kron_dynamics', 'min µs', 'median µs', 'Pinocchio', 'min µs',
+                  'median µs', 'ratio (min)', 'ratio (median)', 'target', 'verdict'],
+                 rows) + '\n\n' + source(r, 'dynamics')
+
+
+def dynamics_timings_table(r: Results) -> str:
+    """Every single call of every library on every model."""
+    d = r['dynamics']
+    rows = [[name, lib, op] + ([t['error'], ''] if 'error' in t else
+                               [fmt(t['min_us']), fmt(t['median_us'])])
+            for name, m in d['models'].items() for lib, ops in m['timing_us'].items()
+            for op, t in ops.items()]
+    return table(['model', 'library', 'operation', 'min µs', 'median µs'], rows) + '\n\n' \
+        + source(r, 'dynamics')
+
+
+def mass_matrix_detail_table(r: Results) -> str:
+    """The readable and compiled M algorithms on every model, with 003's counts."""
+    d = r['dynamics']
+    mm = d['mass_matrix_algorithms']
+    rows = [[row['model'], row['n'], fmt(row['jacobian'], 1), fmt(row['explicit'], 1),
+             fmt(row['crba'], 1), fmt(row.get('compiled jacobian')),
+             fmt(row.get('compiled explicit')), fmt(row.get('compiled crba')),
+             f"{row['eqadd jacobian']:.0f}", f"{row['eqadd explicit']:.0f}"]
+            for row in mm['rows']]
+    paper = d['meta'].get('paper_003_check', {})
+    claims = '\n'.join(f"- `{key}`: {c['method']}: {c['multiplications']} multiplications, "
+                       f"{c['additions']} additions" for key, c in mm['claims'].items())
+    return '\n\n'.join([
+        table(['model', 'n', 'readable eq. 95 [µs]', 'readable explicit [µs]',
+               'readable CRBA [µs]', 'compiled eq. 95 [µs]', 'compiled explicit [µs]',
+               'compiled CRBA [µs]', "003's equivalent additions, eq. 95", 'explicit'], rows),
+        f"Claims ({mm['source']}; formulas "
+        f"{'all found' if paper.get('verified') else '**not all found**'} in the seed text):",
+        claims,
+        'Log-log slopes over the chains: ' + ', '.join(
+            f'{k} {fmt(v)}' for k, v in mm['slopes_chains'].items()) + '.',
+        '\n'.join(f'- {note}' for note in d.get('mass_matrix_notes', [])),
+        source(r, 'dynamics')])
+
+
+def kinematics_agreement_table(r: Results) -> str:
+    """Worst relative difference from Pinocchio of every kinematic quantity, per robot."""
+    d = r['kinematics']
+    robots = [k for k in KINEMATICS_ROBOTS if k in d['robots']]
+    quantities = list(d['robots'][robots[0]]['agreement'])
+    rows = [[f'`{k}`'] + [err(d['robots'][robot]['agreement'].get(k)) for robot in robots]
+            for k in quantities]
+    return table(['quantity'] + [KINEMATICS_ROBOTS[robot] for robot in robots], rows) \
+        + '\n\n' + source(r, 'kinematics')
 
 
 # ------------------------------------------------------------------------------ start-up
@@ -797,12 +916,14 @@ def readme_block(r: Results) -> str:
 # ------------------------------------------------------------------------------ pages
 # the pages whose marked blocks are rendered here; their text around the blocks is edited by
 # hand in the Markdown files
-PAGES = ('docs/performance.md', 'docs/reliability.md', 'README.md')
+PAGES = ('docs/performance.md', 'docs/reliability.md', 'README.md',
+         'bench/results/dynamics.md')
 TABLES = {make.__name__: make for make in (
     single_call_table, other_libraries_table, scaling_table, batch_table, mass_matrix_table,
-    kinematics_table, kinematics_batch_table, call_anatomy_table, floating_table,
-    one_model_table, derivatives_table, identification_table, gpu_table, startup_table,
-    loading_table,
+    dynamics_agreement_table, dynamics_targets_table, dynamics_timings_table,
+    mass_matrix_detail_table, kinematics_agreement_table, kinematics_table,
+    kinematics_batch_table, call_anatomy_table, floating_table, one_model_table,
+    derivatives_table, identification_table, gpu_table, startup_table, loading_table,
     ros_latency_table, symbolic_table, symbolic_cost_table, soak_table, faults_table,
     agreement_table, readme_block)}
 BLOCK = re.compile(r'(<!-- BEGIN generated: (\w+) -->\n)(.*?)(<!-- END generated: \2 -->)',
@@ -830,25 +951,11 @@ def fill(text: str, r: Results) -> str:
                      text)
 
 
-def results_markdown(r: Results, stem: str) -> str:
-    """bench/results/<stem>.md: every table of a benchmark's run (render_results)."""
-    render = {'dynamics': render_results.dynamics_markdown,
-              'kinematics': render_results.kinematics_markdown}[stem]
-    return render(r[stem])
-
-
 def render_all(results_dir: Path = RESULTS) -> dict:
     """Return {repository path: text} of every generated file, rendered from results_dir."""
-    out = {}
-    for path in PAGES:
-        prefix = '' if path == 'README.md' else '../'
-        out[path] = fill((REPO / path).read_text(encoding='utf-8'), Results(results_dir, prefix))
-    for stem in ('dynamics', 'kinematics'):
-        try:
-            out[f'bench/results/{stem}.md'] = results_markdown(Results(results_dir, ''), stem)
-        except Missing:
-            pass
-    return out
+    return {path: fill((REPO / path).read_text(encoding='utf-8'),
+                       Results(results_dir, '../' * path.count('/')))
+            for path in PAGES}
 
 
 def stale(results_dir: Path = RESULTS) -> list:

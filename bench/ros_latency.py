@@ -481,26 +481,6 @@ def publisher_stats(rec: dict) -> dict:
             'lateness_ms': stats_ms(lateness), 'later_than_1ms': rec['late']}
 
 
-def markdown(result: dict) -> str:
-    """Return the results as a Markdown table with the target checks under it."""
-    head = ('| node | inputs | outputs | dropped | twice | unmatched | median ms | p90 ms | '
-            'p99 ms | max ms | median to callback ms | CPU µs/msg |')
-    lines = [head, '|' + '---|' * 12]
-    for key in NODES:
-        r = result['nodes'][key]
-        lat, cb = r['latency_ms'], r['latency_to_callback_ms']
-        lines.append(
-            f"| {key} | {r['inputs_measured']} | {r['outputs_measured']} "
-            f"| {r['dropped']} | {r['processed_twice']} | {r['unmatched_outputs']} "
-            f"| {lat['median']:.3f} | {lat['p90']:.3f} | {lat['p99']:.3f} | {lat['max']:.3f} "
-            f"| {cb['median']:.3f} | {r['cpu_us_per_message']:.0f} |")
-    lines += ['', '| target | value | limit | met |', '|---|---|---|---|']
-    for name, (value, limit, met) in result['checks'].items():
-        value = f'{value:.3f}' if isinstance(value, float) else value
-        lines.append(f'| {name} | {value} | {limit} | {"yes" if met else "NO"} |')
-    return '\n'.join(lines)
-
-
 def checks(nodes: dict) -> dict:
     """Return {name: (value, limit, met)} of the targets of the Performance issue."""
     dyn, echo = nodes['dynamics'], nodes['echo']
@@ -589,8 +569,11 @@ def main(argv=None) -> int:
         'note': 'dynamics block median / median of the echo block right after it'}
     ok = all(met for _, _, met in result['checks'].values())
     result['ok'] = ok
-    print()
-    print(markdown(result))
+    for key in NODES:
+        lat = nodes[key]['latency_ms']
+        print(f"{key}: latency median {lat['median']:.3f} ms, p99 {lat['p99']:.3f} ms")
+    for name, (value, limit, met) in result['checks'].items():
+        print(f"{name}: {value} (limit {limit}): {'met' if met else 'NOT MET'}")
     pairs = result['median_ratio_per_block_pair']
     print(f"\nmedian ratio per block pair (background-load drift check): "
           f"{pairs['pairs']}, median {pairs['median']:.3f}")

@@ -60,7 +60,6 @@ import threading
 import time
 
 from lib import provenance
-from lib.render_results import fmt
 from lib.ros_bench import (add_common_arguments, BENCH, cpu_seconds, node_env, OUTPUT_TOPIC,
                            PARAMS, prepare, REPO, Trajectory)
 import numpy as np
@@ -226,25 +225,8 @@ def summary(runs: list) -> dict:
             'cache_files_written': [r['cache_files_written'] for r in runs]}
 
 
-def markdown(cases: dict) -> str:
-    """Return the results as a Markdown table."""
-    lines = ['| case | runs | failed | first output min s | median s | max s | '
-             'ready (logged) median s | CPU s median | target (median) | met |',
-             '|' + '---|' * 10]
-    for name, case in cases.items():
-        s = case['summary']
-        f = s['first_output_s']
-        target = TARGETS_S.get(name)
-        met = '' if target is None else ('yes' if case['met'] else 'NO')
-        lines.append(f"| {name} | {s['runs']} | {s['failed']} | {fmt(f['min'])} "
-                     f"| {fmt(f['median'])} | {fmt(f['max'])} "
-                     f"| {fmt(s['ready_s']['median'])} | {fmt(s['cpu_s']['median'])} "
-                     f"| {'-' if target is None else f'<= {target:g} s'} | {met} |")
-    return '\n'.join(lines)
-
-
 def main(argv=None) -> int:
-    """Run the benchmark, print a Markdown table and write bench/results/startup.json."""
+    """Run the benchmark and write bench/results/startup.json (docs/performance.md)."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--repeats', type=int, default=5, help='runs per case (5)')
     parser.add_argument('--rate', type=float, default=1000.0,
@@ -292,8 +274,11 @@ def main(argv=None) -> int:
                                and median <= TARGETS_S[name])
         cases[name] = case
     ok = all(case.get('met', True) for case in cases.values())
-    print()
-    print(markdown(cases))
+    for name, case in cases.items():
+        f = case['summary']['first_output_s']
+        print(f"{name}: first output median {f['median']} s (min {f['min']}, max {f['max']})"
+              + (f", target <= {case['target_s']:g} s met: {case['met']}" if 'met' in case
+                 else ''))
     stale = [r for r in runs['warm'] if r['cache_files_written']]
     if stale:
         print(f'\nWARNING: {len(stale)} warm run(s) wrote cache files, i.e. compiled again '

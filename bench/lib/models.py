@@ -299,27 +299,15 @@ def finish(run: BenchRun, stem: str, body: dict, agreements: dict) -> int:
 
 def pinocchio_and_robots(log=print):
     """Return (pin, robots directory) of the Pinocchio benchmarks, or Nones, saying why."""
-    pin, reason = pinocchio(log=log)
-    robots_dir = find_robots_dir(log)
-    if pin is None or robots_dir is None:
-        log(f'Pinocchio or example-robot-data missing: {reason}')
-        return None, None
-    return pin, robots_dir
+    pin, _ = pinocchio(log=log)
+    robots = find_robots_dir(log)
+    return (pin, robots) if pin is not None and robots is not None else (None, None)
 
 
 def find_robots_dir(log=print):
-    """Return example-robot-data's robots directory (installing it if needed), or None."""
-    erd, reason = example_robot_data(log=log)
-    if erd is None:
-        log(f'example-robot-data: {reason}')
-        return None
-    robots = getattr(erd, 'robots_dir', None)
-    if robots is None:    # example-robot-data < 6 has a Python module
-        try:
-            robots = Path(erd.getModelPath('panda_description/urdf/panda.urdf'))
-        except Exception as exc:
-            log(f'example-robot-data: no panda: {exc}')
-    return robots
+    """Return example-robot-data's robots directory, or None (saying so)."""
+    erd, _ = example_robot_data(log=log)
+    return None if erd is None else Path(erd.robots_dir)
 
 
 def build_models(robots_dir=None, out_dir: Path = BUILD, chain_sizes=CHAIN_SIZES,
