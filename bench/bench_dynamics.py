@@ -681,96 +681,28 @@ def mass_matrix_summary(results) -> dict:
             'source': PAPER_003_SOURCE}
 
 
-def _f2(x) -> str:
-    return '–' if x is None or math.isnan(x) else f'{x:.2f}'
-
-
 def agreement_notes(results) -> list:
-    """Explain the disagreements that were found (and the setup that avoids others)."""
-    notes = [
-        'Same URDF text for every library. PyBullet loads it with URDF_USE_INERTIA_FROM_FILE '
-        '(otherwise Bullet recomputes inertias from collision shapes); MuJoCo gets '
-        '`<mujoco><compiler discardvisual fusestatic balanceinertia="false" '
-        'inertiafromgeom="false"/></mujoco>` and has joint damping, armature and '
-        'frictionloss zeroed and constraints, springs and dampers disabled (otherwise '
-        'mj_inverse subtracts passive and limit forces); gravity (0, 0, -9.81) everywhere. '
-        'The Panda loses its `<dynamics>` (damping) elements in bench/lib/models.py for the same '
-        'reason.',
-        "Pinocchio's computeCoriolisMatrix and ours both satisfy M' - 2C skew but the "
-        'matrices need not be equal (any C + S with S skew and S q\' = 0 also works); '
-        'C q\' is compared instead, and the matrices only for information.',
-    ]
-    worst, pybullet_worst, c_diff = {}, 0.0, 0.0
+    """Return the checks beyond their tolerance, each with the model it is worst on."""
+    worst = {}
     for name, r in results.items():
         for lib, a in r['agreement'].items():
             for k, v in a.items():
                 if isinstance(v, float) and v > worst.get((lib, k), (0, ''))[0]:
                     worst[(lib, k)] = (v, name)
+    notes = []
     for (lib, k), (v, name) in sorted(worst.items()):
-        if lib.startswith('pybullet (no'):
-            notes.append(f'Without URDF_USE_INERTIA_FROM_FILE PyBullet\'s M differs by up to '
-                         f'{v:.1e} (relative, {name}): Bullet then recomputes each link\'s '
-                         'inertia itself instead of using the URDF\'s.')
-        elif lib.startswith('pybullet (base'):
-            notes.append('PyBullet\'s calculateInverseDynamics mishandles a rotated inertial '
-                         'frame of the fixed root link (URDF <inertial><origin rpy> of the '
-                         'base; it has no effect on M, C, G): its G is then off by up to '
-                         f'{v:.1e} (relative, {name}). Checked on chain_6: PyBullet\'s G equals '
-                         'ours computed with gravity R g (R = that rotation) to 4e-14, i.e. '
-                         'Bullet applies the world gravity vector in the base\'s inertial '
-                         'frame (Bullet\'s base frame). The benchmark robots therefore keep '
-                         'the root link\'s inertial rpy at 0 (the Panda has 0 already).')
-        elif 'finite-difference' in k:
-            if v > FD_TOL:
-                notes.append(f'{lib}: {k}: {v:.1e} (worst on {name}) exceeds {FD_TOL:g}')
-        elif (lib in ('pinocchio', 'mujoco') and v > AGREE_TOL and 'need not' not in k) \
-                or (lib == 'pybullet' and v > AGREE_TOL_LOOSE):
-            notes.append(f'DISAGREEMENT {lib} {k}: {v:.1e} (worst on {name})')
-        elif lib == 'kron_dynamics (self)' and v > AGREE_TOL:
-            notes.append(f'kron_dynamics identity off: {k}: {v:.1e} ({name})')
-        elif lib == 'pybullet' and v > 1e-12:
-            pybullet_worst = max(pybullet_worst, v)
-        elif lib == 'pinocchio' and 'need not' in k:
-            c_diff = max(c_diff, v)
-    if pybullet_worst:
-        notes.append(f'PyBullet agrees to {pybullet_worst:.0e} at worst, not to round-off. '
-                     'Likely cause: Bullet keeps each link inertia as principal moments in a '
-                     'principal frame (its URDF importer hands over a diagonal inertia and '
-                     'an inertial frame), diagonalising the URDF tensor iteratively on load.')
-    if c_diff:
-        notes.append('Pinocchio\'s Coriolis matrix itself differs from ours by at most '
-                     f'{c_diff:.1e} (relative) on these models, i.e. the two constructions '
-                     'give the same C here, although only C q\' had to agree.')
+        if 'finite-difference' in k:
+            tol = FD_TOL
+        elif lib == 'pybullet':
+            tol = AGREE_TOL_LOOSE
+        elif lib in ('pinocchio', 'mujoco', 'kron_dynamics (self)') and 'need not' not in k:
+            tol = AGREE_TOL
+        else:       # the matrices C themselves, and PyBullet set up the wrong way on purpose
+            continue
+        if v > tol:
+            notes.append(f'**DISAGREEMENT** {lib}: {k}: {v:.1e} (worst on {name}) beyond '
+                         f'{tol:g}')
     return notes
-
-
-def mass_matrix_notes(mm) -> list:
-    """Say how the measured times compare with 003's counts."""
-    s = mm['slopes_chains']
-    chains = [row for row in mm['rows'] if row['kind'] == 'chain']
-    big = max(chains, key=lambda row: row['n'], default={'n': 0})
-    ratio = (big['compiled explicit'] / big['compiled jacobian']
-             if big.get('compiled explicit') and big.get('compiled jacobian') else None)
-    n_big = big['n'] or 1
-    claim = equivalent_additions('explicit', n_big) / equivalent_additions('jacobian', n_big)
-    return [
-        "003's counts are cubic for both explicit methods (Table 1, all-revolute chains; the "
-        "proposed method needs about 0.6 times the equivalent additions of the "
-        'generalized momentum method at large n: 7.35 n^3 vs 12.7 n^3). The readable '
-        'implementations are NumPy code whose time is dominated by Python overhead per '
-        'vectorised step (the explicit JSIM loops over element pairs in Python, eq. 95 does '
-        'O(n) vectorised products), so only the compiled kernels, written alike, compare the '
-        'algorithms.',
-        f'At n = {big["n"]} (the largest chain) the compiled time ratio explicit/eq. 95 is '
-        f'{_f2(ratio)}, where 003 claims {claim:.2f} in equivalent additions.',
-        f"Measured log-log slopes over the chains: jacobian {_f2(s.get('jacobian'))}, "
-        f"explicit {_f2(s.get('explicit'))}, crba {_f2(s.get('crba'))}, compiled "
-        f"{_f2(s.get('compiled'))}; 003's claimed counts have slopes "
-        f"{_f2(s.get('003 claim jacobian'))} (jacobian) and "
-        f"{_f2(s.get('003 claim explicit'))} (explicit) over the same n (3 asymptotically).",
-        '003 gives no count for CRBA; for a chain it does O(n^2) work (n composite inertias, '
-        'each projected on the joints above it).',
-    ]
 
 
 # ---------------------------------------------------------------------------- output
@@ -890,7 +822,6 @@ def write_reports(report: dict, out: Path, log=print) -> None:
     report['scaling'] = scaling_summary(results)
     report['mass_matrix_algorithms'] = mass_matrix_summary(results)
     report['agreement_notes'] = agreement_notes(results)
-    report['mass_matrix_notes'] = mass_matrix_notes(report['mass_matrix_algorithms'])
     (out / 'dynamics.json').write_text(json.dumps(report, indent=2, default=str) + '\n')
     try:
         plot(report, out / 'scaling.png')

@@ -311,8 +311,7 @@ def dynamics_agreement_table(r: Results) -> str:
         f"Worst over {d['meta']['checks']} random configurations of each model. Other checks "
         'over the same configurations:',
         table(['model', 'check', 'largest relative difference'], others),
-        '\n'.join(f'- {note}' for note in d.get('agreement_notes', [])),
-        source(r, 'dynamics')])
+        *d.get('agreement_notes', []), source(r, 'dynamics')])
 
 
 def dynamics_targets_table(r: Results) -> str:
@@ -347,24 +346,26 @@ def mass_matrix_detail_table(r: Results) -> str:
     """The readable and compiled M algorithms on every model, with 003's counts."""
     d = r['dynamics']
     mm = d['mass_matrix_algorithms']
-    rows = [[row['model'], row['n'], fmt(row['jacobian'], 1), fmt(row['explicit'], 1),
-             fmt(row['crba'], 1), fmt(row.get('compiled jacobian')),
-             fmt(row.get('compiled explicit')), fmt(row.get('compiled crba')),
-             f"{row['eqadd jacobian']:.0f}", f"{row['eqadd explicit']:.0f}"]
-            for row in mm['rows']]
+    rows = []
+    for row in mm['rows']:
+        cj, ce = row.get('compiled jacobian'), row.get('compiled explicit')
+        rows.append([row['model'], row['n'], fmt(row['jacobian'], 1), fmt(row['explicit'], 1),
+                     fmt(row['crba'], 1), fmt(cj), fmt(ce), fmt(row.get('compiled crba')),
+                     fmt(ce / cj if ce and cj else None),
+                     fmt(row['eqadd explicit'] / row['eqadd jacobian'])])
     paper = d['meta'].get('paper_003_check', {})
     claims = '\n'.join(f"- `{key}`: {c['method']}: {c['multiplications']} multiplications, "
                        f"{c['additions']} additions" for key, c in mm['claims'].items())
     return '\n\n'.join([
         table(['model', 'n', 'readable eq. 95 [µs]', 'readable explicit [µs]',
                'readable CRBA [µs]', 'compiled eq. 95 [µs]', 'compiled explicit [µs]',
-               'compiled CRBA [µs]', "003's equivalent additions, eq. 95", 'explicit'], rows),
+               'compiled CRBA [µs]', 'compiled time explicit / eq. 95',
+               "003's claim (equivalent additions)"], rows),
         f"Claims ({mm['source']}; formulas "
         f"{'all found' if paper.get('verified') else '**not all found**'} in the seed text):",
         claims,
         'Log-log slopes over the chains: ' + ', '.join(
             f'{k} {fmt(v)}' for k, v in mm['slopes_chains'].items()) + '.',
-        '\n'.join(f'- {note}' for note in d.get('mass_matrix_notes', [])),
         source(r, 'dynamics')])
 
 
@@ -589,6 +590,24 @@ def timing_cells(e: dict) -> list:
             f"{fmt(e.get('ratio_min'))} ({fmt(e.get('ratio_median'))})"]
 
 
+def pair_row(title: str, op: str, e: dict) -> list:
+    """Return a row of one alternately timed pair with its target (≤) and verdict."""
+    target, ratio = e.get('target'), e.get('ratio_min')
+    return [title, f'`{op}`', f"`{e.get('pinocchio', '')}`", *timing_cells(e),
+            f'≤ {target:g}' if target else '–',
+            met(None if target is None or ratio is None else ratio <= target)]
+
+
+PAIR_HEADER = ['robot', 'kron_dynamics', 'Pinocchio', 'µs', 'Pinocchio µs', 'ratio min (median)',
+               'target', 'verdict']
+
+
+def worst_line(agreements) -> str:
+    """Return the sentence with the worst relative difference over some agreement checks."""
+    worst = max(v for agreement in agreements for v in agreement.values())
+    return f'Worst relative difference from Pinocchio over the agreement checks: {sig(worst, 2)}.'
+
+
 def kinematics_table(r: Results) -> str:
     """Single kinematics (and dynamics) calls against Pinocchio, alternately timed."""
     d = r['kinematics']
@@ -655,13 +674,13 @@ def floating_table(r: Results) -> str:
     header = ['kron_dynamics', 'Pinocchio']
     for robot in robots:
         header += [f'{FLOATING_ROBOTS[robot]} µs', 'Pinocchio µs', 'ratio min (median)']
-    worst = max(v for robot in robots for v in d['robots'][robot]['agreement'].values())
     contacts = '; '.join(
         f"{robot}: " + ', '.join(f'{link} ({dim}-D)' for link, dim in
                                  d['robots'][robot]['contacts']) for robot in robots)
-    return (table(header, rows) + f'\n\nWorst relative difference from Pinocchio over the '
-            f'agreement checks: {sig(worst, 2)}. Contacts of the constrained rows: '
-            f'{contacts}.\n\n' + source(r, 'floating'))
+    return '\n\n'.join([
+        table(header, rows),
+        worst_line(d['robots'][robot]['agreement'] for robot in robots)
+        + f' Contacts of the constrained rows: {contacts}.', source(r, 'floating')])
 
 
 ONE_MODEL_CASES = {
@@ -675,23 +694,12 @@ ONE_MODEL_CASES = {
 
 def one_model_table(r: Results) -> str:
     """The one-model targets: every kind of robot against Pinocchio, alternately timed."""
-    d = r['one_model']
-    rows = []
-    for case, title in ONE_MODEL_CASES.items():
-        entry = d['cases'].get(case)
-        if entry is None:
-            continue
-        for op, e in entry['single'].items():
-            target = e.get('target')
-            ratio = e.get('ratio_min')
-            rows.append([title, f'`{op}`', f"`{e.get('pinocchio', '')}`", *timing_cells(e),
-                         f'≤ {target:g}' if target else '–',
-                         met(None if target is None or ratio is None else ratio <= target)])
-    worst = max(v for entry in d['cases'].values() for v in entry['agreement'].values())
-    return (table(['robot', 'kron_dynamics', 'Pinocchio', 'µs', 'Pinocchio µs',
-                   'ratio min (median)', 'target', 'verdict'], rows)
-            + f'\n\nWorst relative difference from Pinocchio over the agreement checks: '
-            f'{sig(worst, 2)}.\n\n' + source(r, 'one_model'))
+    cases = r['one_model']['cases']
+    rows = [pair_row(title, op, e) for case, title in ONE_MODEL_CASES.items() if case in cases
+            for op, e in cases[case]['single'].items()]
+    return '\n\n'.join([table(PAIR_HEADER, rows),
+                        worst_line(entry['agreement'] for entry in cases.values()),
+                        source(r, 'one_model')])
 
 
 DERIVATIVE_CASES = {
@@ -702,40 +710,25 @@ DERIVATIVE_CASES = {
 
 def derivatives_table(r: Results) -> str:
     """Derivatives of the dynamics against Pinocchio: single calls and batches."""
-    d = r['derivatives']
-    rows, batch_rows = [], []
-    for case, title in DERIVATIVE_CASES.items():
-        entry = d['cases'].get(case)
-        if entry is None:
-            continue
-        for op, e in entry['single'].items():
-            target, ratio = e.get('target'), e.get('ratio_min')
-            rows.append([title, f'`{op}`', f"`{e.get('pinocchio', '')}`", *timing_cells(e),
-                         f'≤ {target:g}' if target else '–',
-                         met(None if target is None or ratio is None else ratio <= target)])
-        for op, b in entry['batch'].items():
-            batch_rows.append([title, f'`{op}`', f"{b['N']:,}", fmt(b['kron_us_per_state']),
-                               fmt(b['pin_loop_us_per_state']), f"{fmt(b['speedup'])}x",
-                               str(b['threads'])])
-    worst = max(v for entry in d['cases'].values() for v in entry['agreement'].values())
-    batches = table(['robot', 'batch', 'N', 'µs per state', 'Pinocchio loop µs per state',
-                     'speed-up', 'threads'], batch_rows)
-    return (table(['robot', 'kron_dynamics', 'Pinocchio', 'µs', 'Pinocchio µs',
-                   'ratio min (median)', 'target', 'verdict'], rows)
-            + '\n\n' + batches
-            + f'\n\nWorst relative difference from Pinocchio over the agreement checks: '
-            f'{sig(worst, 2)}.\n\n' + source(r, 'derivatives'))
+    cases = r['derivatives']['cases']
+    titled = [(title, cases[case]) for case, title in DERIVATIVE_CASES.items() if case in cases]
+    rows = [pair_row(title, op, e) for title, entry in titled
+            for op, e in entry['single'].items()]
+    batch_rows = [[title, f'`{op}`', f"{b['N']:,}", fmt(b['kron_us_per_state']),
+                   fmt(b['pin_loop_us_per_state']), f"{fmt(b['speedup'])}x", str(b['threads'])]
+                  for title, entry in titled for op, b in entry['batch'].items()]
+    return '\n\n'.join([
+        table(PAIR_HEADER, rows),
+        table(['robot', 'batch', 'N', 'µs per state', 'Pinocchio loop µs per state',
+               'speed-up', 'threads'], batch_rows),
+        worst_line(entry['agreement'] for entry in cases.values()), source(r, 'derivatives')])
 
 
 def identification_table(r: Results) -> str:
     """The regressor against Pinocchio (single call, batch) and the wall time of a fit."""
     case = r['identification']['cases']['panda_arm']
     e, b = case['regressor']['single'], case['regressor']['batch']
-    regressor = table(
-        ['robot', 'kron_dynamics', 'Pinocchio', 'µs', 'Pinocchio µs', 'ratio min (median)',
-         'target', 'verdict'],
-        [['Panda arm (7 DOF, fingers fixed)', '`regressor`', f"`{e['pinocchio']}`",
-          *timing_cells(e), f"≤ {e['target']:g}", met(e['ratio_min'] <= e['target'])]])
+    regressor = table(PAIR_HEADER, [pair_row('Panda arm (7 DOF, fingers fixed)', 'regressor', e)])
     batch = table(['batch', 'N', 'µs per state', 'Pinocchio loop µs per state', 'speed-up',
                    'threads'],
                   [['`regressor`', f"{b['N']:,}", fmt(b['kron_us_per_state']),
