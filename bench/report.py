@@ -815,13 +815,7 @@ def call_anatomy_table(r: Results) -> str:
     text = ('What limits the Panda ratios of M, G and RNEA (target 1.2x): '
             + '; '.join(limits) + '.' + (f' At 32 joints (Talos), where the arithmetic '
                                          f'outweighs the fixed per-call cost: {at_scale}.'
-                                         if at_scale else '')
-            + ' So a facade of zero cost would not reach 1.2x on the Panda: the compiled '
-              'recursion itself (numba, 3-vectors as tuples, one generic joint step with a '
-              'fast path for coordinate axes) does more work per joint than Pinocchio\'s '
-              'Eigen code, whose joint types are specialised at compile time. The same '
-              'kernel bounds the batches: against `rneaInParallel` a batch is one RNEA per '
-              'row on the same threads.') if limits else ''
+                                         if at_scale else '')) if limits else ''
     return table(['method', 'part timed', 'µs', 'Pinocchio whole call µs', 'ratio'],
                  rows) + '\n\n' + source(r, 'kinematics') + ('\n\n' + text if text else '')
 
