@@ -15,8 +15,9 @@
 """
 Argument checks and small types shared by the facade (robot_model.py, floating_model.py).
 
-Reference frame names (Pinocchio's three, in lower case or as Pinocchio spells them), time
-steps, random generators, the contacts of the constrained dynamics.
+The one check of a model's per-coordinate arrays (ArrayChecker: nq for configurations, nv
+for the rest), reference frame names (Pinocchio's three, in lower case or as Pinocchio spells
+them), time steps, random generators, the contacts of the constrained dynamics.
 """
 
 from __future__ import annotations
@@ -71,6 +72,103 @@ def _host_only(x, name: str, method: str = '') -> None:
         raise ValueError(f'{where}{name} is a CUDA array, and this method runs on the CPU: '
                          'pass a NumPy array (copy_to_host()); on_gpu() lists the methods '
                          'the GPU serves')
+
+
+# arrays with nq entries (configuration_names); every other per-coordinate array has nv
+CONFIGURATION_ARRAYS = frozenset({'q', 'q0', 'q1'})
+
+
+class ArrayChecker:
+    """
+    The one check of a model's per-coordinate arrays, for every model type.
+
+    ``q`` (and ``q0``, ``q1``) has nq entries, named by the model's configuration_names;
+    every other (``qd``, ``v``, ``qdd``, ``dv``, ``tau``) nv, named by its velocity_names. One
+    state is (size,), a batch (N, size). Errors are ValueErrors that name the array, the row
+    and the entries at fault, and give the valid shape.
+    """
+
+    __slots__ = ('nq', 'nv', '_names')
+
+    def __init__(self, configuration_names: Sequence[str], velocity_names: Sequence[str]):
+        """Take the names of the configuration (nq) and velocity (nv) entries."""
+        self._names = (tuple(configuration_names), tuple(velocity_names))
+        self.nq, self.nv = len(self._names[0]), len(self._names[1])
+
+    def space(self, name: str, size: int | None = None) -> tuple[int, tuple]:
+        """Return (size, entry names) of an array; ``size`` for one of another size."""
+        q_size, v_size = self.nq, self.nv
+        if size is None or size == (q_size if name in CONFIGURATION_ARRAYS else v_size):
+            return (q_size, self._names[0]) if name in CONFIGURATION_ARRAYS \
+                else (v_size, self._names[1])
+        return size, tuple('xyzw'[:size]) if size <= 4 else tuple(map(str, range(size)))
+
+    def vector(self, x, name: str, size: int | None = None, batch: bool = False) -> np.ndarray:
+        """
+        Return one state's array as a new float64 array of shape (size,).
+
+        ``batch``: the method also takes (N, size), and the error says so.
+        """
+        _host_only(x, name)
+        try:
+            a = np.array(x, dtype=float)
+        except (TypeError, ValueError):
+            a = None
+        size, names = self.space(name, size)
+        if a is None or a.shape != (size,):
+            self._refuse_shape(name, a, size, names, batch)
+        if not np.isfinite(a).all():
+            self._refuse_values(name, a, names)
+        return a
+
+    def arrays(self, batch: bool = True, **arrays) -> tuple[list, int | None]:
+        """
+        Check arrays given as one state or (where ``batch``) as N states; return (arrays, N).
+
+        N is None when every array is one state; in a batch, one-state arrays are broadcast
+        to N rows.
+        """
+        out = {}
+        N = None
+        for name, x in arrays.items():
+            _host_only(x, name)
+            size, names = self.space(name)
+            try:
+                v = np.asarray(x, dtype=float)
+            except (TypeError, ValueError):
+                v = None
+            if v is not None and batch and v.ndim == 2 and v.shape[1] == size:
+                if N is not None and v.shape[0] != N:
+                    raise ValueError(f'{name} has {v.shape[0]} rows, the other inputs {N}')
+                N = v.shape[0]
+            elif v is None or v.shape != (size,):
+                self._refuse_shape(name, v, size, names, batch)
+            if not np.isfinite(v).all():
+                self._refuse_values(name, v, names)
+            out[name] = v
+        if N is not None:
+            for name, v in out.items():
+                if v.ndim == 1:
+                    out[name] = np.broadcast_to(v, (N, v.shape[0]))
+        return list(out.values()), N
+
+    @staticmethod
+    def _refuse_shape(name, a, size, names, batch):
+        entries = f' (entries: {", ".join(names)})' if names else ''
+        if a is None:
+            raise ValueError(f'{name} must be an array of {size} numbers'
+                             + (f' (or N x {size})' if batch else '') + entries)
+        shapes = f'({size},) or (N, {size})' if batch else f'({size},)'
+        raise ValueError(f'{name} must have shape {shapes}, got {a.shape}{entries}')
+
+    @staticmethod
+    def _refuse_values(name, a, names):
+        bad = ~np.isfinite(a)
+        if a.ndim == 1:
+            raise ValueError(f'{name} is not finite at {[names[i] for i in np.nonzero(bad)[0]]}')
+        row = int(np.nonzero(bad.any(axis=1))[0][0])
+        raise ValueError(f'{name}[{row}] is not finite at '
+                         f'{[names[i] for i in np.nonzero(bad[row])[0]]}')
 
 
 def _frame_code(frame) -> int:

@@ -43,6 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 import dataclasses
 import functools
+import inspect
 import math
 import warnings
 
@@ -60,11 +61,13 @@ from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 from .checks import (_body_parameters, _contacts, _host_only, _on_device, _PARTS,
-                     _step_arguments, _wrenches, BASE_TYPES, CONTACT_FRAMES, frame_name)
+                     _step_arguments, _wrenches, ArrayChecker, BASE_TYPES, CONTACT_FRAMES,
+                     frame_name)
 
 Array = NDArray[np.float64]
 
 QUATERNION_TOLERANCE = 1e-3     # |q| within this of 1 is normalised; beyond, refused
+_BATCHED_ARRAYS = frozenset({'q', 'q0', 'q1', 'v', 'dv', 'tau'})   # the methods take (N, size)
 _NO_WRENCH = np.zeros((0, 6))
 _ORIGIN3 = np.zeros(3)
 _F64 = np.dtype(np.float64)
@@ -244,6 +247,7 @@ class MovingBase:
         self._configuration_names = BASE_NAMES[base][0] + self.joint_names
         self._velocity_names = BASE_NAMES[base][1] + self.joint_names
         self._nq, self._nv = len(self._configuration_names), len(self._velocity_names)
+        self._check = ArrayChecker(self._configuration_names, self._velocity_names)
         self._nb = self.nv - self.n
         T0 = np.eye(4)
         if origin is not None:
@@ -411,41 +415,33 @@ class MovingBase:
 
     # ----------------------------------------------------------------- inputs
     def _vector(self, x, size: int, what: str) -> Array:
-        _host_only(x, what)
-        try:
-            a = np.array(x, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f'{what} must be numbers, got {x!r}') from None
-        if a.shape == (size,) and np.isfinite(a).all():
-            return a
-        names = self._names(what, size)
-        if a.shape != (size,):
-            raise ValueError(f'{what} must have {size} entries ({", ".join(names)}), got '
-                             f'shape {a.shape}')
-        bad = [names[i] for i in np.nonzero(~np.isfinite(a))[0]]
-        raise ValueError(f'{what} is not finite at {bad}')
+        """Check one state's array of ``size`` entries (checks.ArrayChecker)."""
+        return self._check.vector(x, what, size, what in _BATCHED_ARRAYS)
 
-    def _names(self, what: str, size: int) -> tuple:
-        if what == 'q':
-            return self.configuration_names
-        if what in ('v', 'dv', 'tau'):
-            return self.velocity_names
-        return tuple('xyzw'[:size]) if size <= 4 else tuple(map(str, range(size)))
+    def _configuration(self, q, batch: bool = True) -> Array:
+        """
+        Check q; return it with the base orientation normalised (ValueError if far off).
 
-    def _configuration(self, q) -> Array:
-        """Check q; return it with the base orientation normalised (ValueError if far off)."""
-        q = self._vector(q, self.nq, 'q')
+        ``batch``: the method takes batches too (the error says so).
+        """
+        q = self._check.vector(q, 'q', batch=batch)
         part = slice(3, 7) if self.base == 'floating' else slice(2, 4)
         what = 'quaternion (qx, qy, qz, qw)' if self.base == 'floating' else '(cos, sin)'
         q[part] = _unit(q[part], f'q: the base {what}')
         return q
 
-    def _batch(self, method, *arrays):
-        """Return method applied to each row of 2-D inputs (1-D ones broadcast), or None."""
-        for k, a in enumerate(arrays):
-            _host_only(a, ('q', 'v', 'the third array')[min(k, 2)],
-                       getattr(method, '__name__', ''))
-        values = {str(k): (k, np.asarray(a, dtype=float)) for k, a in enumerate(arrays)
+    def _batch(self, method, *arrays, names: tuple | None = None):
+        """
+        Return method applied to each row of 2-D inputs (1-D ones broadcast), or None.
+
+        ``names``: the arrays' names (default: the method's first parameters), which say
+        their sizes to the checker (nq for q, nv for the others).
+        """
+        names = names or tuple(inspect.signature(method).parameters)[:len(arrays)]
+        for name, a in zip(names, arrays):
+            _host_only(a, name, getattr(method, '__name__', ''))
+        values = {name: (k, np.asarray(a, dtype=float))
+                  for k, (name, a) in enumerate(zip(names, arrays))
                   if a is not None and np.ndim(a) == 2}
         return self._rows(method, values, list(arrays), {}) if values else None
 
@@ -455,10 +451,8 @@ class MovingBase:
 
         N = 0 gives empty results shaped as one evaluation at the neutral configuration.
         """
-        rows = {a.shape[0] for _, a in values.values()}
-        if len(rows) > 1:
-            raise ValueError(f'batch inputs have different numbers of rows: {sorted(rows)}')
-        N = rows.pop()
+        self._check.arrays(True, **{name: a for name, (_, a) in values.items()})
+        N = next(iter(values.values()))[1].shape[0]
 
         def put(name, k, value):
             if k < len(args):
@@ -960,7 +954,8 @@ class MovingBase:
                                       self.fixed._vector(damping, 'damping')])
         if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,
-                                                             damping[self._nb:]), q, v, tau)
+                                                             damping[self._nb:]), q, v, tau,
+                               names=('q', 'v', 'tau'))
         q = self._configuration(q)
         v = self._vector(v, self.nv, 'v')
         tau = self._vector(tau, self.nv, 'tau')
@@ -1311,7 +1306,7 @@ class MovingBase:
             raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
         if np.ndim(q) == 2:
             return self._batch(lambda x: self.operational_space_inertia(
-                x, link, point, frame, part, damping), q)
+                x, link, point, frame, part, damping), q, names=('q',))
         J = self.jacobian(q, link, point, frame)[rows]
         return operational_space_inertia(
             J, self.mass_matrix(q), list(self.velocity_names), damping,
@@ -1377,6 +1372,7 @@ class MovingBase:
             return dv, lam
         return None
 
-    def _single(self, x, what: str) -> Array:
+    def _single(self, x, what: str, batch: bool = True) -> Array:
         """Check one state's q (normalised orientation) or a velocity-sized array."""
-        return self._configuration(x) if what == 'q' else self._vector(x, self.nv, what)
+        return (self._configuration(x, batch) if what == 'q'
+                else self._check.vector(x, what, batch=batch))

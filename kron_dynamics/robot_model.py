@@ -50,8 +50,8 @@ from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
-                     _host_only, _on_device, _PARTS, _step_arguments, _wrenches, BASE_TYPES,
-                     DEFAULT_BASE_BOX)
+                     _on_device, _PARTS, _step_arguments, _wrenches, ArrayChecker,
+                     BASE_TYPES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD
@@ -160,6 +160,7 @@ class RobotModel:
         self.root_link: str = description.root_link
         self.total_mass: float = description.total_mass
         self.joint_names: tuple[str, ...] = self._joint_order(joint_names)
+        self._check = ArrayChecker(self.joint_names, self.joint_names)
         internal = {name: i for i, name in enumerate(description.joint_names)}
         self._perm = np.array([internal[j] for j in self.joint_names], dtype=int)
         self._perm.setflags(write=False)
@@ -576,47 +577,11 @@ class RobotModel:
     # ----------------------------------------------------------------- conversions
     def _vector(self, x, name: str) -> Array:
         """Check one per-joint array of shape (n,) (no batch); ValueError naming the fault."""
-        (v,), _ = self._inputs(batch=False, **{name: x})
-        return np.array(v)
+        return self._check.vector(x, name)
 
     def _inputs(self, batch: bool = True, **arrays):
-        """
-        Check joint arrays given as (n,) or as a batch (N, n); return (arrays, N).
-
-        N is None when every array is 1-D. In a batch, 1-D arrays are broadcast to (N, n).
-        Raises ValueError naming the array, the row and the joints at fault.
-        """
-        n = self.n
-        out = {}
-        N = None
-        shapes = f'({n},) or (N, {n})' if batch else f'({n},)'
-        for name, x in arrays.items():
-            _host_only(x, name)
-            try:
-                v = np.asarray(x, dtype=float)
-            except (TypeError, ValueError):
-                raise ValueError(f'{name} must be an array of {n} numbers'
-                                 + (f' (or N x {n})' if batch else '')) from None
-            if batch and v.ndim == 2 and v.shape[1] == n:
-                if N is not None and v.shape[0] != N:
-                    raise ValueError(f'{name} has {v.shape[0]} rows, the other inputs {N}')
-                N = v.shape[0]
-            elif v.shape != (n,):
-                raise ValueError(f'{name} must have shape {shapes}, got {v.shape}')
-            bad = ~np.isfinite(v)
-            if bad.any():
-                if v.ndim == 1:
-                    names = [self.joint_names[i] for i in np.nonzero(bad)[0]]
-                    raise ValueError(f'{name} is not finite at joint(s) {names}')
-                row = int(np.nonzero(bad.any(axis=1))[0][0])
-                names = [self.joint_names[i] for i in np.nonzero(bad[row])[0]]
-                raise ValueError(f'{name}[{row}] is not finite at joint(s) {names}')
-            out[name] = v
-        if N is not None:
-            for name, v in out.items():
-                if v.ndim == 1:
-                    out[name] = np.broadcast_to(v, (N, n))
-        return list(out.values()), N
+        """Check joint arrays given as (n,) or as a batch (N, n) (checks.ArrayChecker)."""
+        return self._check.arrays(batch, **arrays)
 
     def _internal(self, x, name: str) -> Array:
         v = np.empty(self.n)
@@ -1009,11 +974,14 @@ class RobotModel:
         """
         if all(np.ndim(a) < 2 for a in arrays):
             return None
+        names = tuple(inspect.signature(method).parameters)[:len(arrays)]
+        self._check.arrays(True, **{name: a for name, a in zip(names, arrays)   # tau: n or nv
+                                    if np.ndim(a) == 2 and name != 'tau'})
         arrays = [np.asarray(a, dtype=float) for a in arrays]
-        rows = {a.shape[0] for a in arrays if a.ndim == 2}
-        if len(rows) > 1:
-            raise ValueError(f'batch inputs have different numbers of rows: {sorted(rows)}')
-        N = rows.pop()
+        N = next(a.shape[0] for a in arrays if a.ndim == 2)
+        for name, a in zip(names, arrays):
+            if a.ndim == 2 and a.shape[0] != N:
+                raise ValueError(f'{name} has {a.shape[0]} rows, the other inputs {N}')
         if N == 0:
             sizes = {'m': sum(c.dim for c in _contacts(contacts)), 'n': self.n, 'nv': self.nv}
             return tuple(np.empty((0, *(sizes[s] for s in shape))) for shape in shapes)
@@ -1122,9 +1090,9 @@ class RobotModel:
         """Return (v', lambda) from one compiled call where there is one, else None."""
         return None
 
-    def _single(self, x, what: str) -> Array:
+    def _single(self, x, what: str, batch: bool = True) -> Array:
         """Check one state's array (q, v, dv or tau: nv = nq entries here); return a copy."""
-        return self._vector(x, what)
+        return self._check.vector(x, what, batch=batch)
 
     def _contact_terms(self, q, v, contacts) -> tuple[Array, Array | None]:
         """
@@ -1428,7 +1396,7 @@ class RobotModel:
         """
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
-        q, v = self._single(q, 'q'), self._single(v, 'v')
+        q, v = self._single(q, 'q', batch=False), self._single(v, 'v', batch=False)
         da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
         nv, nb = self.nv, self.nv - self.n
         MinvS = Minv[:, nb:]
@@ -1556,6 +1524,7 @@ class CoupledRobotModel(RobotModel):
         self.total_mass: float = description.total_mass
         self.mimic_joints = description.mimic_joints
         self.joint_names: tuple[str, ...] = self._joint_order(joint_names)
+        self._check = ArrayChecker(self.joint_names, self.joint_names)
         self.joints: Mapping[str, JointInfo] = MappingProxyType(
             {j: description.joints[j] for j in self.joint_names})
         mimics = tuple(j for j in description.joint_names if j in description.mimic_joints)

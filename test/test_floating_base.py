@@ -201,7 +201,8 @@ def test_planar_joint_of_a_document_and_its_refusals():
 def test_inputs_are_checked_and_named():
     model = RobotModel.from_urdf_file(URDF_DIR / 'rp_arm.urdf', root_joint='floating')
     q = model.neutral()
-    with pytest.raises(ValueError, match=r'q must have 9 entries'):
+    with pytest.raises(ValueError, match=r'q must have shape \(9,\) or \(N, 9\), got \(8,\) '
+                                         r'\(entries: base_x, base_y, base_z, base_qx'):
         model.mass_matrix(q[:-1])
     bad = q.copy()
     bad[6] = 2.0
@@ -215,7 +216,7 @@ def test_inputs_are_checked_and_named():
     nan[7] = np.nan
     with pytest.raises(ValueError, match=r"q is not finite at \['theta1'\]"):
         model.gravity_torque(nan)
-    with pytest.raises(ValueError, match=r'v must have 8 entries'):
+    with pytest.raises(ValueError, match=r'v must have shape \(8,\) or \(N, 8\), got \(3,\)'):
         model.inverse_dynamics(q, np.zeros(3), np.zeros(8))
     with pytest.raises(ModelError, match=r"unknown link 'nope'"):
         model.acceleration(q, np.zeros(8), np.zeros(8), 'nope')

@@ -282,7 +282,7 @@ def test_inputs_are_checked_first_with_clear_errors():
         model.hessian(q, link, point=[1.0, np.nan, 0.0])
     bad = q.copy()
     bad[1] = np.inf
-    with pytest.raises(ValueError, match=rf"q is not finite at joint\(s\) "
+    with pytest.raises(ValueError, match=rf"q is not finite at "
                                          rf"\['{model.joint_names[1]}'\]"):
         model.jacobian(bad, link)
     with pytest.raises(ValueError, match=rf'q must have shape \({n},\) or \(N, {n}\)'):

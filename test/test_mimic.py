@@ -460,7 +460,7 @@ def test_bad_inputs_name_the_independent_joints():
     model = load('gripper_arm')
     with pytest.raises(ValueError, match=r'q must have shape \(3,\) or \(N, 3\)'):
         model.mass_matrix(np.zeros(5))
-    with pytest.raises(ValueError, match=r"q is not finite at joint\(s\) \['elbow'\]"):
+    with pytest.raises(ValueError, match=r"q is not finite at \['elbow'\]"):
         model.gravity_torque([0.0, np.nan, 0.0])
     with pytest.raises(ModelError, match="unknown link 'nope'"):
         model.jacobians(np.zeros(3), 'nope')
