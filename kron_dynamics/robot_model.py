@@ -29,13 +29,16 @@ without mimic joints runs exactly the code it ran before.
 
 from __future__ import annotations
 
+import __future__
 from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
 import functools
 import inspect
+import linecache
 from pathlib import Path
 import warnings
 from types import MappingProxyType
+from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -54,7 +57,7 @@ from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _
                      BASE_TYPES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
-from .kernels.layout import WORLD
+from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
 from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
 from .model.dh import DHRow, dh_to_urdf
 from .model.coordinates import JointMap
@@ -74,6 +77,7 @@ MASS_MATRIX_METHODS = {
 
 _ND = np.ndarray
 _F64 = np.dtype(np.float64)
+_empty = np.empty
 _NO_WRENCH = np.zeros((0, 6))
 _NO_MIMICS: Mapping[str, MimicJoint] = MappingProxyType({})
 
@@ -179,6 +183,7 @@ class RobotModel:
         self._ints, self._reals = pack(self.tree, self._perm, self.armature, root_mass, root_com)
         self._sites = pack_sites(description.frames)      # one row per link (kinematics)
         self._site_rows = {link: k for k, link in enumerate(description.frames)}
+        self._L44 = (len(self._site_rows), 4, 4)
         self._zeros = np.zeros(self.n)
         self._zeros.setflags(write=False)
         self._n = self.n
@@ -663,65 +668,6 @@ class RobotModel:
             raise ValueError(f'point must be finite, got {point!r}')
         return local
 
-    def link_pose(self, q: ArrayLike, link: str) -> Array:
-        """
-        Return the pose of a link frame in the root frame as a 4 x 4 homogeneous transform.
-
-        ``T[:3, :3]`` is the link's orientation R and ``T[:3, 3]`` its origin p, so that a
-        point x (link frame) is at ``R @ x + p``. Only the link's ancestors are computed.
-        """
-        try:
-            k = self._site_rows[link]
-        except (KeyError, TypeError):
-            k = self._site(link)                # raises, naming the links
-        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:     # _is_vector, inlined
-            T = np.empty(_SHAPE_44)
-            if native.link_pose(self._ints, self._reals, self._sites, k, q, T):
-                return T
-        (q,), N = self._inputs(q=q)
-        return self._run(native.link_pose, native.link_pose_batch, N, _SHAPE_44, self._sites,
-                         k, q)
-
-    def link_poses(self, q: ArrayLike) -> Array:
-        """Return the 4 x 4 poses of all links, (L, 4, 4) in ``link_names`` order, in one pass."""
-        shape = (len(self._site_rows), 4, 4)
-        if _is_vector(q):
-            T = np.empty(shape)
-            if native.link_poses(self._ints, self._reals, self._sites, q, T):
-                return T
-        if _on_device(q):
-            return self.on_gpu().link_poses(q)[0]
-        (q,), N = self._inputs(q=q)
-        return self._run(native.link_poses, native.link_poses_batch, N, shape, self._sites, q)
-
-    def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
-                 frame: str = 'local_world_aligned') -> Array:
-        """
-        Return the 6 x n Jacobian of a link (or a point on it): rows (linear, angular).
-
-        ``point`` is in link coordinates (None: the link origin). ``frame`` is one of
-        Pinocchio's three conventions (``pinocchio.getFrameJacobian``):
-        'local_world_aligned' (default): the point's velocity and the angular velocity in
-        root-frame axes, i.e. (J_T, J_R) of 000 eqs. 29, 37, 45; 'local': the same in the
-        link's axes (000 eqs. 31, 42); 'world': the spatial velocity in the root frame (linear
-        rows: velocity of the body point at the root origin, J_T + x~ J_R, the same for every
-        point of the link).
-        """
-        try:    # fast path: a link, a frame name, no point, a 1-D float64 q (_is_vector)
-            k, code = self._site_rows[link], FRAMES[frame]
-        except (KeyError, TypeError):
-            k = code = -1
-        if code >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
-            J = np.empty(self._6n)
-            if native.jacobian(self._ints, self._reals, self._sites, k, _ORIGIN, q, code, J):
-                return J
-        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
-        if _on_device(q):
-            return self.on_gpu().jacobian(q, link, point, frame)
-        (q,), N = self._inputs(q=q)
-        return self._run(native.jacobian, native.jacobian_batch, N, self._6n, self._sites, k,
-                         p, q, code)
-
     def jacobians(self, q: ArrayLike, link: str,
                   point: ArrayLike | None = None) -> tuple[Array, Array]:
         """
@@ -740,26 +686,6 @@ class RobotModel:
         J = self.jacobian(q, link, point)
         return J[..., :3, :], J[..., 3:, :]
 
-    def jacobian_derivative(self, q: ArrayLike, qd: ArrayLike, link: str,
-                            point: ArrayLike | None = None,
-                            frame: str = 'local_world_aligned') -> Array:
-        """
-        Return J'(q, q') = dJ/dt, the time derivative of :meth:`jacobian` (same frame).
-
-        J' = H (E_n kron q') (000 eq. 8) with H the :meth:`hessian` of the same frame, and
-        J' q' = H (q' kron q'); computed without forming H. Pinocchio:
-        ``getFrameJacobianTimeVariation`` (equal in all three frames).
-        """
-        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
-        if _is_vector(q) and _is_vector(qd):
-            D = np.empty((6, self._n))
-            if native.jacobian_derivative(self._ints, self._reals, self._sites, k, p, q, qd,
-                                          code, D):
-                return D
-        (q, qd), N = self._inputs(q=q, qd=qd)
-        return self._run(native.jacobian_derivative, native.jacobian_derivative_batch, N,
-                         (6, self._n), self._sites, k, p, q, qd, code)
-
     def jacobian_derivative_times_velocity(self, q: ArrayLike, qd: ArrayLike, link: str,
                                            point: ArrayLike | None = None,
                                            frame: str = 'local_world_aligned') -> Array:
@@ -772,55 +698,6 @@ class RobotModel:
         (q, qd), N = self._inputs(q=q, qd=qd)
         return np.einsum('...ij,...j->...i', self.jacobian_derivative(q, qd, link, point, frame),
                          qd)
-
-    def acceleration(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, link: str,
-                     point: ArrayLike | None = None,
-                     frame: str = 'local_world_aligned') -> Array:
-        """
-        Return the classical acceleration of a link or point: 6 values, linear then angular.
-
-        It is J q'' + H (q' kron q') (000 eqs. 52, 62, 66); with q'' = 0, the term
-        H (q' kron q') alone (computed without forming H). 'local_world_aligned': root-frame
-        axes; 'local': the link's axes (000 eq. 59, the starred Hessian; not
-        d/dt of the local velocity, 000 eq. 55). 'world' is refused: a spatial velocity has
-        no classical acceleration. Pinocchio: ``getFrameClassicalAcceleration``.
-        """
-        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
-        if code == WORLD:
-            raise ValueError("acceleration: frame 'world' has no classical acceleration (its "
-                             "linear part is not a point's velocity); use "
-                             "'local_world_aligned' or 'local'")
-        if _is_vector(q) and _is_vector(qd) and _is_vector(qdd):
-            a = np.empty(6)
-            if native.acceleration(self._ints, self._reals, self._sites, k, p, q, qd, qdd,
-                                   code, a):
-                return a
-        (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
-        return self._run(native.acceleration, native.acceleration_batch, N, 6, self._sites, k,
-                         p, q, qd, qdd, code)
-
-    def hessian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
-                frame: str = 'local_world_aligned') -> Array:
-        """
-        Return the 6 x n^2 Hessian of :meth:`jacobian`: H[:, s*n + k] = dJ[:, s]/dq_k.
-
-        Khang's derivative (000 eq. 5) of the Jacobian in the same frame: in
-        'local_world_aligned' (H_T, H_R) of 000 eqs. 51, 60, 67; in 'local' dJ^(b)/dq
-        (000 eqs. 53, 61; the starred form of eq. 58 is R^T times the first). Pinocchio:
-        ``getJointKinematicHessian`` (a 6 x n x n tensor: ``H.reshape(6, n, n)``).
-        """
-        try:    # fast path as in jacobian
-            k, code = self._site_rows[link], FRAMES[frame]
-        except (KeyError, TypeError):
-            k = code = -1
-        if code >= 0 and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
-            H = np.empty(self._6nn)
-            if native.hessian(self._ints, self._reals, self._sites, k, _ORIGIN, q, code, H):
-                return H
-        k, p, code = self._site(link), self._point3(point), _frame_code(frame)
-        (q,), N = self._inputs(q=q)
-        return self._run(native.hessian, native.hessian_batch, N, self._6nn, self._sites, k,
-                         p, q, code)
 
     def hessians(self, q: ArrayLike, link: str,
                  point: ArrayLike | None = None) -> tuple[Array, Array]:
@@ -835,41 +712,6 @@ class RobotModel:
                 return H[0], H[1]
         H = self.hessian(q, link, point)
         return H[..., :3, :], H[..., 3:, :]
-
-    def center_of_mass(self, q: ArrayLike, include_root: bool = False) -> Array:
-        """
-        Return the centre of mass of the moving bodies (3,), root frame.
-
-        Mass welded to the fixed root link (by fixed joints) is left out, as in Pinocchio's
-        ``centerOfMass`` of a fixed-base model: it never moves. ``include_root=True`` counts
-        it (the centre of mass of the whole robot). ValueError if the bodies counted have no
-        mass.
-        """
-        root = bool(include_root)
-        if _is_vector(q):
-            c = np.empty(3)
-            if native.center_of_mass(self._ints, self._reals, q, root, c):
-                return c
-        if _on_device(q):
-            return self._gpu_center_of_mass(q, root)
-        (q,), N = self._inputs(q=q)
-        return self._run_com(native.center_of_mass, native.center_of_mass_batch, N, 3, q, root)
-
-    def center_of_mass_jacobian(self, q: ArrayLike, include_root: bool = False) -> Array:
-        """
-        Return the 3 x n Jacobian of :meth:`center_of_mass`: sum m_i J_TGi / m (000 eq. 45).
-
-        ``include_root`` as for :meth:`center_of_mass` (the root's mass only scales it).
-        Pinocchio: ``jacobianCenterOfMass``.
-        """
-        root = bool(include_root)
-        if _is_vector(q):
-            J = np.empty((3, self._n))
-            if native.center_of_mass_jacobian(self._ints, self._reals, q, root, J):
-                return J
-        (q,), N = self._inputs(q=q)
-        return self._run_com(native.center_of_mass_jacobian,
-                             native.center_of_mass_jacobian_batch, N, (3, self._n), q, root)
 
     def _run_com(self, single, batch, N, shape, q, root):
         try:
@@ -1124,22 +966,8 @@ class RobotModel:
         return J, (np.concatenate(drifts) if drifts else np.zeros(0))
 
     # ----------------------------------------------------------------- dynamics
-    def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
-        """
-        Return M(q), n x n (or N x n x n for a batch), armature included.
-
-        ``method``: None (compiled CRBA, the fast default), 'jacobian' (000 eq. 95),
-        'explicit' (003 eqs. 30-37) or 'crba' (readable reference implementations).
-        """
-        if method is None:
-            if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:     # _is_vector, inlined
-                M = np.empty(self._nn)
-                if native.crba(self._ints, self._reals, q, M):
-                    return M
-            if _on_device(q):
-                return self.on_gpu().mass_matrix(q)
-            (q,), N = self._inputs(q=q)
-            return self._run(native.crba, native.crba_batch, N, self._nn, q)
+    def _readable_mass_matrix(self, q, method) -> Array:
+        """M by a readable algorithm of MASS_MATRIX_METHODS (mass_matrix's ``method``)."""
         try:
             algorithm = MASS_MATRIX_METHODS[method]
         except (KeyError, TypeError):
@@ -1151,21 +979,8 @@ class RobotModel:
         M = algorithm(self.tree, self._internal(q, 'q'))
         return self._square(M) + np.diag(self.armature)
 
-    def coriolis_star(self, q: ArrayLike, method: str | None = None) -> Array:
-        """
-        C*(q), n x n^2 (000 eq. 101): C*[i, j*n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i.
-
-        ``method``: None (compiled, from the spatial derivatives of the CRBA terms) or
-        'hessian' (the readable form: dM/dq from the Jacobians and Hessians of 000 eq. 95).
-        """
-        if method is None:
-            if _is_vector(q):
-                C = np.empty(self._nnn)
-                if native.coriolis_star(self._ints, self._reals, q, C):
-                    return C
-            (q,), N = self._inputs(q=q)
-            return self._run(native.coriolis_star, native.coriolis_star_batch, N,
-                             self._nnn, q)
+    def _readable_coriolis_star(self, q, method) -> Array:
+        """C* by its readable form (coriolis_star's ``method='hessian'``)."""
         if method != 'hessian':
             raise ValueError(f"unknown C* method {method!r}; choose None or 'hessian'")
         (q,), N = self._inputs(q=q)
@@ -1179,55 +994,6 @@ class RobotModel:
         n = self.nv
         C3 = C.reshape(C.shape[:-2] + (n, n, n))
         return (0.5 * (C3 + np.swapaxes(C3, -1, -2))).reshape(C.shape)
-
-    def coriolis_matrix(self, q: ArrayLike, qd: ArrayLike) -> Array:
-        """Return the n x n Coriolis matrix C: M' - 2C is skew, C q' = C*(q' kron q')."""
-        if _is_vector(q) and _is_vector(qd):
-            C = np.empty(self._nn)
-            if native.coriolis_matrix(self._ints, self._reals, q, qd, C):
-                return C
-        (q, qd), N = self._inputs(q=q, qd=qd)
-        return self._run(native.coriolis_matrix, native.coriolis_matrix_batch, N, self._nn,
-                         q, qd)
-
-    def coriolis_vector(self, q: ArrayLike, qd: ArrayLike) -> Array:
-        """C*(q)(q' kron q'), by Newton-Euler with no gravity and no acceleration."""
-        if _is_vector(q) and _is_vector(qd):
-            tau = np.empty(self._n)
-            if native.rnea(self._ints, self._reals, q, qd, q, CORIOLIS, _NO_WRENCH, tau):
-                return tau
-        return self._rnea(CORIOLIS, q=q, qd=qd)
-
-    def gravity_torque(self, q: ArrayLike) -> Array:
-        """G(q) = dV/dq, by Newton-Euler at rest."""
-        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:     # _is_vector, inlined
-            tau = np.empty(self._n)
-            if native.gravity(self._ints, self._reals, q, tau):
-                return tau
-        return self._rnea(GRAVITY, q=q)
-
-    def bias_torque(self, q: ArrayLike, qd: ArrayLike) -> Array:
-        """Return C*(q)(q' kron q') + G(q), the torque that holds q'' = 0, by Newton-Euler."""
-        if _is_vector(q) and _is_vector(qd):
-            tau = np.empty(self._n)
-            if native.rnea(self._ints, self._reals, q, qd, q, BIAS, _NO_WRENCH, tau):
-                return tau
-        return self._rnea(BIAS, q=q, qd=qd)
-
-    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
-                         f_ext: Mapping[str, ArrayLike] | None = None) -> Array:
-        """
-        Return tau = M q'' + C*(q' kron q') + G - sum J^T F_ext by Newton-Euler (002).
-
-        ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that the environment
-        applies to the link: force at the link frame origin and moment, in root-frame
-        coordinates (004 eq. 33). Armature torques are included.
-        """
-        if f_ext is None and _is_vector(q) and _is_vector(qd) and _is_vector(qdd):
-            tau = np.empty(self._n)
-            if native.rnea(self._ints, self._reals, q, qd, qdd, ID, _NO_WRENCH, tau):
-                return tau
-        return self._rnea(ID, f_ext, q=q, qd=qd, qdd=qdd)
 
     def on_gpu(self, threads_per_block: int = 128):
         """
@@ -1489,6 +1255,214 @@ class RobotModel:
 
     def __repr__(self) -> str:
         return f'RobotModel({self.name!r}, n={self.n}, joints={list(self.joint_names)})'
+
+
+# ------------------------------------------------------------------ the compiled methods
+# One row per method that runs a compiled kernel of kernels/native.py: its parameters, the
+# arrays checked (checks.ArrayChecker through _inputs), the kernel (its batch twin is
+# '<kernel>_batch'), the output shape and what differs. _compiled writes each row out as the
+# method (exec), so a call costs what a hand-written one does: the fast path (1-D float64
+# arrays straight into the kernel, which checks lengths and finiteness itself), then the
+# general path (the checker's errors, batches, GPU arrays, the readable alternatives).
+# A new quantity: its readable algorithm (algorithms/), its kernel (kernels/), one row here.
+class _Row(NamedTuple):
+    params: str                  # the parameters after self, as written in the signature
+    arrays: tuple                # the per-coordinate arrays among them, in kernel order
+    kernel: str                  # native.<kernel>(ints, reals, [sites, k, [p,]] arrays, ...)
+    shape: str                   # the output's shape (an expression)
+    doc: str
+    site: str = ''               # 'link': a link's pose row k; 'frame': k, point p, frame code
+    post: str = ''               # kernel arguments after the arrays (', root')
+    prelude: tuple = ()          # lines run first (argument checks, alternatives)
+    guard: str = ''              # a further condition of the fast path
+    fast: str = ''               # the fast call, where it is not the default kernel call
+    gpu: str = ''                # the result for CUDA arrays (where the GPU serves it)
+    general: str = ''            # the general path's result, where it is not the default
+    runner: str = '_run'         # what runs the kernel on checked arrays
+
+
+_FRAME_PARAMS = "point: ArrayLike | None = None, frame: str = 'local_world_aligned'"
+_ROOT = ('root = bool(include_root)',)
+_COMPILED = {
+    'link_pose': _Row(
+        'q: ArrayLike, link: str', ('q',), 'link_pose', '_SHAPE_44', site='link', doc="""
+        Return the pose of a link frame in the root frame as a 4 x 4 homogeneous transform.
+
+        ``T[:3, :3]`` is the link's orientation R and ``T[:3, 3]`` its origin p, so that a
+        point x (link frame) is at ``R @ x + p``. Only the link's ancestors are computed.
+        """),
+    'link_poses': _Row(
+        'q: ArrayLike', ('q',), 'link_poses', 'self._L44', fast='native.link_poses('
+        'self._ints, self._reals, self._sites, q, out)', gpu='self.on_gpu().link_poses(q)[0]',
+        general='self._run(native.link_poses, native.link_poses_batch, N, self._L44, '
+        'self._sites, q)',
+        doc="Return the 4 x 4 poses of all links, (L, 4, 4) in ``link_names`` order, in one "
+            "pass."),
+    'jacobian': _Row(
+        f'q: ArrayLike, link: str, {_FRAME_PARAMS}', ('q',), 'jacobian', 'self._6n',
+        site='frame', gpu='self.on_gpu().jacobian(q, link, point, frame)', doc="""
+        Return the 6 x n Jacobian of a link (or a point on it): rows (linear, angular).
+
+        ``point`` is in link coordinates (None: the link origin). ``frame`` is one of
+        Pinocchio's three conventions (``pinocchio.getFrameJacobian``):
+        'local_world_aligned' (default): the point's velocity and the angular velocity in
+        root-frame axes, i.e. (J_T, J_R) of 000 eqs. 29, 37, 45; 'local': the same in the
+        link's axes (000 eqs. 31, 42); 'world': the spatial velocity in the root frame (linear
+        rows: velocity of the body point at the root origin, J_T + x~ J_R, the same for every
+        point of the link).
+        """),
+    'jacobian_derivative': _Row(
+        f'q: ArrayLike, qd: ArrayLike, link: str, {_FRAME_PARAMS}', ('q', 'qd'),
+        'jacobian_derivative', 'self._6n', site='frame', doc="""
+        Return J'(q, q') = dJ/dt, the time derivative of :meth:`jacobian` (same frame).
+
+        J' = H (E_n kron q') (000 eq. 8) with H the :meth:`hessian` of the same frame, and
+        J' q' = H (q' kron q'); computed without forming H. Pinocchio:
+        ``getFrameJacobianTimeVariation`` (equal in all three frames).
+        """),
+    'acceleration': _Row(
+        f'q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, link: str, {_FRAME_PARAMS}',
+        ('q', 'qd', 'qdd'), 'acceleration', '6', site='frame', prelude=(
+            'if isinstance(frame, str) and FRAMES.get(frame) == WORLD:',
+            '    raise ValueError("acceleration: frame \'world\' has no classical acceleration '
+            '(its linear part is not a point\'s velocity); use \'local_world_aligned\' or '
+            '\'local\'")'), doc="""
+        Return the classical acceleration of a link or point: 6 values, linear then angular.
+
+        It is J q'' + H (q' kron q') (000 eqs. 52, 62, 66); with q'' = 0, the term
+        H (q' kron q') alone (computed without forming H). 'local_world_aligned': root-frame
+        axes; 'local': the link's axes (000 eq. 59, the starred Hessian; not
+        d/dt of the local velocity, 000 eq. 55). 'world' is refused: a spatial velocity has
+        no classical acceleration. Pinocchio: ``getFrameClassicalAcceleration``.
+        """),
+    'hessian': _Row(
+        f'q: ArrayLike, link: str, {_FRAME_PARAMS}', ('q',), 'hessian', 'self._6nn',
+        site='frame', doc="""
+        Return the 6 x n^2 Hessian of :meth:`jacobian`: H[:, s*n + k] = dJ[:, s]/dq_k.
+
+        Khang's derivative (000 eq. 5) of the Jacobian in the same frame: in
+        'local_world_aligned' (H_T, H_R) of 000 eqs. 51, 60, 67; in 'local' dJ^(b)/dq
+        (000 eqs. 53, 61; the starred form of eq. 58 is R^T times the first). Pinocchio:
+        ``getJointKinematicHessian`` (a 6 x n x n tensor: ``H.reshape(6, n, n)``).
+        """),
+    'center_of_mass': _Row(
+        'q: ArrayLike, include_root: bool = False', ('q',), 'center_of_mass', '3',
+        post=', root', prelude=_ROOT, gpu='self._gpu_center_of_mass(q, root)',
+        runner='_run_com', doc="""
+        Return the centre of mass of the moving bodies (3,), root frame.
+
+        Mass welded to the fixed root link (by fixed joints) is left out, as in Pinocchio's
+        ``centerOfMass`` of a fixed-base model: it never moves. ``include_root=True`` counts
+        it (the centre of mass of the whole robot). ValueError if the bodies counted have no
+        mass.
+        """),
+    'center_of_mass_jacobian': _Row(
+        'q: ArrayLike, include_root: bool = False', ('q',), 'center_of_mass_jacobian',
+        '(3, self._n)', post=', root', prelude=_ROOT, runner='_run_com', doc="""
+        Return the 3 x n Jacobian of :meth:`center_of_mass`: sum m_i J_TGi / m (000 eq. 45).
+
+        ``include_root`` as for :meth:`center_of_mass` (the root's mass only scales it).
+        Pinocchio: ``jacobianCenterOfMass``.
+        """),
+    'mass_matrix': _Row(
+        'q: ArrayLike, method: str | None = None', ('q',), 'crba', 'self._nn', prelude=(
+            'if method is not None:', '    return self._readable_mass_matrix(q, method)'),
+        gpu='self.on_gpu().mass_matrix(q)', doc="""
+        Return M(q), n x n (or N x n x n for a batch), armature included.
+
+        ``method``: None (compiled CRBA, the fast default), 'jacobian' (000 eq. 95),
+        'explicit' (003 eqs. 30-37) or 'crba' (readable reference implementations).
+        """),
+    'coriolis_star': _Row(
+        'q: ArrayLike, method: str | None = None', ('q',), 'coriolis_star', 'self._nnn',
+        prelude=('if method is not None:',
+                 '    return self._readable_coriolis_star(q, method)'), doc="""
+        C*(q), n x n^2 (000 eq. 101): C*[i, j*n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i.
+
+        ``method``: None (compiled, from the spatial derivatives of the CRBA terms) or
+        'hessian' (the readable form: dM/dq from the Jacobians and Hessians of 000 eq. 95).
+        """),
+    'coriolis_matrix': _Row(
+        'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'coriolis_matrix', 'self._nn',
+        doc="Return the n x n Coriolis matrix C: M' - 2C is skew, C q' = C*(q' kron q')."),
+    'coriolis_vector': _Row(
+        'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'rnea', 'self._n',
+        fast='native.rnea(self._ints, self._reals, q, qd, q, CORIOLIS, _NO_WRENCH, out)',
+        general='self._rnea(CORIOLIS, q=q, qd=qd)',
+        doc="C*(q)(q' kron q'), by Newton-Euler with no gravity and no acceleration."),
+    'gravity_torque': _Row(
+        'q: ArrayLike', ('q',), 'gravity', 'self._n', general='self._rnea(GRAVITY, q=q)',
+        doc='G(q) = dV/dq, by Newton-Euler at rest.'),
+    'bias_torque': _Row(
+        'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'rnea', 'self._n',
+        fast='native.rnea(self._ints, self._reals, q, qd, q, BIAS, _NO_WRENCH, out)',
+        general='self._rnea(BIAS, q=q, qd=qd)',
+        doc="Return C*(q)(q' kron q') + G(q), the torque that holds q'' = 0, by Newton-Euler."),
+    'inverse_dynamics': _Row(
+        'q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, '
+        'f_ext: Mapping[str, ArrayLike] | None = None', ('q', 'qd', 'qdd'), 'rnea', 'self._n',
+        guard='f_ext is None',
+        fast='native.rnea(self._ints, self._reals, q, qd, qdd, ID, _NO_WRENCH, out)',
+        general='self._rnea(ID, f_ext, q=q, qd=qd, qdd=qdd)', doc="""
+        Return tau = M q'' + C*(q' kron q') + G - sum J^T F_ext by Newton-Euler (002).
+
+        ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that the environment
+        applies to the link: force at the link frame origin and moment, in root-frame
+        coordinates (004 eq. 33). Armature torques are included.
+        """),
+}
+
+
+def _compiled(name: str, row: _Row):
+    """Return the RobotModel method of a _COMPILED row (written out, see the table)."""
+    arrays = ', '.join(row.arrays)
+    pre_fast = pre = ''
+    post = row.post
+    fast_if = ' and '.join(f'type({a}) is _ND and {a}.dtype is _F64 and {a}.ndim == 1'
+                           for a in row.arrays)
+    lines = [f'def {name}(self, {row.params}) -> Array:', *('    ' + p for p in row.prelude)]
+    if row.site == 'link':
+        lines += ['    try:', '        k = self._site_rows[link]',
+                  '    except (KeyError, TypeError):',
+                  '        k = self._site(link)        # raises, naming the links']
+        pre_fast = pre = 'self._sites, k, '
+    elif row.site == 'frame':      # the fast path: a link, a frame name and no point
+        lines += ['    try:', '        k, code = self._site_rows[link], FRAMES[frame]',
+                  '    except (KeyError, TypeError):', '        k = code = -1']
+        fast_if = f'code >= 0 and point is None and {fast_if}'
+        pre_fast, pre, post = 'self._sites, k, _ORIGIN, ', 'self._sites, k, p, ', ', code' + post
+    if row.guard:
+        fast_if = f'{row.guard} and {fast_if}'
+    fast = row.fast or (f'native.{row.kernel}(self._ints, self._reals, {pre_fast}{arrays}{post}, '
+                        'out)')
+    lines += [f'    if {fast_if}:', f'        out = _empty({row.shape})', f'        if {fast}:',
+              '            return out']
+    if row.site == 'frame':
+        lines.append('    k, p, code = self._site(link), self._point3(point), _frame_code(frame)')
+    if row.gpu:
+        lines += [f'    if _on_device({row.arrays[0]}):', f'        return {row.gpu}']
+    if not row.general.startswith('self._rnea('):
+        lines.append(f'    ({arrays},), N = self._inputs('
+                     + ', '.join(f'{a}={a}' for a in row.arrays) + ')')
+    lines.append('    return ' + (row.general or (
+        f'self.{row.runner}(native.{row.kernel}, native.{row.kernel}_batch, N, {row.shape}, '
+        f'{pre}{arrays}{post})')))
+    source = '\n'.join(lines) + '\n'
+    filename = f'<kron_dynamics.robot_model._COMPILED[{name!r}]>'
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    defined = {}      # the method's globals are this module's, as a hand-written one's
+    exec(compile(source, filename, 'exec', __future__.annotations.compiler_flag,
+                 dont_inherit=True),
+         globals(), defined)       # noqa: S102  (source built above from the table)
+    method = defined[name]
+    method.__doc__ = inspect.cleandoc(row.doc)
+    method.__qualname__ = f'RobotModel.{name}'
+    method.__module__ = __name__
+    return method
+
+
+for _name, _row in _COMPILED.items():
+    setattr(RobotModel, _name, _compiled(_name, _row))
 
 
 class CoupledRobotModel(RobotModel):

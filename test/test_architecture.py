@@ -215,3 +215,26 @@ def test_bench_lib_imports_no_script():
     for path in sorted((BENCH / 'lib').glob('*.py')):
         imported = _top_level_imports(path) & scripts
         assert not imported, f'bench/lib/{path.name} imports the script(s) {sorted(imported)}'
+
+
+def test_every_compiled_method_is_its_row_written_out():
+    """robot_model._COMPILED: each row is RobotModel's method, its kernel a native entry point."""
+    import inspect
+
+    from kron_dynamics import RobotModel
+    from kron_dynamics.kernels.native import SIGNATURES
+    from kron_dynamics.robot_model import _COMPILED
+
+    assert len(_COMPILED) >= 15
+    for name, row in _COMPILED.items():
+        method = getattr(RobotModel, name)
+        assert method.__qualname__ == f'RobotModel.{name}', name
+        assert method.__doc__ == inspect.cleandoc(row.doc), name
+        assert row.kernel in SIGNATURES, name
+        if not row.general:     # the default general path runs the batch twin
+            assert f'{row.kernel}_batch' in SIGNATURES, name
+        source = inspect.getsource(method)      # the written-out source, for tracebacks too
+        assert source.startswith(f'def {name}(self, {row.params})'), source
+        assert f'native.{row.kernel}(' in source, source
+        assert list(inspect.signature(method).parameters)[1:len(row.arrays) + 1] == \
+            list(row.arrays), name
