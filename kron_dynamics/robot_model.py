@@ -1271,13 +1271,12 @@ class _Row(NamedTuple):
     kernel: str                  # native.<kernel>(ints, reals, [sites, k, [p,]] arrays, ...)
     shape: str                   # the output's shape (an expression)
     doc: str
-    site: str = ''               # 'link': a link's pose row k; 'frame': k, point p, frame code
+    site: str = ''               # 'links': every link; 'link': a link's pose row k;
+    #                              'frame': k, a point p and a frame code
     post: str = ''               # kernel arguments after the arrays (', root')
     prelude: tuple = ()          # lines run first (argument checks, alternatives)
-    guard: str = ''              # a further condition of the fast path
-    fast: str = ''               # the fast call, where it is not the default kernel call
+    mode: str = ''               # Newton-Euler (kernels.ID, ...): the general path is _rnea
     gpu: str = ''                # the result for CUDA arrays (where the GPU serves it)
-    general: str = ''            # the general path's result, where it is not the default
     runner: str = '_run'         # what runs the kernel on checked arrays
 
 
@@ -1292,10 +1291,8 @@ _COMPILED = {
         point x (link frame) is at ``R @ x + p``. Only the link's ancestors are computed.
         """),
     'link_poses': _Row(
-        'q: ArrayLike', ('q',), 'link_poses', 'self._L44', fast='native.link_poses('
-        'self._ints, self._reals, self._sites, q, out)', gpu='self.on_gpu().link_poses(q)[0]',
-        general='self._run(native.link_poses, native.link_poses_batch, N, self._L44, '
-        'self._sites, q)',
+        'q: ArrayLike', ('q',), 'link_poses', 'self._L44', site='links',
+        gpu='self.on_gpu().link_poses(q)[0]',
         doc="Return the 4 x 4 poses of all links, (L, 4, 4) in ``link_names`` order, in one "
             "pass."),
     'jacobian': _Row(
@@ -1386,24 +1383,18 @@ _COMPILED = {
         'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'coriolis_matrix', 'self._nn',
         doc="Return the n x n Coriolis matrix C: M' - 2C is skew, C q' = C*(q' kron q')."),
     'coriolis_vector': _Row(
-        'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'rnea', 'self._n',
-        fast='native.rnea(self._ints, self._reals, q, qd, q, CORIOLIS, _NO_WRENCH, out)',
-        general='self._rnea(CORIOLIS, q=q, qd=qd)',
+        'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'rnea', 'self._n', mode='CORIOLIS',
         doc="C*(q)(q' kron q'), by Newton-Euler with no gravity and no acceleration."),
     'gravity_torque': _Row(
-        'q: ArrayLike', ('q',), 'gravity', 'self._n', general='self._rnea(GRAVITY, q=q)',
+        'q: ArrayLike', ('q',), 'gravity', 'self._n', mode='GRAVITY',
         doc='G(q) = dV/dq, by Newton-Euler at rest.'),
     'bias_torque': _Row(
-        'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'rnea', 'self._n',
-        fast='native.rnea(self._ints, self._reals, q, qd, q, BIAS, _NO_WRENCH, out)',
-        general='self._rnea(BIAS, q=q, qd=qd)',
+        'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'rnea', 'self._n', mode='BIAS',
         doc="Return C*(q)(q' kron q') + G(q), the torque that holds q'' = 0, by Newton-Euler."),
     'inverse_dynamics': _Row(
         'q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, '
         'f_ext: Mapping[str, ArrayLike] | None = None', ('q', 'qd', 'qdd'), 'rnea', 'self._n',
-        guard='f_ext is None',
-        fast='native.rnea(self._ints, self._reals, q, qd, qdd, ID, _NO_WRENCH, out)',
-        general='self._rnea(ID, f_ext, q=q, qd=qd, qdd=qdd)', doc="""
+        mode='ID', doc="""
         Return tau = M q'' + C*(q' kron q') + G - sum J^T F_ext by Newton-Euler (002).
 
         ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that the environment
@@ -1421,7 +1412,9 @@ def _compiled(name: str, row: _Row):
     fast_if = ' and '.join(f'type({a}) is _ND and {a}.dtype is _F64 and {a}.ndim == 1'
                            for a in row.arrays)
     lines = [f'def {name}(self, {row.params}) -> Array:', *('    ' + p for p in row.prelude)]
-    if row.site == 'link':
+    if row.site == 'links':
+        pre_fast = pre = 'self._sites, '
+    elif row.site == 'link':
         lines += ['    try:', '        k = self._site_rows[link]',
                   '    except (KeyError, TypeError):',
                   '        k = self._site(link)        # raises, naming the links']
@@ -1431,22 +1424,27 @@ def _compiled(name: str, row: _Row):
                   '    except (KeyError, TypeError):', '        k = code = -1']
         fast_if = f'code >= 0 and point is None and {fast_if}'
         pre_fast, pre, post = 'self._sites, k, _ORIGIN, ', 'self._sites, k, p, ', ', code' + post
-    if row.guard:
-        fast_if = f'{row.guard} and {fast_if}'
-    fast = row.fast or (f'native.{row.kernel}(self._ints, self._reals, {pre_fast}{arrays}{post}, '
-                        'out)')
-    lines += [f'    if {fast_if}:', f'        out = _empty({row.shape})', f'        if {fast}:',
-              '            return out']
+    fast_arrays = arrays
+    if row.kernel == 'rnea':       # (q, qd, qdd) with q for what the mode does not use
+        fast_arrays = ', '.join((list(row.arrays) + ['q'] * 2)[:3])
+        post = f', {row.mode}, _NO_WRENCH'
+    if 'f_ext' in row.params:      # external wrenches: the general path (_rnea)
+        fast_if = f'f_ext is None and {fast_if}'
+    lines += [f'    if {fast_if}:', f'        out = _empty({row.shape})',
+              f'        if native.{row.kernel}(self._ints, self._reals, {pre_fast}{fast_arrays}'
+              f'{post}, out):', '            return out']
     if row.site == 'frame':
         lines.append('    k, p, code = self._site(link), self._point3(point), _frame_code(frame)')
     if row.gpu:
         lines += [f'    if _on_device({row.arrays[0]}):', f'        return {row.gpu}']
-    if not row.general.startswith('self._rnea('):
-        lines.append(f'    ({arrays},), N = self._inputs('
-                     + ', '.join(f'{a}={a}' for a in row.arrays) + ')')
-    lines.append('    return ' + (row.general or (
-        f'self.{row.runner}(native.{row.kernel}, native.{row.kernel}_batch, N, {row.shape}, '
-        f'{pre}{arrays}{post})')))
+    keywords = ', '.join(f'{a}={a}' for a in row.arrays)
+    if row.mode:        # checks, batches, GPU arrays and external wrenches: _rnea
+        wrenches = ', f_ext' if 'f_ext' in row.params else ''
+        lines.append(f'    return self._rnea({row.mode}{wrenches}, {keywords})')
+    else:
+        lines += [f'    ({arrays},), N = self._inputs({keywords})',
+                  f'    return self.{row.runner}(native.{row.kernel}, native.{row.kernel}_batch, '
+                  f'N, {row.shape}, {pre}{arrays}{post})']
     source = '\n'.join(lines) + '\n'
     filename = f'<kron_dynamics.robot_model._COMPILED[{name!r}]>'
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)

@@ -231,7 +231,7 @@ def test_every_compiled_method_is_its_row_written_out():
         assert method.__qualname__ == f'RobotModel.{name}', name
         assert method.__doc__ == inspect.cleandoc(row.doc), name
         assert row.kernel in SIGNATURES, name
-        if not row.general:     # the default general path runs the batch twin
+        if not row.mode:     # the general path runs the batch twin (Newton-Euler: _rnea)
             assert f'{row.kernel}_batch' in SIGNATURES, name
         source = inspect.getsource(method)      # the written-out source, for tracebacks too
         assert source.startswith(f'def {name}(self, {row.params})'), source
