@@ -51,7 +51,7 @@ import xml.etree.ElementTree as ET
 
 from lib import comparison_libs, provenance
 from lib.compare import relerr
-from lib.models import panda_source, panda_urdf, pinocchio_bench
+from lib.models import AGREE_TOL, panda_source, panda_urdf, pinocchio_bench
 from lib.timing import alternate
 import numpy as np
 
@@ -60,7 +60,6 @@ from kron_dynamics.testing.pinocchio_pair import PinocchioPair, symmetric_from_u
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
-AGREE_TOL = 1e-9
 # (robot, end-effector link) of the benchmark
 ROBOTS = {'panda': 'panda_link7', 'talos': 'arm_left_7_link'}
 # kron op -> target ratio kron / Pinocchio (None: reported only)

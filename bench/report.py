@@ -166,19 +166,22 @@ def _timing(model: dict, lib: str, op: str, stat: str = 'min_us'):
     return model.get('timing_us', {}).get(lib, {}).get(op, {}).get(stat)
 
 
+def target_cells(model: dict, op: str, medians: bool = False) -> list:
+    """Return the cells of one call against its Pinocchio baseline, ratios, target, verdict."""
+    x = model['ratios'][op]
+    stats = ('min_us', 'median_us') if medians else ('min_us',)
+    ours = [fmt(_timing(model, 'kron_dynamics', op, s)) for s in stats]
+    theirs = [fmt(_timing(model, 'pinocchio', x['baseline'], s)) for s in stats]
+    return [f'`{op}`', *ours, f"`{x['baseline']}`", *theirs,
+            fmt(x['ratio_min']), fmt(x['ratio_median']), f"≤ {x['target']:g}", met(x['pass'])]
+
+
 def single_call_table(r: Results) -> str:
     """One call from Python on the Franka Panda: kron_dynamics vs Pinocchio."""
     d = r['dynamics']
     panda = d['models'][PANDA]
-    rows = []
-    for op, what in KRON_VS_PINOCCHIO.items():
-        x = panda['ratios'].get(op)
-        if not x:
-            continue
-        rows.append([what, f'`{op}`', fmt(_timing(panda, 'kron_dynamics', op)),
-                     f"`{x['baseline']}`", fmt(_timing(panda, 'pinocchio', x['baseline'])),
-                     fmt(x['ratio_min']), fmt(x['ratio_median']), f"≤ {x['target']:g}",
-                     met(x['pass'])])
+    rows = [[what, *target_cells(panda, op)] for op, what in KRON_VS_PINOCCHIO.items()
+            if panda['ratios'].get(op)]
     pin = d['meta']['libraries'].get('pin', '?')
     return '\n\n'.join([
         table(['quantity', 'kron_dynamics', 'µs', f'Pinocchio {pin}', 'µs', 'ratio (min)',
@@ -317,15 +320,8 @@ def dynamics_agreement_table(r: Results) -> str:
 def dynamics_targets_table(r: Results) -> str:
     """Every model's single calls against Pinocchio's, with the targets."""
     d = r['dynamics']
-    rows = []
-    for name, m in d['models'].items():
-        for op, x in m.get('ratios', {}).items():
-            rows.append([name, m['n'], f'`{op}`', fmt(_timing(m, 'kron_dynamics', op)),
-                         fmt(_timing(m, 'kron_dynamics', op, 'median_us')),
-                         f"`{x['baseline']}`", fmt(_timing(m, 'pinocchio', x['baseline'])),
-                         fmt(_timing(m, 'pinocchio', x['baseline'], 'median_us')),
-                         fmt(x['ratio_min']), fmt(x['ratio_median']), f"≤ {x['target']:g}",
-                         met(x['pass'])])
+    rows = [[name, m['n'], *target_cells(m, op, medians=True)]
+            for name, m in d['models'].items() for op in m.get('ratios', {})]
     return table(['model', 'n', 'kron_dynamics', 'min µs', 'median µs', 'Pinocchio', 'min µs',
                   'median µs', 'ratio (min)', 'ratio (median)', 'target', 'verdict'],
                  rows) + '\n\n' + source(r, 'dynamics')

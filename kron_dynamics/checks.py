@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+import functools
+import inspect
 
 import numpy as np
 
@@ -169,6 +171,18 @@ class ArrayChecker:
         row = int(np.nonzero(bad.any(axis=1))[0][0])
         raise ValueError(f'{name}[{row}] is not finite at '
                          f'{[names[i] for i in np.nonzero(bad[row])[0]]}')
+
+
+@functools.lru_cache(maxsize=None)
+def _parameters(function) -> tuple:
+    return tuple(inspect.signature(function).parameters)
+
+
+def argument_names(method, count: int) -> tuple:
+    """Return the names of a (bound) method's first ``count`` parameters, read once per method."""
+    function = getattr(method, '__func__', None)
+    names = _parameters(method) if function is None else _parameters(function)[1:]
+    return names[:count]
 
 
 def _frame_code(frame) -> int:

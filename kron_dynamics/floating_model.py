@@ -43,7 +43,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 import dataclasses
 import functools
-import inspect
 import math
 import warnings
 
@@ -61,8 +60,8 @@ from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 from .checks import (_body_parameters, _contacts, _host_only, _on_device, _PARTS,
-                     _step_arguments, _wrenches, ArrayChecker, BASE_TYPES, CONTACT_FRAMES,
-                     frame_name)
+                     _step_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
+                     CONTACT_FRAMES, frame_name)
 
 Array = NDArray[np.float64]
 
@@ -439,7 +438,7 @@ class MovingBase:
         """
         if not any(a is not None and np.ndim(a) == 2 for a in arrays):
             return None             # one state: every single call passes here, keep it cheap
-        names = names or tuple(inspect.signature(method).parameters)[:len(arrays)]
+        names = names or argument_names(method, len(arrays))
         for name, a in zip(names, arrays):
             _host_only(a, name, getattr(method, '__name__', ''))
         values = {name: (k, np.asarray(a, dtype=float))

@@ -53,7 +53,7 @@ from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
-                     _on_device, _PARTS, _step_arguments, _wrenches, ArrayChecker,
+                     _on_device, _PARTS, _step_arguments, _wrenches, argument_names, ArrayChecker,
                      BASE_TYPES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
@@ -816,7 +816,7 @@ class RobotModel:
         """
         if all(np.ndim(a) < 2 for a in arrays):
             return None
-        names = tuple(inspect.signature(method).parameters)[:len(arrays)]
+        names = argument_names(method, len(arrays))
         self._check.arrays(True, **{name: a for name, a in zip(names, arrays)   # tau: n or nv
                                     if np.ndim(a) == 2 and name != 'tau'})
         arrays = [np.asarray(a, dtype=float) for a in arrays]
@@ -1404,6 +1404,27 @@ _COMPILED = {
 }
 
 
+def _write_out(lines: list, where: str, qualname: str, doc: str):
+    """
+    Return the function whose source is ``lines``, written out from a row of ``where``.
+
+    Its globals are this module's, as a hand-written method's; its source is in linecache,
+    so tracebacks and inspect.getsource show it.
+    """
+    source = '\n'.join(lines) + '\n'
+    filename = f'<kron_dynamics.robot_model.{where}>'
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    defined = {}
+    exec(compile(source, filename, 'exec', __future__.annotations.compiler_flag,
+                 dont_inherit=True),
+         globals(), defined)       # noqa: S102  (source built from a table of this module)
+    method, = defined.values()
+    method.__doc__ = inspect.cleandoc(doc)
+    method.__qualname__ = qualname
+    method.__module__ = __name__
+    return method
+
+
 def _compiled(name: str, row: _Row):
     """Return the RobotModel method of a _COMPILED row (written out, see the table)."""
     arrays = ', '.join(row.arrays)
@@ -1445,18 +1466,7 @@ def _compiled(name: str, row: _Row):
         lines += [f'    ({arrays},), N = self._inputs({keywords})',
                   f'    return self.{row.runner}(native.{row.kernel}, native.{row.kernel}_batch, '
                   f'N, {row.shape}, {pre}{arrays}{post})']
-    source = '\n'.join(lines) + '\n'
-    filename = f'<kron_dynamics.robot_model._COMPILED[{name!r}]>'
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    defined = {}      # the method's globals are this module's, as a hand-written one's
-    exec(compile(source, filename, 'exec', __future__.annotations.compiler_flag,
-                 dont_inherit=True),
-         globals(), defined)       # noqa: S102  (source built above from the table)
-    method = defined[name]
-    method.__doc__ = inspect.cleandoc(row.doc)
-    method.__qualname__ = f'RobotModel.{name}'
-    method.__module__ = __name__
-    return method
+    return _write_out(lines, f'_COMPILED[{name!r}]', f'RobotModel.{name}', row.doc)
 
 
 for _name, _row in _COMPILED.items():
@@ -1817,7 +1827,7 @@ _GPU_ROUTES = {
 }
 
 
-def _lift_and_project(self, name: str, kinds: str, project, arrays: tuple, others: tuple):
+def _lift_and_project(self, name: str, kinds: str, arrays: tuple, others: tuple):
     """Return the general path of a _PROJECTED method: check, lift, the tree's method, project."""
     route = _GPU_ROUTES.get(name)
     if route is not None and _on_device(arrays[0]):     # others refuse CUDA arrays (_inputs)
@@ -1826,17 +1836,19 @@ def _lift_and_project(self, name: str, kinds: str, project, arrays: tuple, other
     values = [self._lift(x) if kind == 'q' else self._lift_rate(x)
               for kind, x in zip(kinds, checked)]
     result = getattr(self._full, name)(*values, *others)
-    if isinstance(project, tuple):
-        return tuple(p(self, r) for p, r in zip(project, result))
-    return project(self, result)
+    projection = _PROJECTED[name][1]
+    if isinstance(projection, tuple):
+        return tuple(_PROJECTIONS[p](self, r) for p, r in zip(projection, result))
+    return _PROJECTIONS[projection](self, result)
 
 
-def _projected(name: str, kinds: str, projection, mode, doc: str):
+def _projected(name: str, kinds: str, _projection, mode, doc: str):
     """
     Return the CoupledRobotModel method of a _PROJECTED row, with RobotModel's signature.
 
     The method is written out (exec) with the parameters of RobotModel's: a single state
-    then costs what a hand-written method does (no *args packing or binding per call).
+    then costs what a hand-written method does (no *args packing or binding per call). Its
+    general path, _lift_and_project, reads the row's projection itself.
     """
     signature = inspect.signature(getattr(RobotModel, name))
     parameters = list(signature.parameters.values())[1:]      # after self
@@ -1854,16 +1866,9 @@ def _projected(name: str, kinds: str, projection, mode, doc: str):
                   '        if native.coupled_rnea(self._fints, self._freals, self._cpl, '
                   f'self.armature, {q}, {qd}, {qdd}, {mode}, tau):',
                   '            return tau']
-    lines.append(f'    return _lift_and_project(self, {name!r}, {kinds!r}, _project, '
+    lines.append(f'    return _lift_and_project(self, {name!r}, {kinds!r}, '
                  f'({", ".join(arrays)},), ({"".join(o + ", " for o in others)}))')
-    project = (tuple(_PROJECTIONS[p] for p in projection) if isinstance(projection, tuple)
-               else _PROJECTIONS[projection])
-    namespace = {'_ND': _ND, '_F64': _F64, '_empty': np.empty, 'native': native,
-                 '_lift_and_project': _lift_and_project, '_project': project}
-    exec('\n'.join(lines), namespace)       # noqa: S102  (source built above from the table)
-    method = namespace[name]
-    method.__doc__ = doc
-    method.__qualname__ = f'CoupledRobotModel.{name}'
+    method = _write_out(lines, f'_PROJECTED[{name!r}]', f'CoupledRobotModel.{name}', doc)
     method.__signature__ = signature
     return method
 
