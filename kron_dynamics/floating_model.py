@@ -44,6 +44,7 @@ from collections.abc import Mapping
 import dataclasses
 import functools
 import math
+from typing import NamedTuple
 import warnings
 
 import numpy as np
@@ -54,11 +55,13 @@ from .algorithms.forward_dynamics import solve_mass_matrix
 from .algorithms.operational_space import operational_space_inertia
 from .algorithms.regressor import body_inertia, body_parameters
 from .errors import ModelError
-from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
+from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites  # noqa: F401
+#                    (CORIOLIS, FRAMES and GRAVITY: in the rows of _COMPILED_BASE)
 from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
+from .written_out import write_out
 from .checks import (_body_parameters, _contacts, _host_only, _on_device, _PARTS,
                      _step_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
                      CONTACT_FRAMES, frame_name)
@@ -71,6 +74,7 @@ _NO_WRENCH = np.zeros((0, 6))
 _ORIGIN3 = np.zeros(3)
 _F64 = np.dtype(np.float64)
 _ND = np.ndarray
+_empty = np.empty
 
 
 def _plain(*arrays) -> bool:
@@ -286,6 +290,8 @@ class MovingBase:
         self._site_rows = fixed._site_rows          # link -> row of the packed sites
         self._contact_cache = {}                    # contact list -> the kernels' arrays
         self._6nv = (6, self.nv)
+        self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
+        self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
 
     # ----------------------------------------------------------------- sizes and names
     @property
@@ -526,49 +532,15 @@ class MovingBase:
             raise ValueError('mass matrix: q must be finite')
         return M
 
-    def inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
-                         f_ext: Mapping[str, ArrayLike] | None = None) -> Array:
-        """
-        Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
-
-        002, 004 app. B. ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that
-        the environment applies to the link: force at the link frame origin and moment, in
-        world axes (as on a fixed base, with the world for the root frame).
-        """
-        if f_ext:
-            return self._with_wrenches(q, v, dv, f_ext)
-        if self._same and _plain(q, v, dv):
-            tau = np.empty(self.nv)
-            if native.floating_rnea(self._ints, self._reals, self._origin, q, v, dv, ID,
-                                    QUATERNION_TOLERANCE, tau):
-                return tau
-        if _on_device(q):
-            return self.on_gpu().inverse_dynamics(q, v, dv)
-        batch = self._rnea_batch(ID, q, v, dv)
-        if batch is not None:
-            return batch
-        batch = self._batch(self.inverse_dynamics, q, v, dv)
-        if batch is not None:
-            return batch
+    # The compiled methods (inverse_dynamics, mass_matrix, gravity_torque, bias_torque,
+    # coriolis_vector, forward_dynamics, jacobian and the two derivatives) are the rows of
+    # _COMPILED_BASE below, written out; here are their general paths (checks, every base).
+    def _general_inverse_dynamics(self, q, v, dv) -> Array:
         q, T, _, qk = self._split(q)
         v = self._vector(v, self.nv, 'v')
         dv = self._vector(dv, self.nv, 'dv')
         tau = self._rnea(qk, self._lift(v), self._lift(dv), self._gravity_base(T))
         return self._project(tau) + self._armature_after * dv
-
-    def _rnea_batch(self, mode, q, v=None, dv=None) -> Array | None:
-        """Return the compiled Newton-Euler of a batch (mode as floating_rnea), or None."""
-        if not self._same:
-            return None
-        rows = _batch_rows(q, self._zero_v if v is None else v,
-                           self._zero_v if dv is None else dv)
-        if rows is None:
-            return None
-        tau = np.empty((rows[0].shape[0], self.nv))
-        if native.floating_rnea_batch(self._ints, self._reals, self._origin, *rows, mode,
-                                      QUATERNION_TOLERANCE, tau):
-            return tau
-        return None         # a bad row: the per-row path names it
 
     def _with_wrenches(self, q, v, dv, f_ext) -> Array:
         """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
@@ -580,49 +552,14 @@ class MovingBase:
             tau = tau - self.jacobian(q, link).T @ w
         return tau
 
-    def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
-        """
-        Return M(q), nv x nv, symmetric positive definite for a physical robot.
-
-        ``method``: None only (the compiled recursion); the fixed base's readable
-        alternatives ('jacobian', 'explicit', 'crba') are for ``model.fixed``.
-        """
-        if method is not None:
-            raise ValueError(f'mass_matrix: method {method!r} is for a fixed base; a moving '
-                             'base has the compiled default only (method=None)')
-        if self._same and _plain(q):
-            M = np.empty((self.nv, self.nv))
-            if native.floating_crba(self._ints, self._reals, q, QUATERNION_TOLERANCE, M):
-                return M
-        if _on_device(q):
-            return self.on_gpu().mass_matrix(q)
-        rows = _batch_rows(q) if self._same else None
-        if rows is not None:
-            M = np.empty((rows[0].shape[0], self.nv, self.nv))
-            if native.floating_crba_batch(self._ints, self._reals, rows[0], QUATERNION_TOLERANCE,
-                                          M):
-                return M
-        batch = self._batch(self.mass_matrix, q)
-        if batch is not None:
-            return batch
+    def _general_mass_matrix(self, q) -> Array:
         _, _, _, qk = self._split(q)
         M = self._mass_matrix_kernel(qk)
         if self._sel is None:
             return self._Pk.T @ M @ self._Pk + np.diag(self._armature_after)
         return M if self._same else M[np.ix_(self._sel, self._sel)]
 
-    def gravity_torque(self, q: ArrayLike) -> Array:
-        """Return G(q) = tau at rest (nv): the generalized gravity forces."""
-        if self._same and _plain(q):
-            tau = np.empty(self.nv)
-            if native.floating_rnea(self._ints, self._reals, self._origin, q, self._zero_v,
-                                    self._zero_v, GRAVITY, QUATERNION_TOLERANCE, tau):
-                return tau
-        if _on_device(q):
-            return self.on_gpu().gravity_torque(q)
-        if np.ndim(q) == 2:
-            batch = self._rnea_batch(GRAVITY, q)
-            return self._batch(self.gravity_torque, q) if batch is None else batch
+    def _general_gravity_torque(self, q) -> Array:
         _, T, _, qk = self._split(q)
         reals = self._reals.copy()
         reals[-1, :3] = self._gravity_base(T)
@@ -631,32 +568,7 @@ class MovingBase:
             raise ValueError('gravity torque: q must be finite')
         return self._project(tau)
 
-    def bias_torque(self, q: ArrayLike, v: ArrayLike) -> Array:
-        """Return h(q, v) = C*(q)(v kron v) + G(q) (nv): tau with v' = 0."""
-        if self._same and _plain(q, v):
-            tau = np.empty(self.nv)
-            if native.floating_rnea(self._ints, self._reals, self._origin, q, v, self._zero_v,
-                                    ID, QUATERNION_TOLERANCE, tau):
-                return tau
-        if _on_device(q):
-            return self.on_gpu().bias_torque(q, v)
-        if np.ndim(q) == 2 or np.ndim(v) == 2:
-            batch = self._rnea_batch(ID, q, v)
-            return self._batch(self.bias_torque, q, v) if batch is None else batch
-        return self.inverse_dynamics(q, v, np.zeros(self.nv))
-
-    def coriolis_vector(self, q: ArrayLike, v: ArrayLike) -> Array:
-        """Return C*(q)(v kron v) = h(q, v) - G(q) (nv)."""
-        if self._same and _plain(q, v):
-            tau = np.empty(self.nv)
-            if native.floating_rnea(self._ints, self._reals, self._origin, q, v, self._zero_v,
-                                    CORIOLIS, QUATERNION_TOLERANCE, tau):
-                return tau
-        if _on_device(q):
-            return self.on_gpu().coriolis_vector(q, v)
-        if np.ndim(q) == 2 or np.ndim(v) == 2:
-            batch = self._rnea_batch(CORIOLIS, q, v)
-            return self._batch(self.coriolis_vector, q, v) if batch is None else batch
+    def _general_coriolis_vector(self, q, v) -> Array:
         q, T, _, qk = self._split(q)
         vk = self._lift(self._vector(v, self.nv, 'v'))
         return self._project(self._rnea(qk, vk, np.zeros(len(vk)), np.zeros(3)))
@@ -692,51 +604,12 @@ class MovingBase:
                 C[:, j, k] = C[:, k, j] = 0.5 * (quadratic(E[j] + E[k]) - h[j] - h[k])
         return C.reshape(nv, nv * nv)
 
-    def forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> Array:
-        """Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."""
-        if _on_device(q):
-            return self.on_gpu().forward_dynamics(q, v, tau)
-        if np.ndim(q) == 2 or np.ndim(v) == 2 or np.ndim(tau) == 2:
-            rows = _batch_rows(q, v, tau) if self._same else None
-            if rows is not None:     # a bad row or a singular M: the per-row path says which
-                dv = np.empty((rows[0].shape[0], self.nv))
-                if native.floating_forward_dynamics_batch(self._ints, self._reals, self._origin,
-                                                          *rows, QUATERNION_TOLERANCE, dv):
-                    return dv
-            return self._batch(self.forward_dynamics, q, v, tau)
-        if self._same and _plain(q, v, tau):      # singular M or bad input: the path below
-            dv = np.empty(self.nv)
-            if native.floating_forward_dynamics(self._ints, self._reals, self._origin, q, v,
-                                                tau, QUATERNION_TOLERANCE, dv):
-                return dv
+    def _general_forward_dynamics(self, q, v, tau) -> Array:
         tau = self._vector(tau, self.nv, 'tau')
         return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
                                  list(self.velocity_names))
 
-    def inverse_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
-                                     f_ext: Mapping[str, ArrayLike] | None = None
-                                     ) -> tuple[Array, Array, Array]:
-        """
-        Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.
-
-        d/dq_k is the derivative along integrate(q, e_k t) with v and dv held (the base's
-        twist and its derivative in base axes). From the compiled recursion on the tree
-        behind the base chain at zero: moving the base moves nothing relative to it but
-        gravity, which turns the other way (the base-rotation columns are -M_xyz [g_b]x, the
-        translation columns 0), and the chain's accelerations carry the velocity products of
-        the base (:func:`_chain_acceleration`), whose derivative enters dtau/dv through M.
-        ``f_ext`` as for :meth:`inverse_dynamics`, held constant in world axes. One
-        compiled call for a floating base without mimic joints
-        (kernels.rnea_derivatives.floating_rnea_derivatives), batches too.
-        """
-        fast = None if f_ext else self._compiled_derivatives(
-            native.floating_rnea_derivatives, native.floating_rnea_derivatives_batch, q, v, dv)
-        if fast is not None:
-            return fast
-        if max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:
-            if f_ext:
-                raise ValueError('f_ext is not supported for a batch: call per configuration')
-            return self._batch(self.inverse_dynamics_derivatives, q, v, dv)
+    def _general_inverse_dynamics_derivatives(self, q, v, dv, f_ext) -> tuple:
         q, T, _, qk = self._split(q)
         vk = self._lift(self._vector(v, self.nv, 'v'))
         dvk = self._lift(self._vector(dv, self.nv, 'dv'))
@@ -755,37 +628,6 @@ class MovingBase:
         if f_ext:
             dq -= self._wrench_derivative(q, f_ext)
         return dq, P.T @ Dv @ P, P.T @ Mk @ P + np.diag(self._armature_after)
-
-    def forward_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike
-                                     ) -> tuple[Array, Array, Array]:
-        """Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space."""
-        fast = self._compiled_derivatives(native.floating_forward_dynamics_derivatives,
-                                          native.floating_forward_dynamics_derivatives_batch,
-                                          q, v, tau)
-        if fast is not None:
-            return fast
-        if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
-            return self._batch(self.forward_dynamics_derivatives, q, v, tau)
-        return self._derivatives_at(q, v, tau)
-
-    def _compiled_derivatives(self, single, batch, q, v, x):
-        """Return a derivative kernel's three nv x nv results (a batch: N x ...), or None."""
-        if not self._same:
-            return None
-        nv = self.nv
-        if _plain(q, v, x):
-            out = np.empty((3, nv, nv))
-            if single(self._ints, self._reals, self._origin, q, v, x, QUATERNION_TOLERANCE,
-                      out):
-                return out[0], out[1], out[2]
-            return None             # a bad input or a singular M: the general path says so
-        rows = _batch_rows(q, v, x)
-        if rows is None:
-            return None
-        out = np.empty((rows[0].shape[0], 3, nv, nv))
-        if batch(self._ints, self._reals, self._origin, *rows, QUATERNION_TOLERANCE, out):
-            return out[:, 0], out[:, 1], out[:, 2]
-        return None
 
     # ----------------------------------------------------------------- inertial parameters
     @property
@@ -1051,31 +893,6 @@ class MovingBase:
         if point is not None:
             T[:3, 3] += T[:3, :3] @ self.fixed._point3(point)
         return T
-
-    def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
-                 frame: str = 'local_world_aligned') -> Array:
-        """
-        Return the 6 x nv Jacobian of a link or a point on it (rows: linear, angular).
-
-        Frames as on a fixed base (Pinocchio's), with the world in place of the root:
-        'local_world_aligned' (world axes at the point), 'local' (link axes), 'world'
-        (spatial velocity at the world origin); Pinocchio's upper-case spellings too.
-        Compiled in one call for a floating base without mimic joints
-        (``kernels.floating_base.floating_jacobian``).
-        """
-        if self._same and point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
-            try:
-                k, code = self._site_rows[link], FRAMES[frame]
-            except (KeyError, TypeError):
-                k = code = -1
-            if k >= 0:
-                J = np.empty(self._6nv)
-                if native.floating_jacobian(self._ints, self._reals, self._sites, self._origin,
-                                            q, QUATERNION_TOLERANCE, k, _ORIGIN3, code, J):
-                    return J
-        if _on_device(q):
-            return self.on_gpu().jacobian(q, link, point, frame)
-        return self._jacobian(q, link, point, frame)
 
     @_batched('q')
     def _jacobian(self, q, link, point, frame) -> Array:
@@ -1377,3 +1194,149 @@ class MovingBase:
         """Check one state's q (normalised orientation) or a velocity-sized array."""
         return (self._configuration(x, batch) if what == 'q'
                 else self._check.vector(x, what, batch=batch))
+
+
+# ------------------------------------------------------------------ the compiled methods
+# One row per MovingBase method that runs a compiled entry point of kernels/native.py in one
+# call (a floating base without mimic joints: ``_same``), as robot_model._COMPILED is for a
+# fixed base. _compiled_base writes each row out as the method: the fast path (1-D float64
+# arrays straight into native.<kernel>, which checks lengths, finiteness and the quaternion
+# itself and returns False on bad input), CUDA arrays to the GPU, a batch in one call of the
+# batch twin, then the per-row loop and the general path (every base, the checker's errors).
+class _BaseRow(NamedTuple):
+    params: str                  # the parameters after self, as written in the signature
+    arrays: tuple                # the per-coordinate arguments, as the fast path takes them
+    kernel: str                  # native.<kernel>(ints, reals, <args>, out); batch: _batch
+    args: str                    # the kernel's arguments; {} stands for its state arrays
+    states: str                  # its state arrays: 'q, v, dv' (zeros where not used)
+    shape: str                   # the output's shape per state (a tuple)
+    general: str                 # the general path (checks, batches of other bases)
+    doc: str
+    prelude: tuple = ()          # lines run first (argument checks)
+    fast_if: str = ''            # what else the fast path needs
+    gpu: str = ''                # the result for CUDA arrays (where the GPU serves it)
+    batch: bool = True           # a batch twin native.<kernel>_batch exists
+    parts: int = 0               # the output holds this many results (a tuple of them)
+    returns: str = 'Array'
+
+
+_TOL = 'QUATERNION_TOLERANCE'
+_THREE = 'tuple[Array, Array, Array]'
+_COMPILED_BASE = {
+    'inverse_dynamics': _BaseRow(
+        'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
+        'None', ('q', 'v', 'dv'), 'floating_rnea', f'self._origin, {{}}, ID, {_TOL}',
+        'q, v, dv', 'self._shape_v', 'self._general_inverse_dynamics(q, v, dv)',
+        prelude=('if f_ext:', '    return self._with_wrenches(q, v, dv, f_ext)'),
+        gpu='self.on_gpu().inverse_dynamics(q, v, dv)', doc="""
+        Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
+
+        002, 004 app. B. ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that
+        the environment applies to the link: force at the link frame origin and moment, in
+        world axes (as on a fixed base, with the world for the root frame).
+        """),
+    'mass_matrix': _BaseRow(
+        'q: ArrayLike, method: str | None = None', ('q',), 'floating_crba', f'{{}}, {_TOL}',
+        'q', 'self._shape_m', 'self._general_mass_matrix(q)', prelude=(
+            'if method is not None:',
+            "    raise ValueError(f'mass_matrix: method {method!r} is for a fixed base; a "
+            "moving base has the compiled default only (method=None)')"),
+        gpu='self.on_gpu().mass_matrix(q)', doc="""
+        Return M(q), nv x nv, symmetric positive definite for a physical robot.
+
+        ``method``: None only (the compiled recursion); the fixed base's readable
+        alternatives ('jacobian', 'explicit', 'crba') are for ``model.fixed``.
+        """),
+    'gravity_torque': _BaseRow(
+        'q: ArrayLike', ('q',), 'floating_rnea', f'self._origin, {{}}, GRAVITY, {_TOL}',
+        'q, self._zero_v, self._zero_v', 'self._shape_v', 'self._general_gravity_torque(q)',
+        gpu='self.on_gpu().gravity_torque(q)',
+        doc='Return G(q) = tau at rest (nv): the generalized gravity forces.'),
+    'bias_torque': _BaseRow(
+        'q: ArrayLike, v: ArrayLike', ('q', 'v'), 'floating_rnea',
+        f'self._origin, {{}}, ID, {_TOL}', 'q, v, self._zero_v', 'self._shape_v',
+        'self.inverse_dynamics(q, v, np.zeros(self.nv))', gpu='self.on_gpu().bias_torque(q, v)',
+        doc="Return h(q, v) = C*(q)(v kron v) + G(q) (nv): tau with v' = 0."),
+    'coriolis_vector': _BaseRow(
+        'q: ArrayLike, v: ArrayLike', ('q', 'v'), 'floating_rnea',
+        f'self._origin, {{}}, CORIOLIS, {_TOL}', 'q, v, self._zero_v', 'self._shape_v',
+        'self._general_coriolis_vector(q, v)', gpu='self.on_gpu().coriolis_vector(q, v)',
+        doc='Return C*(q)(v kron v) = h(q, v) - G(q) (nv).'),
+    'forward_dynamics': _BaseRow(
+        'q: ArrayLike, v: ArrayLike, tau: ArrayLike', ('q', 'v', 'tau'),
+        'floating_forward_dynamics', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
+        'self._shape_v', 'self._general_forward_dynamics(q, v, tau)',
+        gpu='self.on_gpu().forward_dynamics(q, v, tau)',
+        doc="Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."),
+    'jacobian': _BaseRow(
+        "q: ArrayLike, link: str, point: ArrayLike | None = None, "
+        "frame: str = 'local_world_aligned'", ('q',), 'floating_jacobian',
+        f'self._sites, self._origin, {{}}, {_TOL}, k, _ORIGIN3, code', 'q', 'self._6nv',
+        'self._jacobian(q, link, point, frame)', prelude=(
+            'try:', '    k, code = self._site_rows[link], FRAMES[frame]',
+            'except (KeyError, TypeError):', '    k = code = -1'),
+        fast_if='code >= 0 and point is None', gpu='self.on_gpu().jacobian(q, link, point, frame)',
+        batch=False, doc="""
+        Return the 6 x nv Jacobian of a link or a point on it (rows: linear, angular).
+
+        Frames as on a fixed base (Pinocchio's), with the world in place of the root:
+        'local_world_aligned' (world axes at the point), 'local' (link axes), 'world'
+        (spatial velocity at the world origin); Pinocchio's upper-case spellings too.
+        Compiled in one call for a floating base without mimic joints
+        (``kernels.floating_base.floating_jacobian``).
+        """),
+    'inverse_dynamics_derivatives': _BaseRow(
+        'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
+        'None', ('q', 'v', 'dv'), 'floating_rnea_derivatives', f'self._origin, {{}}, {_TOL}',
+        'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv, f_ext)',
+        prelude=('if f_ext and max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:',
+                 "    raise ValueError('f_ext is not supported for a batch: call per "
+                 "configuration')"), fast_if='not f_ext', parts=3, returns=_THREE, doc="""
+        Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.
+
+        d/dq_k is the derivative along integrate(q, e_k t) with v and dv held (the base's
+        twist and its derivative in base axes). From the compiled recursion on the tree
+        behind the base chain at zero: moving the base moves nothing relative to it but
+        gravity, which turns the other way (the base-rotation columns are -M_xyz [g_b]x, the
+        translation columns 0), and the chain's accelerations carry the velocity products of
+        the base (:func:`_chain_acceleration`), whose derivative enters dtau/dv through M.
+        ``f_ext`` as for :meth:`inverse_dynamics`, held constant in world axes. One
+        compiled call for a floating base without mimic joints
+        (kernels.rnea_derivatives.floating_rnea_derivatives), batches too.
+        """),
+    'forward_dynamics_derivatives': _BaseRow(
+        'q: ArrayLike, v: ArrayLike, tau: ArrayLike', ('q', 'v', 'tau'),
+        'floating_forward_dynamics_derivatives', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
+        'self._shape_d', 'self._derivatives_at(q, v, tau)', parts=3, returns=_THREE,
+        doc="Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space."),
+}
+
+
+def _compiled_base(name: str, row: _BaseRow):
+    """Return the MovingBase method of a _COMPILED_BASE row (written out, see the table)."""
+    fast_if = ' and '.join(['self._same', *([row.fast_if] if row.fast_if else []), *(
+        f'type({a}) is _ND and {a}.dtype is _F64 and {a}.ndim == 1' for a in row.arrays)])
+    parts = ', '.join(f'out[{k}]' for k in range(row.parts)) or 'out'
+    batch_parts = ', '.join(f'out[:, {k}]' for k in range(row.parts)) or 'out'
+    lines = [f'def {name}(self, {row.params}) -> {row.returns}:',
+             *('    ' + p for p in row.prelude),
+             f'    if {fast_if}:', f'        out = _empty({row.shape})',
+             f'        if native.{row.kernel}(self._ints, self._reals, '
+             f'{row.args.format(row.states)}, out):', f'            return {parts}']
+    if row.gpu:
+        lines += [f'    if _on_device({row.arrays[0]}):', f'        return {row.gpu}']
+    if row.batch:       # a bad row or a singular M: the per-row loop below says which
+        lines += ['    rows = _batch_rows(' + row.states + ') if self._same else None',
+                  '    if rows is not None:',
+                  f'        out = _empty((rows[0].shape[0], *{row.shape}))',
+                  f'        if native.{row.kernel}_batch(self._ints, self._reals, '
+                  f"{row.args.format('*rows')}, out):", f'            return {batch_parts}',
+                  f'    batch = self._batch(self.{name}, {", ".join(row.arrays)})',
+                  '    if batch is not None:', '        return batch']
+    lines.append(f'    return {row.general}')
+    return write_out(lines, globals(), f'_COMPILED_BASE[{name!r}]', f'MovingBase.{name}',
+                     row.doc)
+
+
+for _name, _row in _COMPILED_BASE.items():
+    setattr(MovingBase, _name, _compiled_base(_name, _row))

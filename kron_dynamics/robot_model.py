@@ -29,12 +29,10 @@ without mimic joints runs exactly the code it ran before.
 
 from __future__ import annotations
 
-import __future__
 from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
 import functools
 import inspect
-import linecache
 from pathlib import Path
 import warnings
 from types import MappingProxyType
@@ -66,6 +64,7 @@ from .model.reduce import lock_joints
 from .model.tree import KinematicTree
 from .model.rotations import rpy_to_matrix, skew
 from .model.urdf import JointInfo, parse_urdf, RobotDescription
+from .written_out import write_out
 
 Array = NDArray[np.float64]
 
@@ -1404,27 +1403,6 @@ _COMPILED = {
 }
 
 
-def _write_out(lines: list, where: str, qualname: str, doc: str):
-    """
-    Return the function whose source is ``lines``, written out from a row of ``where``.
-
-    Its globals are this module's, as a hand-written method's; its source is in linecache,
-    so tracebacks and inspect.getsource show it.
-    """
-    source = '\n'.join(lines) + '\n'
-    filename = f'<kron_dynamics.robot_model.{where}>'
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    defined = {}
-    exec(compile(source, filename, 'exec', __future__.annotations.compiler_flag,
-                 dont_inherit=True),
-         globals(), defined)       # noqa: S102  (source built from a table of this module)
-    method, = defined.values()
-    method.__doc__ = inspect.cleandoc(doc)
-    method.__qualname__ = qualname
-    method.__module__ = __name__
-    return method
-
-
 def _compiled(name: str, row: _Row):
     """Return the RobotModel method of a _COMPILED row (written out, see the table)."""
     arrays = ', '.join(row.arrays)
@@ -1466,7 +1444,7 @@ def _compiled(name: str, row: _Row):
         lines += [f'    ({arrays},), N = self._inputs({keywords})',
                   f'    return self.{row.runner}(native.{row.kernel}, native.{row.kernel}_batch, '
                   f'N, {row.shape}, {pre}{arrays}{post})']
-    return _write_out(lines, f'_COMPILED[{name!r}]', f'RobotModel.{name}', row.doc)
+    return write_out(lines, globals(), f'_COMPILED[{name!r}]', f'RobotModel.{name}', row.doc)
 
 
 for _name, _row in _COMPILED.items():
@@ -1868,7 +1846,8 @@ def _projected(name: str, kinds: str, _projection, mode, doc: str):
                   '            return tau']
     lines.append(f'    return _lift_and_project(self, {name!r}, {kinds!r}, '
                  f'({", ".join(arrays)},), ({"".join(o + ", " for o in others)}))')
-    method = _write_out(lines, f'_PROJECTED[{name!r}]', f'CoupledRobotModel.{name}', doc)
+    method = write_out(lines, globals(), f'_PROJECTED[{name!r}]', f'CoupledRobotModel.{name}',
+                       doc)
     method.__signature__ = signature
     return method
 
