@@ -290,8 +290,32 @@ class MovingBase:
         self._site_rows = fixed._site_rows          # link -> row of the packed sites
         self._contact_cache = {}                    # contact list -> the kernels' arrays
         self._6nv = (6, self.nv)
+        self._planar, self._pk = base == 'planar', self._moving_map(m)
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
+
+    @staticmethod
+    def _moving_map(m: BaseMap) -> Array | None:
+        """
+        Return the kernels' ``pk`` (kernels.floating_base.lift_configuration) of a base map.
+
+        Per kernel coordinate: the model velocity it follows (-1: none), the multiplier and
+        the offset; None where a kernel coordinate follows more than one model velocity
+        (then the general path serves) or where the model's velocity is the kernels'.
+        """
+        if m.same:
+            return None
+        Pk = np.asarray(m.Pk)
+        pk = np.zeros((len(Pk), 3))
+        pk[:, 0] = -1.0
+        pk[6:, 2] = np.asarray(m.d)[m.tree_order]
+        for i, row in enumerate(Pk):
+            (cols,) = np.nonzero(row)
+            if len(cols) > 1:
+                return None
+            if len(cols):
+                pk[i, :2] = cols[0], row[cols[0]]
+        return pk
 
     # ----------------------------------------------------------------- sizes and names
     @property
@@ -442,8 +466,11 @@ class MovingBase:
         ``names``: the arrays' names (default: the method's first parameters), which say
         their sizes to the checker (nq for q, nv for the others).
         """
-        if not any(a is not None and np.ndim(a) == 2 for a in arrays):
-            return None             # one state: every single call passes here, keep it cheap
+        for a in arrays:        # one state: every single call passes here, keep it cheap
+            if a is not None and np.ndim(a) == 2:
+                break
+        else:
+            return None
         names = names or argument_names(method, len(arrays))
         for name, a in zip(names, arrays):
             _host_only(a, name, getattr(method, '__name__', ''))
@@ -1218,15 +1245,19 @@ class _BaseRow(NamedTuple):
     batch: bool = True           # a batch twin native.<kernel>_batch exists
     parts: int = 0               # the output holds this many results (a tuple of them)
     returns: str = 'Array'
+    moving: str = ''             # native.moving_<kernel> for a planar base or mimic joints
 
 
 _TOL = 'QUATERNION_TOLERANCE'
 _THREE = 'tuple[Array, Array, Array]'
+_MOVING = 'self._planar, self._pk, self._armature_after'
+_MOVING_ORIGIN = 'self._origin, ' + _MOVING
 _COMPILED_BASE = {
     'inverse_dynamics': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
         'None', ('q', 'v', 'dv'), 'floating_rnea', f'self._origin, {{}}, ID, {_TOL}',
         'q, v, dv', 'self._shape_v', 'self._general_inverse_dynamics(q, v, dv)',
+        moving=f'{_MOVING_ORIGIN}, {{}}, ID, {_TOL}',
         prelude=('if f_ext:', '    return self._with_wrenches(q, v, dv, f_ext)'),
         gpu='self.on_gpu().inverse_dynamics(q, v, dv)', doc="""
         Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
@@ -1237,7 +1268,8 @@ _COMPILED_BASE = {
         """),
     'mass_matrix': _BaseRow(
         'q: ArrayLike, method: str | None = None', ('q',), 'floating_crba', f'{{}}, {_TOL}',
-        'q', 'self._shape_m', 'self._general_mass_matrix(q)', prelude=(
+        'q', 'self._shape_m', 'self._general_mass_matrix(q)', moving=f'{_MOVING}, {{}}, {_TOL}',
+        prelude=(
             'if method is not None:',
             "    raise ValueError(f'mass_matrix: method {method!r} is for a fixed base; a "
             "moving base has the compiled default only (method=None)')"),
@@ -1250,23 +1282,26 @@ _COMPILED_BASE = {
     'gravity_torque': _BaseRow(
         'q: ArrayLike', ('q',), 'floating_rnea', f'self._origin, {{}}, GRAVITY, {_TOL}',
         'q, self._zero_v, self._zero_v', 'self._shape_v', 'self._general_gravity_torque(q)',
+        moving=f'{_MOVING_ORIGIN}, {{}}, GRAVITY, {_TOL}',
         gpu='self.on_gpu().gravity_torque(q)',
         doc='Return G(q) = tau at rest (nv): the generalized gravity forces.'),
     'bias_torque': _BaseRow(
         'q: ArrayLike, v: ArrayLike', ('q', 'v'), 'floating_rnea',
         f'self._origin, {{}}, ID, {_TOL}', 'q, v, self._zero_v', 'self._shape_v',
         'self.inverse_dynamics(q, v, np.zeros(self.nv))', gpu='self.on_gpu().bias_torque(q, v)',
+        moving=f'{_MOVING_ORIGIN}, {{}}, ID, {_TOL}',
         doc="Return h(q, v) = C*(q)(v kron v) + G(q) (nv): tau with v' = 0."),
     'coriolis_vector': _BaseRow(
         'q: ArrayLike, v: ArrayLike', ('q', 'v'), 'floating_rnea',
         f'self._origin, {{}}, CORIOLIS, {_TOL}', 'q, v, self._zero_v', 'self._shape_v',
         'self._general_coriolis_vector(q, v)', gpu='self.on_gpu().coriolis_vector(q, v)',
+        moving=f'{_MOVING_ORIGIN}, {{}}, CORIOLIS, {_TOL}',
         doc='Return C*(q)(v kron v) = h(q, v) - G(q) (nv).'),
     'forward_dynamics': _BaseRow(
         'q: ArrayLike, v: ArrayLike, tau: ArrayLike', ('q', 'v', 'tau'),
         'floating_forward_dynamics', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_v', 'self._general_forward_dynamics(q, v, tau)',
-        gpu='self.on_gpu().forward_dynamics(q, v, tau)',
+        gpu='self.on_gpu().forward_dynamics(q, v, tau)', moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         doc="Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."),
     'jacobian': _BaseRow(
         "q: ArrayLike, link: str, point: ArrayLike | None = None, "
@@ -1276,7 +1311,9 @@ _COMPILED_BASE = {
             'try:', '    k, code = self._site_rows[link], FRAMES[frame]',
             'except (KeyError, TypeError):', '    k = code = -1'),
         fast_if='code >= 0 and point is None', gpu='self.on_gpu().jacobian(q, link, point, frame)',
-        batch=False, doc="""
+        batch=False, moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
+        '_ORIGIN3, code',
+        doc="""
         Return the 6 x nv Jacobian of a link or a point on it (rows: linear, angular).
 
         Frames as on a fixed base (Pinocchio's), with the world in place of the root:
@@ -1314,24 +1351,37 @@ _COMPILED_BASE = {
 
 def _compiled_base(name: str, row: _BaseRow):
     """Return the MovingBase method of a _COMPILED_BASE row (written out, see the table)."""
-    fast_if = ' and '.join(['self._same', *([row.fast_if] if row.fast_if else []), *(
+    fast_if = ' and '.join([*([] if row.moving else ['self._same']),
+                           *([row.fast_if] if row.fast_if else []), *(
         f'type({a}) is _ND and {a}.dtype is _F64 and {a}.ndim == 1' for a in row.arrays)])
     parts = ', '.join(f'out[{k}]' for k in range(row.parts)) or 'out'
     batch_parts = ', '.join(f'out[:, {k}]' for k in range(row.parts)) or 'out'
+    moving = row.kernel.replace('floating_', 'moving_')
     lines = [f'def {name}(self, {row.params}) -> {row.returns}:',
              *('    ' + p for p in row.prelude),
              f'    if {fast_if}:', f'        out = _empty({row.shape})',
-             f'        if native.{row.kernel}(self._ints, self._reals, '
-             f'{row.args.format(row.states)}, out):', f'            return {parts}']
+             '        if self._same:',
+             f'            if native.{row.kernel}(self._ints, self._reals, '
+             f'{row.args.format(row.states)}, out):', f'                return {parts}']
+    if row.moving:
+        lines += [f'        elif self._pk is not None and native.{moving}(self._ints, '
+                  f'self._reals, {row.moving.format(row.states)}, out):',
+                  f'            return {parts}']
     if row.gpu:
         lines += [f'    if _on_device({row.arrays[0]}):', f'        return {row.gpu}']
     if row.batch:       # a bad row or a singular M: the per-row loop below says which
-        lines += ['    rows = _batch_rows(' + row.states + ') if self._same else None',
+        lines += [f'    rows = _batch_rows({row.states})',
                   '    if rows is not None:',
                   f'        out = _empty((rows[0].shape[0], *{row.shape}))',
-                  f'        if native.{row.kernel}_batch(self._ints, self._reals, '
-                  f"{row.args.format('*rows')}, out):", f'            return {batch_parts}',
-                  f'    batch = self._batch(self.{name}, {", ".join(row.arrays)})',
+                  '        if self._same:',
+                  f'            if native.{row.kernel}_batch(self._ints, self._reals, '
+                  f"{row.args.format('*rows')}, out):",
+                  f'                return {batch_parts}']
+        if row.moving:
+            lines += [f'        elif self._pk is not None and native.{moving}_batch('
+                      f"self._ints, self._reals, {row.moving.format('*rows')}, out):",
+                      f'            return {batch_parts}']
+        lines += [f'    batch = self._batch(self.{name}, {", ".join(row.arrays)})',
                   '    if batch is not None:', '        return batch']
     lines.append(f'    return {row.general}')
     return write_out(lines, globals(), f'_COMPILED_BASE[{name!r}]', f'MovingBase.{name}',

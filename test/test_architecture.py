@@ -255,6 +255,10 @@ def test_every_compiled_moving_base_method_is_its_row_written_out():
         assert method.__doc__ == inspect.cleandoc(row.doc), name
         assert row.kernel in SIGNATURES, name
         assert (f'{row.kernel}_batch' in SIGNATURES) == row.batch, name
+        moving = row.kernel.replace('floating_', 'moving_')   # a planar base, mimic joints
+        if row.moving:
+            assert moving in SIGNATURES, name
+            assert (f'{moving}_batch' in SIGNATURES) == row.batch, name
         source = inspect.getsource(method)
         assert source.startswith(f'def {name}(self, {row.params})'), source
         assert f'native.{row.kernel}(' in source, source
@@ -263,5 +267,6 @@ def test_every_compiled_moving_base_method_is_its_row_written_out():
     # every other compiled entry point of a moving base is one a row or a helper calls
     source = inspect.getsource(MovingBase)
     for name in ('floating_rnea', 'floating_crba', 'floating_forward_dynamics',
-                 'floating_jacobian', 'floating_rnea_derivatives'):
+                 'floating_jacobian', 'floating_rnea_derivatives', 'moving_rnea', 'moving_crba',
+                 'moving_forward_dynamics', 'moving_jacobian'):
         assert f'native.{name}(' not in source, f'MovingBase calls {name} by hand'

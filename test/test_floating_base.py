@@ -243,8 +243,9 @@ def test_compiled_dynamics_are_the_readable_recursion(base, seed, mimic):
     """
     The kernels behind the base chain equal 004 app. B's recursion, mimics included.
 
-    A floating base without mimic joints runs kernels.floating_base whole (one compiled call
-    per method), the others the kernels with the projection in NumPy.
+    Every base runs kernels.floating_base whole (one compiled call per method): a floating
+    base without mimic joints the floating_* entry points, a planar base or mimic joints the
+    moving_* ones (coordinates lifted and results projected inside the kernel).
     """
     from kron_dynamics.algorithms.floating_base import mass_matrix_floating, rnea_floating
     rng = np.random.default_rng(300 + seed)
@@ -277,6 +278,87 @@ def test_compiled_dynamics_are_the_readable_recursion(base, seed, mimic):
               'bias')
         tau = model.inverse_dynamics(q, v, dv)
         close(model.forward_dynamics(q, v, tau), dv, 'forward dynamics')
+
+
+MOVING_CASES = {     # a planar base or mimic joints: kernels.floating_base's moving_* path
+    'random planar': ('random', 'planar', False),
+    'random planar mimic': ('random', 'planar', True),
+    'random floating mimic': ('random', 'floating', True),
+    'tiago planar': ('tiago_description/robots/tiago.urdf', 'planar', False),
+    'panda with hand, floating': ('panda_description/urdf/panda.urdf', 'floating', True),
+    'panda with hand, planar': ('panda_description/urdf/panda.urdf', 'planar', True),
+}
+
+
+@pytest.mark.parametrize('case', sorted(MOVING_CASES))
+def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, monkeypatch):
+    """
+    A planar base or mimic joints: one compiled call (moving_*) equals MovingBase's NumPy path.
+
+    Single states, batches and the Jacobian in three frames; a single state never reaches
+    the general path (it raises here while the compiled calls run), a bad one does and is
+    named by it.
+    """
+    source, base, mimic = MOVING_CASES[case]
+    rng = np.random.default_rng(sorted(MOVING_CASES).index(case))
+    if source == 'random':
+        xml = random_urdf(rng, int(rng.integers(3, 8)), n_fixed=2,
+                          mimic_fraction=0.5 if mimic else 0.0)
+        joints = RobotModel.from_urdf_string(xml).joint_names
+        model = RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
+                                            root_joint=base)
+    else:
+        model = RobotModel.from_urdf_file(erd_robots() / source, root_joint=base)
+    assert not model._same and model._pk is not None
+    assert bool(model.mimic_joints) == mimic or source == 'random'
+    link = model.link_names[-1]
+    states = [random_state(model, rng) for _ in range(3)]
+    general = {
+        'inverse_dynamics': lambda q, v, dv: model._general_inverse_dynamics(q, v, dv),
+        'mass_matrix': lambda q, v, dv: model._general_mass_matrix(q),
+        'gravity_torque': lambda q, v, dv: model._general_gravity_torque(q),
+        'coriolis_vector': lambda q, v, dv: model._general_coriolis_vector(q, v),
+        'bias_torque': lambda q, v, dv: model._general_inverse_dynamics(q, v, 0 * v),
+        'forward_dynamics': lambda q, v, dv: model._general_forward_dynamics(q, v, dv),
+        **{f'jacobian {frame}': (lambda frame: lambda q, v, dv: model._jacobian(
+            q, link, None, frame))(frame) for frame in ('local', 'world', 'local_world_aligned')}}
+    expected = {name: [f(*state) for state in states] for name, f in general.items()}
+    compiled = {
+        'inverse_dynamics': lambda q, v, dv: model.inverse_dynamics(q, v, dv),
+        'mass_matrix': lambda q, v, dv: model.mass_matrix(q),
+        'gravity_torque': lambda q, v, dv: model.gravity_torque(q),
+        'coriolis_vector': lambda q, v, dv: model.coriolis_vector(q, v),
+        'bias_torque': lambda q, v, dv: model.bias_torque(q, v),
+        'forward_dynamics': lambda q, v, dv: model.forward_dynamics(q, v, dv),
+        **{f'jacobian {frame}': (lambda frame: lambda q, v, dv: model.jacobian(
+            q, link, frame=frame))(frame) for frame in ('local', 'world', 'local_world_aligned')}}
+
+    def refuse(*args, **kwargs):
+        raise AssertionError('a single plain state reached the general path')
+    with monkeypatch.context() as patch:
+        for name in ('_general_inverse_dynamics', '_general_mass_matrix',
+                     '_general_gravity_torque', '_general_coriolis_vector',
+                     '_general_forward_dynamics', '_jacobian', '_split'):
+            patch.setattr(model, name, refuse)
+        for name, f in compiled.items():
+            for state, want in zip(states, expected[name]):
+                close(f(*state), want, f'{case}: {name}', 1e-11)
+        Q, V, DV = (np.array(x) for x in zip(*states))
+        for name in ('inverse_dynamics', 'mass_matrix', 'gravity_torque', 'coriolis_vector',
+                     'bias_torque', 'forward_dynamics'):
+            close(compiled[name](Q, V, DV), np.array(expected[name]), f'{case}: {name} batch',
+                  1e-11)
+    q, v, dv = states[0]
+    off = q.copy()
+    off[model.nq - model.n - 2 if base == 'planar' else 3] += 0.1     # not a unit rotation
+    with pytest.raises(ValueError, match='q: the base'):
+        model.inverse_dynamics(off, v, dv)
+    bad = q.copy()
+    bad[-1] = np.nan
+    with pytest.raises(ValueError, match='not finite'):
+        model.mass_matrix(bad)
+    with pytest.raises(ValueError, match=r'q\[1\] is not finite'):
+        model.gravity_torque(np.array([q, bad]))
 
 
 # ------------------------------------------------------------------ real robots

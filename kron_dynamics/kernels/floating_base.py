@@ -448,3 +448,199 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
             t -= L[k, i] * dv[k]
         dv[i] = t / L[i, i]
     return True
+
+
+# ------------------------------------------------------------------ any moving base
+# A planar base, or mimic joints on either base: the model's coordinates (nq = nv + 1) are
+# lifted to the kernels' (a free-flying base and every joint of the tree, kernel order), the
+# kernels above run, and the results are projected back: P^T tau, P^T M P, J P (004 sec. 5),
+# as MovingBase's general path does in NumPy (its reference). ``pk`` (nk, 3): per kernel
+# coordinate, the model velocity it follows (-1: none, the planar base's z, wx, wy), the
+# multiplier and the offset (a joint's q = multiplier q_model + offset; the model's joint
+# coordinate of velocity c is q[c + 1]). ``planar``: the base is (x, y, cos t, sin t).
+@jit
+def lift_configuration(planar, pk, q, tol, qf):
+    """Write the free-flying configuration of q into qf; False on a bad q (finite, unit)."""
+    nq = q.shape[0]
+    for i in range(nq):
+        if not np.isfinite(q[i]):
+            return False
+    if planar:          # (cos t, sin t) -> the quaternion of a rotation t about z
+        c, s = q[2], q[3]
+        norm = np.sqrt(c * c + s * s)
+        if abs(norm - 1.0) > tol:
+            return False
+        c, s = c / norm, s / norm
+        if c >= 0.0:
+            w = np.sqrt(0.5 * (1.0 + c))
+            z = s / (2.0 * w)
+        else:
+            z = np.sqrt(0.5 * (1.0 - c))
+            if s < 0.0:
+                z = -z
+            w = s / (2.0 * z)
+        qf[0], qf[1], qf[2], qf[3], qf[4], qf[5], qf[6] = q[0], q[1], 0.0, 0.0, 0.0, z, w
+    else:
+        for i in range(7):
+            qf[i] = q[i]
+    for f in range(6, pk.shape[0]):
+        c = int(pk[f, 0])
+        if c + 1 >= nq:
+            return False
+        qf[f + 1] = pk[f, 2] if c < 0 else pk[f, 1] * q[c + 1] + pk[f, 2]
+    return True
+
+
+@jit
+def lift_velocity(pk, v, out):
+    """Write P v (kernel order) into out."""
+    for f in range(pk.shape[0]):
+        c = int(pk[f, 0])
+        out[f] = 0.0 if c < 0 else pk[f, 1] * v[c]
+
+
+@jit
+def project_force(pk, x, out):
+    """Write P^T x into out."""
+    out[:] = 0.0
+    for f in range(pk.shape[0]):
+        c = int(pk[f, 0])
+        if c >= 0:
+            out[c] += pk[f, 1] * x[f]
+
+
+@jit
+def moving_rnea(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out):
+    """:func:`floating_rnea` of any moving base (model coordinates); ID adds arm * dv."""
+    n, nv = ints.shape[0], out.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv or dv.shape[0] != nv \
+            or arm.shape[0] != nv:
+        return False
+    qf, vf, af, tk = np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n)
+    if not lift_configuration(planar, pk, q, tol, qf):
+        return False
+    lift_velocity(pk, v, vf)
+    lift_velocity(pk, dv, af)
+    if not floating_rnea(ints, reals, origin, qf, vf, af, mode, tol, tk):
+        return False
+    project_force(pk, tk, out)
+    if mode == ID:
+        for i in range(nv):
+            out[i] += arm[i] * dv[i]
+    return True
+
+
+@jit
+def moving_crba(ints, reals, planar, pk, arm, q, tol, out):
+    """P^T M P + diag(arm) of any moving base into out; False on a bad q."""
+    n, nv = ints.shape[0], out.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or arm.shape[0] != nv:
+        return False
+    qf, Mk = np.empty(n + 1), np.empty((n, n))
+    if not (lift_configuration(planar, pk, q, tol, qf) and floating_crba(ints, reals, qf, tol,
+                                                                         Mk)):
+        return False
+    out[:, :] = 0.0
+    for i in range(n):
+        a = int(pk[i, 0])
+        if a < 0:
+            continue
+        for j in range(n):
+            b = int(pk[j, 0])
+            if b >= 0:
+                out[a, b] += pk[i, 1] * pk[j, 1] * Mk[i, j]
+    for a in range(nv):
+        out[a, a] += arm[a]
+    return True
+
+
+@jit
+def moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol, out):
+    """Write v' = M^-1 (tau - h) of any moving base into out; False on bad input, singular M."""
+    nv = out.shape[0]
+    if tau.shape[0] != nv:
+        return False
+    M, h = np.empty((nv, nv)), np.empty(nv)
+    if not (moving_crba(ints, reals, planar, pk, arm, q, tol, M)
+            and moving_rnea(ints, reals, origin, planar, pk, arm, q, v, np.zeros(nv), ID, tol,
+                            h)):
+        return False
+    for i in range(nv):
+        if not np.isfinite(tau[i]):
+            return False
+        h[i] = tau[i] - h[i]
+    ok, L = cholesky_factor(M, 1e-12)
+    if not ok:
+        return False
+    cholesky_substitute(L, h, out)
+    return True
+
+
+@jit
+def moving_jacobian(ints, reals, sites, origin, planar, pk, q, tol, k, point, frame, out):
+    """:func:`floating_jacobian` of any moving base: J P (6 x nv); False on a bad input."""
+    n, nv = ints.shape[0], out.shape[1]
+    if pk.shape[0] != n or q.shape[0] != nv + 1:
+        return False
+    qf, Jk = np.empty(n + 1), np.empty((6, n))
+    if not (lift_configuration(planar, pk, q, tol, qf) and floating_jacobian(
+            ints, reals, sites, origin, qf, tol, k, point, frame, Jk)):
+        return False
+    out[:, :] = 0.0
+    for f in range(n):
+        c = int(pk[f, 0])
+        if c >= 0:
+            m = pk[f, 1]
+            for r in range(6):
+                out[r, c] += m * Jk[r, f]
+    return True
+
+
+@pjit
+def moving_rnea_batch(ints, reals, origin, planar, pk, arm, Q, V, DV, mode, tol, out):
+    """:func:`moving_rnea` over the rows of (N, nq) and (N, nv) arrays into out (N, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or DV.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not moving_rnea(ints, reals, origin, planar, pk, arm, Q[r], V[r], DV[r], mode,
+                               tol, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@pjit
+def moving_crba_batch(ints, reals, planar, pk, arm, Q, tol, out):
+    """:func:`moving_crba` over the rows of an (N, nq) array into out (N, nv, nv)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not moving_crba(ints, reals, planar, pk, arm, Q[r], tol, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@pjit
+def moving_forward_dynamics_batch(ints, reals, origin, planar, pk, arm, Q, V, TAU, tol, out):
+    """:func:`moving_forward_dynamics` over the rows of Q, V, TAU into out (N, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or TAU.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not moving_forward_dynamics(ints, reals, origin, planar, pk, arm, Q[r], V[r],
+                                           TAU[r], tol, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
