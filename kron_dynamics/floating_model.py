@@ -730,28 +730,49 @@ class MovingBase:
         return -self.total_mass * float(self.gravity @ self.center_of_mass(q))
 
     # ----------------------------------------------------------------- configuration space
-    @_batched('q', 'v')
     def _integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
+        """Return q (+) v dt: one compiled call (kernels.floating_base.moving_integrate)."""
+        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1 and type(v) is _ND \
+                and v.dtype is _F64 and v.ndim == 1:
+            out = _empty(self._nq)
+            if native.moving_integrate(self._planar, q, v, dt, QUATERNION_TOLERANCE, out):
+                return out
+        return self._integrate_readable(q, v, dt)
+
+    @_batched('q', 'v')
+    def _integrate_readable(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
         """
         Return q moved by the constant velocity v for dt (Pinocchio's ``integrate``).
 
         The base moves along the exponential of its twist (body frame), exactly; the joints
-        by v dt; the orientation comes out a unit quaternion (or (cos, sin)).
+        by v dt; the orientation comes out a unit quaternion (or (cos, sin)). The reference
+        of the compiled path, which also serves batches and names bad input.
         """
-        q, T, u, _ = self._split(q)
+        q = self._configuration(q)
         v = self._vector(v, self.nv, 'v') * float(dt)
-        T_rel = np.linalg.solve(self.origin, T) @ _exp6(P_BASE[self.base] @ v[:self._nb])
         out = np.empty(self.nq)
-        if self.base == 'floating':
-            from scipy.spatial.transform import Rotation
-            out[:3] = T_rel[:3, 3]
-            quat = Rotation.from_matrix(T_rel[:3, :3]).as_quat()
+        out[self.nq - self.n:] = q[self.nq - self.n:] + v[self._nb:]
+        E = _exp6(P_BASE[self.base] @ v[:self._nb])       # the base's motion, base axes
+        if self.base == 'floating':     # p + R p_rel; the quaternion times exp(w / 2)
+            out[:3] = q[:3] + quaternion_to_matrix(q[3:7]) @ E[:3, 3]
+            w = v[3:6]
+            theta = math.sqrt(float(w @ w))
+            s = 0.5 - theta * theta / 48.0 if theta < 1e-6 else math.sin(0.5 * theta) / theta
+            x2, y2, z2, w2 = s * w[0], s * w[1], s * w[2], math.cos(0.5 * theta)
+            x1, y1, z1, w1 = q[3:7].tolist()
+            quat = np.array([w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                             w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                             w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+                             w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2])
             # q and -q are one rotation: keep the input's sign (Pinocchio multiplies them)
-            out[3:7] = quat / np.linalg.norm(quat) * (1.0 if quat @ q[3:7] >= 0 else -1.0)
+            sign = 1.0 if quat @ q[3:7] >= 0 else -1.0
+            out[3:7] = quat * (sign / math.sqrt(float(quat @ quat)))
         else:
-            angle = math.atan2(T_rel[1, 0], T_rel[0, 0])
-            out[:4] = T_rel[0, 3], T_rel[1, 3], math.cos(angle), math.sin(angle)
-        out[self.nq - self.n:] = u + v[self._nb:]
+            c, s = q[2], q[3]
+            out[0] = q[0] + c * E[0, 3] - s * E[1, 3]
+            out[1] = q[1] + s * E[0, 3] + c * E[1, 3]
+            angle = math.atan2(s, c) + v[2]
+            out[2:4] = math.cos(angle), math.sin(angle)
         return out
 
     @_batched('q0', 'q1')

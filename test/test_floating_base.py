@@ -361,6 +361,54 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
         model.gravity_torque(np.array([q, bad]))
 
 
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+def test_the_compiled_integrate_is_the_readable_exponential(base, monkeypatch):
+    """
+    One compiled call of q (+) v dt equals MovingBase's NumPy exponential and Pinocchio's.
+
+    Turns of every size (the series below 1e-6 rad, beyond pi), the input quaternion's sign
+    kept; a single plain state never reaches the NumPy path, a bad one does and is named.
+    """
+    rng = np.random.default_rng(11)
+    path = ('talos_data/robots/talos_reduced.urdf' if base == 'floating'
+            else 'tiago_description/robots/tiago.urdf')
+    model = RobotModel.from_urdf_file(erd_robots() / path, root_joint=base)
+    pm = pin.buildModelFromUrdf(str(erd_robots() / path), pin.JointModelFreeFlyer()
+                                if base == 'floating' else pin.JointModelPlanar())
+    pair = PinPair(model, pm)
+    cases = []
+    for scale in (5.0, 1.0, 1e-3, 1e-7, 0.0):
+        q, v, _ = random_state(model, rng)
+        if base == 'floating' and scale == 1.0:
+            q[3:7] = -q[3:7]            # the same rotation, the other sign: kept
+        cases.append((q, scale * v, float(rng.uniform(-1.0, 1.0))))
+    expected = [model._integrate_readable(q, v, dt) for q, v, dt in cases]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError('a single plain state reached the NumPy path')
+    with monkeypatch.context() as patch:
+        patch.setattr(model, '_integrate_readable', refuse)
+        for (q, v, dt), want in zip(cases, expected):
+            got = model.integrate(q, v, dt)
+            close(got, want, f'{base}: integrate', 1e-13)
+            theirs = pin.integrate(pm, pair.q(q), dt * pair.v(v))[:pair.nbq]
+            if base == 'floating':      # one rotation, either sign of its quaternion
+                close(got[:3], theirs[:3], 'integrate vs Pinocchio: position', 1e-9)
+                assert abs(abs(got[3:7] @ theirs[3:7]) - 1.0) < 1e-12
+                assert got[3:7] @ q[3:7] >= 0.0
+            else:
+                close(got[:4], theirs, 'integrate vs Pinocchio', 1e-9)
+    q, v, _ = cases[0]
+    off = q.copy()
+    off[3 if base == 'floating' else 2] += 0.1
+    with pytest.raises(ValueError, match='q: the base'):
+        model.integrate(off, v, 0.1)
+    nan = v.copy()
+    nan[-1] = np.nan
+    with pytest.raises(ValueError, match='not finite'):
+        model.integrate(q, nan, 0.1)
+
+
 # ------------------------------------------------------------------ real robots
 ROBOTS = {      # example-robot-data file, base, links whose kinematics are compared
     'a1': ('a1_description/urdf/a1.urdf', 'floating', ['FR_foot', 'RL_calf']),

@@ -644,3 +644,73 @@ def moving_forward_dynamics_batch(ints, reals, origin, planar, pk, arm, Q, V, TA
                 ok[c] = False
                 break
     return np.all(ok)
+
+
+@jit
+def moving_integrate(planar, q, v, dt, tol, out):
+    """
+    Write q moved by the constant velocity v for dt (q (+) v dt, Pinocchio's integrate).
+
+    The base along the exponential of its twist (body axes), the joints by v dt; the
+    quaternion is q times exp(w dt / 2) with the input's sign kept, (cos, sin) is turned.
+    Mirrors ``MovingBase._integrate_readable``. False on a bad input.
+    """
+    nq = q.shape[0]
+    if v.shape[0] != nq - 1 or out.shape[0] != nq or not np.isfinite(dt):
+        return False
+    for i in range(nq):
+        if not np.isfinite(q[i]):
+            return False
+    for i in range(nq - 1):
+        if not np.isfinite(v[i]):
+            return False
+    nb = 3 if planar else 6
+    for i in range(nb + 1, nq):
+        out[i] = q[i] + v[i - 1] * dt
+    if planar:
+        vx, vy, w = v[0] * dt, v[1] * dt, v[2] * dt
+        theta = abs(w)
+    else:
+        vx, vy, vz = v[0] * dt, v[1] * dt, v[2] * dt
+        wx, wy, wz = v[3] * dt, v[4] * dt, v[5] * dt
+        theta = np.sqrt(wx * wx + wy * wy + wz * wz)
+    if theta < 1e-6:        # the series of _exp6
+        b, c = 0.5 - theta * theta / 24.0, 1.0 / 6.0 - theta * theta / 120.0
+    else:
+        b = (1.0 - np.cos(theta)) / (theta * theta)
+        c = (theta - np.sin(theta)) / (theta * theta * theta)
+    if planar:
+        co, si = q[2], q[3]
+        norm = np.sqrt(co * co + si * si)
+        if abs(norm - 1.0) > tol:
+            return False
+        co, si = co / norm, si / norm
+        px = vx - b * w * vy - c * w * w * vx      # (I + b W + c W^2) v
+        py = vy + b * w * vx - c * w * w * vy
+        out[0] = q[0] + co * px - si * py
+        out[1] = q[1] + si * px + co * py
+        angle = np.arctan2(si, co) + w
+        out[2], out[3] = np.cos(angle), np.sin(angle)
+        return True
+    x1, y1, z1, w1 = q[3], q[4], q[5], q[6]
+    norm = np.sqrt(x1 * x1 + y1 * y1 + z1 * z1 + w1 * w1)
+    if abs(norm - 1.0) > tol:
+        return False
+    x1, y1, z1, w1 = x1 / norm, y1 / norm, z1 / norm, w1 / norm
+    cx, cy, cz = wy * vz - wz * vy, wz * vx - wx * vz, wx * vy - wy * vx      # w x v
+    ccx, ccy, ccz = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx   # w x (w x v)
+    p = (vx + b * cx + c * ccx, vy + b * cy + c * ccy, vz + b * cz + c * ccz)
+    R = base_rotation(np.eye(4), x1, y1, z1, w1)
+    for r in range(3):
+        out[r] = q[r] + R[r, 0] * p[0] + R[r, 1] * p[1] + R[r, 2] * p[2]
+    s = 0.5 - theta * theta / 48.0 if theta < 1e-6 else np.sin(0.5 * theta) / theta
+    x2, y2, z2, w2 = s * wx, s * wy, s * wz, np.cos(0.5 * theta)
+    x = w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2
+    y = w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2
+    z = w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2
+    w = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
+    n = np.sqrt(x * x + y * y + z * z + w * w)
+    if x * x1 + y * y1 + z * z1 + w * w1 < 0.0:       # keep the input's sign
+        n = -n
+    out[3], out[4], out[5], out[6] = x / n, y / n, z / n, w / n
+    return True
