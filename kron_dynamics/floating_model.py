@@ -301,10 +301,8 @@ class MovingBase:
 
         Per kernel coordinate: the model velocity it follows (-1: none), the multiplier and
         the offset; None where a kernel coordinate follows more than one model velocity
-        (then the general path serves) or where the model's velocity is the kernels'.
+        (then the general path serves).
         """
-        if m.same:
-            return None
         Pk = np.asarray(m.Pk)
         pk = np.zeros((len(Pk), 3))
         pk[:, 0] = -1.0
@@ -1011,15 +1009,10 @@ class MovingBase:
         return H[..., :3, :], H[..., 3:, :]
 
     @_batched('q', 'v')
-    def jacobian_derivative(self, q: ArrayLike, v: ArrayLike, link: str,
-                            point: ArrayLike | None = None,
-                            frame: str = 'local_world_aligned') -> Array:
-        """
-        Return J'(q, v), 6 x nv: the time derivative of :meth:`jacobian` (same frame).
-
-        J'[:, s] = sum_k H[:, s nv + k] v_k with H the :meth:`hessian` (000 eq. 8), so that
-        J' v is :meth:`jacobian_derivative_times_velocity`.
-        """
+    def _jacobian_derivative(self, q: ArrayLike, v: ArrayLike, link: str,
+                             point: ArrayLike | None = None,
+                             frame: str = 'local_world_aligned') -> Array:
+        """Return :meth:`jacobian_derivative` from the Hessian (checks, batches, a point)."""
         v = self._vector(v, self.nv, 'v')
         return self.hessian(q, link, point, frame).reshape(6, self.nv, self.nv) @ v
 
@@ -1132,14 +1125,8 @@ class MovingBase:
         return X @ rows
 
     @_batched('q', 'v')
-    def coriolis_matrix(self, q: ArrayLike, v: ArrayLike) -> Array:
-        """
-        Return the nv x nv Coriolis matrix C: M' - 2C is skew and C v = h(q, v) - G(q).
-
-        With quasi-velocities C is not the Christoffel form: it is Pinocchio's
-        (``computeCoriolisMatrix``), sum over bodies of J^T (I J' + B(I, V) J) with world
-        spatial Jacobians (:mod:`kron_dynamics.algorithms.coriolis_matrix`).
-        """
+    def _coriolis_matrix_readable(self, q, v) -> Array:
+        """Return :meth:`coriolis_matrix` body by body in NumPy (the compiled one's reference)."""
         v = self._vector(v, self.nv, 'v')
         bodies = []
         for link, mass, com, inertia in self._bodies():
@@ -1273,6 +1260,8 @@ _TOL = 'QUATERNION_TOLERANCE'
 _THREE = 'tuple[Array, Array, Array]'
 _MOVING = 'self._planar, self._pk, self._armature_after'
 _MOVING_ORIGIN = 'self._origin, ' + _MOVING
+_SITE = ('try:', '    k, code = self._site_rows[link], FRAMES[frame]',     # a link frame's row
+         'except (KeyError, TypeError):', '    k = code = -1')
 _COMPILED_BASE = {
     'inverse_dynamics': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
@@ -1328,9 +1317,7 @@ _COMPILED_BASE = {
         "q: ArrayLike, link: str, point: ArrayLike | None = None, "
         "frame: str = 'local_world_aligned'", ('q',), 'floating_jacobian',
         f'self._sites, self._origin, {{}}, {_TOL}, k, _ORIGIN3, code', 'q', 'self._6nv',
-        'self._jacobian(q, link, point, frame)', prelude=(
-            'try:', '    k, code = self._site_rows[link], FRAMES[frame]',
-            'except (KeyError, TypeError):', '    k = code = -1'),
+        'self._jacobian(q, link, point, frame)', prelude=_SITE,
         fast_if='code >= 0 and point is None', gpu='self.on_gpu().jacobian(q, link, point, frame)',
         batch=False, moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code',
@@ -1342,6 +1329,31 @@ _COMPILED_BASE = {
         (spatial velocity at the world origin); Pinocchio's upper-case spellings too.
         Compiled in one call for a floating base without mimic joints
         (``kernels.floating_base.floating_jacobian``).
+        """),
+    'jacobian_derivative': _BaseRow(
+        "q: ArrayLike, v: ArrayLike, link: str, point: ArrayLike | None = None, "
+        "frame: str = 'local_world_aligned'", ('q', 'v'), 'moving_jacobian_derivative',
+        '', 'q, v', 'self._6nv', 'self._jacobian_derivative(q, v, link, point, frame)',
+        prelude=_SITE, fast_if='code >= 0 and point is None', batch=False,
+        moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
+        '_ORIGIN3, code', doc="""
+        Return J'(q, v), 6 x nv: the time derivative of :meth:`jacobian` (same frame).
+
+        J'[:, s] = sum_k H[:, s nv + k] v_k with H the :meth:`hessian` (000 eq. 8), so that
+        J' v is :meth:`jacobian_derivative_times_velocity`. One compiled call
+        (``kernels.floating_base.moving_jacobian_derivative``) for a link frame; the
+        Hessian's contraction for a point.
+        """),
+    'coriolis_matrix': _BaseRow(
+        'q: ArrayLike, v: ArrayLike', ('q', 'v'), 'moving_coriolis_matrix', '', 'q, v',
+        'self._shape_m', 'self._coriolis_matrix_readable(q, v)', batch=False,
+        moving=f'self._planar, self._pk, {{}}, {_TOL}', doc="""
+        Return the nv x nv Coriolis matrix C: M' - 2C is skew and C v = h(q, v) - G(q).
+
+        With quasi-velocities C is not the Christoffel form: it is Pinocchio's
+        (``computeCoriolisMatrix``), sum over bodies of J^T (I J' + B(I, V) J) with world
+        spatial Jacobians (:mod:`kron_dynamics.algorithms.coriolis_matrix`, the reference),
+        in one compiled call (``kernels.floating_base.moving_coriolis_matrix``).
         """),
     'inverse_dynamics_derivatives': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
@@ -1380,11 +1392,16 @@ def _compiled_base(name: str, row: _BaseRow):
     moving = row.kernel.replace('floating_', 'moving_')
     lines = [f'def {name}(self, {row.params}) -> {row.returns}:',
              *('    ' + p for p in row.prelude),
-             f'    if {fast_if}:', f'        out = _empty({row.shape})',
-             '        if self._same:',
-             f'            if native.{row.kernel}(self._ints, self._reals, '
-             f'{row.args.format(row.states)}, out):', f'                return {parts}']
-    if row.moving:
+             f'    if {fast_if}:', f'        out = _empty({row.shape})']
+    if row.kernel == moving:        # one kernel for every base (where pk exists)
+        lines += [f'        if self._pk is not None and native.{moving}(self._ints, '
+                  f'self._reals, {row.moving.format(row.states)}, out):',
+                  f'            return {parts}']
+    else:
+        lines += ['        if self._same:',
+                  f'            if native.{row.kernel}(self._ints, self._reals, '
+                  f'{row.args.format(row.states)}, out):', f'                return {parts}']
+    if row.moving and row.kernel != moving:
         lines += [f'        elif self._pk is not None and native.{moving}(self._ints, '
                   f'self._reals, {row.moving.format(row.states)}, out):',
                   f'            return {parts}']

@@ -361,6 +361,51 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
         model.gravity_torque(np.array([q, bad]))
 
 
+@pytest.mark.parametrize('case', sorted(MOVING_CASES) + ['solo12 floating'])
+def test_the_compiled_jacobian_derivative_and_coriolis_matrix_equal_their_references(
+        case, monkeypatch):
+    """
+    J' (three frames) and Pinocchio's Coriolis matrix of every moving base in one call each.
+
+    Equal to the NumPy references (J' from the Hessian, C body by body), which a single
+    plain state never reaches; C + C^T = M' by finite differences along the motion.
+    """
+    source, base, mimic = MOVING_CASES.get(
+        case, ('solo_description/robots/solo12.urdf', 'floating', False))
+    rng = np.random.default_rng(40 + len(case))
+    if source == 'random':
+        xml = random_urdf(rng, int(rng.integers(3, 8)), n_fixed=2,
+                          mimic_fraction=0.5 if mimic else 0.0)
+        model = RobotModel.from_urdf_string(xml, root_joint=base)
+    else:
+        model = RobotModel.from_urdf_file(erd_robots() / source, root_joint=base)
+    assert model._pk is not None
+    links = model.link_names[1::max(1, len(model.link_names) // 4)]
+    states = [random_state(model, rng) for _ in range(2)]
+    frames = ('local', 'world', 'local_world_aligned')
+    expected = [([[model._jacobian_derivative(q, v, link, None, frame) for frame in frames]
+                  for link in links], model._coriolis_matrix_readable(q, v))
+                for q, v, _ in states]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError('a single plain state reached the NumPy path')
+    with monkeypatch.context() as patch:
+        for name in ('_jacobian_derivative', '_coriolis_matrix_readable', '_split'):
+            patch.setattr(model, name, refuse)
+        for (q, v, _), (dJs, C) in zip(states, expected):
+            for link, want in zip(links, dJs):
+                for frame, dJ in zip(frames, want):
+                    close(model.jacobian_derivative(q, v, link, frame=frame), dJ,
+                          f"{case}: {frame} J' of {link}", 1e-11)
+            close(model.coriolis_matrix(q, v), C, f'{case}: C', 1e-11)
+    q, v, _ = states[0]
+    h = 1e-6
+    dM = (model.mass_matrix(model.integrate(q, v, h))
+          - model.mass_matrix(model.integrate(q, v, -h))) / (2 * h)
+    C = model.coriolis_matrix(q, v)
+    close(C + C.T, dM, f'{case}: C + C^T = M\'', 1e-6)
+
+
 @pytest.mark.parametrize('base', ['floating', 'planar'])
 def test_the_compiled_integrate_is_the_readable_exponential(base, monkeypatch):
     """

@@ -31,9 +31,9 @@ import numba
 import numpy as np
 
 from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set3
-from .crba import _crba_row, CQ, CS, motion_subspaces, NC
+from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
 from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
-from .jacobians import jacobian
+from .jacobians import jacobian, jacobian_derivative
 from .kinematics import FP, FR, frames, link_pose, load
 from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, SITE_BODY, SITE_P,
                      SITE_R, WORLD)
@@ -713,4 +713,216 @@ def moving_integrate(planar, q, v, dt, tol, out):
     if x * x1 + y * y1 + z * z1 + w * w1 < 0.0:       # keep the input's sign
         n = -n
     out[3], out[4], out[5], out[6] = x / n, y / n, z / n, w / n
+    return True
+
+
+@jit
+def moving_jacobian_derivative(ints, reals, sites, origin, planar, pk, q, v, tol, k, point,
+                               frame, out):
+    """
+    J'(q, v) (6 x nv) of :func:`moving_jacobian` in the same frame; False on a bad input.
+
+    Behind the base chain at zero the Jacobian in base axes, J_b, depends on the joints
+    only, so its derivative J_b' is the fixed-base kernel's along the joint velocities (the
+    base's set to zero). 'local': J' = J_b' (link axes). The world turns with the base:
+    'local_world_aligned' J' = R ([w]x J_b + J_b') row block by row block; 'world' J' =
+    Ad_T (ad(V_b) J_b + J_b') with V_b = (v_b, w) the base twist in base axes and T the base
+    pose, as d/dt Ad_T = Ad_T ad(V_b).
+    """
+    n, nv = ints.shape[0], out.shape[1]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv \
+            or frame < WORLD or frame > LOCAL_WORLD_ALIGNED:
+        return False
+    for i in range(nv):
+        if not np.isfinite(v[i]):
+            return False
+    qf, qk = np.empty(n + 1), np.empty(n)
+    if not lift_configuration(planar, pk, q, tol, qf):
+        return False
+    ok, (x, y, z, w) = configuration(qf, tol, qk)
+    if not ok:
+        return False
+    vk = np.empty(n)
+    lift_velocity(pk, v, vk)
+    vb, wb = (vk[0], vk[1], vk[2]), (vk[3], vk[4], vk[5])
+    vk[:6] = 0.0                        # the joints' motion only
+    Jb, D = np.empty((6, n)), np.empty((6, n))
+    if not (jacobian(ints, reals, sites, k, point, qk, frame, Jb)
+            and jacobian_derivative(ints, reals, sites, k, point, qk, vk, frame, D)):
+        return False
+    if frame != LOCAL:
+        A = base_rotation(origin, x, y, z, w)
+        R = (A[0, 0], A[0, 1], A[0, 2], A[1, 0], A[1, 1], A[1, 2], A[2, 0], A[2, 1], A[2, 2])
+        for c in range(n):
+            lin = (Jb[0, c], Jb[1, c], Jb[2, c])
+            ang = (Jb[3, c], Jb[4, c], Jb[5, c])
+            dl = cross(wb, lin)
+            if frame == WORLD:
+                dl = add(dl, cross(vb, ang))
+            da = cross(wb, ang)
+            lin = mv(R, add(dl, (D[0, c], D[1, c], D[2, c])))
+            ang = mv(R, add(da, (D[3, c], D[4, c], D[5, c])))
+            if frame == WORLD:          # at the world origin: + p x (R ang)
+                p = (origin[0, 0] * qf[0] + origin[0, 1] * qf[1] + origin[0, 2] * qf[2]
+                     + origin[0, 3], origin[1, 0] * qf[0] + origin[1, 1] * qf[1]
+                     + origin[1, 2] * qf[2] + origin[1, 3], origin[2, 0] * qf[0]
+                     + origin[2, 1] * qf[1] + origin[2, 2] * qf[2] + origin[2, 3])
+                lin = add(lin, cross(p, ang))
+            D[0, c], D[1, c], D[2, c] = lin[0], lin[1], lin[2]
+            D[3, c], D[4, c], D[5, c] = ang[0], ang[1], ang[2]
+    out[:, :] = 0.0
+    for f in range(n):
+        c = int(pk[f, 0])
+        if c >= 0:
+            m = pk[f, 1]
+            for r in range(6):
+                out[r, c] += m * D[r, f]
+    return True
+
+
+@jit
+def _spatial_inertia(wk, i, out):
+    """Write the 6 x 6 spatial inertia (m, h, Io of wk row i; angular first) into out."""
+    m, hx, hy, hz = wk[i, CM], wk[i, CH], wk[i, CH + 1], wk[i, CH + 2]
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = wk[i, CI + 3 * r + c]
+            out[3 + r, 3 + c] = m if r == c else 0.0
+    H = ((0.0, -hz, hy), (hz, 0.0, -hx), (-hy, hx, 0.0))     # [h]x
+    for r in range(3):
+        for c in range(3):
+            out[r, 3 + c] = H[r][c]          # n = Io w + h x v
+            out[3 + r, c] = -H[r][c]         # f = m v - h x w
+
+
+@jit
+def _motion_cross(V, a):
+    """Return V x a for spatial motions (angular, linear)."""
+    w, v = (V[0], V[1], V[2]), (V[3], V[4], V[5])
+    aw, al = (a[0], a[1], a[2]), (a[3], a[4], a[5])
+    x, y = cross(w, aw), add(cross(w, al), cross(v, aw))
+    return (x[0], x[1], x[2], y[0], y[1], y[2])
+
+
+@jit
+def _coriolis_term(In, V, out):
+    """
+    Write B(I, V) = 1/2 (V x* I + (I V) xbar* - I V x), I = In (angular first), into out.
+
+    Pinocchio's body term of computeCoriolisMatrix (algorithms.coriolis_matrix): its sum
+    with its transpose is d/dt I along V.
+    """
+    Vx = np.zeros((6, 6))                # V x: (w x a, w x l + v x a)
+    w, v = (V[0], V[1], V[2]), (V[3], V[4], V[5])
+    for b in range(2):
+        Vx[3 * b + 0, 3 * b + 1], Vx[3 * b + 0, 3 * b + 2] = -w[2], w[1]
+        Vx[3 * b + 1, 3 * b + 0], Vx[3 * b + 1, 3 * b + 2] = w[2], -w[0]
+        Vx[3 * b + 2, 3 * b + 0], Vx[3 * b + 2, 3 * b + 1] = -w[1], w[0]
+    Vx[3, 1], Vx[3, 2], Vx[4, 0], Vx[4, 2], Vx[5, 0], Vx[5, 1] = -v[2], v[1], v[2], -v[0], \
+        -v[1], v[0]
+    f = np.zeros(6)                      # I V
+    for r in range(6):
+        for c in range(6):
+            f[r] += In[r, c] * V[c]
+    F = np.zeros((6, 6))                 # (I V) xbar*: V -> V x* f
+    n_, fl = (f[0], f[1], f[2]), (f[3], f[4], f[5])
+    for blk, (r0, c0) in enumerate(((0, 0), (0, 3), (3, 0))):
+        x = n_ if blk == 0 else fl
+        F[r0 + 0, c0 + 1], F[r0 + 0, c0 + 2] = x[2], -x[1]      # -[x]x
+        F[r0 + 1, c0 + 0], F[r0 + 1, c0 + 2] = -x[2], x[0]
+        F[r0 + 2, c0 + 0], F[r0 + 2, c0 + 1] = x[1], -x[0]
+    for r in range(6):
+        for c in range(6):
+            s = F[r, c]
+            for k in range(6):           # V x* = -(V x)^T
+                s += -Vx[k, r] * In[k, c] - In[r, k] * Vx[k, c]
+            out[r, c] = 0.5 * s
+
+
+@jit
+def moving_coriolis_matrix(ints, reals, planar, pk, q, v, tol, out):
+    """
+    Pinocchio's Coriolis matrix of any moving base (nv x nv) into out; False on bad input.
+
+    C = sum_b J_b^T (I_b J_b' + B(I_b, V_b) J_b) (algorithms.coriolis_matrix) by columns:
+    J_b's column of joint j is its axis S_j wherever b is below j, and J_b' the same column
+    of V_j x S_j (the base's six columns: V_base x S), so entry (a, c), a at or above c on
+    one path, is S_a . (Ic_c (V_c x S_c) + Bc_c S_c) and entry (c, a) is
+    S_c . (Ic_c (V_a x S_a) + Bc_c S_a), with Ic and Bc the sums of I_b and B(I_b, V_b)
+    over the subtree of c. Everything in the base frame behind the chain (C is a scalar
+    product of motions and forces, the same in every frame); projected by P.
+    """
+    n, nv = ints.shape[0], out.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv or out.shape[1] != nv:
+        return False
+    for i in range(nv):
+        if not np.isfinite(v[i]):
+            return False
+    qf, qk, vk = np.empty(n + 1), np.empty(n), np.empty(n)
+    if not lift_configuration(planar, pk, q, tol, qf):
+        return False
+    ok, _ = configuration(qf, tol, qk)
+    if not ok:
+        return False
+    lift_velocity(pk, v, vk)
+    wk = np.empty((n, NC))
+    load(ints, qk, n, wk, CQ)
+    frames(ints, reals, wk, CQ, True)
+    motion_subspaces(ints, reals, wk)
+    S, V, dS = np.empty((n, 6)), np.empty((n, 6)), np.empty((n, 6))
+    Ic, Bc = np.empty((n, 6, 6)), np.empty((n, 6, 6))
+    for i in range(n):
+        for r in range(6):
+            S[i, r] = wk[i, CS + r]
+        u = vk[ints[i, INV]]
+        par = ints[i, PARENT]
+        for r in range(6):
+            V[i, r] = S[i, r] * u + (V[par, r] if par >= 0 else 0.0)
+        body_inertia(reals, wk, i)
+        _spatial_inertia(wk, i, Ic[i])
+        _coriolis_term(Ic[i], V[i], Bc[i])
+    for i in range(n):                   # the base's columns turn with the base body (5)
+        t = _motion_cross(V[5] if i < 6 else V[i], S[i])
+        for r in range(6):
+            dS[i, r] = t[r]
+    for i in range(n - 1, 0, -1):
+        par = ints[i, PARENT]
+        if par >= 0:
+            for r in range(6):
+                for c in range(6):
+                    Ic[par, r, c] += Ic[i, r, c]
+                    Bc[par, r, c] += Bc[i, r, c]
+    Ck = np.zeros((n, n))
+    x, y = np.empty(6), np.empty(6)
+    for c_ in range(n):
+        cc = ints[c_, INV]
+        for r in range(6):              # Ic_c (V_c x S_c) + Bc_c S_c
+            s = 0.0
+            for k in range(6):
+                s += Ic[c_, r, k] * dS[c_, k] + Bc[c_, r, k] * S[c_, k]
+            x[r] = s
+        a = c_
+        while a >= 0:
+            ca = ints[a, INV]
+            for r in range(6):          # Ic_c (V_a x S_a) + Bc_c S_a
+                s = 0.0
+                for k in range(6):
+                    s += Ic[c_, r, k] * dS[a, k] + Bc[c_, r, k] * S[a, k]
+                y[r] = s
+            sa, sc = 0.0, 0.0
+            for r in range(6):
+                sa += S[a, r] * x[r]
+                sc += S[c_, r] * y[r]
+            Ck[ca, cc] = sa
+            Ck[cc, ca] = sc
+            a = ints[a, PARENT]
+    out[:, :] = 0.0
+    for i in range(n):
+        a = int(pk[i, 0])
+        if a < 0:
+            continue
+        for j in range(n):
+            b = int(pk[j, 0])
+            if b >= 0:
+                out[a, b] += pk[i, 1] * pk[j, 1] * Ck[i, j]
     return True
