@@ -291,6 +291,7 @@ class MovingBase:
         self._contact_cache = {}                    # contact list -> the kernels' arrays
         self._6nv = (6, self.nv)
         self._planar, self._pk = base == 'planar', self._moving_map(m)
+        self._L44, self._shape_3v = (len(self._site_rows), 4, 4), (3, self.nv)
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
 
@@ -920,16 +921,14 @@ class MovingBase:
 
     # ----------------------------------------------------------------- kinematics
     @_batched('q')
-    def link_pose(self, q: ArrayLike, link: str) -> Array:
-        """Return the 4x4 pose of a link in the world."""
+    def _link_pose_readable(self, q: ArrayLike, link: str) -> Array:
+        """Return :meth:`link_pose` from the fixed model's (checks, batches)."""
         _, T, u, _ = self._split(q)
         return T @ self.fixed.link_pose(u, link)
 
     @_batched('q')
-    def link_poses(self, q: ArrayLike) -> Array:
-        """Return the 4 x 4 poses of all links in the world, (L, 4, 4) in ``link_names`` order."""
-        if _on_device(q):
-            return self.on_gpu().link_poses(q)[0]
+    def _link_poses_readable(self, q: ArrayLike) -> Array:
+        """Return :meth:`link_poses` from the fixed model's (checks, batches)."""
         _, T, u, _ = self._split(q)
         return T @ self.fixed.link_poses(u)
 
@@ -1083,20 +1082,14 @@ class MovingBase:
         return self.jacobian_derivative_times_velocity(q, v, link, point, frame)
 
     @_batched('q')
-    def center_of_mass(self, q: ArrayLike, include_root: bool = True) -> Array:
-        """
-        Return the centre of mass of the whole robot (base included) in the world (3,).
-
-        The base moves, so its mass always counts (``include_root`` changes nothing here).
-        """
-        if _on_device(q):
-            return self.on_gpu().center_of_mass(q)
+    def _center_of_mass_readable(self, q: ArrayLike) -> Array:
+        """Return :meth:`center_of_mass` from the fixed model's (checks, batches)."""
         _, T, u, _ = self._split(q)
         return T[:3, :3] @ self.fixed.center_of_mass(u, include_root=True) + T[:3, 3]
 
     @_batched('q')
-    def center_of_mass_jacobian(self, q: ArrayLike, include_root: bool = True) -> Array:
-        """Return the 3 x nv Jacobian of :meth:`center_of_mass` (world axes)."""
+    def _center_of_mass_jacobian_readable(self, q: ArrayLike) -> Array:
+        """Return :meth:`center_of_mass_jacobian` from the fixed model's (checks, batches)."""
         _, T, u, _ = self._split(q)
         R = T[:3, :3]
         c = self.fixed.center_of_mass(u, include_root=True)
@@ -1105,16 +1098,8 @@ class MovingBase:
         return np.hstack([base @ P_BASE[self.base], J_joints])
 
     @_batched('q')
-    def centroidal_momentum_matrix(self, q: ArrayLike) -> Array:
-        """
-        Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
-
-        A_G v = (linear momentum, angular momentum about the centre of mass), world axes.
-
-        The base rows of M, computed at the base origin in base axes before the planar and
-        mimic projections, are the whole robot's momentum (the base twist's conjugate);
-        A_G moves them to the centre of mass and turns them to world axes.
-        """
+    def _centroidal_momentum_matrix_readable(self, q: ArrayLike) -> Array:
+        """Return :meth:`centroidal_momentum_matrix` in NumPy (checks, batches)."""
         _, T, u, qk = self._split(q)
         R = T[:3, :3]
         c = self.fixed.center_of_mass(u, include_root=True)
@@ -1260,6 +1245,8 @@ _TOL = 'QUATERNION_TOLERANCE'
 _THREE = 'tuple[Array, Array, Array]'
 _MOVING = 'self._planar, self._pk, self._armature_after'
 _MOVING_ORIGIN = 'self._origin, ' + _MOVING
+_MOVING_BASE = 'self._origin, self._planar, self._pk'      # the base's pose, no armature
+_SHAPE_44, _SHAPE_3 = (4, 4), (3,)
 _SITE = ('try:', '    k, code = self._site_rows[link], FRAMES[frame]',     # a link frame's row
          'except (KeyError, TypeError):', '    k = code = -1')
 _COMPILED_BASE = {
@@ -1354,6 +1341,44 @@ _COMPILED_BASE = {
         (``computeCoriolisMatrix``), sum over bodies of J^T (I J' + B(I, V) J) with world
         spatial Jacobians (:mod:`kron_dynamics.algorithms.coriolis_matrix`, the reference),
         in one compiled call (``kernels.floating_base.moving_coriolis_matrix``).
+        """),
+    'link_pose': _BaseRow(
+        'q: ArrayLike, link: str', ('q',), 'moving_link_pose', '', 'q', '_SHAPE_44',
+        'self._link_pose_readable(q, link)', prelude=(
+            'try:', '    k = self._site_rows[link]', 'except (KeyError, TypeError):',
+            '    k = -1'), fast_if='k >= 0', batch=False,
+        moving=f'self._sites, {_MOVING_BASE}, {{}}, {_TOL}, k',
+        doc='Return the 4x4 pose of a link in the world.'),
+    'link_poses': _BaseRow(
+        'q: ArrayLike', ('q',), 'moving_link_poses', '', 'q', 'self._L44',
+        'self._link_poses_readable(q)', batch=False, gpu='self.on_gpu().link_poses(q)[0]',
+        moving=f'self._sites, {_MOVING_BASE}, {{}}, {_TOL}',
+        doc="Return the 4 x 4 poses of all links in the world, (L, 4, 4) in ``link_names`` "
+            "order."),
+    'center_of_mass': _BaseRow(
+        'q: ArrayLike, include_root: bool = True', ('q',), 'moving_center_of_mass', '', 'q',
+        '_SHAPE_3', 'self._center_of_mass_readable(q)', batch=False,
+        gpu='self.on_gpu().center_of_mass(q)', moving=f'{_MOVING_BASE}, {{}}, {_TOL}', doc="""
+        Return the centre of mass of the whole robot (base included) in the world (3,).
+
+        The base moves, so its mass always counts (``include_root`` changes nothing here).
+        """),
+    'center_of_mass_jacobian': _BaseRow(
+        'q: ArrayLike, include_root: bool = True', ('q',), 'moving_center_of_mass_jacobian',
+        '', 'q', 'self._shape_3v', 'self._center_of_mass_jacobian_readable(q)', batch=False,
+        moving=f'{_MOVING_BASE}, {{}}, {_TOL}',
+        doc='Return the 3 x nv Jacobian of :meth:`center_of_mass` (world axes).'),
+    'centroidal_momentum_matrix': _BaseRow(
+        'q: ArrayLike', ('q',), 'moving_centroidal_momentum_matrix', '', 'q', 'self._6nv',
+        'self._centroidal_momentum_matrix_readable(q)', batch=False,
+        moving=f'{_MOVING_BASE}, {{}}, {_TOL}', doc="""
+        Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
+
+        A_G v = (linear momentum, angular momentum about the centre of mass), world axes.
+
+        The base rows of M, computed at the base origin in base axes before the planar and
+        mimic projections, are the whole robot's momentum (the base twist's conjugate);
+        A_G moves them to the centre of mass and turns them to world axes.
         """),
     'inverse_dynamics_derivatives': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '

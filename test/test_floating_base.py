@@ -362,13 +362,13 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
 
 
 @pytest.mark.parametrize('case', sorted(MOVING_CASES) + ['solo12 floating'])
-def test_the_compiled_jacobian_derivative_and_coriolis_matrix_equal_their_references(
-        case, monkeypatch):
+def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case, monkeypatch):
     """
-    J' (three frames) and Pinocchio's Coriolis matrix of every moving base in one call each.
+    Poses, centre of mass, A_G, J' and C of every moving base in one compiled call each.
 
-    Equal to the NumPy references (J' from the Hessian, C body by body), which a single
-    plain state never reaches; C + C^T = M' by finite differences along the motion.
+    Equal to the NumPy references (the fixed model's kinematics composed with the base pose,
+    J' from the Hessian, C body by body), which a single plain state never reaches;
+    C + C^T = M' by finite differences along the motion.
     """
     source, base, mimic = MOVING_CASES.get(
         case, ('solo_description/robots/solo12.urdf', 'floating', False))
@@ -386,12 +386,25 @@ def test_the_compiled_jacobian_derivative_and_coriolis_matrix_equal_their_refere
     expected = [([[model._jacobian_derivative(q, v, link, None, frame) for frame in frames]
                   for link in links], model._coriolis_matrix_readable(q, v))
                 for q, v, _ in states]
+    kinematics = {      # the public method -> its reference
+        'link_poses': lambda q: model._link_poses_readable(q),
+        'center_of_mass': lambda q: model._center_of_mass_readable(q),
+        'center_of_mass_jacobian': lambda q: model._center_of_mass_jacobian_readable(q),
+        'centroidal_momentum_matrix': lambda q: model._centroidal_momentum_matrix_readable(q),
+        **{f'link_pose {link}': (lambda link: lambda q: model._link_pose_readable(q, link))(
+            link) for link in links}}
+    kinematics_expected = [{name: f(q) for name, f in kinematics.items()} for q, _, _ in states]
 
     def refuse(*args, **kwargs):
         raise AssertionError('a single plain state reached the NumPy path')
     with monkeypatch.context() as patch:
-        for name in ('_jacobian_derivative', '_coriolis_matrix_readable', '_split'):
+        for name in ('_jacobian_derivative', '_coriolis_matrix_readable', '_split',
+                     *(f'_{name.split()[0]}_readable' for name in kinematics)):
             patch.setattr(model, name, refuse)
+        for (q, _, _), want in zip(states, kinematics_expected):
+            for name, value in want.items():
+                method, *link = name.split()
+                close(getattr(model, method)(q, *link), value, f'{case}: {name}', 1e-12)
         for (q, v, _), (dJs, C) in zip(states, expected):
             for link, want in zip(links, dJs):
                 for frame, dJ in zip(frames, want):

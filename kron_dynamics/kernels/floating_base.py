@@ -34,7 +34,8 @@ from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set
 from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
 from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
 from .jacobians import jacobian, jacobian_derivative
-from .kinematics import FP, FR, frames, link_pose, load
+from .center_of_mass import center_of_mass, center_of_mass_jacobian
+from .kinematics import FP, FR, frames, link_pose, link_poses, load
 from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, SITE_BODY, SITE_P,
                      SITE_R, WORLD)
 from .rnea import _rnea_row, NW
@@ -460,8 +461,13 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
 # coordinate of velocity c is q[c + 1]). ``planar``: the base is (x, y, cos t, sin t).
 @jit
 def lift_configuration(planar, pk, q, tol, qf):
-    """Write the free-flying configuration of q into qf; False on a bad q (finite, unit)."""
+    """Write the free-flying configuration of q into qf; False on a bad q (size, finite, unit)."""
     nq = q.shape[0]
+    nv = 0                  # every model velocity is followed by some kernel coordinate
+    for f in range(pk.shape[0]):
+        nv = max(nv, int(pk[f, 0]) + 1)
+    if nq != nv + 1 or qf.shape[0] != pk.shape[0] + 1:
+        return False
     for i in range(nq):
         if not np.isfinite(q[i]):
             return False
@@ -925,4 +931,131 @@ def moving_coriolis_matrix(ints, reals, planar, pk, q, v, tol, out):
             b = int(pk[j, 0])
             if b >= 0:
                 out[a, b] += pk[i, 1] * pk[j, 1] * Ck[i, j]
+    return True
+
+
+@jit
+def _lifted_base(origin, planar, pk, q, tol, qk):
+    """
+    Fill qk (the chain at zero, the joints) from a moving base's q; ok, R, p of the base.
+
+    R and p: the base's orientation and origin in the world (the root joint's origin times
+    the pose of q).
+    """
+    n = qk.shape[0]
+    R, p = np.eye(3), np.zeros(3)
+    qf = np.empty(n + 1)
+    if not lift_configuration(planar, pk, q, tol, qf):
+        return False, R, p
+    ok, (x, y, z, w) = configuration(qf, tol, qk)
+    if not ok:
+        return False, R, p
+    R = base_rotation(origin, x, y, z, w)
+    for r in range(3):
+        p[r] = origin[r, 0] * qf[0] + origin[r, 1] * qf[1] + origin[r, 2] * qf[2] + origin[r, 3]
+    return True, R, p
+
+
+@jit
+def _to_world(R, p, T):
+    """Turn a 4 x 4 pose T in base coordinates into the world's, in place."""
+    for c in range(4):
+        a, b, d = T[0, c], T[1, c], T[2, c]
+        for r in range(3):
+            T[r, c] = R[r, 0] * a + R[r, 1] * b + R[r, 2] * d + (p[r] if c == 3 else 0.0)
+
+
+@jit
+def moving_link_pose(ints, reals, sites, origin, planar, pk, q, tol, k, out):
+    """World pose (4 x 4) of link k of any moving base into out; False on a bad input."""
+    n = ints.shape[0]
+    if pk.shape[0] != n:
+        return False
+    qk = np.empty(n)
+    ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
+    if not (ok and link_pose(ints, reals, sites, k, qk, out)):
+        return False
+    _to_world(R, p, out)
+    return True
+
+
+@jit
+def moving_link_poses(ints, reals, sites, origin, planar, pk, q, tol, out):
+    """World poses (L, 4, 4) of every link of any moving base into out; False on bad input."""
+    n = ints.shape[0]
+    if pk.shape[0] != n:
+        return False
+    qk = np.empty(n)
+    ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
+    if not (ok and link_poses(ints, reals, sites, qk, out)):
+        return False
+    for i in range(out.shape[0]):
+        _to_world(R, p, out[i])
+    return True
+
+
+@jit
+def moving_center_of_mass(ints, reals, origin, planar, pk, q, tol, out):
+    """Centre of mass of the whole robot (base included; world) into out; False on bad q."""
+    n = ints.shape[0]
+    if pk.shape[0] != n:
+        return False
+    qk, c = np.empty(n), np.empty(3)
+    ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
+    if not (ok and center_of_mass(ints, reals, qk, False, c)):
+        return False
+    for r in range(3):
+        out[r] = R[r, 0] * c[0] + R[r, 1] * c[1] + R[r, 2] * c[2] + p[r]
+    return True
+
+
+@jit
+def moving_center_of_mass_jacobian(ints, reals, origin, planar, pk, q, tol, out):
+    """3 x nv Jacobian of :func:`moving_center_of_mass` (world axes) into out; ok."""
+    n, nv = ints.shape[0], out.shape[1]
+    if pk.shape[0] != n or q.shape[0] != nv + 1:
+        return False
+    qk, Jb = np.empty(n), np.empty((3, n))
+    ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
+    if not (ok and center_of_mass_jacobian(ints, reals, qk, False, Jb)):
+        return False
+    out[:, :] = 0.0
+    for f in range(n):
+        c = int(pk[f, 0])
+        if c >= 0:
+            m = pk[f, 1]
+            for r in range(3):
+                out[r, c] += m * (R[r, 0] * Jb[0, f] + R[r, 1] * Jb[1, f] + R[r, 2] * Jb[2, f])
+    return True
+
+
+@jit
+def moving_centroidal_momentum_matrix(ints, reals, origin, planar, pk, q, tol, out):
+    """
+    Write Pinocchio's A_G (6 x nv) of any moving base into out; False on a bad q.
+
+    Rows: linear and angular momentum about the centre of mass, world axes. The base rows of
+    M (the whole robot's momentum at the base origin, base axes; 004 app. B) projected by P,
+    moved to the centre of mass and turned to the world.
+    """
+    n, nv = ints.shape[0], out.shape[1]
+    if pk.shape[0] != n or q.shape[0] != nv + 1:
+        return False
+    qk, c, Mk = np.empty(n), np.empty(3), np.empty((n, n))
+    ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
+    if not (ok and center_of_mass(ints, reals, qk, False, c)
+            and _crba_row(ints, reals, qk, np.empty((n, NC)), Mk)):
+        return False
+    rows = np.zeros((6, nv))
+    for f in range(n):
+        col = int(pk[f, 0])
+        if col >= 0:
+            for r in range(6):
+                rows[r, col] += pk[f, 1] * Mk[r, f]
+    for col in range(nv):
+        lin = (rows[0, col], rows[1, col], rows[2, col])
+        ang = add((rows[3, col], rows[4, col], rows[5, col]), cross(lin, (c[0], c[1], c[2])))
+        for r in range(3):
+            out[r, col] = R[r, 0] * lin[0] + R[r, 1] * lin[1] + R[r, 2] * lin[2]
+            out[3 + r, col] = R[r, 0] * ang[0] + R[r, 1] * ang[1] + R[r, 2] * ang[2]
     return True
