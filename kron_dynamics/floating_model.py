@@ -292,6 +292,7 @@ class MovingBase:
         self._6nv = (6, self.nv)
         self._planar, self._pk = base == 'planar', self._moving_map(m)
         self._L44, self._shape_3v = (len(self._site_rows), 4, 4), (3, self.nv)
+        self._shape_star = (self.nv, self.nv * self.nv)
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
 
@@ -599,21 +600,10 @@ class MovingBase:
         vk = self._lift(self._vector(v, self.nv, 'v'))
         return self._project(self._rnea(qk, vk, np.zeros(len(vk)), np.zeros(3)))
 
-    def coriolis_star(self, q: ArrayLike, method: str | None = None) -> Array:
-        """
-        Return C*(q), nv x nv^2, with C*(q)(v kron v) = h(q, v) - G(q) for every v.
-
-        With quasi-velocities eq. (101) has no partial derivatives to take: C* is defined as
-        the matrix of the quadratic form h - G, symmetric in its two velocity indices
-        (C*[:, j nv + k] = C*[:, k nv + j]). For holonomic coordinates that is the
-        Christoffel form of eq. (101) symmetrized (README, "Floating and planar bases").
-        ``method``: None only.
-        """
-        if method is not None:
-            raise ValueError(f'coriolis_star: method {method!r} is for a fixed base; a moving '
-                             'base has the default only (method=None)')
+    def _coriolis_star_readable(self, q: ArrayLike) -> Array:
+        """Return :meth:`coriolis_star` by polarization of the compiled h - G (its reference)."""
         if np.ndim(q) == 2:
-            return self._batch(self.coriolis_star, q)
+            return self._batch(self._coriolis_star_readable, q)
         _, _, _, qk = self._split(q)
         nv = self.nv
         E = np.eye(nv)
@@ -1379,6 +1369,23 @@ _COMPILED_BASE = {
         The base rows of M, computed at the base origin in base axes before the planar and
         mimic projections, are the whole robot's momentum (the base twist's conjugate);
         A_G moves them to the centre of mass and turns them to world axes.
+        """),
+    'coriolis_star': _BaseRow(
+        'q: ArrayLike, method: str | None = None', ('q',), 'moving_coriolis_star', '', 'q',
+        'self._shape_star', 'self._coriolis_star_readable(q)', batch=False,
+        moving=f'self._planar, self._pk, {{}}, {_TOL}', prelude=(
+            'if method is not None:',
+            "    raise ValueError(f'coriolis_star: method {method!r} is for a fixed base; a "
+            "moving base has the default only (method=None)')"), doc="""
+        Return C*(q), nv x nv^2, with C*(q)(v kron v) = h(q, v) - G(q) for every v.
+
+        With quasi-velocities eq. (101) has no partial derivatives to take: C* is defined as
+        the matrix of the quadratic form h - G, symmetric in its two velocity indices
+        (C*[:, j nv + k] = C*[:, k nv + j]). For holonomic coordinates that is the
+        Christoffel form of eq. (101) symmetrized (README, "Floating and planar bases").
+        ``method``: None only. One compiled call
+        (``kernels.floating_base.moving_coriolis_star``); the polarization of h - G is its
+        reference.
         """),
     'inverse_dynamics_derivatives': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '

@@ -364,10 +364,11 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
 @pytest.mark.parametrize('case', sorted(MOVING_CASES) + ['solo12 floating'])
 def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case, monkeypatch):
     """
-    Poses, centre of mass, A_G, J' and C of every moving base in one compiled call each.
+    Poses, centre of mass, A_G, J', C and C* of every moving base in one compiled call each.
 
     Equal to the NumPy references (the fixed model's kinematics composed with the base pose,
-    J' from the Hessian, C body by body), which a single plain state never reaches;
+    J' from the Hessian, C body by body, C* by polarization of h - G), which a single plain
+    state never reaches;
     C + C^T = M' by finite differences along the motion.
     """
     source, base, mimic = MOVING_CASES.get(
@@ -391,6 +392,7 @@ def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case
         'center_of_mass': lambda q: model._center_of_mass_readable(q),
         'center_of_mass_jacobian': lambda q: model._center_of_mass_jacobian_readable(q),
         'centroidal_momentum_matrix': lambda q: model._centroidal_momentum_matrix_readable(q),
+        'coriolis_star': lambda q: model._coriolis_star_readable(q),
         **{f'link_pose {link}': (lambda link: lambda q: model._link_pose_readable(q, link))(
             link) for link in links}}
     kinematics_expected = [{name: f(q) for name, f in kinematics.items()} for q, _, _ in states]

@@ -35,6 +35,7 @@ from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces,
 from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
 from .jacobians import jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
+from .coriolis_star import coriolis_star
 from .kinematics import FP, FR, frames, link_pose, link_poses, load
 from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, SITE_BODY, SITE_P,
                      SITE_R, WORLD)
@@ -1058,4 +1059,57 @@ def moving_centroidal_momentum_matrix(ints, reals, origin, planar, pk, q, tol, o
         for r in range(3):
             out[r, col] = R[r, 0] * lin[0] + R[r, 1] * lin[1] + R[r, 2] * lin[2]
             out[3 + r, col] = R[r, 0] * ang[0] + R[r, 1] * ang[1] + R[r, 2] * ang[2]
+    return True
+
+
+# the chain's velocity products (chain_acceleration at v' = 0) as a symmetric bilinear form
+# of the base twist (vx, vy, vz, wx, wy, wz): (row, j, k, coefficient of x_j x_k)
+_CHAIN_PRODUCTS = ((0, 4, 2, 1.0), (0, 5, 1, -1.0), (1, 5, 0, 1.0), (1, 3, 2, -1.0),
+                   (2, 3, 1, 1.0), (2, 4, 0, -1.0), (3, 4, 5, -1.0), (4, 3, 5, 1.0),
+                   (5, 3, 4, -1.0))
+
+
+@jit
+def moving_coriolis_star(ints, reals, planar, pk, q, tol, out):
+    """
+    C* (nv x nv^2) of any moving base, the symmetric matrix of the quadratic form h - G.
+
+    Behind the chain h - G = C*_k (v_k kron v_k) + M_k c(v_k), with C*_k the chain system's
+    (holonomic coordinates: kernels.coriolis_star) and c the chain's velocity products
+    (:func:`chain_acceleration`); both symmetrized in their two velocity indices and
+    projected by P in all three. False on a bad q.
+    """
+    n, nv = ints.shape[0], out.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or out.shape[1] != nv * nv:
+        return False
+    qf, qk = np.empty(n + 1), np.empty(n)
+    if not lift_configuration(planar, pk, q, tol, qf):
+        return False
+    ok, _ = configuration(qf, tol, qk)
+    Ck, Mk = np.empty((n, n * n)), np.empty((n, n))
+    if not (ok and coriolis_star(ints, reals, qk, Ck)
+            and _crba_row(ints, reals, qk, np.empty((n, NC)), Mk)):
+        return False
+    out[:, :] = 0.0
+    for i in range(n):
+        a = int(pk[i, 0])
+        if a < 0:
+            continue
+        for j in range(n):
+            b = int(pk[j, 0])
+            if b < 0:
+                continue
+            mij = pk[i, 1] * pk[j, 1]
+            for k in range(n):
+                c = int(pk[k, 0])
+                if c >= 0:
+                    out[a, b * nv + c] += mij * pk[k, 1] * 0.5 * (Ck[i, j * n + k]
+                                                                  + Ck[i, k * n + j])
+        for t in range(len(_CHAIN_PRODUCTS)):
+            r, j, k, s = _CHAIN_PRODUCTS[t]
+            b, c = int(pk[j, 0]), int(pk[k, 0])
+            if b >= 0 and c >= 0:
+                x = 0.5 * s * pk[i, 1] * Mk[i, r] * pk[j, 1] * pk[k, 1]
+                out[a, b * nv + c] += x
+                out[a, c * nv + b] += x
     return True
