@@ -764,9 +764,18 @@ class MovingBase:
             out[2:4] = math.cos(angle), math.sin(angle)
         return out
 
-    @_batched('q0', 'q1')
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         """Return v (nv) with integrate(q0, v) = q1 (Pinocchio's ``difference``)."""
+        if type(q0) is _ND and q0.dtype is _F64 and q0.ndim == 1 and type(q1) is _ND \
+                and q1.dtype is _F64 and q1.ndim == 1:
+            out = _empty(self._nv)
+            if native.moving_difference(self._planar, q0, q1, QUATERNION_TOLERANCE, out):
+                return out
+        return self._difference_readable(q0, q1)
+
+    @_batched('q0', 'q1')
+    def _difference_readable(self, q0: ArrayLike, q1: ArrayLike) -> Array:
+        """Return :meth:`difference` by the matrix logarithm (the reference; checks, batches)."""
         _, T0, u0, _ = self._split(q0)
         _, T1, u1, _ = self._split(q1)
         twist = _log6(np.linalg.solve(T0, T1))

@@ -424,7 +424,9 @@ def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case
 @pytest.mark.parametrize('base', ['floating', 'planar'])
 def test_the_compiled_integrate_is_the_readable_exponential(base, monkeypatch):
     """
-    One compiled call of q (+) v dt equals MovingBase's NumPy exponential and Pinocchio's.
+    One compiled call of q (+) v dt, and of difference, equals the NumPy form and Pinocchio's.
+
+    The NumPy forms: MovingBase's exponential and logarithm of the base's motion.
 
     Turns of every size (the series below 1e-6 rad, beyond pi), the input quaternion's sign
     kept; a single plain state never reaches the NumPy path, a bad one does and is named.
@@ -443,11 +445,20 @@ def test_the_compiled_integrate_is_the_readable_exponential(base, monkeypatch):
             q[3:7] = -q[3:7]            # the same rotation, the other sign: kept
         cases.append((q, scale * v, float(rng.uniform(-1.0, 1.0))))
     expected = [model._integrate_readable(q, v, dt) for q, v, dt in cases]
+    ends = [model._integrate_readable(q, rng.standard_normal(model.nv), 1.0)
+            for q, _, _ in cases]
+    differences = [model._difference_readable(q, end) for (q, _, _), end in zip(cases, ends)]
 
     def refuse(*args, **kwargs):
         raise AssertionError('a single plain state reached the NumPy path')
     with monkeypatch.context() as patch:
         patch.setattr(model, '_integrate_readable', refuse)
+        patch.setattr(model, '_difference_readable', refuse)
+        for (q, _, _), end, want in zip(cases, ends, differences):
+            got = model.difference(q, end)
+            close(got, want, f'{base}: difference', 1e-12)
+            close(got, pin.difference(pm, pair.q(q), pair.q(end))[pair.iv], 'difference vs '
+                  'Pinocchio', 1e-9)
         for (q, v, dt), want in zip(cases, expected):
             got = model.integrate(q, v, dt)
             close(got, want, f'{base}: integrate', 1e-13)

@@ -1113,3 +1113,73 @@ def moving_coriolis_star(ints, reals, planar, pk, q, tol, out):
                 out[a, b * nv + c] += x
                 out[a, c * nv + b] += x
     return True
+
+
+@jit
+def moving_difference(planar, q0, q1, tol, out):
+    """
+    Write v with q0 (+) v = q1 (Pinocchio's difference) into out; False on a bad input.
+
+    The base's twist is the logarithm of T0^-1 T1 (rotation angle up to pi), the joints
+    u1 - u0. Mirrors ``MovingBase._difference_readable``.
+    """
+    nq = q0.shape[0]
+    if q1.shape[0] != nq or out.shape[0] != nq - 1:
+        return False
+    for i in range(nq):
+        if not (np.isfinite(q0[i]) and np.isfinite(q1[i])):
+            return False
+    nb = 3 if planar else 6
+    for i in range(nb + 1, nq):
+        out[i - 1] = q1[i] - q0[i]
+    if planar:
+        n0, n1 = np.sqrt(q0[2] ** 2 + q0[3] ** 2), np.sqrt(q1[2] ** 2 + q1[3] ** 2)
+        if abs(n0 - 1.0) > tol or abs(n1 - 1.0) > tol:
+            return False
+        c0, s0, c1, s1 = q0[2] / n0, q0[3] / n0, q1[2] / n1, q1[3] / n1
+        dx, dy = q1[0] - q0[0], q1[1] - q0[1]
+        px, py = c0 * dx + s0 * dy, -s0 * dx + c0 * dy        # R0^T (p1 - p0)
+        w = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
+        theta = abs(w)
+        if theta < 1e-6:
+            d = 1.0 / 12.0 + theta * theta / 720.0
+        else:
+            d = (1.0 - theta * np.sin(theta) / (2.0 * (1.0 - np.cos(theta)))) / (theta * theta)
+        out[0] = px + 0.5 * w * py - d * w * w * px      # (I - W / 2 + d W^2) p
+        out[1] = py - 0.5 * w * px - d * w * w * py
+        out[2] = w
+        return True
+    a = np.empty(4)
+    b = np.empty(4)
+    for i in range(4):
+        a[i], b[i] = q0[3 + i], q1[3 + i]
+    na, nb_ = np.sqrt(a @ a), np.sqrt(b @ b)
+    if abs(na - 1.0) > tol or abs(nb_ - 1.0) > tol:
+        return False
+    x1, y1, z1, w1 = -a[0] / na, -a[1] / na, -a[2] / na, a[3] / na      # q0^-1
+    x2, y2, z2, w2 = b[0] / nb_, b[1] / nb_, b[2] / nb_, b[3] / nb_
+    x = w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2                         # q0^-1 q1
+    y = w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2
+    z = w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2
+    w = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2
+    if w < 0.0:                         # the same rotation, angle up to pi
+        x, y, z, w = -x, -y, -z, -w
+    s = np.sqrt(x * x + y * y + z * z)
+    theta = 2.0 * np.arctan2(s, w)
+    k = 2.0 / w if s < 1e-12 else theta / s       # rotation vector = k (x, y, z)
+    r = (k * x, k * y, k * z)
+    R0 = base_rotation(np.eye(4), a[0] / na, a[1] / na, a[2] / na, a[3] / na)
+    dp = (q1[0] - q0[0], q1[1] - q0[1], q1[2] - q0[2])
+    p = (R0[0, 0] * dp[0] + R0[1, 0] * dp[1] + R0[2, 0] * dp[2],
+         R0[0, 1] * dp[0] + R0[1, 1] * dp[1] + R0[2, 1] * dp[2],
+         R0[0, 2] * dp[0] + R0[1, 2] * dp[1] + R0[2, 2] * dp[2])
+    if theta < 1e-6:
+        d = 1.0 / 12.0 + theta * theta / 720.0
+    else:
+        d = (1.0 - theta * np.sin(theta) / (2.0 * (1.0 - np.cos(theta)))) / (theta * theta)
+    c1 = cross(r, p)
+    c2 = cross(r, c1)
+    for i in range(3):                  # (I - W / 2 + d W^2) p, then the rotation vector
+        out[i] = p[i] - 0.5 * c1[i] + d * c2[i]
+        out[3 + i] = r[i]
+    return True
