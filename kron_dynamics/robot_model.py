@@ -183,6 +183,7 @@ class RobotModel:
         self._sites = pack_sites(description.frames)      # one row per link (kinematics)
         self._site_rows = {link: k for k, link in enumerate(description.frames)}
         self._L44 = (len(self._site_rows), 4, 4)
+        self._moving_mass = float(np.sum(self.tree.mass))      # potential_energy's m
         self._zeros = np.zeros(self.n)
         self._zeros.setflags(write=False)
         self._n = self.n
@@ -1213,11 +1214,22 @@ class RobotModel:
         return 0.5 * float(qd @ M @ qd)
 
     def potential_energy(self, q: ArrayLike) -> float | Array:
-        """V = -sum m_i g . r_Gi, zero at the root origin; G(q) = dV/dq."""
-        (q,), N = self._inputs(q=q)
-        if N is not None:
-            return self._per_row(self.potential_energy, N, q)
-        R, p = forward_kinematics(self.tree, self._internal(q, 'q'))
+        """
+        V = -sum m_i g . r_Gi, zero at the root origin; G(q) = dV/dq.
+
+        That is -m g . c with m and c the mass and the compiled centre of mass of the moving
+        bodies (:meth:`center_of_mass`); ``_potential_energy_readable`` sums over the bodies.
+        """
+        mass = self._moving_mass
+        if mass == 0.0:         # nothing moves that has mass: V is 0 (the centre is undefined)
+            (q,), N = self._inputs(q=q)
+            return 0.0 if N is None else np.zeros(N)
+        V = -mass * (self.center_of_mass(q) @ self.tree.gravity)
+        return float(V) if np.ndim(V) == 0 else V
+
+    def _potential_energy_readable(self, q: ArrayLike) -> float:
+        """Return :meth:`potential_energy` body by body (000's kinematics; its reference)."""
+        R, p = forward_kinematics(self.tree, self._internal(self._inputs(q=q)[0][0], 'q'))
         coms = com_positions(self.tree, R, p)
         return -float(self.tree.mass @ (coms @ self.tree.gravity))
 

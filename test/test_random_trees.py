@@ -139,6 +139,9 @@ def test_gravity_is_gradient_of_potential(seed):
     G = model.gravity_torque(q)
     expected = [fd(model.potential_energy, q, k) for k in range(model.n)]
     np.testing.assert_allclose(G, expected, atol=1e-7 * scale(G))
+    # -m g . c of the compiled centre of mass is the sum over the bodies (000's kinematics)
+    V = model._potential_energy_readable(q)
+    assert abs(model.potential_energy(q) - V) <= 1e-12 * max(1.0, abs(V))
 
 
 @pytest.mark.parametrize('seed', SEEDS)
