@@ -765,17 +765,11 @@ class RobotModel:
         for b, joint in enumerate(d.joint_names):
             yield d.joints[joint].child_link, d.tree.mass[b], d.tree.com[b], d.tree.inertia[b]
 
-    def centroidal_momentum_matrix(self, q: ArrayLike) -> Array:
-        """
-        Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
-
-        A_G v = (linear momentum, angular momentum about the centre of mass of the moving
-        bodies, :meth:`center_of_mass`), root-frame axes: the sum over the bodies of their
-        spatial inertia times their spatial Jacobian ('world'), moved to the centre of mass.
-        """
+    def _centroidal_momentum_matrix_readable(self, q: ArrayLike) -> Array:
+        """Return :meth:`centroidal_momentum_matrix` body by body (the kernel's reference)."""
         (q,), N = self._inputs(q=q)
         if N is not None:
-            return self._per_row(self.centroidal_momentum_matrix, N, q)
+            return self._per_row(self._centroidal_momentum_matrix_readable, N, q)
         A = np.zeros((6, self.nv))
         for link, mass, com, inertia in self._bodies():
             T = self.link_pose(q, link)
@@ -1372,6 +1366,19 @@ _COMPILED = {
         ``include_root`` as for :meth:`center_of_mass` (the root's mass only scales it).
         Pinocchio: ``jacobianCenterOfMass``.
         """),
+    'centroidal_momentum_matrix': _Row(
+        'q: ArrayLike', ('q',), 'centroidal_momentum_matrix', 'self._6n', prelude=(
+            'if self._moving_mass == 0.0:',
+            "    raise ValueError('centroidal momentum matrix: the moving bodies have no mass "
+            "(no centre of mass)')"), doc="""
+        Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
+
+        A_G v = (linear momentum, angular momentum about the centre of mass of the moving
+        bodies, :meth:`center_of_mass`), root-frame axes: the sum over the bodies of their
+        spatial inertia times their spatial Jacobian ('world'), moved to the centre of mass.
+        Compiled from the CRBA's composite inertias: column j is Ic_j S_j, moved to the
+        centre of mass.
+        """),
     'mass_matrix': _Row(
         'q: ArrayLike, method: str | None = None', ('q',), 'crba', 'self._nn', prelude=(
             'if method is not None:', '    return self._readable_mass_matrix(q, method)'),
@@ -1784,6 +1791,9 @@ _PROJECTED = {
                        "RobotModel)."),
     'center_of_mass_jacobian': ('q', 'columns', None,
                                 "Return the 3 x n Jacobian of :meth:`center_of_mass` in u."),
+    'centroidal_momentum_matrix': ('q', 'columns', None,
+                                   "Return A_G B (6 x n), the centroidal momentum matrix in u "
+                                   "(Pinocchio's ``ccrba``)."),
     'coriolis_star': ('q', 'star', None,
                       "Return C*_u = B^T C*(q) (B kron B), n x n^2: eq. (101) of M_u (000; 004 "
                       "section 5)."),

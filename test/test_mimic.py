@@ -539,7 +539,7 @@ DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'fr
            # the GPU kernels, generated from the whole tree and B (kron_dynamics.gpu)
            'on_gpu',
            # from the projected jacobian_derivative, link_pose, jacobian, center_of_mass
-           'jacobian_derivative_times_velocity', 'centroidal_momentum_matrix',
+           'jacobian_derivative_times_velocity',
            # from the projected jacobian, acceleration, link_pose, M, h and tau
            'contact_jacobian', 'constrained_forward_dynamics', 'contact_inverse_dynamics',
            # a new description of the same tree, built as RobotModel(description, ...)

@@ -145,6 +145,25 @@ def test_gravity_is_gradient_of_potential(seed):
 
 
 @pytest.mark.parametrize('seed', SEEDS)
+def test_the_compiled_centroidal_momentum_matrix_is_the_sum_over_the_bodies(seed):
+    """A_G from the CRBA's composite inertias equals sum_b I_b J_b moved to the CoM."""
+    model, rng, _ = make_model(seed)
+    if model._moving_mass == 0.0:
+        with pytest.raises(ValueError, match='no mass'):
+            model.centroidal_momentum_matrix(np.zeros(model.n))
+        return
+    Q = rng.uniform(-2, 2, (3, model.n))
+    A = model.centroidal_momentum_matrix(Q)
+    for k in range(3):
+        np.testing.assert_allclose(A[k], model._centroidal_momentum_matrix_readable(Q[k]),
+                                   atol=1e-12 * max(1.0, np.abs(A[k]).max()))
+    # A_G q' is the momentum: its linear part m c'
+    qd = rng.uniform(-1, 1, model.n)
+    np.testing.assert_allclose((A[0] @ qd)[:3], model._moving_mass * (
+        model.center_of_mass_jacobian(Q[0]) @ qd), atol=1e-10 * max(1.0, np.abs(A[0]).max()))
+
+
+@pytest.mark.parametrize('seed', SEEDS)
 def test_forward_dynamics_inverts_inverse_dynamics(seed):
     model, rng, _ = make_model(seed)
     model = model.with_armature(np.full(model.n, 1e-2))   # massless leaves would be singular

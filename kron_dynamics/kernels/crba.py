@@ -156,3 +156,59 @@ def crba_batch(ints, reals, Q, out):
                 ok[c] = False
                 break
     return np.all(ok)
+
+
+@jit
+def _centroidal_row(ints, reals, q, wk, out):
+    """
+    A_G (6 x n, user order): Pinocchio's ccrba from a :func:`crba_pass`; False on bad input.
+
+    Column j of sum_b I_b J_b (world spatial Jacobians) is Ic_j S_j = F_j: the momentum
+    about the root origin (angular n, linear f) of the unit velocity of joint j; about the
+    centre of mass c of the moving bodies the angular part is n - c x f. Rows: linear, then
+    angular. False when the moving bodies have no mass.
+    """
+    n = ints.shape[0]
+    if out.shape[1] != n or not load(ints, q, n, wk, CQ):
+        return False
+    crba_pass(ints, reals, wk)
+    m, h = 0.0, (0.0, 0.0, 0.0)
+    for i in range(n):
+        if ints[i, PARENT] < 0:
+            m += wk[i, CM]
+            h = add(h, get3(wk, i, CH))
+    if not m > 0.0:
+        return False
+    c = scl(h, 1.0 / m)
+    for j in range(n):
+        u = ints[j, INV]
+        f = get3(wk, j, CF + 3)
+        a = cross(f, c)             # n - c x f
+        a = add(get3(wk, j, CF), a)
+        out[0, u], out[1, u], out[2, u] = f[0], f[1], f[2]
+        out[3, u], out[4, u], out[5, u] = a[0], a[1], a[2]
+    return True
+
+
+@jit
+def centroidal_momentum_matrix(ints, reals, q, out):
+    """Pinocchio's A_G (6 x n) into out; False on a bad q or massless moving bodies."""
+    return _centroidal_row(ints, reals, q, np.empty((ints.shape[0], NC)), out)
+
+
+@pjit
+def centroidal_momentum_matrix_batch(ints, reals, Q, out):
+    """:func:`centroidal_momentum_matrix` over the rows of Q (N, n) into out (N, 6, n)."""
+    n = ints.shape[0]
+    N = Q.shape[0]
+    if Q.shape[1] != n:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk = np.empty((n, NC))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _centroidal_row(ints, reals, Q[r], wk, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)

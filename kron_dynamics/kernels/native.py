@@ -36,6 +36,8 @@ SIGNATURES = {
     'regressor_batch': ('regressor', (_I, _R, _A2, _A2, _A2, _O3)),
     'crba': ('crba', (_I, _R, _V, _O2)),
     'crba_batch': ('crba', (_I, _R, _A2, _O3)),
+    'centroidal_momentum_matrix': ('crba', (_I, _R, _V, _O2)),
+    'centroidal_momentum_matrix_batch': ('crba', (_I, _R, _A2, _O3)),
     'coriolis_star': ('coriolis_star', (_I, _R, _V, _O2)),
     'coriolis_star_batch': ('coriolis_star', (_I, _R, _A2, _O3)),
     'coriolis_matrix': ('coriolis_star', (_I, _R, _V, _V, _O2)),
