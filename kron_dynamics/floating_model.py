@@ -1015,19 +1015,10 @@ class MovingBase:
         return self.hessian(q, link, point, frame).reshape(6, self.nv, self.nv) @ v
 
     @_batched('q', 'v', 'dv')
-    def acceleration(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str,
-                     point: ArrayLike | None = None,
-                     frame: str = 'local_world_aligned') -> Array:
-        """
-        Return the classical acceleration of a link point (6: linear, angular).
-
-        That is J v' + J' v in 'local_world_aligned': the second derivative of the point's
-        world position, and the angular acceleration, world axes (Pinocchio's
-        ``getFrameClassicalAcceleration``); 'local': the same vectors in the link's axes.
-        'world' is refused (a spatial velocity has no classical acceleration). Compiled: the
-        kernel's classical acceleration on the tree behind the base chain, in base axes,
-        turned to the world.
-        """
+    def _acceleration_readable(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str,
+                               point: ArrayLike | None = None,
+                               frame: str = 'local_world_aligned') -> Array:
+        """Return :meth:`acceleration` with the turn in NumPy (checks, batches, a point)."""
         frame = frame_name(frame)
         if frame == 'world':
             raise ValueError("acceleration: frame 'world' has no classical acceleration (its "
@@ -1059,6 +1050,9 @@ class MovingBase:
         in the link's moving axes; 'world': that of the spatial velocity at the world origin.
         """
         frame = frame_name(frame)
+        if frame != 'local_world_aligned' and point is None:     # J' compiled, whole
+            v = self._vector(v, self.nv, 'v')
+            return self.jacobian_derivative(q, v, link, None, frame) @ v
         a = self.acceleration(q, v, np.zeros(self.nv), link, point)
         if frame == 'local_world_aligned':
             return a
@@ -1245,7 +1239,7 @@ _THREE = 'tuple[Array, Array, Array]'
 _MOVING = 'self._planar, self._pk, self._armature_after'
 _MOVING_ORIGIN = 'self._origin, ' + _MOVING
 _MOVING_BASE = 'self._origin, self._planar, self._pk'      # the base's pose, no armature
-_SHAPE_44, _SHAPE_3 = (4, 4), (3,)
+_SHAPE_44, _SHAPE_3, _SHAPE_6 = (4, 4), (3,), (6,)
 _SITE = ('try:', '    k, code = self._site_rows[link], FRAMES[frame]',     # a link frame's row
          'except (KeyError, TypeError):', '    k = code = -1')
 _COMPILED_BASE = {
@@ -1395,6 +1389,22 @@ _COMPILED_BASE = {
         ``method``: None only. One compiled call
         (``kernels.floating_base.moving_coriolis_star``); the polarization of h - G is its
         reference.
+        """),
+    'acceleration': _BaseRow(
+        "q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str, point: ArrayLike | None = "
+        "None, frame: str = 'local_world_aligned'", ('q', 'v', 'dv'), 'moving_acceleration',
+        '', 'q, v, dv', '_SHAPE_6', 'self._acceleration_readable(q, v, dv, link, point, frame)',
+        prelude=_SITE, fast_if='code >= 0 and point is None', batch=False,
+        moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
+        '_ORIGIN3, code', doc="""
+        Return the classical acceleration of a link point (6: linear, angular).
+
+        That is J v' + J' v in 'local_world_aligned': the second derivative of the point's
+        world position, and the angular acceleration, world axes (Pinocchio's
+        ``getFrameClassicalAcceleration``); 'local': the same vectors in the link's axes.
+        'world' is refused (a spatial velocity has no classical acceleration). Compiled: the
+        kernel's classical acceleration on the tree behind the base chain, in base axes,
+        turned to the world (``kernels.floating_base.moving_acceleration``).
         """),
     'inverse_dynamics_derivatives': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '

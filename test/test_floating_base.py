@@ -364,7 +364,7 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
 @pytest.mark.parametrize('case', sorted(MOVING_CASES) + ['solo12 floating'])
 def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case, monkeypatch):
     """
-    Poses, centre of mass, A_G, J', C and C* of every moving base in one compiled call each.
+    Poses, CoM, A_G, J', accelerations, C and C* of a moving base: one compiled call each.
 
     Equal to the NumPy references (the fixed model's kinematics composed with the base pose,
     J' from the Hessian, C body by body, C* by polarization of h - G), which a single plain
@@ -396,13 +396,22 @@ def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case
         **{f'link_pose {link}': (lambda link: lambda q: model._link_pose_readable(q, link))(
             link) for link in links}}
     kinematics_expected = [{name: f(q) for name, f in kinematics.items()} for q, _, _ in states]
+    accelerations = [[[model._acceleration_readable(q, v, dv, link, None, frame)
+                       for frame in ('local', 'local_world_aligned')] for link in links]
+                     for q, v, dv in states]
 
     def refuse(*args, **kwargs):
         raise AssertionError('a single plain state reached the NumPy path')
     with monkeypatch.context() as patch:
         for name in ('_jacobian_derivative', '_coriolis_matrix_readable', '_split',
+                     '_acceleration_readable',
                      *(f'_{name.split()[0]}_readable' for name in kinematics)):
             patch.setattr(model, name, refuse)
+        for (q, v, dv), per_link in zip(states, accelerations):
+            for link, want in zip(links, per_link):
+                for frame, a in zip(('local', 'local_world_aligned'), want):
+                    close(model.acceleration(q, v, dv, link, frame=frame), a,
+                          f'{case}: {frame} acceleration of {link}', 1e-11)
         for (q, _, _), want in zip(states, kinematics_expected):
             for name, value in want.items():
                 method, *link = name.split()

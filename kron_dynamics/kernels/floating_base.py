@@ -33,7 +33,7 @@ import numpy as np
 from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set3
 from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
 from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
-from .jacobians import jacobian, jacobian_derivative
+from .jacobians import acceleration, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star
 from .kinematics import FP, FR, frames, link_pose, link_poses, load
@@ -1182,4 +1182,43 @@ def moving_difference(planar, q0, q1, tol, out):
     for i in range(3):                  # (I - W / 2 + d W^2) p, then the rotation vector
         out[i] = p[i] - 0.5 * c1[i] + d * c2[i]
         out[3 + i] = r[i]
+    return True
+
+
+@jit
+def moving_acceleration(ints, reals, sites, origin, planar, pk, q, v, dv, tol, k, point,
+                        frame, out):
+    """
+    Classical acceleration (6,) of a point on link k of any moving base; False on bad input.
+
+    The fixed-base kernel's behind the chain (whose accelerations carry the base's velocity
+    products: :func:`chain_acceleration`) in base axes, turned to the world
+    ('local_world_aligned') or to the link's axes ('local'); 'world' has none (False).
+    """
+    n, nv = ints.shape[0], v.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or dv.shape[0] != nv \
+            or (frame != LOCAL and frame != LOCAL_WORLD_ALIGNED):
+        return False
+    for i in range(nv):
+        if not (np.isfinite(v[i]) and np.isfinite(dv[i])):
+            return False
+    qk, vk, ak, a = np.empty(n), np.empty(n), np.empty(n), np.empty(6)
+    ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
+    if not ok:
+        return False
+    lift_velocity(pk, v, vk)
+    lift_velocity(pk, dv, ak)
+    chain_acceleration(vk, ak, ak)
+    if not acceleration(ints, reals, sites, k, point, qk, vk, ak, LOCAL_WORLD_ALIGNED, a):
+        return False
+    if frame == LOCAL:                  # the link's axes: R_base_link^T
+        T = np.empty((4, 4))
+        if not link_pose(ints, reals, sites, k, qk, T):
+            return False
+        for r in range(3):
+            R[r, 0], R[r, 1], R[r, 2] = T[0, r], T[1, r], T[2, r]
+    for h in range(2):
+        x, y, z = a[3 * h], a[3 * h + 1], a[3 * h + 2]
+        for r in range(3):
+            out[3 * h + r] = R[r, 0] * x + R[r, 1] * y + R[r, 2] * z
     return True
