@@ -26,7 +26,11 @@ counterpart (bench/lib/timing.alternate), ratio = min(kron) / min(Pinocchio):
 - constrained forward dynamics against ``constraintDynamics``: solo12 on four point feet,
   TALOS on two 6-D soles, the feet moving (2x);
 - the fixed 7-DOF Panda (fingers fixed, lib.models.panda_urdf): M, G and the frame
-  Jacobian of ``panda_link7`` (1.3x).
+  Jacobian of ``panda_link7`` (1.3x);
+- without a target, the moving bases whose coordinates the kernels lift and project (the
+  ``moving_*`` entry points): TIAGo on a planar base and the Panda with its hand on a free
+  flyer (against ``mimic=True``, which has no ``aba``): M, RNEA, forward dynamics (TIAGo),
+  the frame Jacobian.
 
 Agreement with Pinocchio is checked first (relative 1e-9). Writes bench/results/one_model.json::
 
@@ -39,7 +43,7 @@ import sys
 
 from lib.compare import relerr
 from lib.models import (finish, panda_urdf, PANDA, pinocchio_bench, random_state as state,
-                        SOLO, TALOS)
+                        SOLO, TALOS, TIAGO)
 from lib.timing import alternate
 import numpy as np
 
@@ -66,7 +70,12 @@ def dynamics_rows(pin, pair: PinocchioPair, rng, link, ops, budget, repeat, log)
         'jacobian': relerr(k.jacobian(q, link), pair.columns(pin.computeFrameJacobian(
             m, d, pq, fid, pin.LOCAL_WORLD_ALIGNED))),
     }
+    if 'forward_dynamics' in ops:
+        agree['forward_dynamics'] = relerr(k.forward_dynamics(q, v, dv), pair.tangent(
+            pin.aba(m, d, pq, pv, pa)))     # dv as the torques (P a permutation)
     calls = {
+        'forward_dynamics': ('aba', lambda: k.forward_dynamics(q, v, dv),
+                             lambda: pin.aba(m, d, pq, pv, pa)),
         'mass_matrix': ('crba', lambda: k.mass_matrix(q), lambda: pin.crba(m, d, pq)),
         'inverse_dynamics': ('rnea', lambda: k.inverse_dynamics(q, v, dv),
                              lambda: pin.rnea(m, d, pq, pv, pa)),
@@ -114,6 +123,8 @@ CASES = {
     'solo12_contacts': ('solo12 on four point feet, feet moving', 2.0),
     'talos_contacts': ('TALOS on two 6-D soles, feet moving', 2.0),
     'panda_fixed': ('fixed 7-DOF Panda (fingers fixed)', 1.3),
+    'tiago_planar': ('TIAGo on a planar base (nv = 51)', None),
+    'panda_hand_floating': ('Panda with its hand on a free flyer', None),
 }
 TALOS_TARGETS = {'mass_matrix': 1.3, 'inverse_dynamics': 1.3, 'jacobian': 2.0}
 
@@ -155,6 +166,20 @@ def main(argv=None) -> int:
     results['panda_fixed'] = dynamics_rows(pin, fixed, rng, 'panda_link7',
                                            ('mass_matrix', 'gravity_torque', 'jacobian'),
                                            budget, repeat, log)
+    log('tiago_planar')
+    pair = PinocchioPair(RobotModel.from_urdf_file(robots / TIAGO, root_joint='planar'),
+                         pin.buildModelFromUrdf(str(robots / TIAGO), pin.JointModelPlanar()))
+    results['tiago_planar'] = dynamics_rows(
+        pin, pair, rng, 'arm_7_link',
+        ('mass_matrix', 'inverse_dynamics', 'forward_dynamics', 'jacobian'), budget, repeat,
+        log)
+    log('panda_hand_floating')
+    pair = PinocchioPair(RobotModel.from_urdf_file(robots / PANDA, root_joint='floating'),
+                         pin.buildModelFromUrdf(str(robots / PANDA), pin.JointModelFreeFlyer(),
+                                                mimic=True))
+    results['panda_hand_floating'] = dynamics_rows(      # the mimic model has no aba
+        pin, pair, rng, 'panda_hand', ('mass_matrix', 'inverse_dynamics', 'jacobian'), budget,
+        repeat, log)
     for case, entry in results.items():
         target = CASES[case][1]
         for op, row in entry['single'].items():

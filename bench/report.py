@@ -685,6 +685,8 @@ ONE_MODEL_CASES = {
     'solo12_contacts': 'solo12 on four point feet, feet moving',
     'talos_contacts': 'TALOS on two 6-D soles, feet moving',
     'panda_fixed': 'fixed 7-DOF Panda (fingers fixed)',
+    'tiago_planar': 'TIAGo on a planar base (nv = 51)',
+    'panda_hand_floating': 'Panda with its hand on a free flyer, against `mimic=True`',
 }
 
 

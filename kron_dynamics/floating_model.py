@@ -293,6 +293,7 @@ class MovingBase:
         self._planar, self._pk = base == 'planar', self._moving_map(m)
         self._L44, self._shape_3v = (len(self._site_rows), 4, 4), (3, self.nv)
         self._shape_star = (self.nv, self.nv * self.nv)
+        self._shape_h = (6, self.nv * self.nv)
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
 
@@ -968,17 +969,9 @@ class MovingBase:
         return J[..., :3, :], J[..., 3:, :]
 
     @_batched('q')
-    def hessian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
-                frame: str = 'local_world_aligned') -> Array:
-        """
-        Return the 6 x nv^2 Hessian of :meth:`jacobian`: H[:, s*nv + k] = dJ[:, s]/dq_k.
-
-        The derivative along the k-th velocity direction, q moving as integrate(q, e_k t)
-        (the base's twist is no coordinate derivative; for the joints this is Khang's
-        derivative of 000 eq. 5), so that J' v = H (v kron v) as on a fixed base. In 'local'
-        axes J depends on the joints only: the base directions give 0, the base columns turn
-        with the link (-ad(J_k) Ad^-1); the other frames turn with the link's rotation.
-        """
+    def _hessian_readable(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
+                          frame: str = 'local_world_aligned') -> Array:
+        """Return :meth:`hessian` in NumPy (the kernel's reference; checks, batches, a point)."""
         frame = frame_name(frame)
         _, T, u, _ = self._split(q)
         nb, nv = self._nb, self.nv
@@ -1405,6 +1398,22 @@ _COMPILED_BASE = {
         'world' is refused (a spatial velocity has no classical acceleration). Compiled: the
         kernel's classical acceleration on the tree behind the base chain, in base axes,
         turned to the world (``kernels.floating_base.moving_acceleration``).
+        """),
+    'hessian': _BaseRow(
+        "q: ArrayLike, link: str, point: ArrayLike | None = None, "
+        "frame: str = 'local_world_aligned'", ('q',), 'moving_hessian', '', 'q',
+        'self._shape_h', 'self._hessian_readable(q, link, point, frame)', prelude=_SITE,
+        fast_if='code >= 0 and point is None', batch=False,
+        moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
+        '_ORIGIN3, code', doc="""
+        Return the 6 x nv^2 Hessian of :meth:`jacobian`: H[:, s*nv + k] = dJ[:, s]/dq_k.
+
+        The derivative along the k-th velocity direction, q moving as integrate(q, e_k t)
+        (the base's twist is no coordinate derivative; for the joints this is Khang's
+        derivative of 000 eq. 5), so that J' v = H (v kron v) as on a fixed base. In 'local'
+        axes J depends on the joints only: the base directions give 0, the base columns turn
+        with the link (-ad(J_k) Ad^-1); the other frames turn with the link's rotation. One
+        compiled call (``kernels.floating_base.moving_hessian``) for a link frame.
         """),
     'inverse_dynamics_derivatives': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '

@@ -364,11 +364,11 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
 @pytest.mark.parametrize('case', sorted(MOVING_CASES) + ['solo12 floating'])
 def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case, monkeypatch):
     """
-    Poses, CoM, A_G, J', accelerations, C and C* of a moving base: one compiled call each.
+    Poses, CoM, A_G, J', H, accelerations, C and C* of a moving base: one compiled call each.
 
     Equal to the NumPy references (the fixed model's kinematics composed with the base pose,
-    J' from the Hessian, C body by body, C* by polarization of h - G), which a single plain
-    state never reaches;
+    J' from the Hessian, H with the base's columns in NumPy, C body by body, C* by
+    polarization of h - G), which a single plain state never reaches;
     C + C^T = M' by finite differences along the motion.
     """
     source, base, mimic = MOVING_CASES.get(
@@ -399,14 +399,21 @@ def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case
     accelerations = [[[model._acceleration_readable(q, v, dv, link, None, frame)
                        for frame in ('local', 'local_world_aligned')] for link in links]
                      for q, v, dv in states]
+    hessians = [[[model._hessian_readable(q, link, None, frame) for frame in frames]
+                 for link in links] for q, _, _ in states]
 
     def refuse(*args, **kwargs):
         raise AssertionError('a single plain state reached the NumPy path')
     with monkeypatch.context() as patch:
         for name in ('_jacobian_derivative', '_coriolis_matrix_readable', '_split',
-                     '_acceleration_readable',
+                     '_acceleration_readable', '_hessian_readable',
                      *(f'_{name.split()[0]}_readable' for name in kinematics)):
             patch.setattr(model, name, refuse)
+        for (q, _, _), per_link in zip(states, hessians):
+            for link, want in zip(links, per_link):
+                for frame, H in zip(frames, want):
+                    close(model.hessian(q, link, frame=frame), H,
+                          f'{case}: {frame} Hessian of {link}', 1e-11)
         for (q, v, dv), per_link in zip(states, accelerations):
             for link, want in zip(links, per_link):
                 for frame, a in zip(('local', 'local_world_aligned'), want):

@@ -194,6 +194,7 @@ def rotate_base_inertial(xml: str, rpy=(0.4, -0.3, 0.2)) -> str:
 PANDA = 'panda_description/urdf/panda.urdf'
 TALOS = 'talos_data/robots/talos_reduced.urdf'
 SOLO = 'solo_description/robots/solo12.urdf'
+TIAGO = 'tiago_description/robots/tiago.urdf'
 
 
 def random_state(model, rng):

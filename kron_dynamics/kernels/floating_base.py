@@ -33,7 +33,7 @@ import numpy as np
 from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set3
 from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
 from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
-from .jacobians import acceleration, jacobian, jacobian_derivative
+from .jacobians import acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star
 from .kinematics import FP, FR, frames, link_pose, link_poses, load
@@ -1221,4 +1221,103 @@ def moving_acceleration(ints, reals, sites, origin, planar, pk, q, v, dv, tol, k
         x, y, z = a[3 * h], a[3 * h + 1], a[3 * h + 2]
         for r in range(3):
             out[3 * h + r] = R[r, 0] * x + R[r, 1] * y + R[r, 2] * z
+    return True
+
+
+@jit
+def _ad_apply(V, x, world):
+    """
+    Return ad(V) x (world) or blockdiag(w x, w x) x for spatial (linear, angular) vectors.
+
+    ad(V) (l, a) = (w x l + v x a, w x a) with V = (v, w).
+    """
+    v, w = (V[0], V[1], V[2]), (V[3], V[4], V[5])
+    lin, ang = (x[0], x[1], x[2]), (x[3], x[4], x[5])
+    dl = cross(w, lin)
+    if world:
+        dl = add(dl, cross(v, ang))
+    da = cross(w, ang)
+    return (dl[0], dl[1], dl[2], da[0], da[1], da[2])
+
+
+@jit
+def moving_hessian(ints, reals, sites, origin, planar, pk, q, tol, k, point, frame, out):
+    """
+    6 x nv^2 Hessian of :func:`moving_jacobian`: H[:, s nv + c] = dJ[:, s]/dq_c; ok.
+
+    The derivative along velocity direction c (the base moving as integrate(q, e_c t)). In
+    the link's axes J depends on the joints only: the joints' block is the fixed-base
+    kernel's behind the chain, the base columns turn with the link (-ad(J_c) J_s), the
+    base directions give 0; the other frames add the link's turn (ad(J_c) J_s for 'world',
+    the rotation alone for 'local_world_aligned') and are turned to the world. Mirrors
+    ``MovingBase._hessian_readable``.
+    """
+    n, nv = ints.shape[0], q.shape[0] - 1
+    if pk.shape[0] != n or out.shape[0] != 6 or out.shape[1] != nv * nv \
+            or frame < WORLD or frame > LOCAL_WORLD_ALIGNED:
+        return False
+    qk = np.empty(n)
+    ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
+    J, Hk = np.empty((6, n)), np.empty((6, n * n))
+    if not (ok and jacobian(ints, reals, sites, k, point, qk, LOCAL, J)
+            and hessian(ints, reals, sites, k, point, qk, LOCAL, Hk)):
+        return False
+    H = np.zeros((n, n, 6))             # [s, c, :]
+    for s in range(6, n):
+        for c in range(6, n):
+            for r in range(6):
+                H[s, c, r] = Hk[r, s * n + c]
+    for c in range(6, n):
+        Jc = (J[0, c], J[1, c], J[2, c], J[3, c], J[4, c], J[5, c])
+        for s in range(6):
+            t = _ad_apply(Jc, (J[0, s], J[1, s], J[2, s], J[3, s], J[4, s], J[5, s]), True)
+            for r in range(6):
+                H[s, c, r] = -t[r]
+    if frame != LOCAL:
+        T = np.empty((4, 4))
+        if not link_pose(ints, reals, sites, k, qk, T):
+            return False
+        for c in range(n):
+            Jc = (J[0, c], J[1, c], J[2, c], J[3, c], J[4, c], J[5, c])
+            for s in range(n):
+                t = _ad_apply(Jc, (J[0, s], J[1, s], J[2, s], J[3, s], J[4, s], J[5, s]),
+                              frame == WORLD)
+                for r in range(6):
+                    H[s, c, r] += t[r]
+        A = np.zeros((3, 3))            # the link's axes in the world: R_wb R_bl
+        for r in range(3):
+            for c in range(3):
+                A[r, c] = R[r, 0] * T[0, c] + R[r, 1] * T[1, c] + R[r, 2] * T[2, c]
+        x = (0.0, 0.0, 0.0)
+        if frame == WORLD:              # the point in the world
+            pb = (T[0, 3] + T[0, 0] * point[0] + T[0, 1] * point[1] + T[0, 2] * point[2],
+                  T[1, 3] + T[1, 0] * point[0] + T[1, 1] * point[1] + T[1, 2] * point[2],
+                  T[2, 3] + T[2, 0] * point[0] + T[2, 1] * point[1] + T[2, 2] * point[2])
+            x = (R[0, 0] * pb[0] + R[0, 1] * pb[1] + R[0, 2] * pb[2] + p[0],
+                 R[1, 0] * pb[0] + R[1, 1] * pb[1] + R[1, 2] * pb[2] + p[1],
+                 R[2, 0] * pb[0] + R[2, 1] * pb[1] + R[2, 2] * pb[2] + p[2])
+        for s in range(n):
+            for c in range(n):
+                lin = (H[s, c, 0], H[s, c, 1], H[s, c, 2])
+                ang = (H[s, c, 3], H[s, c, 4], H[s, c, 5])
+                la = (A[0, 0] * lin[0] + A[0, 1] * lin[1] + A[0, 2] * lin[2],
+                      A[1, 0] * lin[0] + A[1, 1] * lin[1] + A[1, 2] * lin[2],
+                      A[2, 0] * lin[0] + A[2, 1] * lin[1] + A[2, 2] * lin[2])
+                aa = (A[0, 0] * ang[0] + A[0, 1] * ang[1] + A[0, 2] * ang[2],
+                      A[1, 0] * ang[0] + A[1, 1] * ang[1] + A[1, 2] * ang[2],
+                      A[2, 0] * ang[0] + A[2, 1] * ang[1] + A[2, 2] * ang[2])
+                la = add(la, cross(x, aa))
+                H[s, c, 0], H[s, c, 1], H[s, c, 2] = la[0], la[1], la[2]
+                H[s, c, 3], H[s, c, 4], H[s, c, 5] = aa[0], aa[1], aa[2]
+    out[:, :] = 0.0
+    for s in range(n):
+        a = int(pk[s, 0])
+        if a < 0:
+            continue
+        for c in range(n):
+            b = int(pk[c, 0])
+            if b >= 0:
+                m = pk[s, 1] * pk[c, 1]
+                for r in range(6):
+                    out[r, a * nv + b] += m * H[s, c, r]
     return True
