@@ -56,7 +56,8 @@ from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
-from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites
+from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites  # noqa: F401
+#                    (FRAMES: in the rows of _COMPILED and _COUPLED)
 from .model.dh import DHRow, dh_to_urdf
 from .model.coordinates import JointMap
 from .model.mimic import MimicJoint
@@ -1573,34 +1574,15 @@ class CoupledRobotModel(RobotModel):
         return self._lift_rate(udd)
 
     # ----------------------------------------------------------------- kinematics
-    def link_pose(self, q: ArrayLike, link: str) -> Array:
-        """Return the 4 x 4 pose of a link frame in the root frame at u (mimic motion in)."""
-        k = self._site_rows.get(link, -1) if isinstance(link, str) else -1
-        if k >= 0 and self._cpl is not None and _is_vector(q):
-            T = np.empty(_SHAPE_44)
-            if native.coupled_link_pose(self._fints, self._freals, self._fsites, self._cpl, k,
-                                        q, T):
-                return T
+    # link_pose, jacobian, mass_matrix, inverse_dynamics, forward_dynamics and both
+    # derivatives are rows of _COUPLED (below): one compiled call of kernels.coupled, then
+    # these general paths (checks, batches, GPU arrays, the readable alternatives)
+    def _general_link_pose(self, q, link) -> Array:
         self._frame(link)
         (u,), _ = self._inputs(q=q)
         return self._full.link_pose(self._lift(u), link)
 
-    def jacobian(self, q: ArrayLike, link: str, point: ArrayLike | None = None,
-                 frame: str = 'local_world_aligned') -> Array:
-        """Return J B, the 6 x n Jacobian in u of a link or point (frames as RobotModel)."""
-        if point is None and type(q) is _ND and q.dtype is _F64 and q.ndim == 1 \
-                and self._cpl is not None:        # _is_vector, inlined
-            try:
-                k, code = self._site_rows[link], FRAMES[frame]
-            except (KeyError, TypeError):
-                k = code = -1
-        else:
-            k = -1
-        if k >= 0:
-            J = np.empty(self._6n)
-            if native.coupled_jacobian(self._fints, self._freals, self._fsites, self._cpl, k,
-                                       _ORIGIN, q, code, J):
-                return J
+    def _general_jacobian(self, q, link, point, frame) -> Array:
         self._frame(link)
         if _on_device(q):
             return self.on_gpu().jacobian(q, link, point, frame)
@@ -1619,32 +1601,14 @@ class CoupledRobotModel(RobotModel):
                           self.armature[keep])
 
     # ----------------------------------------------------------------- dynamics
-    def mass_matrix(self, q: ArrayLike, method: str | None = None) -> Array:
-        """Return M_u = B^T M(q) B (+ armature), n x n; ``method`` as for RobotModel."""
-        if method is None and self._cpl is not None and _is_vector(q):
-            M = np.empty(self._nn)
-            if native.coupled_crba(self._fints, self._freals, self._cpl, self.armature, q, M):
-                return M
+    def _general_mass_matrix(self, q, method) -> Array:
         if method is None and _on_device(q):
             return self.on_gpu().mass_matrix(q)
         (u,), _ = self._inputs(q=q)
         return self._mat(self._full.mass_matrix(self._lift(u), method)) + np.diag(
             self.armature)
 
-    def inverse_dynamics(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
-                         f_ext: Mapping[str, ArrayLike] | None = None) -> Array:
-        """
-        Return tau_u = B^T tau(q, B u', B u'', f_ext) + armature u'' (004 section 5).
-
-        The generalized forces of the independent joints that produce u''; ``f_ext`` as
-        for RobotModel.
-        """
-        if f_ext is None and self._cpl is not None and _is_vector(q) and _is_vector(qd) \
-                and _is_vector(qdd):
-            tau = np.empty(self._n)
-            if native.coupled_rnea(self._fints, self._freals, self._cpl, self.armature, q, qd,
-                                   qdd, ID, tau):
-                return tau
+    def _general_inverse_dynamics(self, q, qd, qdd, f_ext) -> Array:
         if _on_device(q):
             return self._on_gpu_call(ID, f_ext, {'q': q, 'qd': qd, 'qdd': qdd})
         (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
@@ -1652,13 +1616,7 @@ class CoupledRobotModel(RobotModel):
                                           self._lift_rate(udd), f_ext)
         return self._vec(tau) + self.armature * udd
 
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike) -> Array:
-        """Return u'' = M_u^-1 (tau_u - C*_u (u' kron u') - G_u); SingularMassMatrixError."""
-        if self._cpl is not None and _is_vector(q) and _is_vector(qd) and _is_vector(tau):
-            a = np.empty(self._n)      # a singular M_u or bad input: the path below says why
-            if native.coupled_forward_dynamics(self._fints, self._freals, self._cpl,
-                                               self.armature, q, qd, tau, a):
-                return a
+    def _general_forward_dynamics(self, q, qd, tau) -> Array:
         if _on_device(q):
             return self.on_gpu().forward_dynamics(q, qd, tau)
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
@@ -1667,16 +1625,7 @@ class CoupledRobotModel(RobotModel):
         return solve_mass_matrix(self.mass_matrix(u), tau_u - self.bias_torque(u, ud),
                                  list(self.joint_names))
 
-    def inverse_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
-                                     f_ext: Mapping[str, ArrayLike] | None = None
-                                     ) -> tuple[Array, Array, Array]:
-        """Return (B^T dtau/dq B, B^T dtau/dq' B, M_u): q = B u + d, q' = B u', q'' = B u''."""
-        if f_ext is None and self._cpl is not None and _is_vector(q) and _is_vector(qd) \
-                and _is_vector(qdd):
-            out = np.empty((3, self._n, self._n))
-            if native.coupled_rnea_derivatives(self._fints, self._freals, self._cpl,
-                                               self.armature, q, qd, qdd, out):
-                return out[0], out[1], out[2]
+    def _general_inverse_dynamics_derivatives(self, q, qd, qdd, f_ext) -> tuple:
         (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if N is not None:
             if f_ext:
@@ -1686,15 +1635,7 @@ class CoupledRobotModel(RobotModel):
             self._lift(u), self._lift_rate(ud), self._lift_rate(udd), f_ext)
         return self._mat(dq), self._mat(dv), self._mat(M) + np.diag(self.armature)
 
-    def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike
-                                     ) -> tuple[Array, Array, Array]:
-        """Return (du''/du, du''/du', M_u^-1) at u'' = forward_dynamics(u, u', tau)."""
-        if self._cpl is not None and _is_vector(q) and _is_vector(qd) and _is_vector(tau):
-            out = np.empty((3, self._n, self._n))     # a singular M_u: the path below says so
-            if native.coupled_forward_dynamics_derivatives(self._fints, self._freals,
-                                                           self._cpl, self.armature, q, qd,
-                                                           tau, out):
-                return out[0], out[1], out[2]
+    def _general_forward_dynamics_derivatives(self, q, qd, tau) -> tuple:
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             return self._per_row(self.forward_dynamics_derivatives, N, u, ud, tau_u)
@@ -1876,6 +1817,89 @@ def _projected(name: str, kinds: str, _projection, mode, doc: str):
 
 for _name, _row in _PROJECTED.items():
     setattr(CoupledRobotModel, _name, _projected(_name, *_row))
+
+
+# ------------------------------------------------------------------ the coupled kernels
+# One row per CoupledRobotModel method that runs one compiled call of kernels/coupled.py
+# (q = B u + d lifted, the whole tree's kernel, the projection): the arrays it takes as they
+# are, the kernel's arguments ({} for the arrays), the output shape and the general path
+# (the private method of the same name with _general_). Written out with RobotModel's
+# signature, as _COMPILED and _PROJECTED are.
+class _CoupledRow(NamedTuple):
+    arrays: tuple                # the per-coordinate arguments, as the fast path takes them
+    args: str                    # native.coupled_<name>(fints, freals, <args>, out)
+    shape: str                   # the output's shape per state
+    general: str                 # the general path's arguments (after self)
+    doc: str
+    kernel: str = ''             # default: coupled_<name>
+    prelude: tuple = ()          # lines run first
+    fast_if: str = ''            # what else the fast path needs
+    parts: int = 0               # the output holds this many results (a tuple of them)
+
+
+_COUPLED = {
+    'link_pose': _CoupledRow(
+        ('q',), 'self._fsites, self._cpl, k, {}', '_SHAPE_44', 'q, link', prelude=(
+            'k = self._site_rows.get(link, -1) if isinstance(link, str) else -1',),
+        fast_if='k >= 0',
+        doc='Return the 4 x 4 pose of a link frame in the root frame at u (mimic motion in).'),
+    'jacobian': _CoupledRow(
+        ('q',), 'self._fsites, self._cpl, k, _ORIGIN, {}, code', 'self._6n',
+        'q, link, point, frame', prelude=(
+            'try:', '    k, code = self._site_rows[link], FRAMES[frame]',
+            'except (KeyError, TypeError):', '    k = code = -1'),
+        fast_if='code >= 0 and point is None',
+        doc='Return J B, the 6 x n Jacobian in u of a link or point (frames as RobotModel).'),
+    'mass_matrix': _CoupledRow(
+        ('q',), 'self._cpl, self.armature, {}', 'self._nn', 'q, method', kernel='coupled_crba',
+        fast_if='method is None',
+        doc="Return M_u = B^T M(q) B (+ armature), n x n; ``method`` as for RobotModel."),
+    'inverse_dynamics': _CoupledRow(
+        ('q', 'qd', 'qdd'), 'self._cpl, self.armature, {}, ID', 'self._n', 'q, qd, qdd, f_ext',
+        kernel='coupled_rnea', fast_if='f_ext is None', doc="""
+        Return tau_u = B^T tau(q, B u', B u'', f_ext) + armature u'' (004 section 5).
+
+        The generalized forces of the independent joints that produce u''; ``f_ext`` as
+        for RobotModel.
+        """),
+    'forward_dynamics': _CoupledRow(       # a singular M_u or bad input: the general path
+        ('q', 'qd', 'tau'), 'self._cpl, self.armature, {}', 'self._n', 'q, qd, tau',
+        doc="Return u'' = M_u^-1 (tau_u - C*_u (u' kron u') - G_u); SingularMassMatrixError."),
+    'inverse_dynamics_derivatives': _CoupledRow(
+        ('q', 'qd', 'qdd'), 'self._cpl, self.armature, {}', '(3, self._n, self._n)',
+        'q, qd, qdd, f_ext', kernel='coupled_rnea_derivatives', fast_if='f_ext is None',
+        parts=3, doc="Return (B^T dtau/dq B, B^T dtau/dq' B, M_u): q = B u + d, q' = B u', "
+        "q'' = B u''."),
+    'forward_dynamics_derivatives': _CoupledRow(
+        ('q', 'qd', 'tau'), 'self._cpl, self.armature, {}', '(3, self._n, self._n)',
+        'q, qd, tau', parts=3,
+        doc="Return (du''/du, du''/du', M_u^-1) at u'' = forward_dynamics(u, u', tau)."),
+}
+
+
+def _coupled(name: str, row: _CoupledRow):
+    """Return the CoupledRobotModel method of a _COUPLED row, with RobotModel's signature."""
+    signature = inspect.signature(getattr(RobotModel, name))
+    parameters = list(signature.parameters.values())[1:]      # after self
+    listed = ', '.join(p.name if p.default is inspect.Parameter.empty
+                       else f'{p.name}={p.default!r}' for p in parameters)
+    fast_if = ' and '.join(['self._cpl is not None', *([row.fast_if] if row.fast_if else []),
+                            *(f'type({a}) is _ND and {a}.dtype is _F64 and {a}.ndim == 1'
+                              for a in row.arrays)])
+    parts = ', '.join(f'out[{k}]' for k in range(row.parts)) or 'out'
+    lines = [f'def {name}(self, {listed}):', *('    ' + p for p in row.prelude),
+             f'    if {fast_if}:', f'        out = _empty({row.shape})',
+             f'        if native.{row.kernel or "coupled_" + name}(self._fints, self._freals, '
+             f'{row.args.format(", ".join(row.arrays))}, out):', f'            return {parts}',
+             f'    return self._general_{name}({row.general})']
+    method = write_out(lines, globals(), f'_COUPLED[{name!r}]', f'CoupledRobotModel.{name}',
+                       row.doc)
+    method.__signature__ = signature
+    return method
+
+
+for _name, _row in _COUPLED.items():
+    setattr(CoupledRobotModel, _name, _coupled(_name, _row))
 
 
 class FloatingBaseModel(MovingBase, RobotModel):

@@ -270,3 +270,26 @@ def test_every_compiled_moving_base_method_is_its_row_written_out():
                  'floating_jacobian', 'floating_rnea_derivatives', 'moving_rnea', 'moving_crba',
                  'moving_forward_dynamics', 'moving_jacobian'):
         assert f'native.{name}(' not in source, f'MovingBase calls {name} by hand'
+
+
+def test_every_coupled_method_is_its_row_written_out():
+    """robot_model._COUPLED: each row is CoupledRobotModel's method with RobotModel's signature."""
+    import inspect
+
+    from kron_dynamics.kernels.native import SIGNATURES
+    from kron_dynamics.robot_model import _COUPLED, CoupledRobotModel, RobotModel
+
+    assert len(_COUPLED) >= 7
+    for name, row in _COUPLED.items():
+        method = getattr(CoupledRobotModel, name)
+        kernel = row.kernel or f'coupled_{name}'
+        assert method.__qualname__ == f'CoupledRobotModel.{name}', name
+        assert method.__doc__ == inspect.cleandoc(row.doc), name
+        assert kernel in SIGNATURES, name
+        assert f'native.{kernel}(' in inspect.getsource(method), name
+        assert inspect.signature(method) == inspect.signature(getattr(RobotModel, name)), name
+        assert callable(getattr(CoupledRobotModel, f'_general_{name}')), name
+    source = inspect.getsource(CoupledRobotModel)      # no compiled call by hand is left
+    for kernel in ('coupled_crba', 'coupled_rnea(', 'coupled_forward_dynamics(',
+                   'coupled_jacobian', 'coupled_link_pose'):
+        assert f'native.{kernel}' not in source, f'CoupledRobotModel calls {kernel} by hand'
