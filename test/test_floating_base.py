@@ -287,7 +287,24 @@ MOVING_CASES = {     # a planar base or mimic joints: kernels.floating_base's mo
     'tiago planar': ('tiago_description/robots/tiago.urdf', 'planar', False),
     'panda with hand, floating': ('panda_description/urdf/panda.urdf', 'floating', True),
     'panda with hand, planar': ('panda_description/urdf/panda.urdf', 'planar', True),
+    # the root joint's origin offset and tilted: the plane of a planar base is not level
+    'random planar mimic, tilted root': ('tilted', 'planar', True),
+    'random floating mimic, tilted root': ('tilted', 'floating', True),
 }
+
+
+def moving_case_model(source, base, mimic, rng):
+    """Return the model of a MOVING_CASES entry (random trees drawn from rng)."""
+    if source in ('random', 'tilted'):
+        xml = random_urdf(rng, int(rng.integers(3, 8)), n_fixed=2,
+                          mimic_fraction=0.5 if mimic else 0.0)
+        joints = RobotModel.from_urdf_string(xml).joint_names
+        armature = rng.uniform(0.05, 0.2, len(joints))
+        if source == 'tilted':
+            return RobotModel.from_urdf_string(model_helpers.with_world_joint(
+                xml, base, '0.1 -0.2 0.3', '0.3 -0.2 0.7'), armature=armature)
+        return RobotModel.from_urdf_string(xml, armature=armature, root_joint=base)
+    return RobotModel.from_urdf_file(erd_robots() / source, root_joint=base)
 
 
 @pytest.mark.parametrize('case', sorted(MOVING_CASES))
@@ -301,16 +318,9 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
     """
     source, base, mimic = MOVING_CASES[case]
     rng = np.random.default_rng(sorted(MOVING_CASES).index(case))
-    if source == 'random':
-        xml = random_urdf(rng, int(rng.integers(3, 8)), n_fixed=2,
-                          mimic_fraction=0.5 if mimic else 0.0)
-        joints = RobotModel.from_urdf_string(xml).joint_names
-        model = RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
-                                            root_joint=base)
-    else:
-        model = RobotModel.from_urdf_file(erd_robots() / source, root_joint=base)
+    model = moving_case_model(source, base, mimic, rng)
     assert not model._same and model._pk is not None
-    assert bool(model.mimic_joints) == mimic or source == 'random'
+    assert model.base == base and (bool(model.mimic_joints) == mimic or source != 'random')
     link = model.link_names[-1]
     states = [random_state(model, rng) for _ in range(3)]
     general = {
@@ -374,12 +384,7 @@ def test_the_compiled_kinematics_and_coriolis_matrix_equal_their_references(case
     source, base, mimic = MOVING_CASES.get(
         case, ('solo_description/robots/solo12.urdf', 'floating', False))
     rng = np.random.default_rng(40 + len(case))
-    if source == 'random':
-        xml = random_urdf(rng, int(rng.integers(3, 8)), n_fixed=2,
-                          mimic_fraction=0.5 if mimic else 0.0)
-        model = RobotModel.from_urdf_string(xml, root_joint=base)
-    else:
-        model = RobotModel.from_urdf_file(erd_robots() / source, root_joint=base)
+    model = moving_case_model(source, base, mimic, rng)
     assert model._pk is not None
     links = model.link_names[1::max(1, len(model.link_names) // 4)]
     states = [random_state(model, rng) for _ in range(2)]
