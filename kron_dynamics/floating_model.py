@@ -52,7 +52,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from .algorithms.coriolis_matrix import coriolis_matrix_spatial, motion_cross
 from .algorithms.forward_dynamics import solve_mass_matrix
-from .algorithms.operational_space import operational_space_inertia
+from .algorithms.operational_space import operational_space_inertia, RCOND as OPERATIONAL_RCOND
 from .algorithms.regressor import body_inertia, body_parameters
 from .errors import ModelError
 from .kernels import CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites  # noqa: F401
@@ -1131,9 +1131,12 @@ class MovingBase:
         if np.ndim(q) == 2:
             return self._batch(lambda x: self.operational_space_inertia(
                 x, link, point, frame, part, damping), q, names=('q',))
-        J = self.jacobian(q, link, point, frame)[rows]
-        return operational_space_inertia(
-            J, self.mass_matrix(q), list(self.velocity_names), damping,
+        J, M = self.jacobian(q, link, point, frame)[rows], self.mass_matrix(q)
+        out = np.empty((rows.stop - rows.start,) * 2)
+        if native.task_inertia(M, J, damping, OPERATIONAL_RCOND, out):     # one compiled call
+            return out
+        return operational_space_inertia(      # the readable algorithm: its error says why
+            J, M, list(self.velocity_names), damping,
             f"J M^-1 J^T of link '{link}' ({part} rows, frame '{frame}')")
 
     # ----------------------------------------------------------------- contacts

@@ -48,7 +48,7 @@ from .algorithms.forward_dynamics import solve_mass_matrix
 from .algorithms.jsim_explicit import jsim_explicit
 from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
-from .algorithms.operational_space import operational_space_inertia
+from .algorithms.operational_space import operational_space_inertia, RCOND as OPERATIONAL_RCOND
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
                      _on_device, _PARTS, _step_arguments, _wrenches, argument_names, ArrayChecker,
@@ -755,9 +755,12 @@ class RobotModel:
         if N is not None:
             return self._per_row(lambda x: self.operational_space_inertia(
                 x, link, point, frame, part, damping), N, q)
-        J = self.jacobian(q, link, point, frame)[rows]
-        return operational_space_inertia(
-            J, self.mass_matrix(q), list(self.joint_names), damping,
+        J, M = self.jacobian(q, link, point, frame)[rows], self.mass_matrix(q)
+        out = np.empty((size, size))
+        if native.task_inertia(M, J, damping, OPERATIONAL_RCOND, out):     # one compiled call
+            return out
+        return operational_space_inertia(      # the readable algorithm: its error says why
+            J, M, list(self.joint_names), damping,
             f"J M^-1 J^T of link '{link}' ({part} rows, frame '{frame}')")
 
     def _bodies(self):

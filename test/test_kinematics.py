@@ -375,3 +375,34 @@ def test_operational_space_inertia_refuses_singular_task_matrices(stacker):
             arm.operational_space_inertia([0.2, 0.3, elbow], 'l3', tip, part='linear')
     L = arm.operational_space_inertia([0.2, 0.3, 0.0], 'l3', tip, part='linear', damping=0.05)
     assert np.all(np.isfinite(L))
+
+
+def test_the_compiled_operational_space_inertia_is_the_readable_one(monkeypatch):
+    """kernels.forward_dynamics.task_inertia equals algorithms.operational_space, refusals too."""
+    from kron_dynamics import robot_model
+    from kron_dynamics.algorithms.operational_space import operational_space_inertia as readable
+    model, rng = random_model(5, n=7, massless_fraction=0.0, branching=0.0)
+    model = model.with_armature(np.full(model.n, 0.05))
+    arm = RobotModel.from_urdf_string(ARM_3R)
+    cases = [(model, rng.uniform(-2, 2, model.n), link, None, part, damping)
+             for link in model.link_names[-3:] for part in ('full', 'linear', 'angular')
+             for damping in (0.0, 0.1)]
+    cases += [(arm, np.array([0.2, 0.3, elbow]), 'l3', [1.0, 0.0, 0.0], 'linear', 0.0)
+              for elbow in (0.5, 1e-2, 1e-3, 1e-5, 0.0)]
+    rows = {'full': slice(0, 6), 'linear': slice(0, 3), 'angular': slice(3, 6)}
+    expected = []
+    for m, q, link, point, part, damping in cases:
+        try:
+            expected.append(readable(m.jacobian(q, link, point)[rows[part]], m.mass_matrix(q),
+                                     list(m.joint_names), damping))
+        except SingularJacobianError:
+            expected.append(None)
+    assert sum(e is None for e in expected) == 2        # the stretched arm, twice
+    with monkeypatch.context() as patch:        # a state the kernel serves never gets here
+        patch.setattr(robot_model, 'operational_space_inertia', lambda *a, **k: None)
+        for (m, q, link, point, part, damping), want in zip(cases, expected):
+            got = m.operational_space_inertia(q, link, point, part=part, damping=damping)
+            if want is None:
+                assert got is None, 'the kernel served a task matrix the readable refuses'
+            else:
+                close(got, want, 1e-9 * max(1.0, np.abs(want).max()))

@@ -214,3 +214,55 @@ def rk4(ints, reals, q, qd, tau, damping, dt, steps, out):
         out[0, u] = x[ints[u, PERM]]
         out[1, u] = v[ints[u, PERM]]
     return True
+
+
+@jit
+def task_inertia(M, J, damping, rcond, out):
+    """
+    Write (J M^-1 J^T + damping^2 E)^-1 (m x m) into out; False where the readable refuses.
+
+    Mirrors :func:`kron_dynamics.algorithms.operational_space.operational_space_inertia`:
+    M = L L^T (refused as solve_mass_matrix refuses it), A = Y^T Y + damping^2 E with
+    Y = L^-1 J^T, refused when its smallest eigenvalue is at most rcond times its largest;
+    then A^-1 by Cholesky. On False the readable algorithm raises the error that says why.
+    """
+    n, m = M.shape[0], J.shape[0]
+    if M.shape[1] != n or J.shape[1] != n or out.shape[0] != m or out.shape[1] != m or m == 0:
+        return False
+    for i in range(m):
+        for c in range(n):
+            if not np.isfinite(J[i, c]):
+                return False
+    ok, L = cholesky_factor(M, 1e-12)
+    if not ok:
+        return False
+    Y = np.empty((n, m))
+    for c in range(m):                  # Y = L^-1 J^T, column by column
+        for i in range(n):
+            t = J[c, i]
+            for k in range(i):
+                t -= L[i, k] * Y[k, c]
+            Y[i, c] = t / L[i, i]
+    A = np.empty((m, m))
+    for r in range(m):
+        for c in range(r, m):
+            s = 0.0
+            for i in range(n):
+                s += Y[i, r] * Y[i, c]
+            A[r, c] = A[c, r] = s
+        A[r, r] += damping * damping
+    ev = np.linalg.eigvalsh(A)
+    if not (ev[-1] > 0.0 and ev[0] > rcond * ev[-1]):
+        return False
+    ok, La = cholesky_factor(A, 0.0)
+    if not ok:
+        return False
+    e = np.zeros(m)
+    x = np.empty(m)
+    for c in range(m):                  # A^-1, column by column
+        e[:] = 0.0
+        e[c] = 1.0
+        cholesky_substitute(La, e, x)
+        for r in range(m):
+            out[r, c] = x[r]
+    return True
