@@ -218,27 +218,33 @@ def test_bench_lib_imports_no_script():
         assert not imported, f'bench/lib/{path.name} imports the script(s) {sorted(imported)}'
 
 
-def test_every_compiled_method_is_its_row_written_out():
-    """robot_model._COMPILED: each row is RobotModel's method, its kernel a native entry point."""
+def written_out(cls, name, doc, kernel, params=None, arrays=()):
+    """Assert that cls.name is a table row's method: its name, doc, kernel call, signature."""
     import inspect
 
+    from kron_dynamics.kernels.native import SIGNATURES
+    method = getattr(cls, name)
+    assert method.__qualname__ == f'{cls.__name__}.{name}', name
+    assert method.__doc__ == inspect.cleandoc(doc), name
+    assert kernel in SIGNATURES, name
+    source = inspect.getsource(method)      # the written-out source, for tracebacks too
+    assert f'native.{kernel}(' in source, source
+    if params is not None:
+        assert source.startswith(f'def {name}(self, {params})'), source
+    assert list(inspect.signature(method).parameters)[1:len(arrays) + 1] == list(arrays), name
+
+
+def test_every_compiled_method_is_its_row_written_out():
+    """robot_model._COMPILED: each row is RobotModel's method, its kernel a native entry point."""
     from kron_dynamics import RobotModel
     from kron_dynamics.kernels.native import SIGNATURES
     from kron_dynamics.robot_model import _COMPILED
 
-    assert len(_COMPILED) >= 15
+    assert len(_COMPILED) >= 16
     for name, row in _COMPILED.items():
-        method = getattr(RobotModel, name)
-        assert method.__qualname__ == f'RobotModel.{name}', name
-        assert method.__doc__ == inspect.cleandoc(row.doc), name
-        assert row.kernel in SIGNATURES, name
+        written_out(RobotModel, name, row.doc, row.kernel, row.params, row.arrays)
         if not row.mode:     # the general path runs the batch twin (Newton-Euler: _rnea)
             assert f'{row.kernel}_batch' in SIGNATURES, name
-        source = inspect.getsource(method)      # the written-out source, for tracebacks too
-        assert source.startswith(f'def {name}(self, {row.params})'), source
-        assert f'native.{row.kernel}(' in source, source
-        assert list(inspect.signature(method).parameters)[1:len(row.arrays) + 1] == \
-            list(row.arrays), name
 
 
 def test_every_compiled_moving_base_method_is_its_row_written_out():
@@ -250,20 +256,12 @@ def test_every_compiled_moving_base_method_is_its_row_written_out():
 
     assert len(_COMPILED_BASE) >= 9
     for name, row in _COMPILED_BASE.items():
-        method = getattr(MovingBase, name)
-        assert method.__qualname__ == f'MovingBase.{name}', name
-        assert method.__doc__ == inspect.cleandoc(row.doc), name
-        assert row.kernel in SIGNATURES, name
+        written_out(MovingBase, name, row.doc, row.kernel, row.params, row.arrays)
         assert (f'{row.kernel}_batch' in SIGNATURES) == row.batch, name
         moving = row.kernel.replace('floating_', 'moving_')   # a planar base, mimic joints
         if row.moving:
             assert moving in SIGNATURES, name
             assert (f'{moving}_batch' in SIGNATURES) == row.batch, name
-        source = inspect.getsource(method)
-        assert source.startswith(f'def {name}(self, {row.params})'), source
-        assert f'native.{row.kernel}(' in source, source
-        assert list(inspect.signature(method).parameters)[1:len(row.arrays) + 1] == \
-            list(row.arrays), name
     # every other compiled entry point of a moving base is one a row or a helper calls
     source = inspect.getsource(MovingBase)
     for name in ('floating_rnea', 'floating_crba', 'floating_forward_dynamics',
@@ -276,18 +274,14 @@ def test_every_coupled_method_is_its_row_written_out():
     """robot_model._COUPLED: each row is CoupledRobotModel's method with RobotModel's signature."""
     import inspect
 
-    from kron_dynamics.kernels.native import SIGNATURES
     from kron_dynamics.robot_model import _COUPLED, CoupledRobotModel, RobotModel
 
     assert len(_COUPLED) >= 7
     for name, row in _COUPLED.items():
-        method = getattr(CoupledRobotModel, name)
-        kernel = row.kernel or f'coupled_{name}'
-        assert method.__qualname__ == f'CoupledRobotModel.{name}', name
-        assert method.__doc__ == inspect.cleandoc(row.doc), name
-        assert kernel in SIGNATURES, name
-        assert f'native.{kernel}(' in inspect.getsource(method), name
-        assert inspect.signature(method) == inspect.signature(getattr(RobotModel, name)), name
+        written_out(CoupledRobotModel, name, row.doc, row.kernel or f'coupled_{name}',
+                    arrays=row.arrays)
+        assert inspect.signature(getattr(CoupledRobotModel, name)) == \
+            inspect.signature(getattr(RobotModel, name)), name
         assert callable(getattr(CoupledRobotModel, f'_general_{name}')), name
     source = inspect.getsource(CoupledRobotModel)      # no compiled call by hand is left
     for kernel in ('coupled_crba', 'coupled_rnea(', 'coupled_forward_dynamics(',

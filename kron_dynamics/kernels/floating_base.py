@@ -517,6 +517,32 @@ def project_force(pk, x, out):
 
 
 @jit
+def project_columns(pk, Jk, out):
+    """Write Jk P into out: Jk with one column per kernel coordinate, any number of rows."""
+    out[:, :] = 0.0
+    for f in range(pk.shape[0]):
+        c = int(pk[f, 0])
+        if c >= 0:
+            m = pk[f, 1]
+            for r in range(out.shape[0]):
+                out[r, c] += m * Jk[r, f]
+
+
+@jit
+def project_matrix(pk, Mk, out):
+    """Write P^T Mk P into out (Mk in kernel coordinates)."""
+    out[:, :] = 0.0
+    for i in range(pk.shape[0]):
+        a = int(pk[i, 0])
+        if a < 0:
+            continue
+        for j in range(pk.shape[0]):
+            b = int(pk[j, 0])
+            if b >= 0:
+                out[a, b] += pk[i, 1] * pk[j, 1] * Mk[i, j]
+
+
+@jit
 def moving_rnea(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out):
     """:func:`floating_rnea` of any moving base (model coordinates); ID adds arm * dv."""
     n, nv = ints.shape[0], out.shape[0]
@@ -547,15 +573,7 @@ def moving_crba(ints, reals, planar, pk, arm, q, tol, out):
     if not (lift_configuration(planar, pk, q, tol, qf) and floating_crba(ints, reals, qf, tol,
                                                                          Mk)):
         return False
-    out[:, :] = 0.0
-    for i in range(n):
-        a = int(pk[i, 0])
-        if a < 0:
-            continue
-        for j in range(n):
-            b = int(pk[j, 0])
-            if b >= 0:
-                out[a, b] += pk[i, 1] * pk[j, 1] * Mk[i, j]
+    project_matrix(pk, Mk, out)
     for a in range(nv):
         out[a, a] += arm[a]
     return True
@@ -593,13 +611,7 @@ def moving_jacobian(ints, reals, sites, origin, planar, pk, q, tol, k, point, fr
     if not (lift_configuration(planar, pk, q, tol, qf) and floating_jacobian(
             ints, reals, sites, origin, qf, tol, k, point, frame, Jk)):
         return False
-    out[:, :] = 0.0
-    for f in range(n):
-        c = int(pk[f, 0])
-        if c >= 0:
-            m = pk[f, 1]
-            for r in range(6):
-                out[r, c] += m * Jk[r, f]
+    project_columns(pk, Jk, out)
     return True
 
 
@@ -777,13 +789,7 @@ def moving_jacobian_derivative(ints, reals, sites, origin, planar, pk, q, v, tol
                 lin = add(lin, cross(p, ang))
             D[0, c], D[1, c], D[2, c] = lin[0], lin[1], lin[2]
             D[3, c], D[4, c], D[5, c] = ang[0], ang[1], ang[2]
-    out[:, :] = 0.0
-    for f in range(n):
-        c = int(pk[f, 0])
-        if c >= 0:
-            m = pk[f, 1]
-            for r in range(6):
-                out[r, c] += m * D[r, f]
+    project_columns(pk, D, out)
     return True
 
 
@@ -923,15 +929,7 @@ def moving_coriolis_matrix(ints, reals, planar, pk, q, v, tol, out):
             Ck[ca, cc] = sa
             Ck[cc, ca] = sc
             a = ints[a, PARENT]
-    out[:, :] = 0.0
-    for i in range(n):
-        a = int(pk[i, 0])
-        if a < 0:
-            continue
-        for j in range(n):
-            b = int(pk[j, 0])
-            if b >= 0:
-                out[a, b] += pk[i, 1] * pk[j, 1] * Ck[i, j]
+    project_matrix(pk, Ck, out)
     return True
 
 
@@ -1020,13 +1018,7 @@ def moving_center_of_mass_jacobian(ints, reals, origin, planar, pk, q, tol, out)
     ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
     if not (ok and center_of_mass_jacobian(ints, reals, qk, False, Jb)):
         return False
-    out[:, :] = 0.0
-    for f in range(n):
-        c = int(pk[f, 0])
-        if c >= 0:
-            m = pk[f, 1]
-            for r in range(3):
-                out[r, c] += m * (R[r, 0] * Jb[0, f] + R[r, 1] * Jb[1, f] + R[r, 2] * Jb[2, f])
+    project_columns(pk, R @ Jb, out)        # world axes, then P
     return True
 
 
@@ -1047,12 +1039,8 @@ def moving_centroidal_momentum_matrix(ints, reals, origin, planar, pk, q, tol, o
     if not (ok and center_of_mass(ints, reals, qk, False, c)
             and _crba_row(ints, reals, qk, np.empty((n, NC)), Mk)):
         return False
-    rows = np.zeros((6, nv))
-    for f in range(n):
-        col = int(pk[f, 0])
-        if col >= 0:
-            for r in range(6):
-                rows[r, col] += pk[f, 1] * Mk[r, f]
+    rows = np.empty((6, nv))
+    project_columns(pk, Mk[:6], rows)
     for col in range(nv):
         lin = (rows[0, col], rows[1, col], rows[2, col])
         ang = add((rows[3, col], rows[4, col], rows[5, col]), cross(lin, (c[0], c[1], c[2])))
