@@ -17,7 +17,9 @@ Mimic joints in one compiled call: q = B u + d, the full tree's kernel, then B^T
 
 URDF mimic couplings resolve to one primary per joint, so B has one non-zero per row: the
 coupling array ``cpl`` (nf, 3) holds, per joint of the full tree in its user order, the
-independent coordinate it follows (as a float), the multiplier and the offset. Every entry
+independent coordinate it follows (as a float; -1: none, as the planar base's unused chain
+coordinates in kernels.floating_base, which lifts and projects with the same functions), the
+multiplier and the offset. Every entry
 point lifts u to q (q' = B u', q'' = B u''), runs the fixed-base kernel of the full tree and
 projects: tau_u = B^T tau, M_u = B^T M B + armature, J_u = J B. Mirrors the projections of
 :class:`kron_dynamics.robot_model.CoupledRobotModel`, which falls back to them in NumPy.
@@ -47,7 +49,7 @@ def lift(cpl, u, offset, out):
         s = int(cpl[f, 0])
         if s >= n:
             return False
-        out[f] = cpl[f, 1] * u[s] + (cpl[f, 2] if offset else 0.0)
+        out[f] = (0.0 if s < 0 else cpl[f, 1] * u[s]) + (cpl[f, 2] if offset else 0.0)
     return True
 
 
@@ -56,7 +58,9 @@ def project_vector(cpl, x, out):
     """Write B^T x into out."""
     out[:] = 0.0
     for f in range(cpl.shape[0]):
-        out[int(cpl[f, 0])] += cpl[f, 1] * x[f]
+        a = int(cpl[f, 0])
+        if a >= 0:
+            out[a] += cpl[f, 1] * x[f]
 
 
 @jit
@@ -66,20 +70,25 @@ def project_matrix(cpl, M, arm, out):
     nf = cpl.shape[0]
     for i in range(nf):
         a, mi = int(cpl[i, 0]), cpl[i, 1]
+        if a < 0:
+            continue
         for j in range(nf):
-            out[a, int(cpl[j, 0])] += mi * cpl[j, 1] * M[i, j]
+            b = int(cpl[j, 0])
+            if b >= 0:
+                out[a, b] += mi * cpl[j, 1] * M[i, j]
     for a in range(out.shape[0]):
         out[a, a] += arm[a]
 
 
 @jit
 def project_columns(cpl, J, out):
-    """Write J B into out, J with one column per joint of the full tree."""
+    """Write J B into out, J with one column per joint of the full tree (any rows)."""
     out[:, :] = 0.0
     for f in range(cpl.shape[0]):
         a, m = int(cpl[f, 0]), cpl[f, 1]
-        for r in range(J.shape[0]):
-            out[r, a] += m * J[r, f]
+        if a >= 0:
+            for r in range(J.shape[0]):
+                out[r, a] += m * J[r, f]
 
 
 @jit

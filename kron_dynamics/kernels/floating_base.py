@@ -36,6 +36,7 @@ from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dyna
 from .jacobians import acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star
+from .coupled import lift, project_columns, project_matrix, project_vector
 from .kinematics import FP, FR, frames, link_pose, link_poses, load
 from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, SITE_BODY, SITE_P,
                      SITE_R, WORLD)
@@ -459,7 +460,8 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
 # as MovingBase's general path does in NumPy (its reference). ``pk`` (nk, 3): per kernel
 # coordinate, the model velocity it follows (-1: none, the planar base's z, wx, wy), the
 # multiplier and the offset (a joint's q = multiplier q_model + offset; the model's joint
-# coordinate of velocity c is q[c + 1]). ``planar``: the base is (x, y, cos t, sin t).
+# coordinate of velocity c is q[c + 1]): kernels.coupled's coupling format, whose lift and
+# projections serve here too. ``planar``: the base is (x, y, cos t, sin t).
 @jit
 def lift_configuration(planar, pk, q, tol, qf):
     """Write the free-flying configuration of q into qf; False on a bad q (size, finite, unit)."""
@@ -499,50 +501,6 @@ def lift_configuration(planar, pk, q, tol, qf):
 
 
 @jit
-def lift_velocity(pk, v, out):
-    """Write P v (kernel order) into out."""
-    for f in range(pk.shape[0]):
-        c = int(pk[f, 0])
-        out[f] = 0.0 if c < 0 else pk[f, 1] * v[c]
-
-
-@jit
-def project_force(pk, x, out):
-    """Write P^T x into out."""
-    out[:] = 0.0
-    for f in range(pk.shape[0]):
-        c = int(pk[f, 0])
-        if c >= 0:
-            out[c] += pk[f, 1] * x[f]
-
-
-@jit
-def project_columns(pk, Jk, out):
-    """Write Jk P into out: Jk with one column per kernel coordinate, any number of rows."""
-    out[:, :] = 0.0
-    for f in range(pk.shape[0]):
-        c = int(pk[f, 0])
-        if c >= 0:
-            m = pk[f, 1]
-            for r in range(out.shape[0]):
-                out[r, c] += m * Jk[r, f]
-
-
-@jit
-def project_matrix(pk, Mk, out):
-    """Write P^T Mk P into out (Mk in kernel coordinates)."""
-    out[:, :] = 0.0
-    for i in range(pk.shape[0]):
-        a = int(pk[i, 0])
-        if a < 0:
-            continue
-        for j in range(pk.shape[0]):
-            b = int(pk[j, 0])
-            if b >= 0:
-                out[a, b] += pk[i, 1] * pk[j, 1] * Mk[i, j]
-
-
-@jit
 def moving_rnea(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out):
     """:func:`floating_rnea` of any moving base (model coordinates); ID adds arm * dv."""
     n, nv = ints.shape[0], out.shape[0]
@@ -552,11 +510,10 @@ def moving_rnea(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out):
     qf, vf, af, tk = np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n)
     if not lift_configuration(planar, pk, q, tol, qf):
         return False
-    lift_velocity(pk, v, vf)
-    lift_velocity(pk, dv, af)
-    if not floating_rnea(ints, reals, origin, qf, vf, af, mode, tol, tk):
+    if not (lift(pk, v, False, vf) and lift(pk, dv, False, af)
+            and floating_rnea(ints, reals, origin, qf, vf, af, mode, tol, tk)):
         return False
-    project_force(pk, tk, out)
+    project_vector(pk, tk, out)
     if mode == ID:
         for i in range(nv):
             out[i] += arm[i] * dv[i]
@@ -573,9 +530,7 @@ def moving_crba(ints, reals, planar, pk, arm, q, tol, out):
     if not (lift_configuration(planar, pk, q, tol, qf) and floating_crba(ints, reals, qf, tol,
                                                                          Mk)):
         return False
-    project_matrix(pk, Mk, out)
-    for a in range(nv):
-        out[a, a] += arm[a]
+    project_matrix(pk, Mk, arm, out)
     return True
 
 
@@ -762,7 +717,7 @@ def moving_jacobian_derivative(ints, reals, sites, origin, planar, pk, q, v, tol
     if not ok:
         return False
     vk = np.empty(n)
-    lift_velocity(pk, v, vk)
+    lift(pk, v, False, vk)
     vb, wb = (vk[0], vk[1], vk[2]), (vk[3], vk[4], vk[5])
     vk[:6] = 0.0                        # the joints' motion only
     Jb, D = np.empty((6, n)), np.empty((6, n))
@@ -877,7 +832,7 @@ def moving_coriolis_matrix(ints, reals, planar, pk, q, v, tol, out):
     ok, _ = configuration(qf, tol, qk)
     if not ok:
         return False
-    lift_velocity(pk, v, vk)
+    lift(pk, v, False, vk)
     wk = np.empty((n, NC))
     load(ints, qk, n, wk, CQ)
     frames(ints, reals, wk, CQ, True)
@@ -929,7 +884,7 @@ def moving_coriolis_matrix(ints, reals, planar, pk, q, v, tol, out):
             Ck[ca, cc] = sa
             Ck[cc, ca] = sc
             a = ints[a, PARENT]
-    project_matrix(pk, Ck, out)
+    project_matrix(pk, Ck, np.zeros(nv), out)
     return True
 
 
@@ -1194,8 +1149,8 @@ def moving_acceleration(ints, reals, sites, origin, planar, pk, q, v, dv, tol, k
     ok, R, p = _lifted_base(origin, planar, pk, q, tol, qk)
     if not ok:
         return False
-    lift_velocity(pk, v, vk)
-    lift_velocity(pk, dv, ak)
+    lift(pk, v, False, vk)
+    lift(pk, dv, False, ak)
     chain_acceleration(vk, ak, ak)
     if not acceleration(ints, reals, sites, k, point, qk, vk, ak, LOCAL_WORLD_ALIGNED, a):
         return False
