@@ -1184,8 +1184,8 @@ class MovingBase:
         return packed
 
     def _constrained_compiled(self, q, v, tau, contacts):
-        """Return (v', lambda) of a floating base without mimic joints in one call, or None."""
-        if not (self._same and _plain(q, v, tau)):
+        """Return (v', lambda) in one compiled call, or None (the general path says why)."""
+        if not _plain(q, v, tau) or (self._pk is None and not self._same):
             return None
         if tau.shape[0] == self.n:
             full = np.zeros(self.nv)
@@ -1193,11 +1193,18 @@ class MovingBase:
             tau = full
         rows, points, dims, local, m = self._packed_contacts(contacts)
         dv, lam = np.empty(self.nv), np.empty(m)
-        if m and native.floating_constrained_forward_dynamics(
+        if not m:
+            return None
+        if self._same:
+            ok = native.floating_constrained_forward_dynamics(
                 self._ints, self._reals, self._sites, self._origin, q, v, tau,
-                QUATERNION_TOLERANCE, rows, points, dims, local, dv, lam):
-            return dv, lam
-        return None
+                QUATERNION_TOLERANCE, rows, points, dims, local, dv, lam)
+        else:       # a planar base or mimic joints: lifted and projected in the call
+            ok = native.moving_constrained_forward_dynamics(
+                self._ints, self._reals, self._sites, self._origin, self._planar, self._pk,
+                self._armature_after, q, v, tau, QUATERNION_TOLERANCE, rows, points, dims,
+                local, dv, lam)
+        return (dv, lam) if ok else None
 
     def _single(self, x, what: str, batch: bool = True) -> Array:
         """Check one state's q (normalised orientation) or a velocity-sized array."""

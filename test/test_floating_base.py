@@ -359,6 +359,18 @@ def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, mo
             close(compiled[name](Q, V, DV), np.array(expected[name]), f'{case}: {name} batch',
                   1e-11)
     q, v, dv = states[0]
+    # constrained forward dynamics: one compiled call (moving_constrained_forward_dynamics)
+    deepest = max(model.link_names, key=lambda name: np.count_nonzero(
+        model._jacobian(q, name, None, 'local').any(axis=0)))        # a regular contact
+    contacts = [Contact(deepest, dim=3)]
+    tau = rng.uniform(-1.0, 1.0, model.n)
+    fast = model._constrained_compiled(q, v, tau, contacts)
+    assert fast is not None, 'the compiled constrained forward dynamics refused a regular state'
+    with monkeypatch.context() as patch:
+        patch.setattr(model, '_constrained_compiled', lambda *args: None)
+        want = model.constrained_forward_dynamics(q, v, tau, contacts)
+    for got, expected, what in zip(fast, want, ("v'", 'lambda')):
+        close(got, expected, f'{case}: constrained {what}', 1e-10)
     off = q.copy()
     off[model.nq - model.n - 2 if base == 'planar' else 3] += 0.1     # not a unit rotation
     with pytest.raises(ValueError, match='q: the base'):

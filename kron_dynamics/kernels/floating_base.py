@@ -404,6 +404,18 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
         return False
     J, gamma = np.empty((m, n)), np.empty(m)
     contact_rows(ints, sites, wk, R, v, a, rows, points, dims, local, J, gamma)
+    return constrained_solve(M, h, tau, J, gamma, dv, lam)
+
+
+@jit
+def constrained_solve(M, h, tau, J, gamma, dv, lam):
+    """
+    Solve M v' + h = tau + J^T lambda, J v' + gamma = 0 into dv and lam; False if singular.
+
+    One Cholesky factorisation of M for M^-1 [tau - h, J^T] and one of the Delassus matrix
+    J M^-1 J^T (refused when nearly singular: redundant or contradicting contacts).
+    """
+    n, m = M.shape[0], J.shape[0]
     # M = L L^T: y0 = L^-1 (tau - h), Y = L^-1 J^T; the Delassus matrix J M^-1 J^T = Y^T Y
     for i in range(n):
         for c in range(n):
@@ -1264,3 +1276,41 @@ def moving_hessian(ints, reals, sites, origin, planar, pk, q, tol, k, point, fra
                 for r in range(6):
                     out[r, a * nv + b] += m * H[s, c, r]
     return True
+
+
+@jit
+def moving_constrained_forward_dynamics(ints, reals, sites, origin, planar, pk, arm, q, v,
+                                        tau, tol, rows, points, dims, local, dv, lam):
+    """
+    :func:`floating_constrained_forward_dynamics` of any moving base (model coordinates).
+
+    M, h and the contact rows behind the chain in kernel coordinates, projected by P
+    (P^T M P + armature, P^T h, J_c P; gamma as it is), then :func:`constrained_solve`.
+    """
+    n, nv, m = ints.shape[0], dv.shape[0], lam.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv or tau.shape[0] != nv \
+            or arm.shape[0] != nv:
+        return False
+    for i in range(nv):
+        if not np.isfinite(tau[i]):
+            return False
+    qf, qk, vk = np.empty(n + 1), np.empty(n), np.empty(n)
+    wreals = np.empty_like(reals)
+    if not (lift_configuration(planar, pk, q, tol, qf) and lift(pk, v, False, vk)
+            and base_frame(ints, reals, origin, qf, tol, qk, wreals)):
+        return False
+    norm = np.sqrt(qf[3] * qf[3] + qf[4] * qf[4] + qf[5] * qf[5] + qf[6] * qf[6])
+    R = base_rotation(origin, qf[3] / norm, qf[4] / norm, qf[5] / norm, qf[6] / norm)
+    a = np.empty(n)
+    chain_acceleration(vk, np.zeros(n), a)
+    hk, Mk, wk = np.empty(n), np.empty((n, n)), np.empty((n, NC))
+    if not (_rnea_row(ints, wreals, qk, vk, a, ID, np.zeros((0, 6)), np.empty((n, NW)), hk)
+            and _crba_row(ints, reals, qk, wk, Mk)):
+        return False
+    Jk, gamma = np.empty((m, n)), np.empty(m)
+    contact_rows(ints, sites, wk, R, vk, a, rows, points, dims, local, Jk, gamma)
+    M, h, J = np.empty((nv, nv)), np.empty(nv), np.empty((m, nv))
+    project_matrix(pk, Mk, arm, M)
+    project_vector(pk, hk, h)
+    project_columns(pk, Jk, J)
+    return constrained_solve(M, h, tau, J, gamma, dv, lam)
