@@ -62,9 +62,8 @@ from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 from .written_out import write_out
-from .checks import (_body_parameters, _contacts, _host_only, _on_device, _PARTS,
-                     _step_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
-                     CONTACT_FRAMES, frame_name)
+from .checks import (_body_parameters, _host_only, _on_device, _PARTS, _step_arguments,
+                     _wrenches, argument_names, ArrayChecker, BASE_TYPES, frame_name)
 
 Array = NDArray[np.float64]
 
@@ -1161,27 +1160,6 @@ class MovingBase:
             raise ValueError('contacts: q and v must be finite')
         J = Jk if self._same else (Jk @ self._Pk if self._sel is None else Jk[:, self._sel])
         return J, (None if v is None else drift)
-
-    def _packed_contacts(self, contacts):
-        """Return (rows, points, dims, local, rows of J_c) of a contact list (cached)."""
-        # keyed by the identity of the (immutable) Contact objects or link names, which the
-        # cache keeps alive so that their ids are not reused
-        key = tuple(map(id, contacts)) if isinstance(contacts, (list, tuple)) else None
-        cached = self._contact_cache.get(key) if key is not None else None
-        if cached is not None:
-            return cached[1]
-        given = tuple(contacts) if key is not None else None
-        contacts = _contacts(contacts)
-        packed = (np.array([self.fixed._site(c.link) for c in contacts], dtype=np.int64),
-                  np.array([self.fixed._point3(c.point) for c in contacts],
-                           dtype=float).reshape(-1, 3),
-                  np.array([c.dim for c in contacts], dtype=np.int64),
-                  np.array([CONTACT_FRAMES[c.reference_frame] for c in contacts],
-                           dtype=np.int64),
-                  sum(c.dim for c in contacts))
-        if key is not None and len(self._contact_cache) < 64:
-            self._contact_cache[key] = (given, packed)
-        return packed
 
     def _constrained_compiled(self, q, v, tau, contacts):
         """Return (v', lambda) in one compiled call, or None (the general path says why)."""

@@ -52,7 +52,7 @@ from .algorithms.operational_space import operational_space_inertia, RCOND as OP
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
                      _on_device, _PARTS, _step_arguments, _wrenches, argument_names, ArrayChecker,
-                     BASE_TYPES, DEFAULT_BASE_BOX)
+                     BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
@@ -188,6 +188,11 @@ class RobotModel:
         self._zeros = np.zeros(self.n)
         self._zeros.setflags(write=False)
         self._n = self.n
+        # contacts: the kernels' arrays of a contact list (cached), the identity coupling
+        self._contact_cache = {}
+        self._contact_kernel = (self._ints, self._reals, self._sites,
+                                np.column_stack([np.arange(self.n), np.ones(self.n),
+                                                 np.zeros(self.n)]), self._zeros)
         self._nn = (self.n, self.n)
         self._nnn = (self.n, self.n * self.n)
         self._6n, self._23n = (6, self.n), (2, 3, self.n)
@@ -927,8 +932,39 @@ class RobotModel:
         return (total - J.T @ lam)[nb:], lam
 
     def _constrained_compiled(self, q, v, tau, contacts):
-        """Return (v', lambda) from one compiled call where there is one, else None."""
+        """Return (v', lambda) in one compiled call, or None (the general path says why)."""
+        kernel = self._contact_kernel       # (tree, links, coupling, armature after B) or None
+        if kernel is None or not (_is_vector(q) and _is_vector(v) and _is_vector(tau)):
+            return None
+        rows, points, dims, local, m = self._packed_contacts(contacts)
+        if not m:
+            return None
+        dv, lam = np.empty(self._n), np.empty(m)
+        if native.fixed_constrained_forward_dynamics(*kernel, q, v, tau, rows, points, dims,
+                                                     local, dv, lam):
+            return dv, lam
         return None
+
+    def _packed_contacts(self, contacts):
+        """Return (rows, points, dims, local, rows of J_c) of a contact list (cached)."""
+        # keyed by the identity of the (immutable) Contact objects or link names, which the
+        # cache keeps alive so that their ids are not reused
+        key = tuple(map(id, contacts)) if isinstance(contacts, (list, tuple)) else None
+        cached = self._contact_cache.get(key) if key is not None else None
+        if cached is not None:
+            return cached[1]
+        given = tuple(contacts) if key is not None else None
+        contacts = _contacts(contacts)
+        packed = (np.array([self._site(c.link) for c in contacts], dtype=np.int64),
+                  np.array([self._point3(c.point) for c in contacts],
+                           dtype=float).reshape(-1, 3),
+                  np.array([c.dim for c in contacts], dtype=np.int64),
+                  np.array([CONTACT_FRAMES[c.reference_frame] for c in contacts],
+                           dtype=np.int64),
+                  sum(c.dim for c in contacts))
+        if key is not None and len(self._contact_cache) < 64:
+            self._contact_cache[key] = (given, packed)
+        return packed
 
     def _single(self, x, what: str, batch: bool = True) -> Array:
         """Check one state's array (q, v, dv or tau: nv = nq entries here); return a copy."""
@@ -1542,6 +1578,9 @@ class CoupledRobotModel(RobotModel):
         self._zeros = np.zeros(self._n)
         self._zeros.setflags(write=False)
         self._6n = (6, self._n)
+        self._contact_cache = {}
+        self._contact_kernel = None if self._cpl is None else (
+            self._fints, self._freals, self._fsites, self._cpl, self.armature)
         full = self._full.joints
         self._damping = np.array([full[j].damping for j in self._full_names])
         self._friction = np.array([full[j].friction for j in self._full_names])

@@ -301,6 +301,28 @@ def test_contacts_on_a_fixed_base_are_pinocchios_constraint_dynamics():
         np.testing.assert_array_equal(lam_back, np.zeros(contact.dim))
 
 
+@pytest.mark.parametrize('kind', ['fixed arm', 'mimic gripper'])
+def test_the_compiled_contact_dynamics_of_a_fixed_base_is_the_general_path(kind, monkeypatch):
+    """fixed_constrained_forward_dynamics (mimic joints lifted and projected) in one call."""
+    model, _ = build(kind)
+    link = CASES[kind][2][0]        # moved by six joints or more: a 6-D contact is regular
+    rng = np.random.default_rng(12)
+    contacts = [[Contact(link)], [Contact(link, point=(0.05, 0.0, 0.02), dim=6,
+                                          reference_frame='local')]]
+    for k, given in enumerate(contacts):
+        q, v, _ = state(model, 30 + k)
+        tau = rng.uniform(-2.0, 2.0, model.n)
+        fast = model._constrained_compiled(q, v, tau, given)
+        assert fast is not None, f'{kind}: the kernel refused a regular state'
+        got = model.constrained_forward_dynamics(q, v, tau, given)
+        with monkeypatch.context() as patch:
+            patch.setattr(model, '_constrained_compiled', lambda *args: None)
+            want = model.constrained_forward_dynamics(q, v, tau, given)
+        for a, b, c, what in zip(fast, got, want, ("v'", 'lambda')):
+            np.testing.assert_array_equal(a, b)
+            close(b, c, f'{kind}: {what} with {given}')
+
+
 def test_an_operational_frame_is_usable_wherever_a_link_name_is(case):
     """with_frame against Pinocchio's addFrame: pose, Jacobians in three frames, J', contact."""
     kind, model, _ = case

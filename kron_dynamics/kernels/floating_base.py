@@ -1314,3 +1314,37 @@ def moving_constrained_forward_dynamics(ints, reals, sites, origin, planar, pk, 
     project_vector(pk, hk, h)
     project_columns(pk, Jk, J)
     return constrained_solve(M, h, tau, J, gamma, dv, lam)
+
+
+@jit
+def fixed_constrained_forward_dynamics(ints, reals, sites, cpl, arm, u, ud, tau, rows, points,
+                                       dims, local, dv, lam):
+    """
+    Constrained forward dynamics of a fixed base in one call (user order; mimic joints too).
+
+    q = B u + d by ``cpl`` (kernels.coupled's format; the identity without mimic joints), M,
+    h and the contact rows (:func:`contact_rows`, the root frame being the world) of the
+    whole tree, projected (B^T M B + armature, B^T h, J_c B), then :func:`constrained_solve`.
+    False on a bad input or a singular M or Delassus matrix: the facade then says why.
+    """
+    nf, n, m = ints.shape[0], dv.shape[0], lam.shape[0]
+    if cpl.shape[0] != nf or u.shape[0] != n or ud.shape[0] != n or tau.shape[0] != n \
+            or arm.shape[0] != n:
+        return False
+    for i in range(n):
+        if not np.isfinite(tau[i]):
+            return False
+    q, qd, zero = np.empty(nf), np.empty(nf), np.zeros(nf)
+    if not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)):
+        return False
+    hk, Mk, wk = np.empty(nf), np.empty((nf, nf)), np.empty((nf, NC))
+    if not (_rnea_row(ints, reals, q, qd, zero, ID, np.zeros((0, 6)), np.empty((nf, NW)), hk)
+            and _crba_row(ints, reals, q, wk, Mk)):
+        return False
+    Jk, gamma = np.empty((m, nf)), np.empty(m)
+    contact_rows(ints, sites, wk, np.eye(3), qd, zero, rows, points, dims, local, Jk, gamma)
+    M, h, J = np.empty((n, n)), np.empty(n), np.empty((m, n))
+    project_matrix(cpl, Mk, arm, M)
+    project_vector(cpl, hk, h)
+    project_columns(cpl, Jk, J)
+    return constrained_solve(M, h, tau, J, gamma, dv, lam)

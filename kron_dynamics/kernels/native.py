@@ -77,6 +77,9 @@ SIGNATURES = {
     'moving_constrained_forward_dynamics': ('floating_base', (
         _I, _R, _R, _R, nt.boolean, _R, _V, _V, _V, _V, nt.float64, nt.int64[::1], _R,
         nt.int64[::1], nt.int64[::1], _O1, _O1)),
+    'fixed_constrained_forward_dynamics': ('floating_base', (
+        _I, _R, _R, _R, _V, _V, _V, _V, nt.int64[::1], _R, nt.int64[::1], nt.int64[::1], _O1,
+        _O1)),
     'floating_jacobian': ('floating_base', (_I, _R, _R, _R, _V, nt.float64, _K, _V, _K, _O2)),
     'floating_forward_dynamics': ('floating_base', (_I, _R, _R, _V, _V, _V, nt.float64, _O1)),
     'moving_rnea': ('floating_base', (_I, _R, _R, nt.boolean, _R, _V, _V, _V, _V, nt.int64,
