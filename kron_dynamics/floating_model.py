@@ -289,33 +289,12 @@ class MovingBase:
         self._site_rows = fixed._site_rows          # link -> row of the packed sites
         self._contact_cache = {}                    # contact list -> the kernels' arrays
         self._6nv = (6, self.nv)
-        self._planar, self._pk = base == 'planar', self._moving_map(m)
+        self._planar, self._pk = base == 'planar', m.kernel_table
         self._L44, self._shape_3v = (len(self._site_rows), 4, 4), (3, self.nv)
         self._shape_star = (self.nv, self.nv * self.nv)
         self._shape_h = (6, self.nv * self.nv)
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
-
-    @staticmethod
-    def _moving_map(m: BaseMap) -> Array | None:
-        """
-        Return the kernels' ``pk`` (kernels.floating_base.lift_configuration) of a base map.
-
-        Per kernel coordinate: the model velocity it follows (-1: none), the multiplier and
-        the offset; None where a kernel coordinate follows more than one model velocity
-        (then the general path serves).
-        """
-        Pk = np.asarray(m.Pk)
-        pk = np.zeros((len(Pk), 3))
-        pk[:, 0] = -1.0
-        pk[6:, 2] = np.asarray(m.d)[m.tree_order]
-        for i, row in enumerate(Pk):
-            (cols,) = np.nonzero(row)
-            if len(cols) > 1:
-                return None
-            if len(cols):
-                pk[i, :2] = cols[0], row[cols[0]]
-        return pk
 
     # ----------------------------------------------------------------- sizes and names
     @property

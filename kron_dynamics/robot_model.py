@@ -188,11 +188,11 @@ class RobotModel:
         self._zeros = np.zeros(self.n)
         self._zeros.setflags(write=False)
         self._n = self.n
-        # contacts: the kernels' arrays of a contact list (cached), the identity coupling
+        # contacts: the kernels' arrays of a contact list (cached); B = I in kernel format
         self._contact_cache = {}
-        self._contact_kernel = (self._ints, self._reals, self._sites,
-                                np.column_stack([np.arange(self.n), np.ones(self.n),
-                                                 np.zeros(self.n)]), self._zeros)
+        table = self._joint_map.kernel_table
+        self._contact_kernel = None if table is None else (
+            self._ints, self._reals, self._sites, table, self._zeros)
         self._nn = (self.n, self.n)
         self._nnn = (self.n, self.n * self.n)
         self._6n, self._23n = (6, self.n), (2, 3, self.n)

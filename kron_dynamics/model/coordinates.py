@@ -134,7 +134,8 @@ class BaseMap:
     (then lift and project index instead of multiplying), else None; ``same``: the model's
     velocity is the kernels' (a floating base without mimic joints); ``tree_order``: the
     tree coordinate of each kernel coordinate after the chain; ``kernel_order``: the tree
-    coordinates in kernel order (what ``kernels.pack`` takes).
+    coordinates in kernel order (what ``kernels.pack`` takes); ``kernel_table``: P in the
+    compiled kernels' format (see __init__).
     """
 
     def __init__(self, base: str, joints: JointMap, tree_names: Sequence[str]):
@@ -162,6 +163,17 @@ class BaseMap:
         self.B, self.d, self.P, self.Pk = B, d, P, Pk
         self.selection = cols if selection else None
         self.same = selection and np.array_equal(cols, np.arange(P.shape[1]))
+        # per kernel coordinate (the model velocity it follows, -1 for none; multiplier;
+        # offset): JointMap.kernel_table's format, what kernels/floating_base.py's moving_*
+        # entry points take; None where a row of Pk has more than one nonzero
+        table = np.zeros((len(Pk), 3))
+        table[:, 0] = -1.0
+        table[6:, 2] = d[self.tree_order]
+        counts = np.count_nonzero(Pk, axis=1)
+        rows = np.flatnonzero(counts)
+        table[rows, 0] = np.argmax(np.abs(Pk[rows]), axis=1)
+        table[rows, 1] = Pk[rows, table[rows, 0].astype(int)]
+        self.kernel_table = table if np.all(counts <= 1) else None
 
     def kernel_configuration(self, u: np.ndarray) -> np.ndarray:
         """Return the kernels' configuration: the chain at 0, the tree's joints at B u + d."""
