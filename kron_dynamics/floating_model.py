@@ -262,7 +262,6 @@ class MovingBase:
         self._root = description.root_inertia
         # v -> the kernels' velocities: P = diag(P_base, B) (model/coordinates.py)
         m = self._base_map = BaseMap(base, fixed._joint_map, description.joint_names)
-        self._B, self._d, self._P = m.B, m.d, m.P
         self._lift, self._project = m.lift, m.project
         self._armature = np.concatenate([np.zeros(self._nb), fixed.armature])
         # the compiled path: the tree behind the base chain, in the map's kernel order
@@ -273,8 +272,8 @@ class MovingBase:
         self._sites = sites
         # P in kernel order is often a selection of coordinates: index instead of multiply;
         # the model's coordinates are the kernel's (floating base, no mimic joints)
-        self._Pk, self._sel, self._same = m.Pk, m.selection, m.same
-        nk = len(order)
+        self._sel, self._same = m.selection, m.same
+        self._nk = nk = len(order)
         # armature in the kernels where each joint is a kernel coordinate; else after P
         armature = np.zeros(nk)
         if self._sel is not None:
@@ -295,6 +294,11 @@ class MovingBase:
         self._shape_h = (6, self.nv * self.nv)
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
+
+    @property
+    def _Pk(self) -> Array:
+        """Return P in kernel order (the general paths; built on first use)."""
+        return self._base_map.Pk
 
     # ----------------------------------------------------------------- sizes and names
     @property
@@ -533,7 +537,7 @@ class MovingBase:
 
     def _mass_matrix_kernel(self, qk: Array) -> Array:
         """Return M of the tree behind the chain (kernel order), before the projection."""
-        M = np.empty((len(self._Pk),) * 2)
+        M = np.empty((self._nk,) * 2)
         if not native.crba(self._ints, self._reals, qk, M):
             raise ValueError('mass matrix: q must be finite')
         return M
@@ -569,7 +573,7 @@ class MovingBase:
         _, T, _, qk = self._split(q)
         reals = self._reals.copy()
         reals[-1, :3] = self._gravity_base(T)
-        tau = np.empty(len(self._Pk))
+        tau = np.empty(self._nk)
         if not native.gravity(self._ints, reals, qk, tau):
             raise ValueError('gravity torque: q must be finite')
         return self._project(tau)
@@ -586,7 +590,7 @@ class MovingBase:
         _, _, _, qk = self._split(q)
         nv = self.nv
         E = np.eye(nv)
-        zero, g0 = np.zeros(len(self._Pk)), np.zeros(3)
+        zero, g0 = np.zeros(self._nk), np.zeros(3)
 
         def quadratic(v):     # h - G at v: the recursion without gravity, v' = 0
             return self._project(self._rnea(qk, self._lift(v), zero, g0))

@@ -29,6 +29,7 @@ without mimic joints runs exactly the code it ran before.
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Callable, Iterable, Mapping, Sequence
 import dataclasses
 import functools
@@ -217,10 +218,11 @@ class RobotModel:
         if unknown:
             raise ModelError(f'joint_names: unknown or non-movable joint(s) {unknown}; '
                              f'movable joints are {list(movable)}')
-        dup = sorted({j for j in names if names.count(j) > 1})
+        dup = sorted(j for j, count in collections.Counter(names).items() if count > 1)
         if dup:
             raise ModelError(f'joint_names: duplicate joint(s) {dup}')
-        missing = [j for j in movable if j not in names]
+        given = set(names)
+        missing = [j for j in movable if j not in given]
         if missing:
             raise ModelError(f'joint_names: missing movable joint(s) {missing} (pass '
                              'lock_others=True to lock them at 0)')
@@ -1555,7 +1557,7 @@ class CoupledRobotModel(RobotModel):
         # q = B u + d and its projections, bound once (model/coordinates.py)
         m = self._joint_map = JointMap(self._full_names, self.joint_names,
                                        description.mimic_joints)
-        self._B, self._d, self._Bt = m.B, m.d, m.Bt
+        self._d = m.d
         self._lift, self._lift_rate = m.lift, m.rate
         self._vec, self._mat, self._cols, self._star, self._hess = (
             m.force, m.matrix, m.columns, m.star, m.hessian)
@@ -1686,8 +1688,8 @@ class CoupledRobotModel(RobotModel):
     def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> Array:
         """Return Y_u = B^T Y(B u + d, B u', B u''), n x 10 nb (every body of the tree)."""
         (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
-        return self._Bt @ self._full.regressor(self._lift(u), self._lift_rate(ud),
-                                               self._lift_rate(udd))
+        Y = self._full.regressor(self._lift(u), self._lift_rate(ud), self._lift_rate(udd))
+        return self._joint_map.Bt @ Y
 
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:
         """Return dM_u/du [i, j, k] = sum B_ai B_bj B_ck dM_ab/dq_c (B constant)."""
@@ -1695,7 +1697,7 @@ class CoupledRobotModel(RobotModel):
         if N is not None:
             return self._per_row(self.mass_matrix_derivative, N, u)
         dM = self._full.mass_matrix_derivative(self._lift(u))
-        return np.einsum('abc,ai,bj,ck->ijk', dM, self._B, self._B, self._B, optimize=True)
+        return np.einsum('abc,ai,bj,ck->ijk', dM, *(self._joint_map.B,) * 3, optimize=True)
 
     def simulate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
                  steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
@@ -1739,7 +1741,7 @@ class CoupledRobotModel(RobotModel):
         out = []
         for k in range(self.n):
             moved = np.zeros(tree.n, dtype=bool)
-            for row in np.nonzero(self._B[:, k])[0]:
+            for row in np.nonzero(self._joint_map.B[:, k])[0]:
                 moved |= tree.subtree(full_rows[row])
             out.append(tree.mass[moved].sum())
         return np.array(out)

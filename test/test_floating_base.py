@@ -256,7 +256,8 @@ def test_compiled_dynamics_are_the_readable_recursion(base, seed, mimic):
     model = RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
                                         root_joint=base)
     assert model._same == (base == 'floating' and not model.mimic_joints)
-    tree, root, P = model.fixed.description.tree, model.fixed.description.root_inertia, model._P
+    tree, root = model.fixed.description.tree, model.fixed.description.root_inertia
+    P = model._base_map.P
     for _ in range(3):
         q, v, dv = random_state(model, rng)
         T = model.base_pose(q)

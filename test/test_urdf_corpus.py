@@ -135,10 +135,10 @@ def chain_urdf(n_links: int, joint_type: str = 'revolute') -> str:
     return '\n'.join(lines)
 
 
-def _load(xml):
+def _load(xml, root_joint=None):
     logging.getLogger('kron_dynamics').disabled = True   # thousands of tiny-inertia joints
     try:
-        return RobotModel.from_urdf_string(xml, source='big.urdf')
+        return RobotModel.from_urdf_string(xml, source='big.urdf', root_joint=root_joint)
     finally:
         logging.getLogger('kron_dynamics').disabled = False
 
@@ -205,16 +205,29 @@ def test_enormous_model_loads(xml):
     assert np.allclose(M, M.T, rtol=0, atol=1e-12 * np.abs(M).max())
 
 
+def mimic_chain(n_links: int) -> str:
+    """Return chain_urdf(n_links) where every even joint mimics the joint before it."""
+    def add_mimic(match):
+        i = int(match.group(1))
+        return match.group(0) + (f'<mimic joint="j{i - 1}" multiplier="0.5" offset="0.1"/>'
+                                 if i % 2 == 0 else '')
+    return re.sub(r'<joint name="j(\d+)"[^>]*>', add_mimic, chain_urdf(n_links))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize('make, size', [
-    pytest.param(chain_urdf, urdf_loader.MAX_LINKS // 4, id='chain_to_the_link_limit'),
-    pytest.param(wide_tree, 250, id='wide_tree'),
+@pytest.mark.parametrize('make, size, root_joint', [
+    pytest.param(chain_urdf, urdf_loader.MAX_LINKS // 4, None, id='chain_to_the_link_limit'),
+    pytest.param(wide_tree, 250, None, id='wide_tree'),
+    pytest.param(chain_urdf, urdf_loader.MAX_LINKS // 4, 'floating', id='floating_chain'),
+    pytest.param(chain_urdf, urdf_loader.MAX_LINKS // 4, 'planar', id='planar_chain'),
+    pytest.param(mimic_chain, urdf_loader.MAX_LINKS // 4, None, id='mimic_chain'),
 ])
-def test_loading_work_grows_linearly_with_the_size(make, size):
+def test_loading_work_grows_linearly_with_the_size(make, size, root_joint):
     """Four times the links, about four times the CPU time: no quadratic step in the loader."""
     small, large = make(size), make(4 * size)
     repeat = 3     # the least of a few runs: less noise
-    ratio = cpu_seconds(lambda: _load(large), repeat) / cpu_seconds(lambda: _load(small), repeat)
+    ratio = (cpu_seconds(lambda: _load(large, root_joint), repeat)
+             / cpu_seconds(lambda: _load(small, root_joint), repeat))
     assert ratio < LINEAR_RATIO, f'four times the size took {ratio:.2f} times the CPU time'
 
 

@@ -33,6 +33,7 @@ here; nothing else builds them.
 """
 
 from collections.abc import Mapping, Sequence
+import functools
 
 import numpy as np
 
@@ -64,26 +65,45 @@ class JointMap:
 
     def __init__(self, full_names: Sequence[str], names: Sequence[str],
                  mimic_joints: Mapping[str, MimicJoint]):
-        """Build B and d from the resolved mimic joints (rows: ``full_names``)."""
+        """Read q = B u + d from the resolved mimic joints (rows: ``full_names``)."""
         column = {name: k for k, name in enumerate(names)}
-        B = np.zeros((len(full_names), len(names)))
-        d = np.zeros(len(full_names))
+        n_full = len(full_names)
+        # one nonzero per row: the coordinate each joint follows, its multiplier, its offset
+        # (linear in the number of joints: B itself, n_full x n, is built only when asked for)
+        source = np.empty(n_full, dtype=int)
+        multiplier = np.ones(n_full)
+        d = np.zeros(n_full)
         for i, name in enumerate(full_names):
             mimic = mimic_joints.get(name)
             if mimic is None:
-                B[i, column[name]] = 1.0
+                source[i] = column[name]
             else:
-                B[i, column[mimic.primary]] = mimic.multiplier
-                d[i] = mimic.offset
-        Bt = np.ascontiguousarray(B.T)
-        _read_only(B, d, Bt)
+                source[i] = column[mimic.primary]
+                multiplier[i], d[i] = mimic.multiplier, mimic.offset
+        _read_only(d)
         self.full_names, self.names = tuple(full_names), tuple(names)
-        self.B, self.d, self.Bt = B, d, Bt
+        self.d = d
+        self._entries = (source, multiplier)
         self.kernel_table = None
-        if len(B) and np.array_equal(np.count_nonzero(B, axis=1), np.ones(len(B))):
-            sources = np.argmax(np.abs(B), axis=1)
-            self.kernel_table = np.ascontiguousarray(np.column_stack(
-                [sources, B[np.arange(len(B)), sources], d]), dtype=float)
+        if n_full and np.all(multiplier != 0.0):
+            self.kernel_table = np.ascontiguousarray(
+                np.column_stack([source, multiplier, d]), dtype=float)
+
+    @functools.cached_property
+    def B(self) -> np.ndarray:
+        """Return the dense matrix of q = B u + d (n_full x n, read-only), built on first use."""
+        source, multiplier = self._entries
+        B = np.zeros((len(self.full_names), len(self.names)))
+        B[np.arange(len(B)), source] = multiplier
+        _read_only(B)
+        return B
+
+    @functools.cached_property
+    def Bt(self) -> np.ndarray:
+        """Return B^T, C-contiguous and read-only."""
+        Bt = np.ascontiguousarray(self.B.T)
+        _read_only(Bt)
+        return Bt
 
     def lift(self, u: np.ndarray) -> np.ndarray:
         """Return the tree's positions q = B u + d, for u of shape (n,) or (N, n)."""
@@ -139,49 +159,83 @@ class BaseMap:
     """
 
     def __init__(self, base: str, joints: JointMap, tree_names: Sequence[str]):
-        """Build P of a ``base`` in BASE_NAMES for the model's joints."""
+        """Read P of a ``base`` in BASE_NAMES for the model's joints (linear in their number)."""
         internal = {j: i for i, j in enumerate(tree_names)}
         n_tree, n = len(tree_names), len(joints.names)
-        self.nb = len(BASE_NAMES[base][1])
-        rows = [internal[j] for j in joints.full_names]
-        B = np.zeros((n_tree, n))
-        B[rows] = joints.B
-        d = np.zeros(n_tree)
-        d[rows] = joints.d
-        P = np.zeros((6 + n_tree, self.nb + n))
-        P[:6, :self.nb] = P_BASE[base]
-        P[6:, self.nb:] = B
+        self.nb = nb = len(BASE_NAMES[base][1])
+        self._base, self._n_tree, self._n = base, n_tree, n
         order = np.arange(6 + n_tree)
         if len(joints.full_names) == n:      # no mimic joints
             order[6:] = 6 + np.array([internal[j] for j in joints.names], dtype=int)
         self.kernel_order = order
         self.tree_order = order[6:] - 6
-        Pk = P[order]
-        cols = np.argmax(Pk, axis=0)
-        selection = np.array_equal(Pk, np.eye(len(order))[:, cols])
-        _read_only(B, d, P, Pk)
-        self.B, self.d, self.P, self.Pk = B, d, P, Pk
-        self.selection = cols if selection else None
-        self.same = selection and np.array_equal(cols, np.arange(P.shape[1]))
+        # per tree coordinate (tree order): the model velocity it follows, multiplier, offset
+        rows = np.array([internal[j] for j in joints.full_names], dtype=int)
+        source, multiplier = joints._entries
+        col, mult, d = np.zeros(n_tree, dtype=int), np.zeros(n_tree), np.zeros(n_tree)
+        col[rows], mult[rows], d[rows] = nb + source, multiplier, joints.d
+        _read_only(d)
+        self.d, self._tree_entries = d, (col - nb, mult)
         # per kernel coordinate (the model velocity it follows, -1 for none; multiplier;
         # offset): JointMap.kernel_table's format, what kernels/floating_base.py's moving_*
-        # entry points take; None where a row of Pk has more than one nonzero
-        table = np.zeros((len(Pk), 3))
-        table[:, 0] = -1.0
-        table[6:, 2] = d[self.tree_order]
-        counts = np.count_nonzero(Pk, axis=1)
-        rows = np.flatnonzero(counts)
-        table[rows, 0] = np.argmax(np.abs(Pk[rows]), axis=1)
-        table[rows, 1] = Pk[rows, table[rows, 0].astype(int)]
-        self.kernel_table = table if np.all(counts <= 1) else None
+        # entry points take. Every row of P has at most one nonzero.
+        base_col = np.full(6, -1)
+        base_mult = np.zeros(6)
+        for k, row in enumerate(P_BASE[base]):
+            nonzero = np.flatnonzero(row)
+            if len(nonzero):
+                base_col[k], base_mult[k] = nonzero[0], row[nonzero[0]]
+        k_col = np.concatenate([base_col, col[self.tree_order]])
+        k_mult = np.concatenate([base_mult, mult[self.tree_order]])
+        k_col[k_mult == 0.0] = -1
+        self.kernel_table = np.column_stack(
+            [k_col, k_mult, np.concatenate([np.zeros(6), d[self.tree_order]])]).astype(float)
+        # P in kernel order is a selection of the identity's columns when every model
+        # velocity is exactly one kernel coordinate, with multiplier 1
+        used = k_col >= 0
+        counts = np.bincount(k_col[used], minlength=nb + n)
+        selection = bool(np.all(counts == 1) and np.all(k_mult[used] == 1.0))
+        cols = np.zeros(nb + n, dtype=int)
+        cols[k_col[used]] = np.flatnonzero(used)
+        self.selection = cols if selection else None
+        self.same = selection and np.array_equal(cols, np.arange(nb + n))
+
+    @functools.cached_property
+    def B(self) -> np.ndarray:
+        """Return the dense map of the tree's joints (n_tree x n, tree order, read-only)."""
+        col, mult = self._tree_entries
+        B = np.zeros((self._n_tree, self._n))
+        nonzero = mult != 0.0
+        B[np.flatnonzero(nonzero), col[nonzero]] = mult[nonzero]
+        _read_only(B)
+        return B
+
+    @functools.cached_property
+    def P(self) -> np.ndarray:
+        """Return P = diag(P_base, B) (6 + n_tree x nv, tree order; read-only)."""
+        B = self.B
+        P = np.zeros((6 + len(B), self.nb + B.shape[1]))
+        P[:6, :self.nb] = P_BASE[self._base]
+        P[6:, self.nb:] = B
+        _read_only(P)
+        return P
+
+    @functools.cached_property
+    def Pk(self) -> np.ndarray:
+        """Return P in kernel order (read-only)."""
+        Pk = self.P[self.kernel_order]
+        _read_only(Pk)
+        return Pk
 
     def kernel_configuration(self, u: np.ndarray) -> np.ndarray:
         """Return the kernels' configuration: the chain at 0, the tree's joints at B u + d."""
-        qk = np.zeros(len(self.Pk))
+        qk = np.zeros(6 + self._n_tree)
         if self.same:
             qk[6:] = u
         else:
-            qk[6:] = (self.B @ u + self.d)[self.tree_order]
+            table = self.kernel_table[6:]
+            source = np.maximum(table[:, 0].astype(int) - self.nb, 0)
+            qk[6:] = table[:, 1] * np.asarray(u)[source] + table[:, 2]
         return qk
 
     def lift(self, x: np.ndarray) -> np.ndarray:
