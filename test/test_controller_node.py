@@ -317,6 +317,12 @@ def test_simulator_integrates_and_publishes_joint_states(model):
         # after the next 5 states (a loaded clean-clone run saw it so)
         assert wait_for(lambda: 'rejected command' in sim.output(), WAIT), sim.output()
         assert wait_for(lambda: len(states) > n1 + 5, WAIT) and sim.alive()
+        # each state is stamped with its simulated instant (integration_rate 1 kHz: whole
+        # milliseconds apart, whenever the message was built), never going backwards
+        stamps = np.array([s.header.stamp.sec * 10 ** 9 + s.header.stamp.nanosec
+                           for s in list(states)], dtype=np.int64)
+        steps = np.diff(stamps) / 1e6
+        assert np.all(steps >= 0) and np.all(np.abs(steps - np.round(steps)) < 1e-3), steps
     finally:
         probe.close()
         sim.stop()

@@ -27,8 +27,8 @@ import pytest
 
 from conftest import REPO
 from kron_dynamics import RobotModel
-from kron_dynamics.demo.identify import (DAMPING, plot, report, run_identify_demo, statistics,
-                                         WRONG_FACTORS)
+from kron_dynamics.demo.identify import (DAMPING, INTEGRATION_RATE, MAX_GAP, plot, report,
+                                         run_identify_demo, statistics, WRONG_FACTORS)
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -57,3 +57,9 @@ def test_the_fit_makes_the_tracking_error_fall(tmp_path):
     assert 'RMS error before' in text and 'q3_luff' in text
     plot(demo, str(tmp_path / 'identify.png'))
     assert (tmp_path / 'identify.png').stat().st_size > 10_000
+
+
+def test_the_fit_splits_the_recording_where_the_simulator_drops_real_time():
+    """The demo's max_gap is the longest tick the plant simulator integrates in full."""
+    from kron_dynamics.nodes.plant_simulator import MAX_STEPS_PER_TICK
+    assert MAX_GAP == MAX_STEPS_PER_TICK / INTEGRATION_RATE

@@ -29,6 +29,7 @@ import pytest
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.identification import (identify, pseudo_inertia, read_recording, Recording,
                                           write_bag)
+from kron_dynamics.identification.identify import filtered
 from kron_dynamics.testing.motion import sum_of_sines
 from pinocchio_oracle import ONE_MODEL_CASES, robots_dir
 
@@ -126,6 +127,54 @@ def test_velocities_and_accelerations_from_positions_by_filtering():
     expected = fit.base.to_base(true.dynamic_parameters())
     error = np.abs(fit.base.to_base(fit.model.dynamic_parameters()) - expected)
     assert error.max() < 1e-2 * np.abs(expected).max()
+
+
+def _acceleration_error(t, q, tau, qdd_true, t_true, max_gap):
+    """Return max |q'' filtered - q'' true| / max |q'' true| on the filtered grid."""
+    grid, _, _, qdd, _ = filtered(t, q, tau, 5.0, max_gap)
+    truth = np.stack([np.interp(grid, t_true, column) for column in qdd_true.T], axis=1)
+    return np.abs(qdd - truth).max() / np.abs(qdd_true).max()
+
+
+def test_a_gap_in_the_recording_splits_it_and_each_part_is_filtered_alone():
+    """One second recorded nothing: a line across it does not follow the motion."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, rate=500.0)
+    tau = torques(true, q, qd, qdd)
+    kept = (t < 8.0) | (t > 9.0)
+    whole = _acceleration_error(t, q, tau, qdd, t, None)      # the filter's own error
+    split = _acceleration_error(t[kept], q[kept], tau[kept], qdd, t, None)   # 0.5 / cutoff
+    across = _acceleration_error(t[kept], q[kept], tau[kept], qdd, t, 2.0)
+    assert split < 1.2 * whole and across > 10 * whole, (whole, split, across)
+    fit = identify(wrong_urdf(true), q[kept], tau[kept], t=t[kept], method='least_squares',
+                   cutoff=5.0)
+    expected = fit.base.to_base(true.dynamic_parameters())
+    error = np.abs(fit.base.to_base(fit.model.dynamic_parameters()) - expected)
+    assert error.max() < 1e-2 * np.abs(expected).max()
+
+
+def test_time_a_simulator_dropped_is_cut_out():
+    """From 8 s on, the stamps run 0.3 s ahead of the motion: time lost, not samples."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, rate=500.0)
+    tau = torques(true, q, qd, qdd)
+    stamps = t + 0.3 * (t >= 8.0)
+    whole = _acceleration_error(t, q, tau, qdd, t, None)      # the filter's own error
+    split = _acceleration_error(stamps, q, tau, qdd, stamps, 0.1)
+    across = _acceleration_error(stamps, q, tau, qdd, stamps, 1.0)
+    assert split < 1.2 * whole and across > 10 * whole, (whole, split, across)
+
+
+def test_parts_too_short_to_filter_are_refused_by_name():
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=2.2, rate=500.0)
+    tau = torques(true, q, qd, qdd)
+    kept = (t < 0.6) | ((t > 0.8) & (t < 1.4)) | (t > 1.6)
+    with pytest.raises(ValueError, match=r'each of the 3 parts between gaps longer than '
+                                         r'max_gap 0\.1 s'):
+        identify(true, q[kept], tau[kept], t=t[kept], cutoff=5.0)
+    with pytest.raises(ValueError, match='max_gap must be > 0'):
+        identify(true, q, tau, t=t, cutoff=5.0, max_gap=0.0)
 
 
 def test_bad_data_is_refused_by_name():

@@ -46,6 +46,12 @@ DAMPING = (5.0e4, 1.0e6, 1.0e6)
 # [Hz] of the filter that gives q', q'' from the recorded positions: above the excitation's
 # harmonics (0.4 Hz) and the loop's bandwidth (1.6 Hz), below the stamps' jitter
 CUTOFF = 3.0
+# [Hz] the plant simulator's integration rate; a gap between joint-state stamps longer than
+# nodes.plant_simulator.MAX_STEPS_PER_TICK (100) steps is where the simulator, starved by a
+# busy machine, dropped real time: the plant moved less than the stamps say, so the fit
+# splits the recording there (not imported: that module needs rclpy)
+INTEGRATION_RATE = 1000.0
+MAX_GAP = 100 / INTEGRATION_RATE
 NODES = (
     NodeSpec('plant_simulator', 'plant_simulator'),
     NodeSpec('reference_generator', 'reference_generator'),
@@ -73,7 +79,7 @@ def _params(path: Path, model, excitation, excitation_file, controller: dict) ->
         '/**': {'ros__parameters': {'joints': list(model.joint_names)}},
         'plant_simulator': {'ros__parameters': {
             'initial_positions': excitation.q0.tolist(), 'damping': list(DAMPING),
-            'integration_rate': 1000.0, 'publish_rate': 250.0, 'command_timeout': 0.5}},
+            'integration_rate': INTEGRATION_RATE, 'publish_rate': 250.0, 'command_timeout': 0.5}},
         'reference_generator': {'ros__parameters': {
             'mode': 'excitation', 'excitation_file': str(excitation_file), 'loop': False,
             'rate': 250.0}},
@@ -133,7 +139,7 @@ def run_identify_demo(share_dir: str, workdir: str, duration: float = 10.0, env=
     before = closed_loop('before', wrong_urdf, wrong, {})
     t, q, tau = fit_data(before)
     log(f'2. fit: {len(t)} joint states over {t[-1]:.3g} s (position and effort)')
-    fit = identify(wrong, q, tau, t=t, friction=('viscous',), cutoff=CUTOFF)
+    fit = identify(wrong, q, tau, t=t, friction=('viscous',), cutoff=CUTOFF, max_gap=MAX_GAP)
     fitted_urdf = work / f'{MACHINE}_fitted.urdf'
     fitted_params = work / f'{MACHINE}_fitted.yaml'
     fit.to_urdf(fitted_urdf)

@@ -160,14 +160,15 @@ class Identification:
 
 def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'coulomb'),
              method: str = 'physically_consistent', prior_weight: float = 1e-6,
-             smooth: float = 0.0, cutoff: float = 10.0) -> Identification:
+             smooth: float = 0.0, cutoff: float = 10.0, max_gap=None) -> Identification:
     """
     Fit the inertial parameters and friction of a fixed-base model to measured torques.
 
     ``q``, ``tau`` (N, n) in ``model.joint_names`` order; ``qd``, ``qdd`` likewise, or
     None: then they come from q by zero-phase low-pass filtering (Butterworth, ``cutoff``
     Hz) and differentiation on a uniform grid, tau filtered alike (:func:`filtered`), which
-    needs the sample times ``t`` (N,). ``friction``: terms of :func:`friction_regressor`;
+    needs the sample times ``t`` (N,); a gap longer than ``max_gap`` [s] splits the
+    recording there (see :func:`filtered`). ``friction``: terms of :func:`friction_regressor`;
     the model's own armature is taken as known unless 'armature' is a term (then a joint
     whose rotor inertia the link parameters can mimic, as the first joint's about a fixed
     axis, keeps the model's value and its base parameter takes the difference).
@@ -189,7 +190,7 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
         raise ValueError(f'tau has shape {tau.shape}, q {q.shape}: one torque per joint and '
                          'sample')
     if qd is None or qdd is None:
-        t, q, qd, qdd, tau = filtered(t, q, tau, cutoff)
+        t, q, qd, qdd, tau = filtered(t, q, tau, cutoff, max_gap)
     qd, qdd = _samples(qd, model, 'qd'), _samples(qdd, model, 'qdd')
     terms = tuple(friction)
     N, n = q.shape
@@ -357,7 +358,7 @@ def _samples(x, model, name) -> np.ndarray:
     return x
 
 
-def filtered(t, q, tau, cutoff):
+def filtered(t, q, tau, cutoff, max_gap=None):
     """
     Return (t, q, q', q'', tau) on a uniform grid, low-passed, the ends dropped.
 
@@ -367,6 +368,11 @@ def filtered(t, q, tau, cutoff):
     step, then filtered by the same zero-phase 4th-order Butterworth (``cutoff`` Hz), so that
     torque and motion are attenuated alike, and q differentiated twice (central
     differences). 2 / cutoff s are dropped at each end (the filter's end effects).
+
+    A gap between stamps longer than ``max_gap`` [s] (None: 0.5 / cutoff, where a straight
+    line between the samples no longer follows the motion) splits the recording: each part
+    is filtered alone, its ends dropped, and the parts joined; a part too short to keep
+    anything is left out.
     """
     from scipy.signal import butter, filtfilt
     if t is None:
@@ -379,17 +385,31 @@ def filtered(t, q, tau, cutoff):
     if not 0 < cutoff < nyquist:
         raise ValueError(f'cutoff {cutoff} Hz must be between 0 and the Nyquist frequency '
                          f'{nyquist:.4g} Hz')
-    grid = t[0] + dt * np.arange(int(np.floor((t[-1] - t[0]) / dt + 1e-9)) + 1)
-    keep = (grid >= grid[0] + 2.0 / cutoff) & (grid <= grid[-1] - 2.0 / cutoff)
-    if keep.sum() < 2:
-        raise ValueError(f'identify: {t[-1] - t[0]:.3g} s of data is too short for cutoff '
-                         f'{cutoff} Hz (2 / cutoff s are dropped at each end)')
-
-    def on_grid(x):
-        return np.stack([np.interp(grid, t, column) for column in x.T], axis=1)
+    max_gap = 0.5 / cutoff if max_gap is None else float(max_gap)
+    if not max_gap > 0:
+        raise ValueError(f'max_gap must be > 0 [s], got {max_gap}')
     b, a = butter(4, cutoff / nyquist)
-    qf = filtfilt(b, a, on_grid(q), axis=0)
-    tauf = filtfilt(b, a, on_grid(tau), axis=0)
-    qd = np.gradient(qf, dt, axis=0)
-    qdd = np.gradient(qd, dt, axis=0)
-    return grid[keep], qf[keep], qd[keep], qdd[keep], tauf[keep]
+    parts = []
+    bounds = np.concatenate([[0], np.flatnonzero(np.diff(t) > max_gap) + 1, [len(t)]])
+    for first, end in zip(bounds[:-1], bounds[1:]):
+        ts = t[first:end]
+        grid = ts[0] + dt * np.arange(int(np.floor((ts[-1] - ts[0]) / dt + 1e-9)) + 1)
+        keep = (grid >= grid[0] + 2.0 / cutoff) & (grid <= grid[-1] - 2.0 / cutoff)
+        # filtfilt pads 3 * (filter order + 1) samples at each end
+        if keep.sum() < 2 or len(grid) <= 3 * max(len(a), len(b)):
+            continue
+
+        def on_grid(x):
+            return np.stack([np.interp(grid, ts, column) for column in x[first:end].T], axis=1)
+        qf = filtfilt(b, a, on_grid(q), axis=0)
+        tauf = filtfilt(b, a, on_grid(tau), axis=0)
+        qd = np.gradient(qf, dt, axis=0)
+        qdd = np.gradient(qd, dt, axis=0)
+        parts.append((grid[keep], qf[keep], qd[keep], qdd[keep], tauf[keep]))
+    if not parts:
+        gaps = len(bounds) - 2
+        raise ValueError(f'identify: {t[-1] - t[0]:.3g} s of data is too short for cutoff '
+                         f'{cutoff} Hz (2 / cutoff s are dropped at each end'
+                         + (f' of each of the {gaps + 1} parts between gaps longer than '
+                            f'max_gap {max_gap:g} s)' if gaps else ')'))
+    return tuple(np.concatenate(column) for column in zip(*parts))

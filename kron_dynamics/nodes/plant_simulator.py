@@ -21,14 +21,16 @@ would. When commands are older than ``command_timeout`` (and before the first on
 is held at rest by its brakes (``on_command_timeout: brake``, default) or moves under zero
 effort (``zero``). A step that fails (a state beyond what double precision can integrate) is
 undone and the plant braked; the simulation never stops for good. Publishes joint_states at
-``publish_rate``. Optional per-joint armature and viscous damping (any damping >= 0 is
-integrated stably: see ``damped_steps``).
+``publish_rate``, stamped with the simulated instant of the state on the node clock (not
+when the message is built, which a busy machine delays). Optional per-joint armature and
+viscous damping (any damping >= 0 is integrated stably: see ``damped_steps``).
 """
 
 import sys
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from sensor_msgs.msg import JointState
@@ -41,6 +43,9 @@ from .throttled_logger import ThrottledLogger
 from . import realtime
 
 MAX_STEPS_PER_TICK = 100
+# [ns] a longer read of the node clock against time.monotonic() was preempted; an offset
+# that moved by more than CLOCK_STEP_NS is a clock set (PlantSimulator._clock_offset_ns)
+CLOCK_READ_NS, CLOCK_STEP_NS = 50_000, 1_000_000
 # An explicit RK4 step is stable on a decaying mode e^(-lambda t) only for dt lambda < 2.79;
 # damping beyond dt * max(damping) = STIFF_DAMPING * (smallest eigenvalue of M) is integrated
 # implicitly (damped_steps)
@@ -123,6 +128,7 @@ class PlantSimulator(Node):
         self.last_command = None
         self.sim_time = 0.0
         self.start = None              # wall time of the first tick: integration starts
+        self._offset_ns = None         # node clock - time.monotonic() [ns]
         self.counts = {'steps': 0, 'commands': 0, 'rejected_commands': 0, 'saturated': 0,
                        'failed_steps': 0}
         self.pub = self.create_publisher(JointState, 'joint_states', 10)
@@ -212,7 +218,26 @@ class PlantSimulator(Node):
                 f'{np.max(np.abs(qdd), initial=0.0):.3g} over dt {self.dt:g} s (torques '
                 'too large for the time step?)')
 
+    def _clock_offset_ns(self) -> int:
+        """
+        Return the node clock minus time.monotonic() [ns].
+
+        The two advance together (NTP slews both); the offset changes only where the node
+        clock is set. Read each tick where the reads are adjacent (a read longer than
+        CLOCK_READ_NS was preempted and is ignored) and taken only when it moved by more than
+        CLOCK_STEP_NS: constant otherwise, so that consecutive stamps never go backwards.
+        """
+        before = time.monotonic_ns()
+        clock = self.get_clock().now().nanoseconds
+        after = time.monotonic_ns()
+        offset = clock - (before + after) // 2
+        if self._offset_ns is None or (after - before <= CLOCK_READ_NS
+                                       and abs(offset - self._offset_ns) > CLOCK_STEP_NS):
+            self._offset_ns = offset
+        return self._offset_ns
+
     def _tick(self) -> None:
+        offset_ns = self._clock_offset_ns()
         now = time.monotonic()
         fresh = self.last_command is not None and now - self.last_command <= self.command_timeout
         tau = self.tau if fresh else np.zeros(self.model.n)
@@ -233,7 +258,10 @@ class PlantSimulator(Node):
         if behind > 0:
             self.step(tau, behind)
         msg = JointState()
-        msg.header.stamp = self.get_clock().now().to_msg()
+        # the time of the state: the simulated instant start + sim_time on the node clock
+        # (not the clock when the message is built, which a busy machine delays)
+        stamp_ns = offset_ns + round((self.start + self.sim_time) * 1e9)
+        msg.header.stamp = Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
         msg.name = list(self.model.joint_names)
         msg.position = self.q.tolist()
         msg.velocity = self.qd.tolist()
