@@ -20,6 +20,8 @@ Per-body arithmetic works on tuples (a 3-vector is a 3-tuple, a rotation a row-m
 little more than numba's argument unboxing.
 """
 
+import math
+
 import numba
 
 # every kernel is compiled on first use and cached on disk (next to the sources, or in
@@ -27,6 +29,15 @@ import numba
 jit = numba.njit(cache=True, fastmath=False, nogil=True)
 # batch kernels split the rows into chunks that run on numba's thread pool (prange)
 pjit = numba.njit(cache=True, fastmath=False, nogil=True, parallel=True)
+
+
+@jit
+def all_finite(x):
+    """Return True if every entry of a vector is finite (the facade's input check)."""
+    for i in range(x.shape[0]):
+        if not math.isfinite(x[i]):
+            return False
+    return True
 
 
 @jit

@@ -29,6 +29,7 @@ _O4 = nt.float64[:, :, :, ::1]
 _K = nt.int64        # a row of the site array (a link), or a frame code (layout.WORLD, ...)
 # entry point -> (kernel module, argument types)
 SIGNATURES = {
+    'all_finite': ('algebra', (_V,)),
     'rnea': ('rnea', (_I, _R, _V, _V, _V, nt.int64, _A2, _O1)),
     'rnea_batch': ('rnea', (_I, _R, _A2, _A2, _A2, nt.int64, _O2)),
     'gravity': ('rnea', (_I, _R, _V, _O1)),
