@@ -437,10 +437,11 @@ def test_one_checker_gives_every_model_and_method_the_same_messages(case, method
     call, link, nq = METHODS[method], CASES[kind][2][0], model.nq
     q, v, a = state(model, 40)
     entries = re.escape(f"(entries: {', '.join(model.configuration_names)})")
+    for width in (nq - 1, nq + 1):      # too short, too long (the fast path too)
+        with pytest.raises(ValueError, match=rf'q must have shape \({nq},\) or \(N, {nq}\), '
+                                             rf'got \({width},\) {entries}$'):
+            call(model, np.zeros(width), v, a, link)
     wrong = np.zeros(nq - 1)
-    with pytest.raises(ValueError, match=rf'q must have shape \({nq},\) or \(N, {nq}\), got '
-                                         rf'\({nq - 1},\) {entries}$'):
-        call(model, wrong, v, a, link)
     with pytest.raises(ValueError, match=rf'q must have shape \({nq},\) or \(N, {nq}\), got '
                                          rf'\(2, {nq - 1}\) {entries}$'):
         call(model, np.stack([wrong, wrong]), v, a, link)

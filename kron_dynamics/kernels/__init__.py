@@ -20,7 +20,8 @@ they are tested against): :mod:`.kinematics` (the one forward pass every kernel 
 from), :mod:`.rnea`, :mod:`.crba`, :mod:`.coriolis_star`, :mod:`.forward_dynamics`,
 :mod:`.jacobians` (Jacobians, their time derivative, Hessians, accelerations of a link or
 point), :mod:`.center_of_mass`;
-:mod:`.algebra` has the tuple arithmetic, :mod:`.layout` the packed model.
+:mod:`.algebra` has the tuple arithmetic (and ``all_finite``, the facade's input check),
+:mod:`.layout` the packed model.
 
 A kernel writes into an output array the caller allocates (returning a new array from
 compiled code costs more than the dynamics of a 7-DOF arm) and returns False when an input

@@ -179,7 +179,17 @@ def coupled_jacobian(ints, reals, sites, cpl, k, point, u, frame, out):
 
 
 @jit
+def coordinates(cpl):
+    """Return n, the number of coordinates u (each follows itself: the largest column + 1)."""
+    n = 0
+    for f in range(cpl.shape[0]):
+        n = max(n, int(cpl[f, 0]) + 1)
+    return n
+
+
+@jit
 def coupled_link_pose(ints, reals, sites, cpl, k, u, out):
     """4 x 4 pose of link k at q = B u + d into out; False on a bad input."""
     q = np.empty(ints.shape[0])
-    return lift(cpl, u, True, q) and link_pose(ints, reals, sites, k, q, out)
+    return (u.shape[0] == coordinates(cpl) and lift(cpl, u, True, q)
+            and link_pose(ints, reals, sites, k, q, out))
