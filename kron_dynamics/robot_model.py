@@ -1881,6 +1881,9 @@ class _CoupledRow(NamedTuple):
     parts: int = 0               # the output holds this many results (a tuple of them)
 
 
+# the site row of a link and the kernels' code of a frame (-1 where either is not one)
+_LINK_AND_FRAME = ('try:', '    k, code = self._site_rows[link], FRAMES[frame]',
+                   'except (KeyError, TypeError):', '    k = code = -1')
 _COUPLED = {
     'link_pose': _CoupledRow(
         ('q',), 'self._fsites, self._cpl, k, {}', '_SHAPE_44', 'q, link', prelude=(
@@ -1889,11 +1892,27 @@ _COUPLED = {
         doc='Return the 4 x 4 pose of a link frame in the root frame at u (mimic motion in).'),
     'jacobian': _CoupledRow(
         ('q',), 'self._fsites, self._cpl, k, _ORIGIN, {}, code', 'self._6n',
-        'q, link, point, frame', prelude=(
-            'try:', '    k, code = self._site_rows[link], FRAMES[frame]',
-            'except (KeyError, TypeError):', '    k = code = -1'),
+        'q, link, point, frame', prelude=_LINK_AND_FRAME,
         fast_if='code >= 0 and point is None',
         doc='Return J B, the 6 x n Jacobian in u of a link or point (frames as RobotModel).'),
+    'link_poses': _CoupledRow(
+        ('q',), 'self._fsites, self._cpl, {}', 'self._full._L44', 'q',
+        doc=_PROJECTED['link_poses'][3]),
+    'jacobian_derivative': _CoupledRow(
+        ('q', 'qd'), 'self._fsites, self._cpl, k, _ORIGIN, {}, code', 'self._6n',
+        'q, qd, link, point, frame', prelude=_LINK_AND_FRAME,
+        fast_if='code >= 0 and point is None', doc=_PROJECTED['jacobian_derivative'][3]),
+    'acceleration': _CoupledRow(
+        ('q', 'qd', 'qdd'), 'self._fsites, self._cpl, k, _ORIGIN, {}, code', '6',
+        'q, qd, qdd, link, point, frame', prelude=_LINK_AND_FRAME,
+        fast_if='code >= 0 and code != WORLD and point is None',
+        doc=_PROJECTED['acceleration'][3]),
+    'center_of_mass': _CoupledRow(
+        ('q',), 'self._cpl, {}, root', '3', 'q, include_root', prelude=_ROOT,
+        doc=_PROJECTED['center_of_mass'][3]),
+    'center_of_mass_jacobian': _CoupledRow(
+        ('q',), 'self._cpl, {}, root', '(3, self._n)', 'q, include_root', prelude=_ROOT,
+        doc=_PROJECTED['center_of_mass_jacobian'][3]),
     'mass_matrix': _CoupledRow(
         ('q',), 'self._cpl, self.armature, {}', 'self._nn', 'q, method', kernel='coupled_crba',
         fast_if='method is None',
@@ -1943,6 +1962,8 @@ def _coupled(name: str, row: _CoupledRow):
 
 
 for _name, _row in _COUPLED.items():
+    if _name in _PROJECTED:      # its lift-and-project method is the general path
+        setattr(CoupledRobotModel, f'_general_{_name}', getattr(CoupledRobotModel, _name))
     setattr(CoupledRobotModel, _name, _coupled(_name, _row))
 
 

@@ -510,10 +510,19 @@ def test_the_compiled_mimic_path_equals_the_numpy_projection(seed):
     both(model.bias_torque, u, ud)
     both(model.coriolis_vector, u, ud)
     both(model.forward_dynamics, u, ud, udd)
+    both(model.link_poses, u)
+    for root in (False, True):
+        both(model.center_of_mass, u, root)
+        both(model.center_of_mass_jacobian, u, root)
     for link in model.link_names:
         both(model.link_pose, u, link)
         for frame in ('world', 'local', 'LOCAL_WORLD_ALIGNED'):
             both(model.jacobian, u, link, frame=frame)
+            both(model.jacobian_derivative, u, ud, link, frame=frame)
+        for frame in ('local', 'local_world_aligned'):
+            both(model.acceleration, u, ud, udd, link, frame=frame)
+    with pytest.raises(ValueError, match="frame 'world' has no classical acceleration"):
+        model.acceleration(u, ud, udd, model.link_names[-1], frame='world')
 
 
 def test_random_seeds_draw_mimics():

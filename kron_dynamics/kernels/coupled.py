@@ -30,8 +30,9 @@ import numpy as np
 from .algebra import jit
 from .crba import _crba_row, NC
 from .forward_dynamics import cholesky_solve
-from .jacobians import jacobian
-from .kinematics import link_pose
+from .center_of_mass import center_of_mass, center_of_mass_jacobian
+from .jacobians import acceleration, jacobian, jacobian_derivative
+from .kinematics import link_pose, link_poses
 from .layout import BIAS, GRAVITY, ID
 from .rnea import _rnea_row, NW
 
@@ -193,3 +194,57 @@ def coupled_link_pose(ints, reals, sites, cpl, k, u, out):
     q = np.empty(ints.shape[0])
     return (u.shape[0] == coordinates(cpl) and lift(cpl, u, True, q)
             and link_pose(ints, reals, sites, k, q, out))
+
+
+@jit
+def coupled_link_poses(ints, reals, sites, cpl, u, out):
+    """4 x 4 poses of every link at q = B u + d into out (L, 4, 4); False on a bad input."""
+    q = np.empty(ints.shape[0])
+    return (u.shape[0] == coordinates(cpl) and lift(cpl, u, True, q)
+            and link_poses(ints, reals, sites, q, out))
+
+
+@jit
+def coupled_jacobian_derivative(ints, reals, sites, cpl, k, point, u, ud, frame, out):
+    """J_u' = J'(B u + d, B u') B (6 x n, B constant) into out; False on a bad input."""
+    nf, n = ints.shape[0], out.shape[1]
+    q, qd, Jd = np.empty(nf), np.empty(nf), np.empty((6, nf))
+    if u.shape[0] != n or ud.shape[0] != n or coordinates(cpl) != n \
+            or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)):
+        return False
+    if not jacobian_derivative(ints, reals, sites, k, point, q, qd, frame, Jd):
+        return False
+    project_columns(cpl, Jd, out)
+    return True
+
+
+@jit
+def coupled_acceleration(ints, reals, sites, cpl, k, point, u, ud, udd, frame, out):
+    """Classical acceleration (6,) at q = B u + d, q' = B u', q'' = B u''; False if bad."""
+    nf, n = ints.shape[0], coordinates(cpl)
+    q, qd, qdd = np.empty(nf), np.empty(nf), np.empty(nf)
+    if u.shape[0] != n or ud.shape[0] != n or udd.shape[0] != n \
+            or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)
+                    and lift(cpl, udd, False, qdd)):
+        return False
+    return acceleration(ints, reals, sites, k, point, q, qd, qdd, frame, out)
+
+
+@jit
+def coupled_center_of_mass(ints, reals, cpl, u, include_root, out):
+    """Centre of mass (3,) at q = B u + d into out; False on a bad u or no mass."""
+    q = np.empty(ints.shape[0])
+    return (u.shape[0] == coordinates(cpl) and lift(cpl, u, True, q)
+            and center_of_mass(ints, reals, q, include_root, out))
+
+
+@jit
+def coupled_center_of_mass_jacobian(ints, reals, cpl, u, include_root, out):
+    """Write the centre of mass's Jacobian in u, J_c B (3 x n), into out; False if bad."""
+    nf, n = ints.shape[0], out.shape[1]
+    q, J = np.empty(nf), np.empty((3, nf))
+    if u.shape[0] != n or coordinates(cpl) != n or not lift(cpl, u, True, q) \
+            or not center_of_mass_jacobian(ints, reals, q, include_root, J):
+        return False
+    project_columns(cpl, J, out)
+    return True
