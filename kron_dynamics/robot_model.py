@@ -1913,6 +1913,11 @@ _COUPLED = {
     'center_of_mass_jacobian': _CoupledRow(
         ('q',), 'self._cpl, {}, root', '(3, self._n)', 'q, include_root', prelude=_ROOT,
         doc=_PROJECTED['center_of_mass_jacobian'][3]),
+    'coriolis_matrix': _CoupledRow(
+        ('q', 'qd'), 'self._cpl, {}', 'self._nn', 'q, qd', doc=_PROJECTED['coriolis_matrix'][3]),
+    'centroidal_momentum_matrix': _CoupledRow(
+        ('q',), 'self._cpl, {}', 'self._6n', 'q',
+        doc=_PROJECTED['centroidal_momentum_matrix'][3]),
     'mass_matrix': _CoupledRow(
         ('q',), 'self._cpl, self.armature, {}', 'self._nn', 'q, method', kernel='coupled_crba',
         fast_if='method is None',

@@ -511,6 +511,8 @@ def test_the_compiled_mimic_path_equals_the_numpy_projection(seed):
     both(model.coriolis_vector, u, ud)
     both(model.forward_dynamics, u, ud, udd)
     both(model.link_poses, u)
+    both(model.coriolis_matrix, u, ud)
+    both(model.centroidal_momentum_matrix, u)
     for root in (False, True):
         both(model.center_of_mass, u, root)
         both(model.center_of_mass_jacobian, u, root)

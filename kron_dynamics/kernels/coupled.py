@@ -28,7 +28,8 @@ projects: tau_u = B^T tau, M_u = B^T M B + armature, J_u = J B. Mirrors the proj
 import numpy as np
 
 from .algebra import jit
-from .crba import _crba_row, NC
+from .coriolis_star import coriolis_matrix
+from .crba import _crba_row, centroidal_momentum_matrix, NC
 from .forward_dynamics import cholesky_solve
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .jacobians import acceleration, jacobian, jacobian_derivative
@@ -247,4 +248,29 @@ def coupled_center_of_mass_jacobian(ints, reals, cpl, u, include_root, out):
             or not center_of_mass_jacobian(ints, reals, q, include_root, J):
         return False
     project_columns(cpl, J, out)
+    return True
+
+
+@jit
+def coupled_coriolis_matrix(ints, reals, cpl, u, ud, out):
+    """C_u = B^T C(B u + d, B u') B (n x n) into out; False on a bad input."""
+    nf, n = ints.shape[0], out.shape[0]
+    q, qd, C = np.empty(nf), np.empty(nf), np.empty((nf, nf))
+    if u.shape[0] != n or ud.shape[0] != n or coordinates(cpl) != n \
+            or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)) \
+            or not coriolis_matrix(ints, reals, q, qd, C):
+        return False
+    project_matrix(cpl, C, np.zeros(n), out)
+    return True
+
+
+@jit
+def coupled_centroidal_momentum_matrix(ints, reals, cpl, u, out):
+    """A_G B (6 x n) at q = B u + d into out; False on a bad u or massless moving bodies."""
+    nf, n = ints.shape[0], out.shape[1]
+    q, A = np.empty(nf), np.empty((6, nf))
+    if u.shape[0] != n or coordinates(cpl) != n or not lift(cpl, u, True, q) \
+            or not centroidal_momentum_matrix(ints, reals, q, A):
+        return False
+    project_columns(cpl, A, out)
     return True
