@@ -1918,6 +1918,13 @@ _COUPLED = {
     'centroidal_momentum_matrix': _CoupledRow(
         ('q',), 'self._cpl, {}', 'self._6n', 'q',
         doc=_PROJECTED['centroidal_momentum_matrix'][3]),
+    'hessian': _CoupledRow(
+        ('q',), 'self._fsites, self._cpl, k, _ORIGIN, {}, code', '(6, self._n * self._n)',
+        'q, link, point, frame', prelude=_LINK_AND_FRAME, fast_if='code >= 0 and point is None',
+        doc=_PROJECTED['hessian'][3]),
+    'coriolis_star': _CoupledRow(
+        ('q',), 'self._cpl, {}', '(self._n, self._n * self._n)', 'q, method',
+        fast_if='method is None', doc=_PROJECTED['coriolis_star'][3]),
     'mass_matrix': _CoupledRow(
         ('q',), 'self._cpl, self.armature, {}', 'self._nn', 'q, method', kernel='coupled_crba',
         fast_if='method is None',

@@ -513,6 +513,8 @@ def test_the_compiled_mimic_path_equals_the_numpy_projection(seed):
     both(model.link_poses, u)
     both(model.coriolis_matrix, u, ud)
     both(model.centroidal_momentum_matrix, u)
+    both(model.coriolis_star, u)
+    both(model.christoffel, u)
     for root in (False, True):
         both(model.center_of_mass, u, root)
         both(model.center_of_mass_jacobian, u, root)
@@ -521,6 +523,7 @@ def test_the_compiled_mimic_path_equals_the_numpy_projection(seed):
         for frame in ('world', 'local', 'LOCAL_WORLD_ALIGNED'):
             both(model.jacobian, u, link, frame=frame)
             both(model.jacobian_derivative, u, ud, link, frame=frame)
+            both(model.hessian, u, link, frame=frame)
         for frame in ('local', 'local_world_aligned'):
             both(model.acceleration, u, ud, udd, link, frame=frame)
     with pytest.raises(ValueError, match="frame 'world' has no classical acceleration"):

@@ -28,11 +28,11 @@ projects: tau_u = B^T tau, M_u = B^T M B + armature, J_u = J B. Mirrors the proj
 import numpy as np
 
 from .algebra import jit
-from .coriolis_star import coriolis_matrix
+from .coriolis_star import coriolis_matrix, coriolis_star
 from .crba import _crba_row, centroidal_momentum_matrix, NC
 from .forward_dynamics import cholesky_solve
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
-from .jacobians import acceleration, jacobian, jacobian_derivative
+from .jacobians import acceleration, hessian, jacobian, jacobian_derivative
 from .kinematics import link_pose, link_poses
 from .layout import BIAS, GRAVITY, ID
 from .rnea import _rnea_row, NW
@@ -273,4 +273,57 @@ def coupled_centroidal_momentum_matrix(ints, reals, cpl, u, out):
             or not centroidal_momentum_matrix(ints, reals, q, A):
         return False
     project_columns(cpl, A, out)
+    return True
+
+
+@jit
+def project_hessian(cpl, H, n, out):
+    """Write H_u[:, a n + c] = sum B_sa B_kc H[:, s nf + k] (rows of n^2 from rows of nf^2)."""
+    nf = cpl.shape[0]
+    out[:, :] = 0.0
+    for s in range(nf):
+        a, ms = int(cpl[s, 0]), cpl[s, 1]
+        if a < 0:
+            continue
+        for k in range(nf):
+            c, mk = int(cpl[k, 0]), cpl[k, 1]
+            if c >= 0:
+                w = ms * mk
+                for r in range(H.shape[0]):
+                    out[r, a * n + c] += w * H[r, s * nf + k]
+
+
+@jit
+def coupled_hessian(ints, reals, sites, cpl, k, point, u, frame, out):
+    """Write the Hessian of J_u in u (6 x n^2), B^T H B per row, into out; False if bad."""
+    nf, n = ints.shape[0], coordinates(cpl)
+    q, H = np.empty(nf), np.empty((6, nf * nf))
+    if u.shape[0] != n or out.shape[1] != n * n or not lift(cpl, u, True, q) \
+            or not hessian(ints, reals, sites, k, point, q, frame, H):
+        return False
+    project_hessian(cpl, H, n, out)
+    return True
+
+
+@jit
+def coupled_coriolis_star(ints, reals, cpl, u, out):
+    """C*_u = B^T C*(B u + d) (B kron B) (n x n^2) into out; False on a bad u."""
+    nf, n = ints.shape[0], out.shape[0]
+    q, C = np.empty(nf), np.empty((nf, nf * nf))
+    if u.shape[0] != n or coordinates(cpl) != n or not lift(cpl, u, True, q) \
+            or not coriolis_star(ints, reals, q, C):
+        return False
+    out[:, :] = 0.0
+    for i in range(nf):
+        a, mi = int(cpl[i, 0]), cpl[i, 1]
+        if a < 0:
+            continue
+        for j in range(nf):
+            b, mj = int(cpl[j, 0]), cpl[j, 1]
+            if b < 0:
+                continue
+            for k in range(nf):
+                c, mk = int(cpl[k, 0]), cpl[k, 1]
+                if c >= 0:
+                    out[a, b * n + c] += mi * mj * mk * C[i, j * nf + k]
     return True

@@ -126,6 +126,8 @@ SIGNATURES = {
     'coupled_center_of_mass': ('coupled', (_I, _R, _R, _V, nt.boolean, _O1)),
     'coupled_center_of_mass_jacobian': ('coupled', (_I, _R, _R, _V, nt.boolean, _O2)),
     'coupled_link_pose': ('coupled', (_I, _R, _R, _R, _K, _V, _O2)),
+    'coupled_hessian': ('coupled', (_I, _R, _R, _R, _K, _V, _V, _K, _O2)),
+    'coupled_coriolis_star': ('coupled', (_I, _R, _R, _V, _O2)),
     'coupled_coriolis_matrix': ('coupled', (_I, _R, _R, _V, _V, _O2)),
     'coupled_centroidal_momentum_matrix': ('coupled', (_I, _R, _R, _V, _O2)),
     'rnea_derivatives': ('rnea_derivatives', (_I, _R, _V, _V, _V, _O3)),
