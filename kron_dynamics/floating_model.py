@@ -819,6 +819,19 @@ class MovingBase:
         Returns (q, v) after ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0).
         """
         dt, steps = _step_arguments(dt, steps)
+        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1 and type(v) is _ND \
+                and v.dtype is _F64 and v.ndim == 1 and type(tau) is _ND \
+                and tau.dtype is _F64 and tau.ndim == 1 and (damping is None or (
+                    type(damping) is _ND and damping.dtype is _F64 and damping.ndim == 1
+                    and damping.shape[0] == self._n_joints)):
+            # the whole integration in one compiled call (kernels.floating_base)
+            full = self._zero_v if damping is None else np.concatenate(
+                [self._zero_v[:self._nb], damping])
+            q_out, v_out = _empty(self._nq), _empty(self._nv)
+            if native.moving_simulate(self._ints, self._reals, self._origin, self._planar,
+                                      self._pk, self._armature_after, q, v, tau, full, dt,
+                                      steps, QUATERNION_TOLERANCE, q_out, v_out):
+                return q_out, v_out
         if damping is None:
             damping = np.zeros(self.nv)
         else:

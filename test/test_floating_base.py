@@ -957,3 +957,27 @@ def test_a_single_free_body_has_only_the_base_coordinates():
     pair = PinPair(model, pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()))
     q, v, dv = random_state(model, np.random.default_rng(30))
     compare_dynamics(pair, q, v, dv)
+
+
+@pytest.mark.parametrize('seed', range(4))
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+@pytest.mark.parametrize('mimic', [False, True])
+def test_the_compiled_simulate_is_the_readable_rkmk_step(seed, base, mimic):
+    """kernels.floating_base.moving_simulate against MovingBase.simulate's NumPy RKMK4."""
+    rng = np.random.default_rng(700 + seed)
+    n = int(rng.integers(2, 7))
+    xml = random_urdf(rng, n, n_fixed=2, mimic_fraction=0.5 if mimic else 0.0)
+    joints = RobotModel.from_urdf_string(xml).joint_names
+    model = RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
+                                        root_joint=base)
+    q, v, tau = random_state(model, rng)
+    damping = rng.uniform(0.0, 0.5, model.n)
+    for d in (None, damping):
+        fast = model.simulate(q, v, tau, 1e-3, 5, damping=d)
+        # lists take the readable path
+        slow = model.simulate(list(q), list(v), list(tau), 1e-3, 5,
+                              damping=None if d is None else list(d))
+        for a, b in zip(fast, slow):
+            np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-11 * np.abs(b).max())
+    assert model.simulate(q, v, tau, 1e-3, 0)[0] is not q     # zero steps: a copy
+    np.testing.assert_array_equal(model.simulate(q, v, tau, 1e-3, 0)[1], v)

@@ -569,6 +569,106 @@ def moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol
 
 
 @jit
+def _bracket(x, m):
+    """Return ad_x m of two twists (linear, angular): (w_x x m_v + v_x x m_w, w_x x m_w)."""
+    vx, wx = (x[0], x[1], x[2]), (x[3], x[4], x[5])
+    mv_, mw = (m[0], m[1], m[2]), (m[3], m[4], m[5])
+    lin, ang = add(cross(wx, mv_), cross(vx, mw)), cross(wx, mw)
+    return (lin[0], lin[1], lin[2], ang[0], ang[1], ang[2])
+
+
+@jit
+def _dexp_inverse(planar, xi, w, out):
+    """
+    Write xi' of q0 (+) xi(t) moving with velocity w into out (RKMK, order 4).
+
+    The base block: w + [xi, w] / 2 + [xi, [xi, w]] / 12 (the planar twists (vx, vy, wz) a
+    subalgebra); the joints: w itself. Mirrors ``MovingBase._dexp_inverse``.
+    """
+    out[:] = w
+    if planar:
+        x6 = (xi[0], xi[1], 0.0, 0.0, 0.0, xi[2])
+        w6 = (w[0], w[1], 0.0, 0.0, 0.0, w[2])
+    else:
+        x6 = (xi[0], xi[1], xi[2], xi[3], xi[4], xi[5])
+        w6 = (w[0], w[1], w[2], w[3], w[4], w[5])
+    a = _bracket(x6, w6)
+    b = _bracket(x6, a)
+    r = (w6[0] + 0.5 * a[0] + b[0] / 12.0, w6[1] + 0.5 * a[1] + b[1] / 12.0,
+         w6[2] + 0.5 * a[2] + b[2] / 12.0, w6[3] + 0.5 * a[3] + b[3] / 12.0,
+         w6[4] + 0.5 * a[4] + b[4] / 12.0, w6[5] + 0.5 * a[5] + b[5] / 12.0)
+    if planar:
+        out[0], out[1], out[2] = r[0], r[1], r[5]
+    else:
+        for i in range(6):
+            out[i] = r[i]
+
+
+@jit
+def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, damping, tol,
+                             force, out):
+    """Write v' = forward dynamics at (q, v) under tau - damping v into out (force: work)."""
+    for i in range(v.shape[0]):
+        force[i] = tau[i] - damping[i] * v[i]
+    return moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, force, tol, out)
+
+
+@jit
+def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt, steps, tol,
+                    q_out, v_out):
+    """
+    Write (q, v) after ``steps`` RKMK4 steps of dt under tau held into q_out, v_out.
+
+    v' = forward dynamics under tau - damping v, q moved by :func:`moving_integrate`
+    (Runge-Kutta-Munthe-Kaas in the chart q (+) xi: fourth order on the manifold). Mirrors
+    ``MovingBase.simulate``; False on a bad input or a singular M.
+    """
+    nq, nv = q.shape[0], v.shape[0]
+    if nq != nv + 1 or tau.shape[0] != nv or damping.shape[0] != nv or q_out.shape[0] != nq \
+            or v_out.shape[0] != nv or steps < 0 or not dt > 0.0 or not np.isfinite(dt):
+        return False
+    for i in range(nv):
+        if not (np.isfinite(tau[i]) and np.isfinite(damping[i])):
+            return False
+    x, w, x_new = q.copy(), v.copy(), np.empty(nq)
+    a1, a2, a3, a4 = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
+    x2, x3, x4, xi = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
+    qa, force = np.empty(nq), np.empty(nv)
+    for _ in range(steps):
+        if not _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, x, w, tau,
+                                        damping, tol, force, a1):
+            return False
+        v2 = w + 0.5 * dt * a1
+        _dexp_inverse(planar, 0.5 * dt * w, v2, x2)
+        if not (moving_integrate(planar, x, w, 0.5 * dt, tol, qa)
+                and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v2,
+                                             tau, damping, tol, force, a2)):
+            return False
+        v3 = w + 0.5 * dt * a2
+        _dexp_inverse(planar, 0.5 * dt * x2, v3, x3)
+        if not (moving_integrate(planar, x, x2, 0.5 * dt, tol, qa)
+                and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v3,
+                                             tau, damping, tol, force, a3)):
+            return False
+        v4 = w + dt * a3
+        _dexp_inverse(planar, dt * x3, v4, x4)
+        if not (moving_integrate(planar, x, x3, dt, tol, qa)
+                and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v4,
+                                             tau, damping, tol, force, a4)):
+            return False
+        for i in range(nv):
+            xi[i] = (w[i] + 2.0 * x2[i] + 2.0 * x3[i] + x4[i]) / 6.0
+        if not moving_integrate(planar, x, xi, dt, tol, x_new):
+            return False
+        x[:] = x_new
+        for i in range(nv):
+            w[i] = w[i] + dt / 6.0 * (a1[i] + 2.0 * a2[i] + 2.0 * a3[i] + a4[i])
+    q_out[:] = x
+    v_out[:] = w
+    return True
+
+
+@jit
 def moving_jacobian(ints, reals, sites, origin, planar, pk, q, tol, k, point, frame, out):
     """:func:`floating_jacobian` of any moving base: J P (6 x nv); False on a bad input."""
     n, nv = ints.shape[0], out.shape[1]

@@ -116,6 +116,8 @@ SIGNATURES = {
     'moving_hessian': ('floating_base', (_I, _R, _R, _R, nt.boolean, _R, _V, nt.float64, _K,
                                          _V, _K, _O2)),
     'moving_integrate': ('floating_base', (nt.boolean, _V, _V, nt.float64, nt.float64, _O1)),
+    'moving_simulate': ('floating_base', (_I, _R, _R, nt.boolean, _R, _V, _V, _V, _V, _V,
+                                          nt.float64, nt.int64, nt.float64, _O1, _O1)),
     'coupled_crba': ('coupled', (_I, _R, _R, _V, _V, _O2)),
     'coupled_rnea': ('coupled', (_I, _R, _R, _V, _V, _V, _V, nt.int64, _O1)),
     'coupled_forward_dynamics': ('coupled', (_I, _R, _R, _V, _V, _V, _V, _O1)),
