@@ -1710,6 +1710,12 @@ class CoupledRobotModel(RobotModel):
         if N is not None:
             return self._per_row(
                 lambda a, b, c: self.simulate(a, b, c, dt, steps, damping), N, u, ud, tau_u)
+        out = np.empty((2, self._n))
+        if self._cpl is not None and native.coupled_rk4(
+                self._fints, self._freals, self._cpl, self.armature, u, ud, tau_u, damping, dt,
+                steps, out):
+            return out[0], out[1]
+        # the readable RK4 (a general coupling, or the descriptive error of a singular M_u)
 
         def f(x, v):
             return self.forward_dynamics(x, v, tau_u - damping * v)

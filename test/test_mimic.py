@@ -571,3 +571,21 @@ def test_every_public_method_is_constrained_or_derived():
     assert public - overridden - DERIVED == set(), (
         'give these a u -> q / projection in CoupledRobotModel (or list them in DERIVED '
         'if they only call projected methods)')
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_the_compiled_rk4_of_a_mimic_model_is_the_readable_one(seed, monkeypatch):
+    """kernels.coupled.coupled_rk4 against CoupledRobotModel.simulate's NumPy RK4."""
+    rng = np.random.default_rng(80 + seed)
+    model = RobotModel.from_urdf_string(random_urdf(rng, 6, 2, mimic_fraction=0.5))
+    assert model.mimic_joints and model._cpl is not None
+    model = model.with_armature(rng.uniform(0.05, 0.2, model.n))
+    u, ud, udd = state(model, seed)
+    tau = model.inverse_dynamics(u, ud, udd)
+    damping = rng.uniform(0.0, 0.5, model.n)
+    fast = [model.simulate(u, ud, tau, 1e-3, 5, damping=d) for d in (None, damping)]
+    monkeypatch.setattr(model, '_cpl', None)       # the readable RK4
+    slow = [model.simulate(u, ud, tau, 1e-3, 5, damping=d) for d in (None, damping)]
+    for pair_fast, pair_slow in zip(fast, slow):
+        for a, b in zip(pair_fast, pair_slow):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())

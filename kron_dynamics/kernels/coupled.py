@@ -327,3 +327,47 @@ def coupled_coriolis_star(ints, reals, cpl, u, out):
                 if c >= 0:
                     out[a, b * n + c] += mi * mj * mk * C[i, j * nf + k]
     return True
+
+
+@jit
+def _damped(ints, reals, cpl, arm, u, ud, tau, damping, force, out):
+    """Write u'' under tau - damping u' into out (force: work); False if M_u is singular."""
+    for i in range(ud.shape[0]):
+        force[i] = tau[i] - damping[i] * ud[i]
+    return coupled_forward_dynamics(ints, reals, cpl, arm, u, ud, force, out)
+
+
+@jit
+def coupled_rk4(ints, reals, cpl, arm, u, ud, tau, damping, dt, steps, out):
+    """
+    Write (u, u') after ``steps`` RK4 steps of dt, tau held, into out (2, n).
+
+    u'' = :func:`coupled_forward_dynamics` under tau - damping u'. Mirrors the NumPy RK4 of
+    ``CoupledRobotModel.simulate``; False on a bad input or a singular M_u.
+    """
+    n = out.shape[1]
+    if u.shape[0] != n or ud.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n \
+            or coordinates(cpl) != n or steps < 0 or not dt > 0.0 or not np.isfinite(dt):
+        return False
+    for i in range(n):
+        if not (np.isfinite(u[i]) and np.isfinite(ud[i]) and np.isfinite(damping[i])):
+            return False
+    x, v = u.copy(), ud.copy()
+    a1, a2, a3, a4, force = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    for _ in range(steps):
+        if not _damped(ints, reals, cpl, arm, x, v, tau, damping, force, a1):
+            return False
+        v2 = v + dt / 2 * a1
+        if not _damped(ints, reals, cpl, arm, x + dt / 2 * v, v2, tau, damping, force, a2):
+            return False
+        v3 = v + dt / 2 * a2
+        if not _damped(ints, reals, cpl, arm, x + dt / 2 * v2, v3, tau, damping, force, a3):
+            return False
+        v4 = v + dt * a3
+        if not _damped(ints, reals, cpl, arm, x + dt * v3, v4, tau, damping, force, a4):
+            return False
+        x = x + dt / 6 * (v + 2 * v2 + 2 * v3 + v4)
+        v = v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+    out[0] = x
+    out[1] = v
+    return True

@@ -128,6 +128,7 @@ SIGNATURES = {
     'coupled_center_of_mass': ('coupled', (_I, _R, _R, _V, nt.boolean, _O1)),
     'coupled_center_of_mass_jacobian': ('coupled', (_I, _R, _R, _V, nt.boolean, _O2)),
     'coupled_link_pose': ('coupled', (_I, _R, _R, _R, _K, _V, _O2)),
+    'coupled_rk4': ('coupled', (_I, _R, _R, _V, _V, _V, _V, _V, nt.float64, nt.int64, _O2)),
     'coupled_hessian': ('coupled', (_I, _R, _R, _R, _K, _V, _V, _K, _O2)),
     'coupled_coriolis_star': ('coupled', (_I, _R, _R, _V, _O2)),
     'coupled_coriolis_matrix': ('coupled', (_I, _R, _R, _V, _V, _O2)),
