@@ -614,6 +614,21 @@ def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, da
 
 
 @jit
+def _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a, xi, h, tau, damping, tol, qa,
+                force, xi_next, a_next):
+    """
+    One RKMK4 stage: v_s = w + h a, xi_next = dexp^-1(h xi, v_s), a_next at (x (+) xi h, v_s).
+
+    ``qa``, ``force``: work arrays; False on a bad input or a singular M.
+    """
+    v_s = w + h * a
+    _dexp_inverse(planar, h * xi, v_s, xi_next)
+    return (moving_integrate(planar, x, xi, h, tol, qa)
+            and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v_s, tau,
+                                         damping, tol, force, a_next))
+
+
+@jit
 def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt, steps, tol,
                     q_out, v_out):
     """
@@ -635,26 +650,14 @@ def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt
     x2, x3, x4, xi = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
     qa, force = np.empty(nq), np.empty(nv)
     for _ in range(steps):
-        if not _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, x, w, tau,
-                                        damping, tol, force, a1):
-            return False
-        v2 = w + 0.5 * dt * a1
-        _dexp_inverse(planar, 0.5 * dt * w, v2, x2)
-        if not (moving_integrate(planar, x, w, 0.5 * dt, tol, qa)
-                and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v2,
-                                             tau, damping, tol, force, a2)):
-            return False
-        v3 = w + 0.5 * dt * a2
-        _dexp_inverse(planar, 0.5 * dt * x2, v3, x3)
-        if not (moving_integrate(planar, x, x2, 0.5 * dt, tol, qa)
-                and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v3,
-                                             tau, damping, tol, force, a3)):
-            return False
-        v4 = w + dt * a3
-        _dexp_inverse(planar, dt * x3, v4, x4)
-        if not (moving_integrate(planar, x, x3, dt, tol, qa)
-                and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v4,
-                                             tau, damping, tol, force, a4)):
+        if not (_damped_forward_dynamics(ints, reals, origin, planar, pk, arm, x, w, tau,
+                                         damping, tol, force, a1)
+                and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a1, w, 0.5 * dt,
+                                tau, damping, tol, qa, force, x2, a2)
+                and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a2, x2, 0.5 * dt,
+                                tau, damping, tol, qa, force, x3, a3)
+                and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a3, x3, dt, tau,
+                                damping, tol, qa, force, x4, a4)):
             return False
         for i in range(nv):
             xi[i] = (w[i] + 2.0 * x2[i] + 2.0 * x3[i] + x4[i]) / 6.0
