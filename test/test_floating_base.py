@@ -42,6 +42,19 @@ PIN_FRAMES = {'world': pin.WORLD, 'local': pin.LOCAL,
 
 
 # ------------------------------------------------------------------ Pinocchio side
+def random_moving_model(rng, high, base, mimic):
+    """
+    Return a random tree (2 to high - 1 movable joints) on a base, half its joints mimics.
+
+    With armature: M regular (random trees have massless leaves), and armature is tested too.
+    """
+    n = int(rng.integers(2, high))
+    xml = random_urdf(rng, n, n_fixed=2, mimic_fraction=0.5 if mimic else 0.0)
+    joints = RobotModel.from_urdf_string(xml).joint_names
+    return RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
+                                       root_joint=base)
+
+
 def random_state(model, rng):
     """Return (q, v, dv): a random base pose and unit quaternion, joints within limits."""
     lower = np.array([model.fixed.joints[j].lower for j in model.joint_names])
@@ -249,12 +262,7 @@ def test_compiled_dynamics_are_the_readable_recursion(base, seed, mimic):
     """
     from kron_dynamics.algorithms.floating_base import mass_matrix_floating, rnea_floating
     rng = np.random.default_rng(300 + seed)
-    n = int(rng.integers(2, 8))
-    xml = random_urdf(rng, n, n_fixed=2, mimic_fraction=0.5 if mimic else 0.0)
-    # armature: M regular (random trees have massless leaves), and armature is tested too
-    joints = RobotModel.from_urdf_string(xml).joint_names
-    model = RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
-                                        root_joint=base)
+    model = random_moving_model(rng, 8, base, mimic)
     assert model._same == (base == 'floating' and not model.mimic_joints)
     tree, root = model.fixed.description.tree, model.fixed.description.root_inertia
     P = model._base_map.P
@@ -965,11 +973,7 @@ def test_a_single_free_body_has_only_the_base_coordinates():
 def test_the_compiled_simulate_is_the_readable_rkmk_step(seed, base, mimic):
     """kernels.floating_base.moving_simulate against MovingBase.simulate's NumPy RKMK4."""
     rng = np.random.default_rng(700 + seed)
-    n = int(rng.integers(2, 7))
-    xml = random_urdf(rng, n, n_fixed=2, mimic_fraction=0.5 if mimic else 0.0)
-    joints = RobotModel.from_urdf_string(xml).joint_names
-    model = RobotModel.from_urdf_string(xml, armature=rng.uniform(0.05, 0.2, len(joints)),
-                                        root_joint=base)
+    model = random_moving_model(rng, 7, base, mimic)
     q, v, tau = random_state(model, rng)
     damping = rng.uniform(0.0, 0.5, model.n)
     for d in (None, damping):
