@@ -1557,7 +1557,6 @@ class CoupledRobotModel(RobotModel):
         # q = B u + d and its projections, bound once (model/coordinates.py)
         m = self._joint_map = JointMap(self._full_names, self.joint_names,
                                        description.mimic_joints)
-        self._d = m.d
         self._lift, self._lift_rate = m.lift, m.rate
         self._vec, self._mat, self._cols, self._star, self._hess = (
             m.force, m.matrix, m.columns, m.star, m.hessian)

@@ -32,7 +32,8 @@ import numpy as np
 
 from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set3
 from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
-from .forward_dynamics import cholesky_factor, cholesky_substitute, forward_dynamics
+from .forward_dynamics import (cholesky_factor, cholesky_substitute, forward_dynamics,
+                               forward_substitute, gram)
 from .jacobians import acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star
@@ -429,24 +430,14 @@ def constrained_solve(M, h, tau, J, gamma, dv, lam):
         Y[i, 0] = tau[i] - h[i]
         for r in range(m):
             Y[i, 1 + r] = J[r, i]
-    for i in range(n):                # forward substitution, every column at once
-        d = L[i, i]
-        for c in range(1 + m):
-            t = Y[i, c]
-            for k in range(i):
-                t -= L[i, k] * Y[k, c]
-            Y[i, c] = t / d
+    forward_substitute(L, Y)
     A, b = np.empty((m, m)), np.empty(m)
+    gram(Y, 1, A)                     # the Delassus matrix
     for r in range(m):                # b = -gamma - J M^-1 (tau - h) = -gamma - Y^T y0
         t = -gamma[r]
         for i in range(n):
             t -= Y[i, 1 + r] * Y[i, 0]
         b[r] = t
-        for c in range(r, m):
-            s = 0.0
-            for i in range(n):
-                s += Y[i, 1 + r] * Y[i, 1 + c]
-            A[r, c] = A[c, r] = s
     ok, La = cholesky_factor(A, 1e-10)
     if not ok:
         return False

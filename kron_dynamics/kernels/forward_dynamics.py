@@ -92,6 +92,30 @@ def cholesky_substitute(L, b, x):
 
 
 @jit
+def forward_substitute(L, Y):
+    """Overwrite Y (n x k) with L^-1 Y, every column at once (L lower triangular)."""
+    for i in range(L.shape[0]):
+        d = L[i, i]
+        for c in range(Y.shape[1]):
+            t = Y[i, c]
+            for k in range(i):
+                t -= L[i, k] * Y[k, c]
+            Y[i, c] = t / d
+
+
+@jit
+def gram(Y, first, out):
+    """Write out[r, c] = column first + r of Y dotted with column first + c (symmetric)."""
+    m = out.shape[0]
+    for r in range(m):
+        for c in range(r, m):
+            s = 0.0
+            for i in range(Y.shape[0]):
+                s += Y[i, first + r] * Y[i, first + c]
+            out[r, c] = out[c, r] = s
+
+
+@jit
 def cholesky_solve(M, b, rcond):
     """Solve M x = b for symmetric M by Cholesky; ok is False if cond(M) > 1/rcond."""
     n = M.shape[0]
@@ -236,20 +260,11 @@ def task_inertia(M, J, damping, rcond, out):
     ok, L = cholesky_factor(M, 1e-12)
     if not ok:
         return False
-    Y = np.empty((n, m))
-    for c in range(m):                  # Y = L^-1 J^T, column by column
-        for i in range(n):
-            t = J[c, i]
-            for k in range(i):
-                t -= L[i, k] * Y[k, c]
-            Y[i, c] = t / L[i, i]
+    Y = np.ascontiguousarray(J.T)
+    forward_substitute(L, Y)            # Y = L^-1 J^T
     A = np.empty((m, m))
+    gram(Y, 0, A)                       # J M^-1 J^T = Y^T Y
     for r in range(m):
-        for c in range(r, m):
-            s = 0.0
-            for i in range(n):
-                s += Y[i, r] * Y[i, c]
-            A[r, c] = A[c, r] = s
         A[r, r] += damping * damping
     ev = np.linalg.eigvalsh(A)
     if not (ev[-1] > 0.0 and ev[0] > rcond * ev[-1]):
