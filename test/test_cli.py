@@ -107,3 +107,24 @@ def test_demo_plot_shows_the_error_with_units_and_the_torque_split(tmp_path):
     assert {'command tau', 'feedforward: model at q_d',
             'feedback = tau - feedforward'} <= set(labels)
     assert os.path.getsize(tmp_path / 'p.png') > 10_000
+
+
+def test_the_demo_records_until_a_state_can_be_judged_against_a_reference():
+    """CI: the recorder heard the plant and the controller, not yet the reference generator."""
+    import numpy as np
+
+    from kron_dynamics.demo.run import Recording
+
+    rec = Recording(['a'])
+    for k in range(500):                 # 2 s of states and commands at 250 Hz, no reference
+        t = 0.004 * k
+        rec.states.append((t, np.zeros(1), np.zeros(1)))
+        rec.state_stamps.append((t, np.ones(1)))
+        rec.commands.append((t, np.ones(1)))
+    assert rec.judged() == 0             # the run goes on: statistics would have nothing
+    with pytest.raises(RuntimeError, match='no tracking data'):
+        rec.statistics()
+    rec.references.append((1.5, np.zeros(1), np.zeros(1), np.zeros(1)))
+    judged = rec.judged()
+    assert judged == sum(1 for t, _, _ in rec.states if t >= 1.5)
+    assert rec.statistics()['samples'] == judged

@@ -112,10 +112,15 @@ class Recording:
         return t, tau, tau_ff, tau - tau_ff
 
     def judged(self, settle: float = SETTLE_S) -> int:
-        """Return how many of the last 1000 states the statistics judge (settle s after start)."""
-        if not self.commands or not self.states:
+        """
+        Return how many of the last 1000 states the statistics judge.
+
+        Those ``settle`` s after the loop closed that have a reference before them (the
+        recorder can discover the reference generator after the plant and the controller).
+        """
+        if not self.commands or not self.states or not self.references:
             return 0
-        start = self.settle_start() + settle
+        start = max(self.settle_start() + settle, self.references[0][0])
         return sum(1 for t, _, _ in self.states[-1000:] if t >= start)
 
     def statistics(self, settle: float = SETTLE_S):
