@@ -42,7 +42,6 @@ bench: venv
 	$(PY) -m pip install -q -r bench/requirements.txt
 	$(PY) bench/bench_dynamics.py
 	$(PY) bench/bench_kinematics.py
-	$(PY) bench/bench_floating.py
 	$(PY) bench/bench_one_model.py
 	$(PY) bench/bench_derivatives.py
 	$(PY) bench/bench_identification.py

@@ -30,17 +30,17 @@ from pathlib import Path
 import sys
 
 from lib.compare import relerr
-from lib.models import finish, panda_urdf, PANDA, pinocchio_bench, random_state as state, TALOS
-from lib.timing import alternate, batch_against_loop
+from lib.models import example_pair, finish, pinocchio_bench, random_batch, random_state as state
+from lib.timing import batch_against_loop, timed_pairs
 import numpy as np
 
-from kron_dynamics import RobotModel
 from kron_dynamics.testing.pinocchio_pair import PinocchioPair
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / 'bench' / 'results'
 TARGET = 1.5
 BATCH = 1000
+CASES = {'panda_arm': ('panda_fixed', None), 'talos_floating': ('talos', 'floating')}
 
 
 def rows(pin, pair: PinocchioPair, rng, budget, repeat, log) -> dict:
@@ -59,25 +59,17 @@ def rows(pin, pair: PinocchioPair, rng, budget, repeat, log) -> dict:
         'forward_dynamics_derivatives': max(relerr(x, pair.matrix(y)) for x, y in zip(
             ours_fd, theirs_fd)),
     }
-    calls = {
+    single = timed_pairs({
         'inverse_dynamics_derivatives': (
             'computeRNEADerivatives', lambda: k.inverse_dynamics_derivatives(q, v, a),
             lambda: pin.computeRNEADerivatives(m, d, pq, pv, pa)),
         'forward_dynamics_derivatives': (
             'computeABADerivatives', lambda: k.forward_dynamics_derivatives(q, v, tau),
             lambda: pin.computeABADerivatives(m, d, pq, pv, ptau)),
-    }
-    single = {}
-    for op, (baseline, ours, theirs) in calls.items():
-        single[op] = {'pinocchio': baseline, 'target': TARGET,
-                      **alternate(ours, theirs, budget, repeat)}
-        log(f"  {op}: {single[op]['kron_min_us']:.2f} us, {baseline} "
-            f"{single[op]['pin_min_us']:.2f} us, ratio {single[op]['ratio_min']:.2f}")
-    states = [state(k, rng) for _ in range(BATCH)]
-    Q, V, A = (np.stack(x) for x in zip(*states))
+    }, budget, repeat, log, TARGET)
+    (Q, V, A), (PQ, PV, PA) = random_batch(pair, rng, BATCH)
     T = k.inverse_dynamics(Q, V, A)
-    PQ = [pair.q(x) for x in Q]
-    PV, PA, PT = ([pair.v(x) for x in X] for X in (V, A, T))
+    PT = [pair.v(x) for x in T]
     batch = {}
     for op, ours, theirs in (
             ('inverse_dynamics_derivatives', lambda: k.inverse_dynamics_derivatives(Q, V, A),
@@ -96,19 +88,12 @@ def main(argv=None) -> int:
     if setup is None:
         return 1
     args, budget, repeat, log, pin, robots_dir, start = setup
-    robots = Path(robots_dir)
     rng = np.random.default_rng(0)
     results = {}
-    log('panda_arm')
-    xml = panda_urdf(robots / PANDA)
-    results['panda_arm'] = rows(pin, PinocchioPair(RobotModel.from_urdf_string(xml),
-                                                   pin.buildModelFromXML(xml)),
-                                rng, budget, repeat, log)
-    log('talos_floating')
-    results['talos_floating'] = rows(pin, PinocchioPair(
-        RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'),
-        pin.buildModelFromUrdf(str(robots / TALOS), pin.JointModelFreeFlyer())),
-        rng, budget, repeat, log)
+    for case, (robot, base) in CASES.items():
+        log(case)
+        results[case] = rows(pin, example_pair(pin, robots_dir, robot, base), rng, budget,
+                             repeat, log)
     return finish(setup, 'derivatives', {'cases': results},
                   {case: entry['agreement'] for case, entry in results.items()})
 

@@ -32,11 +32,10 @@ import sys
 import time
 
 from lib.compare import relerr
-from lib.models import finish, panda_urdf, PANDA, pinocchio_bench, random_state as state
-from lib.timing import alternate, batch_against_loop
+from lib.models import example_pair, finish, pinocchio_bench, random_batch, random_state as state
+from lib.timing import batch_against_loop, timed_pairs
 import numpy as np
 
-from kron_dynamics import RobotModel
 from kron_dynamics.identification import identify
 from kron_dynamics.testing.motion import sum_of_sines
 from kron_dynamics.testing.pinocchio_pair import PinocchioPair
@@ -59,16 +58,11 @@ def regressor_rows(pin, pair: PinocchioPair, rng, budget, repeat, log) -> dict:
     columns = np.concatenate([10 * (m.getJointId(j) - 1) + np.arange(10)
                               for j in k.joint_names])
     agreement = relerr(ours, theirs[pair.iv][:, columns])
-    single = {'pinocchio': 'computeJointTorqueRegressor', 'target': TARGET,
-              **alternate(lambda: k.regressor(q, v, a),
-                          lambda: pin.computeJointTorqueRegressor(m, d, pq, pv, pa),
-                          budget, repeat)}
-    log(f"  regressor: {single['kron_min_us']:.2f} us, Pinocchio {single['pin_min_us']:.2f} "
-        f"us, ratio {single['ratio_min']:.2f} (agreement {agreement:.2g})")
-    states = [state(k, rng) for _ in range(BATCH)]
-    Q, V, A = (np.stack(x) for x in zip(*states))
-    PQ = [pair.q(x) for x in Q]
-    PV, PA = ([pair.v(x) for x in X] for X in (V, A))
+    single = timed_pairs({'regressor': (
+        'computeJointTorqueRegressor', lambda: k.regressor(q, v, a),
+        lambda: pin.computeJointTorqueRegressor(m, d, pq, pv, pa))}, budget, repeat, log,
+        TARGET)['regressor']
+    (Q, V, A), (PQ, PV, PA) = random_batch(pair, rng, BATCH)
     batch = batch_against_loop(lambda: k.regressor(Q, V, A),
                                lambda: [pin.computeJointTorqueRegressor(m, d, *x)
                                         for x in zip(PQ, PV, PA)], BATCH, budget, repeat)
@@ -112,13 +106,11 @@ def main(argv=None) -> int:
     args, budget, repeat, log, pin, robots_dir, start = setup
     seconds = 2.0 if args.quick else 20.0
     rng = np.random.default_rng(0)
-    xml = panda_urdf(Path(robots_dir) / PANDA)
-    model = RobotModel.from_urdf_string(xml)
+    pair = example_pair(pin, robots_dir, 'panda_fixed')
     log('panda_arm regressor')
-    regressor = regressor_rows(pin, PinocchioPair(model, pin.buildModelFromXML(xml)), rng,
-                               budget, repeat, log)
+    regressor = regressor_rows(pin, pair, rng, budget, repeat, log)
     log(f'panda_arm identify, {seconds:g} s at 1 kHz')
-    fit = fit_rows(model, seconds, 1000.0, rng, log)
+    fit = fit_rows(pair.m, seconds, 1000.0, rng, log)
     return finish(setup, 'identification',
                   {'cases': {'panda_arm': {'regressor': regressor, 'identify': fit}}},
                   {'panda_arm': {'regressor': regressor['agreement']}})

@@ -52,7 +52,7 @@ import xml.etree.ElementTree as ET
 from lib import comparison_libs, provenance
 from lib.compare import relerr
 from lib.models import AGREE_TOL, panda_source, panda_urdf, pinocchio_bench
-from lib.timing import alternate
+from lib.timing import alternate, timed_pairs
 import numpy as np
 
 from kron_dynamics import RobotModel
@@ -173,57 +173,48 @@ def single_calls(pin, pair: Pair, rng, budget, repeat, log) -> dict:
         return pin.getFrameClassicalAcceleration(m, d, fid, LWA)
 
     pairs = {
-        'link_pose': (lambda: k.link_pose(q, link), pose,
-                      'forwardKinematics + updateFramePlacement'),
+        'link_pose': ('forwardKinematics + updateFramePlacement',
+                      lambda: k.link_pose(q, link), pose),
         'link_pose vs framesForwardKinematics': (
-            lambda: k.link_pose(q, link), lambda: pin.framesForwardKinematics(m, d, pq),
-            'framesForwardKinematics (all frames)'),
-        'link_poses (all links)': (lambda: k.link_poses(q),
-                                   lambda: pin.framesForwardKinematics(m, d, pq),
-                                   'framesForwardKinematics'),
+            'framesForwardKinematics (all frames)', lambda: k.link_pose(q, link),
+            lambda: pin.framesForwardKinematics(m, d, pq)),
+        'link_poses (all links)': ('framesForwardKinematics', lambda: k.link_poses(q),
+                                   lambda: pin.framesForwardKinematics(m, d, pq)),
         'jacobian (local_world_aligned)': (
-            lambda: k.jacobian(q, link), lambda: pin.computeFrameJacobian(m, d, pq, fid, LWA),
-            'computeFrameJacobian (LOCAL_WORLD_ALIGNED)'),
+            'computeFrameJacobian (LOCAL_WORLD_ALIGNED)', lambda: k.jacobian(q, link),
+            lambda: pin.computeFrameJacobian(m, d, pq, fid, LWA)),
         'jacobian (local)': (
-            lambda: k.jacobian(q, link, None, 'local'),
-            lambda: pin.computeFrameJacobian(m, d, pq, fid, LOCAL),
-            'computeFrameJacobian (LOCAL)'),
+            'computeFrameJacobian (LOCAL)', lambda: k.jacobian(q, link, None, 'local'),
+            lambda: pin.computeFrameJacobian(m, d, pq, fid, LOCAL)),
         'jacobian (world)': (
-            lambda: k.jacobian(q, link, None, 'world'),
-            lambda: pin.computeFrameJacobian(m, d, pq, fid, pin.WORLD),
-            'computeFrameJacobian (WORLD)'),
-        'jacobians (J_T, J_R)': (lambda: k.jacobians(q, link),
-                                 lambda: pin.computeFrameJacobian(m, d, pq, fid, LWA),
-                                 'computeFrameJacobian (LOCAL_WORLD_ALIGNED)'),
-        'hessian': (lambda: k.hessian(q, joint_link), hessian,
-                    'computeJointKinematicHessians + getJointKinematicHessian'),
-        'hessians (H_T, H_R)': (lambda: k.hessians(q, joint_link), hessian,
-                                'computeJointKinematicHessians + getJointKinematicHessian'),
-        'jacobian_derivative': (lambda: k.jacobian_derivative(q, qd, link), jdot,
-                                'computeJointJacobiansTimeVariation + '
-                                'getFrameJacobianTimeVariation'),
-        'acceleration': (lambda: k.acceleration(q, qd, qdd, link), classical,
-                         'forwardKinematics(q, v, a) + getFrameClassicalAcceleration'),
-        'center_of_mass': (lambda: k.center_of_mass(q), lambda: pin.centerOfMass(m, d, pq),
-                           'centerOfMass'),
-        'center_of_mass_jacobian': (lambda: k.center_of_mass_jacobian(q),
-                                    lambda: pin.jacobianCenterOfMass(m, d, pq),
-                                    'jacobianCenterOfMass'),
-        'mass_matrix': (lambda: k.mass_matrix(q), lambda: pin.crba(m, d, pq), 'crba'),
-        'gravity_torque': (lambda: k.gravity_torque(q),
-                           lambda: pin.computeGeneralizedGravity(m, d, pq),
-                           'computeGeneralizedGravity'),
-        'inverse_dynamics': (lambda: k.inverse_dynamics(q, qd, qdd),
-                             lambda: pin.rnea(m, d, pq, pv, pa), 'rnea'),
+            'computeFrameJacobian (WORLD)', lambda: k.jacobian(q, link, None, 'world'),
+            lambda: pin.computeFrameJacobian(m, d, pq, fid, pin.WORLD)),
+        'jacobians (J_T, J_R)': ('computeFrameJacobian (LOCAL_WORLD_ALIGNED)',
+                                 lambda: k.jacobians(q, link),
+                                 lambda: pin.computeFrameJacobian(m, d, pq, fid, LWA)),
+        'hessian': ('computeJointKinematicHessians + getJointKinematicHessian',
+                    lambda: k.hessian(q, joint_link), hessian),
+        'hessians (H_T, H_R)': ('computeJointKinematicHessians + getJointKinematicHessian',
+                                lambda: k.hessians(q, joint_link), hessian),
+        'jacobian_derivative': ('computeJointJacobiansTimeVariation + '
+                                'getFrameJacobianTimeVariation',
+                                lambda: k.jacobian_derivative(q, qd, link), jdot),
+        'acceleration': ('forwardKinematics(q, v, a) + getFrameClassicalAcceleration',
+                         lambda: k.acceleration(q, qd, qdd, link), classical),
+        'center_of_mass': ('centerOfMass', lambda: k.center_of_mass(q),
+                           lambda: pin.centerOfMass(m, d, pq)),
+        'center_of_mass_jacobian': ('jacobianCenterOfMass',
+                                    lambda: k.center_of_mass_jacobian(q),
+                                    lambda: pin.jacobianCenterOfMass(m, d, pq)),
+        'mass_matrix': ('crba', lambda: k.mass_matrix(q), lambda: pin.crba(m, d, pq)),
+        'gravity_torque': ('computeGeneralizedGravity', lambda: k.gravity_torque(q),
+                           lambda: pin.computeGeneralizedGravity(m, d, pq)),
+        'inverse_dynamics': ('rnea', lambda: k.inverse_dynamics(q, qd, qdd),
+                             lambda: pin.rnea(m, d, pq, pv, pa)),
     }
-    out = {}
-    for name, (f, g, baseline) in pairs.items():
-        r = alternate(f, g, budget, repeat)
-        r['pinocchio'] = baseline
-        r['target'] = TARGETS.get(name)
-        out[name] = r
-        log(f'    {name:40s} {r["kron_min_us"]:8.2f} us  Pinocchio {r["pin_min_us"]:8.2f} us'
-            f'  ratio {r["ratio_min"]:.2f} (median {r["ratio_median"]:.2f})')
+    out = timed_pairs(pairs, budget, repeat, log)
+    for name, row in out.items():
+        row['target'] = TARGETS.get(name)
     return out
 
 

@@ -15,32 +15,12 @@
 """
 Fault injection on the running stacker demo graph; the graph must recover by itself.
 
-Faults, in order, each after a stretch of normal tracking:
-
-1. ``pause_states``: the joint-state publisher (the simulator) stops for a while (SIGSTOP)
-   and goes on (SIGCONT). The controller must publish exactly one zero-effort command once
-   the states are ``state_timeout`` old, nothing more while they are stale, and resume.
-2. ``kill_simulator``: the simulator is killed (SIGKILL) and started again. Same watchdog
-   behaviour; the new plant starts at rest, held until the first command, and tracking
-   recovers.
-3. ``kill_controller``: the controller is killed mid-run and started again. The simulator
-   applies zero effort once commands are ``command_timeout`` old; the restarted controller
-   commands again and tracking recovers.
-
-Bookkeeping. Commands carry no id: the answers to joint states published before a fault
-may still arrive after it (under load, several), and a watchdog zero published just before
-a fault may arrive after it too. So the watchdog is judged by order, not by a time window:
-the outage lasts at least ``outage`` s and until the last command received is a zero (the
-watchdog's; at most ``max_wait`` s), and after the last answer to a joint state there must be
-exactly one zero command (none for ``kill_controller``: a dead process publishes nothing,
-whatever arrives was in flight). Recovery is an event too: the time from the end of the
-outage to the start of the first ``hold`` s in which every tracking error stays within the
-normal bound (waited for up to ``max_wait`` s).
+The faults and how the watchdog and the recovery are judged: docs/reliability.md,
+"Faults"::
 
     .venv/bin/python bench/faults.py [--outage 1.5] [--settle 8] [--plot FILE]
 
-Writes bench/results/faults.json, stamped with the revision and the machine
-(bench/lib/provenance.py), and re-renders docs/ (bench/report.py).
+Writes bench/results/faults.json and re-renders docs/ (bench/report.py).
 """
 
 import argparse

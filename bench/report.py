@@ -653,35 +653,10 @@ def kinematics_batch_table(r: Results) -> str:
     return table(header, rows) + '\n\n' + source(r, 'kinematics')
 
 
-FLOATING_ROBOTS = {'solo12': 'solo12 (nv = 18)', 'talos': 'TALOS (nv = 38)'}
-
-
-def floating_table(r: Results) -> str:
-    """Floating-base dynamics against Pinocchio's free flyer, alternately timed."""
-    d = r['floating']
-    robots = [k for k in FLOATING_ROBOTS if k in d['robots']]
-    first = d['robots'][robots[0]]['single']
-    rows = []
-    for op, entry in first.items():
-        row = [f'`{op}`', f"`{entry.get('pinocchio', '')}`"]
-        for robot in robots:
-            row += timing_cells(d['robots'][robot]['single'].get(op, {}))
-        rows.append(row)
-    header = ['kron_dynamics', 'Pinocchio']
-    for robot in robots:
-        header += [f'{FLOATING_ROBOTS[robot]} µs', 'Pinocchio µs', 'ratio min (median)']
-    contacts = '; '.join(
-        f"{robot}: " + ', '.join(f'{link} ({dim}-D)' for link, dim in
-                                 d['robots'][robot]['contacts']) for robot in robots)
-    return '\n\n'.join([
-        table(header, rows),
-        worst_line(d['robots'][robot]['agreement'] for robot in robots)
-        + f' Contacts of the constrained rows: {contacts}.', source(r, 'floating')])
-
-
 ONE_MODEL_CASES = {
     'panda_hand': 'stock Panda with its hand (mimic finger), against `mimic=True`',
     'talos_floating': 'TALOS on a free flyer (nv = 38)',
+    'solo12_floating': 'solo12 on a free flyer (nv = 18)',
     'solo12_contacts': 'solo12 on four point feet, feet moving',
     'talos_contacts': 'TALOS on two 6-D soles, feet moving',
     'panda_fixed': 'fixed 7-DOF Panda (fingers fixed)',
@@ -858,13 +833,13 @@ def readme_block(r: Results) -> str:
                  f"{'met' if all(kin[op]['ratio_min'] <= 1.2 for op in ops) else 'not met'})",
                  ' / '.join(f"{fmt(kin[op]['ratio_min'])}x" for op in ops),
                  f'[what limits it]({perf}#kinematics)'])
-    fl = r['floating']['robots']['talos']['single']
+    fl = r['one_model']['cases']['talos_floating']['single']
     rows.append(['floating base, TALOS (nv = 38): M / inverse dynamics, one call from Python',
                  f"{fmt(fl['mass_matrix']['kron_min_us'])} / "
                  f"{fmt(fl['inverse_dynamics']['kron_min_us'])} µs (Pinocchio: "
                  f"{fmt(fl['mass_matrix']['pin_min_us'])} / "
                  f"{fmt(fl['inverse_dynamics']['pin_min_us'])} µs)",
-                 f'[floating bases]({perf}#floating-bases)'])
+                 f'[one model]({perf}#one-model-for-every-robot)'])
     one = r['one_model']['cases']
     hand, contacts = one['panda_hand']['single'], one['solo12_contacts']['single']
     rows.append(['stock Panda with its mimic hand: M / RNEA / frame Jacobian, ratio to '
@@ -890,7 +865,7 @@ def readme_block(r: Results) -> str:
                  f"ratio to Pinocchio's `buildModelFromUrdf`",
                  f"{fmt(s['median_ratio'])}x (5000-link chain: {fmt(s['chain_5000_s'])} s)",
                  f'[loading]({perf}#loading-a-urdf)'])
-    stems = ('dynamics', 'kinematics', 'floating', 'one_model', 'derivatives', 'loading',
+    stems = ('dynamics', 'kinematics', 'one_model', 'derivatives', 'loading',
              'ros_latency', 'startup')
     return '\n\n'.join([
         table(['what', 'measured', 'details'], rows),
@@ -907,7 +882,7 @@ TABLES = {make.__name__: make for make in (
     single_call_table, other_libraries_table, scaling_table, batch_table, mass_matrix_table,
     dynamics_agreement_table, dynamics_targets_table, dynamics_timings_table,
     mass_matrix_detail_table, kinematics_agreement_table, kinematics_table,
-    kinematics_batch_table, call_anatomy_table, floating_table, one_model_table,
+    kinematics_batch_table, call_anatomy_table, one_model_table,
     derivatives_table, identification_table, gpu_table, startup_table, loading_table,
     ros_latency_table, symbolic_table, symbolic_cost_table, soak_table, faults_table,
     agreement_table, readme_block)}

@@ -15,69 +15,11 @@
 """
 ROS latency benchmark: dynamics_node against a trivial echo node, joint states at 1 kHz.
 
-Both nodes run as separate processes for the whole run: ``dynamics_node`` (loaded with the
-7-DOF Franka Panda of ``bench/lib/models.py``, parameters of ``config/dynamics.yaml``) and
-``bench/echo_node.py`` (publishes the positions of each joint state on receipt; same
-executor, spin loop and queue depth as the kron_dynamics nodes). Each gets its own
-``joint_states`` topic by remapping (``/bench/dynamics/joint_states``,
-``/bench/echo/joint_states``) and the driver feeds them **alternately, in interleaved blocks**
-(``--block`` s each, dynamics first) of one continuous 1 kHz stream, until each has had
-``--duration`` s of it. Not concurrently: on a 2-core machine two busy nodes plus the driver
-compete for the cores and each node's latency would include the other's work. Not in two long
-sequential phases either: other jobs on the machine change the background load over minutes,
-and interleaving spreads that drift evenly over both nodes, so the ratio of their latencies
-measures the nodes. Before the blocks each node gets ``--warmup`` s of messages that are
-checked but not counted (discovery, first-message allocation).
-
-Every input must get exactly one output (``~/bias_torque`` or ``~/echo``). The outputs are
-Float64MultiArrays with no header, so they are identified by content: the echo returns the
-positions, which are unique per message (a sum of sines at incommensurate frequencies), and
-for dynamics_node the driver recomputes the bias torque of every input it sent with the same
-``RobotModel`` after the run and looks each output up among them (exact match first, nearest
-within 1e-9 relative otherwise). So a dropped input, an input processed twice and a
-reordering are each seen as such, not only as a difference of counts. (If the contents do not
-match, e.g. the driver's model differs from the node's, matching falls back to order and
-count, and the result says so.) The header stamp of each input is its send time; the node's
-stamp guard needs it increasing.
-
-Latency is from just before ``publish`` in the driver to the reception of the output by the
-driver's DDS reader (``received_timestamp`` of the message info, system clock on both ends),
-so the driver's own executor and GIL do not count; the latency to the driver's Python callback
-is reported as well. The driver never loses a message: deep publisher queue (10000),
-KEEP_ALL subscriptions, and publishing and receiving both in one thread (absolute 1 ms
-deadlines; between deadlines it spins the executor), so there is no GIL hand-over. When
-the driver itself stalls (more than 1 ms late), the rest of the schedule is shifted rather
-than the overdue messages sent in a burst, as a timer skips missed periods: the nodes never
-get more than 1 kHz, and a queue built by a driver burst does not count as node latency. It spins a
-SingleThreadedExecutor: rclpy's EventsExecutor cannot pass the message info to a callback.
-The median ratio is also given per pair of adjacent blocks, to show how much the background
-load moved it.
-
-The nodes run from a copy of ``kron_dynamics/`` taken at the start (``--in-tree`` to skip
-it), so the run measures one version even while the sources are being edited; the driver's
-own RobotModel (joint names, expected outputs) comes from the working tree.
-
-Scheduling: both nodes run their executor thread (the one that runs every callback) under
-SCHED_FIFO at ``--thread-priority`` (default 40, as config/dynamics.yaml sets it; their
-``thread_priority`` parameter: the DDS threads keep normal scheduling, as ros2_control does
-it, unless ``--middleware-priority`` gives them one), and the driver runs every thread of its
-own at that priority; ``--thread-priority 0`` measures them under normal scheduling.
-Real-time priority is what keeps the tail short when other processes compete for the cores:
-without it a joint state waits for the time slices of whatever else runs, in the DDS receive
-thread first, then in the executor thread (README, "Every node: real-time settings";
-docs/performance.md, ROS latency).
-
-``--background-load N`` runs N busy-looping processes (normal scheduling) during the run, to
-see how the nodes fare on a machine that is doing other work.
-
-Targets (Performance issue): median latency of dynamics_node at most 1.3 times the echo's,
-p99 at most 2 ms, no input dropped or processed twice.
+How it measures (interleaved blocks, outputs matched to inputs by content, scheduling, the
+targets): docs/performance.md, "ROS latency"::
 
     .venv/bin/python bench/ros_latency.py                 # 60 s per node, writes
     .venv/bin/python bench/ros_latency.py --duration 5    # bench/results/ros_latency.json
-
-The JSON is stamped with the revision and the machine (bench/lib/provenance.py), and docs/ is
-re-rendered from bench/results at the end (bench/report.py).
 """
 
 import argparse

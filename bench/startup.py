@@ -15,36 +15,10 @@
 """
 Start-up benchmark: from starting a dynamics_node process to its first bias torque.
 
-Joint states of the 7-DOF Franka Panda (``bench/lib/models.py``; parameters of
-``config/dynamics.yaml``) are already being published at ``--rate`` Hz on ``/joint_states``
-when a fresh ``dynamics_node`` process is started; the time is measured from just before the
-process is created to the reception of its first ``~/bias_torque`` by the driver. It covers
-the Python and rclpy imports, loading the URDF, compiling or loading the numba kernels (the
-node's ``warm_up``), DDS discovery and the first message.
-
-numba caches compiled kernels on disk (``cache=True``). Every run gets ``NUMBA_CACHE_DIR``, so
-the cache next to the sources (``kron_dynamics/__pycache__``) is neither used nor touched:
-
-- ``cold``: a fresh empty cache directory for each run (everything is compiled);
-- ``warm``: one cache directory, filled by one unmeasured run first, shared by all warm runs.
-
-Python's own bytecode caches are warm in both cases (after the filling run). The nodes run
-from a copy of ``kron_dynamics/`` taken at the start (``--in-tree`` to skip it), so edits made
-meanwhile cannot invalidate the warm cache half way. Cold and warm runs alternate, so a change
-of the background load affects both alike; a run of ``bench/echo_node.py`` (Python, rclpy and
-the imports of kron_dynamics.nodes.common, no model, no kernels) with each pair gives the
-floor set by the interpreter, rclpy and DDS discovery. Each run also reports when the node
-logged that it was ready (for dynamics_node after loading the model and the warm-up, so any
-compilation is before it; the rest up to the first output is mostly discovery) and how many
-cache files it wrote: a warm run that writes any compiled again.
-
-Targets (Performance issue): first output within 3 s warm and 20 s cold (checked on the
-median of the runs; min and max are reported too).
+How it measures (cold and warm compile caches, the echo node's floor, the targets):
+docs/performance.md, "Start-up"::
 
     .venv/bin/python bench/startup.py --repeats 5    # writes bench/results/startup.json
-
-The JSON is stamped with the revision and the machine (bench/lib/provenance.py), and docs/ is
-re-rendered from bench/results at the end (bench/report.py).
 """
 
 import argparse

@@ -197,10 +197,39 @@ SOLO = 'solo_description/robots/solo12.urdf'
 TIAGO = 'tiago_description/robots/tiago.urdf'
 
 
+FILES = {'panda': PANDA, 'talos': TALOS, 'solo12': SOLO, 'tiago': TIAGO}
+
+
 def random_state(model, rng):
     """Return (q, v, dv): q by random_configuration (base within 0.5 m), v, dv in [-1, 1]."""
     q = model.random_configuration(rng, base_box=0.5)
     return q, rng.uniform(-1, 1, model.nv), rng.uniform(-1, 1, model.nv)
+
+
+def random_batch(pair, rng, N: int):
+    """Return (Q, V, A) of N random states and the same states as Pinocchio's lists."""
+    Q, V, A = (np.stack(x) for x in zip(*(random_state(pair.m, rng) for _ in range(N))))
+    return (Q, V, A), ([pair.q(x) for x in Q], [pair.v(x) for x in V], [pair.v(x) for x in A])
+
+
+def example_pair(pin, robots: Path, robot: str, base=None, mimic: bool = False):
+    """
+    Return ours and Pinocchio's model (a PinocchioPair) of a robot of example-robot-data.
+
+    ``robot``: a key of FILES, or 'panda_fixed' (the Panda with its fingers fixed,
+    :func:`panda_urdf`); ``base``: None, 'floating' or 'planar'; ``mimic``: Pinocchio's
+    mimic model (ours reads the mimic tags always).
+    """
+    from kron_dynamics.testing.pinocchio_pair import PinocchioPair
+    if robot == 'panda_fixed':
+        xml = panda_urdf(Path(robots) / PANDA)
+        return PinocchioPair(RobotModel.from_urdf_string(xml), pin.buildModelFromXML(xml))
+    path = Path(robots) / FILES[robot]
+    joint = {'floating': pin.JointModelFreeFlyer, 'planar': pin.JointModelPlanar}.get(base)
+    extra = {'mimic': True} if mimic else {}
+    theirs = (pin.buildModelFromUrdf(str(path), joint(), **extra) if joint else
+              pin.buildModelFromUrdf(str(path), **extra))
+    return PinocchioPair(RobotModel.from_urdf_file(path, root_joint=base), theirs)
 
 
 def panda_source(robots_dir) -> Path:

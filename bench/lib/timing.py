@@ -84,3 +84,19 @@ def batch_against_loop(ours, theirs, N: int, budget: float, repeat: int) -> dict
             'pin_loop_us_per_state': timing['pin_min_us'] / N,
             'speedup': timing['pin_min_us'] / timing['kron_min_us'],
             'threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count()))}
+
+
+def timed_pairs(calls: dict, budget: float, repeat: int, log, target=None) -> dict:
+    """
+    Time every call against its counterpart alternately: op -> its :func:`alternate` row.
+
+    ``calls``: op -> (the other library's name for it, ours, theirs[, ...]); each row also
+    names the counterpart and the target ratio (None: reported only).
+    """
+    rows = {}
+    for op, (baseline, ours, theirs, *_) in calls.items():
+        row = rows[op] = {'pinocchio': baseline, 'target': target,
+                          **alternate(ours, theirs, budget, repeat)}
+        log(f"  {op}: {row['kron_min_us']:.2f} us, {baseline} {row['pin_min_us']:.2f} us, "
+            f"ratio {row['ratio_min']:.2f} (median {row['ratio_median']:.2f})")
+    return rows
