@@ -1632,6 +1632,18 @@ class CoupledRobotModel(RobotModel):
         (u,), _ = self._inputs(q=q)
         return self._cols(self._full.jacobian(self._lift(u), link, point, frame))
 
+    def jacobians(self, q: ArrayLike, link: str,
+                  point: ArrayLike | None = None) -> tuple[Array, Array]:
+        """Return (J_T B, J_R B), each 3 x n, root axes: the rows of :meth:`jacobian` (004)."""
+        J = self.jacobian(q, link, point)       # one compiled call of kernels.coupled
+        return J[..., :3, :], J[..., 3:, :]
+
+    def hessians(self, q: ArrayLike, link: str,
+                 point: ArrayLike | None = None) -> tuple[Array, Array]:
+        """Return (H_T, H_R) in u, each 3 x n^2: the rows of :meth:`hessian` (000 eq. 5)."""
+        H = self.hessian(q, link, point)        # one compiled call of kernels.coupled
+        return H[..., :3, :], H[..., 3:, :]
+
     def locked(self, values: Mapping[str, float]) -> RobotModel:
         """
         Lock independent joints at the given coordinates; their mimic joints follow.
@@ -1755,8 +1767,8 @@ class CoupledRobotModel(RobotModel):
 # The mimic layer, one row per method that is the whole tree's at q = B u + d: its arrays
 # lifted ('q': a position, q = B u + d; 'v': a velocity or acceleration, B u'), the other
 # arguments passed through, the result projected by the model's JointMap ('force': B^T tau,
-# 'matrix': B^T M B, 'columns': J B, 'star': B^T C* (B kron B), 'hessian', None: as it is; a
-# tuple: item by item); with a Newton-Euler mode, the compiled coupled kernel serves a single
+# 'matrix': B^T M B, 'columns': J B, 'star': B^T C* (B kron B), 'hessian', None: as it is);
+# with a Newton-Euler mode, the compiled coupled kernel serves a single
 # state first. A new quantity on a mimic model is one row here.
 _PROJECTED = {
     'link_poses': ('q', None, None,
@@ -1770,12 +1782,6 @@ _PROJECTED = {
                      "values."),
     'hessian': ('q', 'hessian', None,
                 "Return the 6 x n^2 Hessian of :meth:`jacobian` in u: d(J B)[:, s]/du_k."),
-    'hessians': ('q', ('hessian', 'hessian'), None,
-                 "Return (H_T, H_R) in u, each 3 x n^2: H[:, s*n + k] = d(J B)[:, s]/du_k "
-                 "(000 eq. 5)."),
-    'jacobians': ('q', ('columns', 'columns'), None,
-                  "Return (J_T B, J_R B), each 3 x n: the Jacobians in u (000 eqs. 29, 37, 45; "
-                  "004 sec. 5)."),
     'center_of_mass': ('q', None, None,
                        "Return the centre of mass (3,) at u (``include_root`` as for "
                        "RobotModel)."),
@@ -1826,10 +1832,7 @@ def _lift_and_project(self, name: str, kinds: str, arrays: tuple, others: tuple)
     values = [self._lift(x) if kind == 'q' else self._lift_rate(x)
               for kind, x in zip(kinds, checked)]
     result = getattr(self._full, name)(*values, *others)
-    projection = _PROJECTED[name][1]
-    if isinstance(projection, tuple):
-        return tuple(_PROJECTIONS[p](self, r) for p, r in zip(projection, result))
-    return _PROJECTIONS[projection](self, result)
+    return _PROJECTIONS[_PROJECTED[name][1]](self, result)
 
 
 def _projected(name: str, kinds: str, _projection, mode, doc: str):

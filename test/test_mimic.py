@@ -499,6 +499,8 @@ def test_the_compiled_mimic_path_equals_the_numpy_projection(seed):
     assert model.mimic_joints and model._cpl is not None
     model = model.with_armature(rng.uniform(0, 0.1, model.n))
     u, ud, udd = state(model, seed)
+    B, d = model.coupling()
+    q = B @ u + d
 
     def both(method, *args, **kw):     # lists take the checked NumPy path
         fast = method(*args, **kw)
@@ -524,6 +526,19 @@ def test_the_compiled_mimic_path_equals_the_numpy_projection(seed):
             both(model.jacobian, u, link, frame=frame)
             both(model.jacobian_derivative, u, ud, link, frame=frame)
             both(model.hessian, u, link, frame=frame)
+        both(model.jacobians, u, link)
+        both(model.hessians, u, link)
+        # the rows of the whole tree's (J_T, J_R) and (H_T, H_R), projected as the
+        # general path did before the compiled one
+        JT, JR = model.unconstrained.jacobians(q, link)
+        HT, HR = model.unconstrained.hessians(q, link)
+        N, n = B.shape
+
+        def projected(H):           # H_u[:, s n + k] = sum_ab H[:, a N + b] B[a, s] B[b, k]
+            return np.einsum('iab,as,bk->isk', H.reshape(3, N, N), B, B).reshape(3, n * n)
+        for ours, theirs in zip(model.jacobians(u, link) + model.hessians(u, link),
+                                (JT @ B, JR @ B, projected(HT), projected(HR))):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
         for frame in ('local', 'local_world_aligned'):
             both(model.acceleration, u, ud, udd, link, frame=frame)
     with pytest.raises(ValueError, match="frame 'world' has no classical acceleration"):
