@@ -978,8 +978,16 @@ class RobotModel:
 
         J_c v' + gamma is what the contacts keep at zero: the classical acceleration of a
         3-D contact's point, the spatial acceleration of a 6-D contact's frame (Pinocchio's
-        constraints): the compiled Jacobian and classical acceleration of each point.
+        constraints): one compiled call (kernels.floating_base.fixed_contact_terms) for one
+        state, else the compiled Jacobian and classical acceleration of each point.
         """
+        kernel = self._contact_kernel       # (tree, links, coupling, armature after B) or None
+        if kernel is not None and _is_vector(q) and (v is None or _is_vector(v)):
+            rows, points, dims, local, m = self._packed_contacts(contacts)
+            J, gamma = np.empty((m, self._n)), np.empty(m)
+            if native.fixed_contact_terms(*kernel[:4], q, self._zeros if v is None else v,
+                                          rows, points, dims, local, J, gamma):
+                return J, (None if v is None else gamma)
         contacts = _contacts(contacts)
         rows, drifts = [], []
         zero = np.zeros(self.nv)

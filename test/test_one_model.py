@@ -323,6 +323,35 @@ def test_the_compiled_contact_dynamics_of_a_fixed_base_is_the_general_path(kind,
             close(b, c, f'{kind}: {what} with {given}')
 
 
+@pytest.mark.parametrize('kind', ['fixed arm', 'mimic gripper'])
+def test_the_contact_terms_of_a_fixed_base_are_one_compiled_call(kind, monkeypatch):
+    """contact_jacobian, contact_inverse_dynamics: fixed_contact_terms, the general path's."""
+    from kron_dynamics.kernels import native
+    model, _ = build(kind)
+    link = CASES[kind][2][0]
+    rng = np.random.default_rng(14)
+    calls = []
+    kernel = native.fixed_contact_terms
+    for k, given in enumerate([[Contact(link)], [Contact(link, point=(0.05, 0.0, 0.02), dim=6,
+                                                         reference_frame='local')]]):
+        q, v, _ = state(model, 50 + k)
+        dv, _ = model.constrained_forward_dynamics(q, v, rng.uniform(-2, 2, model.n), given)
+        with monkeypatch.context() as patch:
+            patch.setattr(native, 'fixed_contact_terms',
+                          lambda *args: calls.append(1) or kernel(*args))
+            fast = (model.contact_jacobian(q, given),
+                    *model.contact_inverse_dynamics(q, v, dv, given))
+        assert len(calls) == 2 * (k + 1), f'{kind}: one compiled call per method'
+        with monkeypatch.context() as patch:
+            patch.setattr(model, '_contact_kernel', None)     # the general path
+            slow = (model.contact_jacobian(q, given),
+                    *model.contact_inverse_dynamics(q, v, dv, given))
+        for a, b, what in zip(fast, slow, ('J_c', 'tau', 'lambda')):
+            close(a, b, f'{kind}: {what} with {given}')
+    with pytest.raises(ValueError, match='dv moves the contacts'):
+        model.contact_inverse_dynamics(q, v, dv + 1.0, given)
+
+
 def test_an_operational_frame_is_usable_wherever_a_link_name_is(case):
     """with_frame against Pinocchio's addFrame: pose, Jacobians in three frames, J', contact."""
     kind, model, _ = case

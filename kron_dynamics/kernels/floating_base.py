@@ -1411,6 +1411,29 @@ def moving_constrained_forward_dynamics(ints, reals, sites, origin, planar, pk, 
 
 
 @jit
+def fixed_contact_terms(ints, reals, sites, cpl, u, ud, rows, points, dims, local, J, gamma):
+    """
+    Write the contact rows J_c B (m x n) and drifts J_c' v of a fixed base (mimic too).
+
+    q = B u + d, q' = B u' by ``cpl`` (kernels.coupled's format; the identity without mimic
+    joints), then :func:`contact_terms` on the whole tree, the root frame being the world.
+    False on a bad input: the facade then says why.
+    """
+    nf, n, m = ints.shape[0], u.shape[0], gamma.shape[0]
+    if cpl.shape[0] != nf or ud.shape[0] != n or J.shape[0] != m or J.shape[1] != n:
+        return False
+    q, qd, zero = np.empty(nf), np.empty(nf), np.zeros(nf)
+    if not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)):
+        return False
+    Jk = np.empty((m, nf))
+    if not contact_terms(ints, reals, sites, np.eye(3), q, qd, zero, rows, points, dims, local,
+                         Jk, gamma):
+        return False
+    project_columns(cpl, Jk, J)
+    return True
+
+
+@jit
 def fixed_constrained_forward_dynamics(ints, reals, sites, cpl, arm, u, ud, tau, rows, points,
                                        dims, local, dv, lam):
     """

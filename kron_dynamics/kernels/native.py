@@ -78,6 +78,8 @@ SIGNATURES = {
     'moving_constrained_forward_dynamics': ('floating_base', (
         _I, _R, _R, _R, nt.boolean, _R, _V, _V, _V, _V, nt.float64, nt.int64[::1], _R,
         nt.int64[::1], nt.int64[::1], _O1, _O1)),
+    'fixed_contact_terms': ('floating_base', (
+        _I, _R, _R, _R, _V, _V, nt.int64[::1], _R, nt.int64[::1], nt.int64[::1], _O2, _O1)),
     'fixed_constrained_forward_dynamics': ('floating_base', (
         _I, _R, _R, _R, _V, _V, _V, _V, nt.int64[::1], _R, nt.int64[::1], nt.int64[::1], _O1,
         _O1)),
