@@ -167,6 +167,29 @@ def test_bench_scripts_stamp_their_results_and_render_the_docs():
         assert f'bench/{script}' in bench, f'make bench does not run {script}'
 
 
+@pytest.mark.slow   # child processes (git)
+def test_stamp_says_dirty_when_the_measured_sources_changed(tmp_path, monkeypatch):
+    """The stamp read git in bench/, where none of its sources are: never '+dirty'."""
+    import subprocess
+    from lib import provenance
+    for source in ('kron_dynamics', 'bench', 'config', 'urdf'):
+        assert (provenance.REPO / source).is_dir(), f'{source} is not under {provenance.REPO}'
+    (tmp_path / 'bench' / 'results').mkdir(parents=True)
+    (tmp_path / 'kron_dynamics').mkdir()
+    (tmp_path / 'kron_dynamics' / 'm.py').write_text('x = 1\n')
+    (tmp_path / 'bench' / 'results' / 'r.json').write_text('{}\n')
+    git = ['git', '-c', 'user.name=t', '-c', 'user.email=t@t', '-C', str(tmp_path)]
+    for args in (['init', '-q'], ['add', '-A'], ['commit', '-qm', 'x']):
+        subprocess.run(git + args, check=True, capture_output=True, timeout=60)
+    monkeypatch.setattr(provenance, 'REPO', tmp_path)
+    clean = provenance.git_revision()
+    assert re.match(r'^[0-9a-f]{7,}$', clean), clean
+    (tmp_path / 'bench' / 'results' / 'r.json').write_text('{"a": 1}\n')
+    assert provenance.git_revision() == clean        # a result is not a measured source
+    (tmp_path / 'kron_dynamics' / 'm.py').write_text('x = 2\n')
+    assert provenance.git_revision() == clean + '+dirty'
+
+
 @pytest.mark.slow   # a child process (git)
 def test_stamp_names_revision_date_and_machine():
     from lib import provenance

@@ -36,9 +36,17 @@ _NK = 28
 
 
 @jit
-def _world_bodies(ints, reals, wk, sup):
-    """Root-frame axes, CoMs and central inertias; sup[l, u]: u is at or above l."""
+def _world_bodies(ints, reals, q):
+    """
+    Return (ok, wk, sup) at q: root-frame axes, CoMs and central inertias in wk.
+
+    sup[l, u]: u is at or above l; ok is False on a bad q.
+    """
     n = ints.shape[0]
+    wk = np.empty((n, _NK))
+    sup = np.empty((n, n), dtype=np.bool_)
+    if not load(ints, q, n, wk, _KQ):
+        return False, wk, sup
     frames(ints, reals, wk, _KQ, True)
     for i in range(n):
         R, p = get9(wk, i, FR), get3(wk, i, FP)
@@ -51,6 +59,7 @@ def _world_bodies(ints, reals, wk, sup):
         while k >= 0:
             sup[i, k] = True
             k = ints[k, PARENT]
+    return True, wk, sup
 
 
 @jit
@@ -68,11 +77,9 @@ def _to_user(ints, reals, Mi, out):
 def mass_matrix_jacobian(ints, reals, q, out):
     """M(q) by 000 eq. (95), sum of m J_TG^T J_TG + J_R^T I_G J_R, compiled; False on bad q."""
     n = ints.shape[0]
-    wk = np.empty((n, _NK))
-    if not load(ints, q, n, wk, _KQ):
+    ok, wk, sup = _world_bodies(ints, reals, q)
+    if not ok:
         return False
-    sup = np.empty((n, n), dtype=np.bool_)
-    _world_bodies(ints, reals, wk, sup)
     Mi = np.zeros((n, n))
     JT = np.empty((n, 3))
     JR = np.empty((n, 3))
@@ -109,11 +116,9 @@ def mass_matrix_jacobian(ints, reals, q, out):
 def jsim_explicit(ints, reals, q, out):
     """M(q) element by element from 003 eqs. (30)-(37), compiled; False on a bad q."""
     n = ints.shape[0]
-    wk = np.empty((n, _NK))
-    if not load(ints, q, n, wk, _KQ):
+    ok, wk, sup = _world_bodies(ints, reals, q)
+    if not ok:
         return False
-    sup = np.empty((n, n), dtype=np.bool_)
-    _world_bodies(ints, reals, wk, sup)
     Mi = np.zeros((n, n))
     for u in range(n):
         nu, pu = get3(wk, u, _KA), get3(wk, u, FP)

@@ -30,7 +30,7 @@ from pathlib import Path
 import platform
 import subprocess
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]      # bench/lib/provenance.py -> the checkout
 # sources whose uncommitted changes make a measurement "+dirty" (results themselves excluded)
 SOURCES = ['kron_dynamics', 'bench', ':(exclude)bench/results', 'config', 'urdf']
 
