@@ -42,17 +42,24 @@ _NO_WRENCH = np.zeros((0, 6))
 
 @jit
 def lift(cpl, u, offset, out):
-    """Write q = B u (+ d if offset) into out; False if u has the wrong length or is not finite."""
+    """
+    Write q = B u (+ d if offset) into out; False if u is not finite or has the wrong length.
+
+    The right length is :func:`coordinates`' (every coordinate follows itself), so one entry
+    too many is refused as one too few is.
+    """
     n = u.shape[0]
     for a in range(n):
         if not np.isfinite(u[a]):
             return False
+    top = -1
     for f in range(cpl.shape[0]):
         s = int(cpl[f, 0])
         if s >= n:
             return False
+        top = max(top, s)
         out[f] = (0.0 if s < 0 else cpl[f, 1] * u[s]) + (cpl[f, 2] if offset else 0.0)
-    return True
+    return top + 1 == n
 
 
 @jit
@@ -193,16 +200,14 @@ def coordinates(cpl):
 def coupled_link_pose(ints, reals, sites, cpl, k, u, out):
     """4 x 4 pose of link k at q = B u + d into out; False on a bad input."""
     q = np.empty(ints.shape[0])
-    return (u.shape[0] == coordinates(cpl) and lift(cpl, u, True, q)
-            and link_pose(ints, reals, sites, k, q, out))
+    return lift(cpl, u, True, q) and link_pose(ints, reals, sites, k, q, out)
 
 
 @jit
 def coupled_link_poses(ints, reals, sites, cpl, u, out):
     """4 x 4 poses of every link at q = B u + d into out (L, 4, 4); False on a bad input."""
     q = np.empty(ints.shape[0])
-    return (u.shape[0] == coordinates(cpl) and lift(cpl, u, True, q)
-            and link_poses(ints, reals, sites, q, out))
+    return lift(cpl, u, True, q) and link_poses(ints, reals, sites, q, out)
 
 
 @jit
@@ -210,8 +215,7 @@ def coupled_jacobian_derivative(ints, reals, sites, cpl, k, point, u, ud, frame,
     """J_u' = J'(B u + d, B u') B (6 x n, B constant) into out; False on a bad input."""
     nf, n = ints.shape[0], out.shape[1]
     q, qd, Jd = np.empty(nf), np.empty(nf), np.empty((6, nf))
-    if u.shape[0] != n or ud.shape[0] != n or coordinates(cpl) != n \
-            or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)):
+    if u.shape[0] != n or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)):
         return False
     if not jacobian_derivative(ints, reals, sites, k, point, q, qd, frame, Jd):
         return False
@@ -222,11 +226,9 @@ def coupled_jacobian_derivative(ints, reals, sites, cpl, k, point, u, ud, frame,
 @jit
 def coupled_acceleration(ints, reals, sites, cpl, k, point, u, ud, udd, frame, out):
     """Classical acceleration (6,) at q = B u + d, q' = B u', q'' = B u''; False if bad."""
-    nf, n = ints.shape[0], coordinates(cpl)
+    nf = ints.shape[0]
     q, qd, qdd = np.empty(nf), np.empty(nf), np.empty(nf)
-    if u.shape[0] != n or ud.shape[0] != n or udd.shape[0] != n \
-            or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)
-                    and lift(cpl, udd, False, qdd)):
+    if not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd) and lift(cpl, udd, False, qdd)):
         return False
     return acceleration(ints, reals, sites, k, point, q, qd, qdd, frame, out)
 
@@ -235,8 +237,7 @@ def coupled_acceleration(ints, reals, sites, cpl, k, point, u, ud, udd, frame, o
 def coupled_center_of_mass(ints, reals, cpl, u, include_root, out):
     """Centre of mass (3,) at q = B u + d into out; False on a bad u or no mass."""
     q = np.empty(ints.shape[0])
-    return (u.shape[0] == coordinates(cpl) and lift(cpl, u, True, q)
-            and center_of_mass(ints, reals, q, include_root, out))
+    return lift(cpl, u, True, q) and center_of_mass(ints, reals, q, include_root, out)
 
 
 @jit
@@ -244,7 +245,7 @@ def coupled_center_of_mass_jacobian(ints, reals, cpl, u, include_root, out):
     """Write the centre of mass's Jacobian in u, J_c B (3 x n), into out; False if bad."""
     nf, n = ints.shape[0], out.shape[1]
     q, J = np.empty(nf), np.empty((3, nf))
-    if u.shape[0] != n or coordinates(cpl) != n or not lift(cpl, u, True, q) \
+    if u.shape[0] != n or not lift(cpl, u, True, q) \
             or not center_of_mass_jacobian(ints, reals, q, include_root, J):
         return False
     project_columns(cpl, J, out)
@@ -256,8 +257,7 @@ def coupled_coriolis_matrix(ints, reals, cpl, u, ud, out):
     """C_u = B^T C(B u + d, B u') B (n x n) into out; False on a bad input."""
     nf, n = ints.shape[0], out.shape[0]
     q, qd, C = np.empty(nf), np.empty(nf), np.empty((nf, nf))
-    if u.shape[0] != n or ud.shape[0] != n or coordinates(cpl) != n \
-            or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)) \
+    if u.shape[0] != n or not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)) \
             or not coriolis_matrix(ints, reals, q, qd, C):
         return False
     project_matrix(cpl, C, np.zeros(n), out)
@@ -269,7 +269,7 @@ def coupled_centroidal_momentum_matrix(ints, reals, cpl, u, out):
     """A_G B (6 x n) at q = B u + d into out; False on a bad u or massless moving bodies."""
     nf, n = ints.shape[0], out.shape[1]
     q, A = np.empty(nf), np.empty((6, nf))
-    if u.shape[0] != n or coordinates(cpl) != n or not lift(cpl, u, True, q) \
+    if u.shape[0] != n or not lift(cpl, u, True, q) \
             or not centroidal_momentum_matrix(ints, reals, q, A):
         return False
     project_columns(cpl, A, out)
@@ -296,9 +296,9 @@ def project_hessian(cpl, H, n, out):
 @jit
 def coupled_hessian(ints, reals, sites, cpl, k, point, u, frame, out):
     """Write the Hessian of J_u in u (6 x n^2), B^T H B per row, into out; False if bad."""
-    nf, n = ints.shape[0], coordinates(cpl)
+    nf, n = ints.shape[0], u.shape[0]
     q, H = np.empty(nf), np.empty((6, nf * nf))
-    if u.shape[0] != n or out.shape[1] != n * n or not lift(cpl, u, True, q) \
+    if out.shape[1] != n * n or not lift(cpl, u, True, q) \
             or not hessian(ints, reals, sites, k, point, q, frame, H):
         return False
     project_hessian(cpl, H, n, out)
@@ -310,7 +310,7 @@ def coupled_coriolis_star(ints, reals, cpl, u, out):
     """C*_u = B^T C*(B u + d) (B kron B) (n x n^2) into out; False on a bad u."""
     nf, n = ints.shape[0], out.shape[0]
     q, C = np.empty(nf), np.empty((nf, nf * nf))
-    if u.shape[0] != n or coordinates(cpl) != n or not lift(cpl, u, True, q) \
+    if u.shape[0] != n or not lift(cpl, u, True, q) \
             or not coriolis_star(ints, reals, q, C):
         return False
     out[:, :] = 0.0
