@@ -21,7 +21,8 @@ requirements.txt, MuJoCo with bench/requirements.txt (bench/lib/comparison_libs.
 
 1. Agreement: M, G, inverse dynamics (RNEA), the Coriolis vector C(q, q')q' and the
    Coriolis matrix (via C q', since Coriolis matrices with M' - 2C skew are not unique) at
-   random configurations, relative to the largest entry; kron_dynamics' own identities too.
+   random configurations, relative to the largest entry (kron_dynamics' own identities are
+   the test suite's).
 2. Single calls from Python: min and median time per call (timeit, warm-up first: numba
    compiles on the first call), ratios kron/Pinocchio against the targets of the
    "Performance" issue (<= 2x for tau, M, G, Coriolis vector; <= 4x for C* vs
@@ -29,12 +30,11 @@ requirements.txt, MuJoCo with bench/requirements.txt (bench/lib/comparison_libs.
 3. Scaling over the chains and the tree: tau, M and C* vs n, log-log slopes.
 4. Batch: N = 10,000 configurations through one kron_dynamics call (q of shape (N, n)) vs
    Pinocchio in a Python loop (target: ours >= 2x faster).
-5. The three mass-matrix algorithms (000 eq. 95, 003 explicit JSIM, CRBA), readable NumPy
-   and compiled (the same numba style for all three), next to the operation counts that 003
-   claims (Table 1, Fig. 3).
+5. The three mass-matrix algorithms (000 eq. 95, 003 explicit JSIM, CRBA), compiled in the
+   same numba style, next to the operation counts that 003 claims (Table 1, Fig. 3).
 
 Writes bench/results/dynamics.json (stamped with revision and machine: bench/lib/provenance.py)
-and scaling.png, then re-renders docs/ and bench/results/dynamics.md (bench/report.py)::
+and scaling.png, then re-renders docs/ (bench/report.py)::
 
     .venv/bin/python bench/bench_dynamics.py                 # full run (about 5 minutes)
     .venv/bin/python bench/bench_dynamics.py --quick         # smoke test (about 20 s)
@@ -52,9 +52,9 @@ import time
 import traceback
 
 from lib import comparison_libs, provenance
-from lib.compare import AGREE_TOL, AGREE_TOL_LOOSE, FD_TOL, relerr as _relerr
+from lib.compare import AGREE_TOL, relerr as _relerr
 from lib.compiled_jsim import entry_points as jsim_entry_points
-from lib.models import BenchModel, build_models, find_robots_dir, rotate_base_inertial
+from lib.models import build_models, find_robots_dir
 from lib.timing import per_call, safe_time
 import numpy as np
 
@@ -76,8 +76,7 @@ TARGETS = {
     'coriolis_vector': ('nonLinearEffects - G', 2.0),
     'coriolis_star': ('computeCoriolisMatrix', 4.0),
 }
-READABLE_M = {'jacobian': '000 eq. 95 (Jacobians)', 'explicit': '003 explicit JSIM',
-              'crba': 'CRBA (readable)'}
+JSIM = ('jacobian', 'explicit', 'crba')     # 000 eq. 95, 003's explicit form, CRBA
 SCALING = {   # label -> (kron op, Pinocchio op)
     'RNEA (tau)': ('inverse_dynamics', 'rnea'),
     'M': ('mass_matrix', 'crba'),
@@ -136,12 +135,6 @@ def relerr(a, b) -> float:
     return _relerr(a, b, floor=0.0)
 
 
-def skew_residual(Mdot, C) -> float:
-    """Return max |S + S^T| / max |M'| for S = M' - 2C (zero if M' - 2C is skew)."""
-    S = Mdot - 2 * np.asarray(C)
-    return float(np.max(np.abs(S + S.T)) / max(float(np.max(np.abs(Mdot))), 1e-300))
-
-
 # ---------------------------------------------------------------------------- libraries
 class Kron:
     """kron_dynamics on one benchmark model (reference order: model.joint_names)."""
@@ -168,21 +161,16 @@ class Kron:
     def C(self, q, qd):
         return self.model.coriolis_matrix(q, qd)
 
-    def timers(self, q, qd, qdd, tau, readable=True) -> dict:
+    def timers(self, q, qd, qdd) -> dict:
         m = self.model
         ops = {
             'inverse_dynamics': lambda: m.inverse_dynamics(q, qd, qdd),
             'mass_matrix': lambda: m.mass_matrix(q),
             'gravity_torque': lambda: m.gravity_torque(q),
             'coriolis_vector': lambda: m.coriolis_vector(q, qd),
-            'bias_torque': lambda: m.bias_torque(q, qd),
             'coriolis_star': lambda: m.coriolis_star(q),
             'coriolis_matrix': lambda: m.coriolis_matrix(q, qd),
-            'forward_dynamics': lambda: m.forward_dynamics(q, qd, tau),
         }
-        if readable:
-            for method in READABLE_M:
-                ops[f"mass_matrix('{method}')"] = (lambda k: lambda: m.mass_matrix(q, k))(method)
         out = np.empty((m.n, m.n))
         ints, reals = m._ints, m._reals
         jsim = jsim_entry_points()
@@ -224,9 +212,6 @@ class Pinocchio:
         self.model.gravity.linear = np.array(GRAVITY)
         self.pair = PinocchioPair(kron_model, self.model)
         self.data = self.pair.pd
-        self.model0 = self.pin.Model(self.model)     # same model without gravity
-        self.model0.gravity.linear = np.zeros(3)
-        self.data0 = self.model0.createData()
 
     def M(self, q):
         return self.pair.matrix(symmetric_from_upper(self.pin.crba(self.model, self.data,
@@ -249,17 +234,15 @@ class Pinocchio:
         p = self.pair
         return p.matrix(self.pin.computeCoriolisMatrix(self.model, self.data, p.q(q), p.v(qd)))
 
-    def timers(self, q, qd, qdd, tau) -> dict:
-        pin, m, d, m0, d0 = self.pin, self.model, self.data, self.model0, self.data0
+    def timers(self, q, qd, qdd) -> dict:
+        pin, m, d = self.pin, self.model, self.data
         q, qd, qdd = self.pair.q(q), self.pair.v(qd), self.pair.v(qdd)
         return {
             'rnea': lambda: pin.rnea(m, d, q, qd, qdd),
             'crba': lambda: pin.crba(m, d, q),
-            'crba + symmetric fill': lambda: symmetric_from_upper(pin.crba(m, d, q)),
             'computeGeneralizedGravity': lambda: pin.computeGeneralizedGravity(m, d, q),
             'nonLinearEffects - G': lambda: (np.array(pin.nonLinearEffects(m, d, q, qd))
                                              - pin.computeGeneralizedGravity(m, d, q)),
-            'nonLinearEffects (g = 0 model)': lambda: pin.nonLinearEffects(m0, d0, q, qd),
             'computeCoriolisMatrix': lambda: pin.computeCoriolisMatrix(m, d, q, qd),
         }
 
@@ -269,13 +252,13 @@ class PyBullet(Mapped):
 
     name = 'pybullet'
 
-    def __init__(self, p, bm, kron_names, inertia_from_file=True):
+    def __init__(self, p, bm, kron_names):
         self.p = p
         self.cid = p.connect(p.DIRECT)
         p.setGravity(*GRAVITY, physicsClientId=self.cid)
-        flags = p.URDF_USE_INERTIA_FROM_FILE if inertia_from_file else 0
-        self.body = p.loadURDF(str(bm.path), useFixedBase=True, flags=flags,
-                               physicsClientId=self.cid)
+        # without the flag, Bullet recomputes the inertias from the collision shapes
+        self.body = p.loadURDF(str(bm.path), useFixedBase=True,
+                               flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=self.cid)
         names = []
         for j in range(p.getNumJoints(self.body, physicsClientId=self.cid)):
             info = p.getJointInfo(self.body, j, physicsClientId=self.cid)
@@ -306,7 +289,7 @@ class PyBullet(Mapped):
         z = np.zeros(len(q))
         return self.vec(self._id(q, qd, z)) - self.vec(self._id(q, z, z))
 
-    def timers(self, q, qd, qdd, tau) -> dict:
+    def timers(self, q, qd, qdd) -> dict:
         p, body, cid = self.p, self.body, self.cid
         q, qd, qdd = (self.to_lib(x).tolist() for x in (q, qd, qdd))
         return {
@@ -394,12 +377,11 @@ class MuJoCo(Mapped):
         bias = self.vec(self._rne(0))
         return bias - self.G(q)
 
-    def timers(self, q, qd, qdd, tau) -> dict:
+    def timers(self, q, qd, qdd) -> dict:
         mj, m, d = self.mj, self.m, self.d
         self._set(q, qd, qdd)
         return {
             'mj_inverse': lambda: mj.mj_inverse(m, d),
-            'mj_rne (kinematics, comPos, comVel, rne)': lambda: self._rne(1),
             'mj_fullM (kinematics, comPos, makeM, fullM)': self._full_m,
         }
 
@@ -414,42 +396,6 @@ def samples(kron: Kron, count: int, seed: int = 7):
             for _ in range(count)]
 
 
-def mdot(kron: Kron, q, qd, h=1e-6):
-    """Return dM/dt along q' by central differences of kron_dynamics' M."""
-    return (kron.M(q + h * qd) - kron.M(q - h * qd)) / (2 * h)
-
-
-def kron_identities(kron: Kron, configs) -> dict:
-    """Check kron_dynamics against itself: the three readable M, C* and C, tau, q''."""
-    m = kron.model
-    err = {}
-
-    def note(key, value):
-        err[key] = max(err.get(key, 0.0), value)
-    for q, qd, qdd in configs:
-        M = m.mass_matrix(q)
-        for method in READABLE_M:
-            note(f"mass_matrix('{method}') vs default", relerr(m.mass_matrix(q, method), M))
-        cv = m.coriolis_vector(q, qd)
-        note('coriolis_star (qd kron qd) vs coriolis_vector',
-             relerr(m.coriolis_star(q) @ np.kron(qd, qd), cv))
-        C = m.coriolis_matrix(q, qd)
-        note('coriolis_matrix qd vs coriolis_vector', relerr(C @ qd, cv))
-        note("M' - 2C skew (finite-difference M')", skew_residual(mdot(kron, q, qd), C))
-        G = m.gravity_torque(q)
-        note('bias_torque vs coriolis_vector + gravity_torque', relerr(m.bias_torque(q, qd),
-                                                                       cv + G))
-        tau = m.inverse_dynamics(q, qd, qdd)
-        note('inverse_dynamics vs M qdd + C qd + G', relerr(tau, M @ qdd + cv + G))
-        note('forward_dynamics(inverse_dynamics) vs qdd',
-             relerr(m.forward_dynamics(q, qd, tau), qdd))
-    return err
-
-
-def _err(value) -> float:
-    return value if isinstance(value, float) else relerr(*value)
-
-
 def agreement(lib, kron: Kron, configs) -> dict:
     """Return {quantity: max relative error over configs} of a library against kron."""
     checks = {
@@ -460,14 +406,10 @@ def agreement(lib, kron: Kron, configs) -> dict:
     }
     if hasattr(lib, 'C'):
         checks['Coriolis matrix: C qd'] = lambda q, qd, qdd: (lib.C(q, qd) @ qd, kron.cvec(q, qd))
-        checks['Coriolis matrix: C itself (need not agree)'] = (
-            lambda q, qd, qdd: (lib.C(q, qd), kron.C(q, qd)))
-        checks["its M' - 2C skew (finite-difference M')"] = (
-            lambda q, qd, qdd: skew_residual(mdot(kron, q, qd), lib.C(q, qd)))
     out = {}
     for key, check in checks.items():
         try:
-            out[key] = max(_err(check(q, qd, qdd)) for q, qd, qdd in configs)
+            out[key] = max(relerr(*check(q, qd, qdd)) for q, qd, qdd in configs)
         except Exception as exc:
             out[key] = f'{type(exc).__name__}: {exc}'
     return out
@@ -535,7 +477,6 @@ def bench_model(bm, libs: dict, settings: dict, log) -> dict:
     kron = Kron(bm)
     configs = samples(kron, settings['checks'])
     log(f'  {bm.name} (n = {bm.n}): agreement')
-    result['agreement']['kron_dynamics (self)'] = kron_identities(kron, configs)
     adapters = {}
     builders = {
         'pinocchio': lambda mod: Pinocchio(mod, bm, kron.model),
@@ -552,35 +493,14 @@ def bench_model(bm, libs: dict, settings: dict, log) -> dict:
         except Exception as exc:
             result['errors'][key] = f'{type(exc).__name__}: {exc}'
             log(f'    {key}: {result["errors"][key]}')
-    if libs.get('pybullet') is not None:   # what PyBullet does without the flag
-        try:
-            raw = PyBullet(libs['pybullet'], bm, kron.joint_names, inertia_from_file=False)
-            result['agreement']['pybullet (no URDF_USE_INERTIA_FROM_FILE)'] = {
-                'M': max(relerr(raw.M(q), kron.M(q)) for q, _, _ in configs)}
-            raw.close()
-            xml = rotate_base_inertial(bm.urdf)
-            path = bm.path.with_name(f'{bm.name}_rotated_base_inertial.urdf')
-            path.write_text(xml, encoding='utf-8')
-            rot = PyBullet(libs['pybullet'], BenchModel(bm.name, bm.kind, bm.n, xml, path),
-                           kron.joint_names)
-            result['agreement']['pybullet (base inertial frame rotated)'] = {
-                'G': max(relerr(rot.G(q), kron.G(q)) for q, _, _ in configs)}
-            rot.close()
-        except Exception as exc:
-            result['errors']['pybullet (variants)'] = f'{type(exc).__name__}: {exc}'
     log(f'  {bm.name}: timing')
     q, qd, qdd = configs[0]
-    tau = kron.rnea(q, qd, qdd)
-    timers = {'kron_dynamics': kron.timers(q, qd, qdd, tau,
-                                           readable=settings['readable'] or bm.n <= 12)}
+    timers = {'kron_dynamics': kron.timers(q, qd, qdd)}
     for key, lib in adapters.items():
-        timers[key] = lib.timers(q, qd, qdd, tau)
+        timers[key] = lib.timers(q, qd, qdd)
     for lib, ops in timers.items():
-        result['timing_us'][lib] = {}
-        for op, f in ops.items():
-            slow = op.startswith('mass_matrix(')    # readable NumPy: fewer repetitions
-            result['timing_us'][lib][op] = safe_time(
-                f, budget, max(2, repeat // 2) if slow else repeat, log)
+        result['timing_us'][lib] = {op: safe_time(f, budget, repeat, log)
+                                    for op, f in ops.items()}
     ratios = {}
     for op, (base, target) in TARGETS.items():
         ours = result['timing_us']['kron_dynamics'].get(op, {})
@@ -654,16 +574,13 @@ def scaling_summary(results) -> dict:
 
 
 def mass_matrix_summary(results) -> dict:
-    """Return the readable M algorithms' times on every model with 003's operation counts."""
+    """Return the compiled M algorithms' times on every model with 003's operation counts."""
     rows = []
     order = sorted(results, key=lambda k: (results[k]['kind'] != 'chain', results[k]['n']))
     for name in order:
         r = results[name]
         row = {'model': name, 'n': r['n'], 'kind': r['kind']}
-        for method in READABLE_M:
-            row[method] = timing(results, name, 'kron_dynamics', f"mass_matrix('{method}')")
-        row['compiled'] = timing(results, name, 'kron_dynamics', 'mass_matrix')
-        for method in READABLE_M:
+        for method in JSIM:
             row[f'compiled {method}'] = timing(results, name, 'kron_dynamics',
                                                f'compiled {method}')
         for key in PAPER_003:
@@ -671,7 +588,7 @@ def mass_matrix_summary(results) -> dict:
         rows.append(row)
     chains = [row for row in rows if row['kind'] == 'chain']
     slopes = {m: slope([row['n'] for row in chains], [row[m] for row in chains])
-              for m in (*READABLE_M, 'compiled', *(f'compiled {k}' for k in READABLE_M))}
+              for m in (f'compiled {k}' for k in JSIM)}
     ns = [row['n'] for row in chains]
     slopes.update({f'003 claim {key}': slope(ns, [row[f'eqadd {key}'] for row in chains])
                    for key in PAPER_003})
@@ -679,30 +596,6 @@ def mass_matrix_summary(results) -> dict:
                     'additions': c['additions'][0]} for key, c in PAPER_003.items()}
     return {'rows': rows, 'slopes_chains': slopes, 'claims': claims,
             'source': PAPER_003_SOURCE}
-
-
-def agreement_notes(results) -> list:
-    """Return the checks beyond their tolerance, each with the model it is worst on."""
-    worst = {}
-    for name, r in results.items():
-        for lib, a in r['agreement'].items():
-            for k, v in a.items():
-                if isinstance(v, float) and v > worst.get((lib, k), (0, ''))[0]:
-                    worst[(lib, k)] = (v, name)
-    notes = []
-    for (lib, k), (v, name) in sorted(worst.items()):
-        if 'finite-difference' in k:
-            tol = FD_TOL
-        elif lib == 'pybullet':
-            tol = AGREE_TOL_LOOSE
-        elif lib in ('pinocchio', 'mujoco', 'kron_dynamics (self)') and 'need not' not in k:
-            tol = AGREE_TOL
-        else:       # the matrices C themselves, and PyBullet set up the wrong way on purpose
-            continue
-        if v > tol:
-            notes.append(f'**DISAGREEMENT** {lib}: {k}: {v:.1e} (worst on {name}) beyond '
-                         f'{tol:g}')
-    return notes
 
 
 # ---------------------------------------------------------------------------- output
@@ -757,7 +650,7 @@ def main(argv=None) -> int:
     parser.add_argument('--models', default='', help='comma-separated subset of model names')
     parser.add_argument('--report-only', action='store_true',
                         help='measure nothing: rewrite scaling.png and the summaries in '
-                             'OUT/dynamics.json (and so bench/results/dynamics.md) from it')
+                             'OUT/dynamics.json (and so docs/) from it')
     args = parser.parse_args(argv)
     if args.report_only:
         data = json.loads((Path(args.out) / 'dynamics.json').read_text())
@@ -766,7 +659,7 @@ def main(argv=None) -> int:
         return 0
     quick = args.quick
     settings = {'budget': 0.02 if quick else 0.4, 'repeat': 3 if quick else 9,
-                'checks': 2 if quick else 5, 'readable': True,
+                'checks': 2 if quick else 5,
                 'batch_n': 1000 if quick else 10_000,
                 'batch_budget': 0.05 if quick else 1.0, 'batch_repeat': 2 if quick else 5}
     out = Path(args.out)
@@ -821,7 +714,6 @@ def write_reports(report: dict, out: Path, log=print) -> None:
     results = report['models']
     report['scaling'] = scaling_summary(results)
     report['mass_matrix_algorithms'] = mass_matrix_summary(results)
-    report['agreement_notes'] = agreement_notes(results)
     (out / 'dynamics.json').write_text(json.dumps(report, indent=2, default=str) + '\n')
     try:
         plot(report, out / 'scaling.png')

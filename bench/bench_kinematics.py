@@ -27,11 +27,10 @@ independent joints; geometry, transmissions and gazebo tags dropped).
    alternately (repeat by repeat, the order swapped every time) so that load on the shared
    machine hits both alike; ratio = min(kron) / min(Pinocchio), with the median of the
    per-repeat ratios next to it. Targets (issue 13): Jacobians, the frame Jacobian and
-   link_pose at most 2x Pinocchio, Hessians at most 2x computeJointKinematicHessians;
-   M, G, RNEA at most 1.2x on the Panda.
-3. Anatomy of the M, G and RNEA calls: the facade, the compiled entry point alone, the
-   argument unboxing alone (an empty kernel with the same signature) and the output array,
-   each timed alternately with the Pinocchio call.
+   link_pose at most 2x Pinocchio, Hessians at most 2x computeJointKinematicHessians.
+3. Anatomy of the M, G and RNEA calls (target 1.2x on the Panda): the facade, the compiled
+   entry point alone, the argument unboxing alone (an empty kernel with the same signature)
+   and the output array, each timed alternately with the Pinocchio call.
 4. Batches of N configurations in one call against Pinocchio's parallel API
    (rneaInParallel, abaInParallel with a ModelPool, all cores) where it has one, and against
    a Python loop of single calls where it has none (Jacobians): target >= 2x faster per
@@ -67,7 +66,6 @@ TARGETS = {
     'jacobian (local_world_aligned)': 2.0, 'jacobian (local)': 2.0, 'jacobian (world)': 2.0,
     'jacobians (J_T, J_R)': 2.0,
     'link_pose': 2.0, 'hessian': 2.0, 'hessians (H_T, H_R)': 2.0,
-    'mass_matrix': 1.2, 'gravity_torque': 1.2, 'inverse_dynamics': 1.2,
 }
 
 
@@ -206,11 +204,6 @@ def single_calls(pin, pair: Pair, rng, budget, repeat, log) -> dict:
         'center_of_mass_jacobian': ('jacobianCenterOfMass',
                                     lambda: k.center_of_mass_jacobian(q),
                                     lambda: pin.jacobianCenterOfMass(m, d, pq)),
-        'mass_matrix': ('crba', lambda: k.mass_matrix(q), lambda: pin.crba(m, d, pq)),
-        'gravity_torque': ('computeGeneralizedGravity', lambda: k.gravity_torque(q),
-                           lambda: pin.computeGeneralizedGravity(m, d, pq)),
-        'inverse_dynamics': ('rnea', lambda: k.inverse_dynamics(q, qd, qdd),
-                             lambda: pin.rnea(m, d, pq, pv, pa)),
     }
     out = timed_pairs(pairs, budget, repeat, log)
     for name, row in out.items():
@@ -221,6 +214,8 @@ def single_calls(pin, pair: Pair, rng, budget, repeat, log) -> dict:
 def anatomy(pin, pair: Pair, rng, budget, repeat, log) -> dict:
     """
     Where a single M, G or RNEA call spends its time: each part timed against Pinocchio.
+
+    The facade row is the call a user makes (target 1.2x on the Panda, README).
 
     facade (RobotModel method) = Python (checks, output array) + compiled entry point;
     entry point = argument unboxing (an empty kernel with the same signature) + kernel.

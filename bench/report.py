@@ -23,7 +23,6 @@ The text around the blocks is written in the Markdown files themselves, not here
 scripts call this at the end of a run, so the tables cannot go stale; ``test/test_docs.py``
 checks that the committed files are exactly what this renders from the committed JSON, so a
 hand edit of a table fails.
-bench/results/dynamics.md (every table of the dynamics benchmark's run) is such a page too.
 
     .venv/bin/python bench/report.py            # rewrite the generated files (make docs)
     .venv/bin/python bench/report.py --check    # exit 1 if any differs from the JSON
@@ -277,92 +276,17 @@ def mass_matrix_table(r: Results) -> str:
         ('000 eq. 95', 'compiled jacobian'), ('003 explicit', 'compiled explicit'),
         ('CRBA', 'compiled crba'), ("003's count for eq. 95", '003 claim jacobian'),
         ("003's count for its explicit form", '003 claim explicit')))
+    paper = d['meta'].get('paper_003_check', {})
+    claims = '\n'.join(f"- {c['method']}: {c['multiplications']} multiplications, "
+                       f"{c['additions']} additions" for c in mm['claims'].values())
     return '\n\n'.join([
         table(['model', 'n', '000 eq. 95 [µs]', '003 explicit [µs]', 'CRBA [µs]',
                'time explicit / eq. 95', "003's claim (equivalent additions)"], rows),
         f'Compiled kernels called directly (min µs per call). Log-log slopes over the chains: '
         f'{slopes}.',
-        source(r, 'dynamics')])
-
-
-# ------------------------------------------------------------------------------ dynamics.md
-DYNAMICS_LIBRARIES = ('pinocchio', 'pybullet', 'mujoco')
-
-
-def dynamics_agreement_table(r: Results) -> str:
-    """Every model against every library, the other checks, and what explains the gaps."""
-    d = r['dynamics']
-    rows, others = [], []
-    for name, m in d['models'].items():
-        for lib in DYNAMICS_LIBRARIES:
-            a = m['agreement'].get(lib)
-            if a is None:
-                if lib in m.get('errors', {}):
-                    rows.append([name, lib, f"failed: {m['errors'][lib]}"]
-                                + [''] * len(AGREEMENT))
-                continue
-            tol = AGREE_TOL_LOOSE if lib == 'pybullet' else AGREE_TOL
-            values = [a.get(k) for k in AGREEMENT]
-            ok = all(isinstance(v, float) and v <= tol for v in values if v is not None)
-            rows.append([name, lib] + ['–' if v is None else err(v) for v in values]
-                        + [met(ok)])
-        others += [[name, f'{lib}: {k}', err(v)] for lib, a in m['agreement'].items()
-                   for k, v in a.items() if lib not in DYNAMICS_LIBRARIES or k not in AGREEMENT]
-    return '\n\n'.join([
-        table(['model', 'library', *AGREEMENT, f'≤ {AGREE_TOL:g} ({AGREE_TOL_LOOSE:g} for '
-               'PyBullet)'], rows),
-        f"Worst over {d['meta']['checks']} random configurations of each model. Other checks "
-        'over the same configurations:',
-        table(['model', 'check', 'largest relative difference'], others),
-        *d.get('agreement_notes', []), source(r, 'dynamics')])
-
-
-def dynamics_targets_table(r: Results) -> str:
-    """Every model's single calls against Pinocchio's, with the targets."""
-    d = r['dynamics']
-    rows = [[name, m['n'], *target_cells(m, op, medians=True)]
-            for name, m in d['models'].items() for op in m.get('ratios', {})]
-    return table(['model', 'n', 'kron_dynamics', 'min µs', 'median µs', 'Pinocchio', 'min µs',
-                  'median µs', 'ratio (min)', 'ratio (median)', 'target', 'verdict'],
-                 rows) + '\n\n' + source(r, 'dynamics')
-
-
-def dynamics_timings_table(r: Results) -> str:
-    """Every single call of every library on every model."""
-    d = r['dynamics']
-    rows = [[name, lib, op] + ([t['error'], ''] if 'error' in t else
-                               [fmt(t['min_us']), fmt(t['median_us'])])
-            for name, m in d['models'].items() for lib, ops in m['timing_us'].items()
-            for op, t in ops.items()]
-    return table(['model', 'library', 'operation', 'min µs', 'median µs'], rows) + '\n\n' \
-        + source(r, 'dynamics')
-
-
-def mass_matrix_detail_table(r: Results) -> str:
-    """The readable and compiled M algorithms on every model, with 003's counts."""
-    d = r['dynamics']
-    mm = d['mass_matrix_algorithms']
-    rows = []
-    for row in mm['rows']:
-        cj, ce = row.get('compiled jacobian'), row.get('compiled explicit')
-        rows.append([row['model'], row['n'], fmt(row['jacobian'], 1), fmt(row['explicit'], 1),
-                     fmt(row['crba'], 1), fmt(cj), fmt(ce), fmt(row.get('compiled crba')),
-                     fmt(ce / cj if ce and cj else None),
-                     fmt(row['eqadd explicit'] / row['eqadd jacobian'])])
-    paper = d['meta'].get('paper_003_check', {})
-    claims = '\n'.join(f"- `{key}`: {c['method']}: {c['multiplications']} multiplications, "
-                       f"{c['additions']} additions" for key, c in mm['claims'].items())
-    return '\n\n'.join([
-        table(['model', 'n', 'readable eq. 95 [µs]', 'readable explicit [µs]',
-               'readable CRBA [µs]', 'compiled eq. 95 [µs]', 'compiled explicit [µs]',
-               'compiled CRBA [µs]', 'compiled time explicit / eq. 95',
-               "003's claim (equivalent additions)"], rows),
-        f"Claims ({mm['source']}; formulas "
+        f"003's counts ({mm['source']}; the formulas "
         f"{'all found' if paper.get('verified') else '**not all found**'} in the seed text):",
-        claims,
-        'Log-log slopes over the chains: ' + ', '.join(
-            f'{k} {fmt(v)}' for k, v in mm['slopes_chains'].items()) + '.',
-        source(r, 'dynamics')])
+        claims, source(r, 'dynamics')])
 
 
 def kinematics_agreement_table(r: Results) -> str:
@@ -556,26 +480,29 @@ AGREEMENT = ['M', 'G', 'RNEA tau', 'Coriolis vector', 'Coriolis matrix: C qd']
 
 
 def agreement_table(r: Results) -> str:
-    """Largest relative difference to Pinocchio, PyBullet and MuJoCo over all models."""
+    """Every model of the dynamics benchmark against Pinocchio, PyBullet and MuJoCo."""
     d = r['dynamics']
     rows = []
-    for lib in ('pinocchio', 'pybullet', 'mujoco'):
-        worst = {}
-        for m in d['models'].values():
-            for k, v in m['agreement'].get(lib, {}).items():
-                if isinstance(v, float):
-                    worst[k] = max(worst.get(k, 0.0), v)
-        if worst:
-            rows.append([lib] + [f'{worst[k]:.1e}' if k in worst else '–' for k in AGREEMENT])
-    models = ', '.join(f"{name} ({m['n']})" for name, m in d['models'].items())
+    for name, m in d['models'].items():
+        for lib in ('pinocchio', 'pybullet', 'mujoco'):
+            a = m['agreement'].get(lib)
+            if a is None:
+                if lib in m.get('errors', {}):
+                    rows.append([name, lib, f"failed: {m['errors'][lib]}"]
+                                + [''] * len(AGREEMENT))
+                continue
+            tol = AGREE_TOL_LOOSE if lib == 'pybullet' else AGREE_TOL
+            values = [a.get(k) for k in AGREEMENT]
+            ok = all(isinstance(v, float) and v <= tol for v in values if v is not None)
+            rows.append([name, lib] + ['–' if v is None else err(v) for v in values]
+                        + [met(ok)])
     return '\n\n'.join([
-        table(['library'] + AGREEMENT, rows),
+        table(['model', 'library', *AGREEMENT, f'≤ {AGREE_TOL:g} ({AGREE_TOL_LOOSE:g} for '
+               'PyBullet)'], rows),
         f"max |a − b| / max |b| against kron_dynamics, worst over {d['meta']['checks']} random "
-        f'configurations of each model: {models}.',
-        source(r, 'dynamics')])
+        'configurations of each model.', source(r, 'dynamics')])
 
 
-# ------------------------------------------------------------------------------ README
 # ------------------------------------------------------------------------------ kinematics
 KINEMATICS_ROBOTS = {'panda': 'Panda (n = 7)', 'talos': 'Talos (n = 32)'}
 
@@ -782,9 +709,9 @@ def call_anatomy_table(r: Results) -> str:
                       f"is {fmt(entry['ratio_min'])}x Pinocchio's whole call{arithmetic}, the "
                       f"facade around it (input checks, dispatch, the output array) adds "
                       f"{fmt(facade['kron_min_us'] - entry['kron_min_us'])} µs")
-    big = r['kinematics']['robots'].get('talos', {}).get('single', {})
-    at_scale = ', '.join(f"`{op}` {fmt(big[op]['ratio_min'])}x" for op in d
-                         if big.get(op, {}).get('ratio_min') is not None)
+    big = r['kinematics']['robots'].get('talos', {}).get('anatomy', {})
+    at_scale = ', '.join(f"`{op}` {fmt(big[op]['facade']['ratio_min'])}x" for op in d
+                         if big.get(op, {}).get('facade', {}).get('ratio_min') is not None)
     text = ('What limits the Panda ratios of M, G and RNEA (target 1.2x): '
             + '; '.join(limits) + '.' + (f' At 32 joints (Talos), where the arithmetic '
                                          f'outweighs the fixed per-call cost: {at_scale}.'
@@ -821,6 +748,7 @@ def readme_block(r: Results) -> str:
          f'{fmt(warm)} s', f'[start-up]({perf}#start-up)'],
     ]
     kin = r['kinematics']['robots']['panda']['single']
+    facade = {op: e['facade'] for op, e in r['kinematics']['robots']['panda']['anatomy'].items()}
     for op, what in (('link_pose', 'link pose (4 x 4)'),
                      ('jacobian (local_world_aligned)', '6 x n frame Jacobian'),
                      ('hessians (H_T, H_R)', 'Hessians (H_T, H_R)')):
@@ -830,8 +758,8 @@ def readme_block(r: Results) -> str:
                      f"{fmt(e['ratio_min'])}x)", f'[kinematics]({perf}#kinematics)'])
     ops = ('mass_matrix', 'gravity_torque', 'inverse_dynamics')
     rows.append(['M / G / RNEA, Panda, ratio to Pinocchio in the same run (target 1.2x: '
-                 f"{'met' if all(kin[op]['ratio_min'] <= 1.2 for op in ops) else 'not met'})",
-                 ' / '.join(f"{fmt(kin[op]['ratio_min'])}x" for op in ops),
+                 f"{'met' if all(facade[op]['ratio_min'] <= 1.2 for op in ops) else 'not met'})",
+                 ' / '.join(f"{fmt(facade[op]['ratio_min'])}x" for op in ops),
                  f'[what limits it]({perf}#kinematics)'])
     fl = r['one_model']['cases']['talos_floating']['single']
     rows.append(['floating base, TALOS (nv = 38): M / inverse dynamics, one call from Python',
@@ -876,12 +804,10 @@ def readme_block(r: Results) -> str:
 # ------------------------------------------------------------------------------ pages
 # the pages whose marked blocks are rendered here; their text around the blocks is edited by
 # hand in the Markdown files
-PAGES = ('docs/performance.md', 'docs/reliability.md', 'README.md',
-         'bench/results/dynamics.md')
+PAGES = ('docs/performance.md', 'docs/reliability.md', 'README.md')
 TABLES = {make.__name__: make for make in (
     single_call_table, other_libraries_table, scaling_table, batch_table, mass_matrix_table,
-    dynamics_agreement_table, dynamics_targets_table, dynamics_timings_table,
-    mass_matrix_detail_table, kinematics_agreement_table, kinematics_table,
+    kinematics_agreement_table, kinematics_table,
     kinematics_batch_table, call_anatomy_table, one_model_table,
     derivatives_table, identification_table, gpu_table, startup_table, loading_table,
     ros_latency_table, symbolic_table, symbolic_cost_table, soak_table, faults_table,

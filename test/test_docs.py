@@ -15,10 +15,10 @@
 """
 The documents: generated tables match the committed results, examples run, references resolve.
 
-Runs no benchmark: bench/report.py renders docs/performance.md, docs/reliability.md, the
-README's headline block and bench/results/dynamics.md from the committed bench/results/*.json,
-and they must be exactly the committed files (a hand edit, or a JSON committed without
-re-rendering, fails here: `make docs` fixes it).
+Runs no benchmark: bench/report.py renders docs/performance.md, docs/reliability.md and the
+README's headline block from the committed bench/results/*.json, and they must be exactly the
+committed files (a hand edit, or a JSON committed without re-rendering, fails here: `make docs`
+fixes it).
 """
 
 import json

@@ -21,7 +21,6 @@ import numpy as np
 # bench_dynamics' agreement tolerances, relative to the largest entry of the reference
 AGREE_TOL = 1e-8
 AGREE_TOL_LOOSE = 1e-6   # PyBullet (btScalar arithmetic, inertia diagonalised on load)
-FD_TOL = 1e-6            # checks that use a finite-difference M' (h = 1e-6)
 
 
 def relerr(a, b, floor: float = 1.0) -> float:

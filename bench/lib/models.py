@@ -77,7 +77,7 @@ class _Writer:
         self.rng = rng
         self.lines = ['<?xml version="1.0"?>', f'<robot name="{name}">']
         # the base's inertial frame is not rotated: PyBullet's inverse dynamics would take
-        # gravity in that frame (see rotate_base_inertial)
+        # gravity in that frame (Bullet's base frame is the root link's inertial frame)
         self.link('base_link', mass=3.0, com=(0.0, 0.0, 0.05), rpy=(0.0, 0.0, 0.0))
 
     def link(self, name, mass=None, com=None, scale=None, rpy=None):
@@ -167,27 +167,6 @@ def tree_urdf(seed: int = 0) -> str:
             rpy=(0.1, 0, 0), axis=(0, 1, 0))
     w.link('head', mass=2.0)
     return w.text()
-
-
-def rotate_base_inertial(xml: str, rpy=(0.4, -0.3, 0.2)) -> str:
-    """
-    Return the URDF with the root link's inertial frame rotated by rpy.
-
-    The base is fixed, so M, C and G do not change. PyBullet's calculateInverseDynamics then
-    applies gravity in the rotated frame (Bullet's base frame is the base link's inertial
-    frame), so its G is wrong; the benchmark uses this to show that disagreement.
-    """
-    root = ET.fromstring(xml)
-    children = {j.find('child').get('link') for j in root.findall('joint')}
-    base = next(link for link in root.findall('link') if link.get('name') not in children)
-    inertial = base.find('inertial')
-    if inertial is None:
-        return xml
-    origin = inertial.find('origin')
-    if origin is None:
-        origin = ET.SubElement(inertial, 'origin', xyz='0 0 0')
-    origin.set('rpy', _v(rpy))
-    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
 
 
 # example-robot-data files of the Pinocchio benchmarks (relative to its robots directory)
