@@ -48,22 +48,9 @@ from lib import provenance
 
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.model.urdf import MAX_LINKS
+from kron_dynamics.testing.random_urdf import chain_urdf
 
 RESULTS = Path(__file__).resolve().parent / 'results'
-
-
-def chain_urdf(n_links: int) -> str:
-    """Return a chain of n_links links (n_links - 1 revolute joints), 0.1 m apart, 1 kg each."""
-    inertial = ('<inertial><origin xyz="0 0 0.05"/><mass value="1"/><inertia ixx="0.01" '
-                'ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.005"/></inertial>')
-    lines = ['<?xml version="1.0"?>', '<robot name="chain">', '<link name="l0"/>']
-    for i in range(1, n_links):
-        lines.append(f'<link name="l{i}">{inertial}</link>')
-        lines.append(f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/>'
-                     f'<child link="l{i}"/><origin xyz="0 0 0.1"/><axis xyz="0 1 0"/>'
-                     '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>')
-    lines.append('</robot>')
-    return '\n'.join(lines)
 
 
 def _timed(function) -> float:

@@ -39,7 +39,7 @@ import yaml
 
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.model import inertia, urdf as urdf_loader
-from kron_dynamics.testing.random_urdf import random_urdf
+from kron_dynamics.testing.random_urdf import chain_urdf, random_urdf
 
 from conftest import TEST_DIR
 
@@ -121,20 +121,6 @@ def test_tiny_inertia_warnings_are_capped(caplog):
 
 
 # ----------------------------------------------------------------- enormous models
-def chain_urdf(n_links: int, joint_type: str = 'revolute') -> str:
-    """Return a chain of n_links links (n_links - 1 joints), 0.1 m apart, 1 kg each."""
-    inertial = ('<inertial><origin xyz="0 0 0.05"/><mass value="1"/><inertia ixx="0.01" '
-                'ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.005"/></inertial>')
-    lines = ['<?xml version="1.0"?>', '<robot name="chain">', '<link name="l0"/>']
-    for i in range(1, n_links):
-        lines.append(f'<link name="l{i}">{inertial}</link>')
-        lines.append(f'<joint name="j{i}" type="{joint_type}"><parent link="l{i - 1}"/>'
-                     f'<child link="l{i}"/><origin xyz="0 0 0.1"/><axis xyz="0 1 0"/>'
-                     '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>')
-    lines.append('</robot>')
-    return '\n'.join(lines)
-
-
 def _load(xml, root_joint=None):
     logging.getLogger('kron_dynamics').disabled = True   # thousands of tiny-inertia joints
     try:

@@ -18,7 +18,8 @@ Random URDF trees for tests and benchmarks.
 Revolute, continuous, prismatic and fixed joints, branches, tilted axes, joint origins with
 xyz/rpy, full inertia tensors with inertial rpy, and some massless links; optionally mimic
 joints (``mimic_fraction``): a movable joint follows an earlier one, in any branch, with a
-random multiplier and offset (chains of mimics included).
+random multiplier and offset (chains of mimics included). And one model that is not random:
+a long uniform chain (:func:`chain_urdf`), for the loader's size limits and load time.
 """
 
 import numpy as np
@@ -102,3 +103,17 @@ def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
         links.append(child)
     lines.append('</robot>')
     return '\n'.join(lines) + '\n'
+
+
+def chain_urdf(n_links: int, joint_type: str = 'revolute') -> str:
+    """Return a chain of n_links links (n_links - 1 joints), 0.1 m apart, 1 kg each."""
+    inertial = ('<inertial><origin xyz="0 0 0.05"/><mass value="1"/><inertia ixx="0.01" '
+                'ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.005"/></inertial>')
+    lines = ['<?xml version="1.0"?>', '<robot name="chain">', '<link name="l0"/>']
+    for i in range(1, n_links):
+        lines.append(f'<link name="l{i}">{inertial}</link>')
+        lines.append(f'<joint name="j{i}" type="{joint_type}"><parent link="l{i - 1}"/>'
+                     f'<child link="l{i}"/><origin xyz="0 0 0.1"/><axis xyz="0 1 0"/>'
+                     '<limit lower="-1" upper="1" effort="10" velocity="1"/></joint>')
+    lines.append('</robot>')
+    return '\n'.join(lines)
