@@ -223,45 +223,56 @@ def _joint_frame(tree, i: int, qi: str, w: _Writer, V: _Vec):
 def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root: tuple,
                   frames: dict | None = None) -> tuple:
     """
-    Write the recursion of algorithms/rnea.py; return (tau in the tree's order, f0, m0).
+    Write the recursion of algorithms/rnea.py depth first; return (tau, f0, m0).
 
-    ``root`` = (w, w', a - g) of the root frame (a fixed base: zeros and -g); (f0, m0) is
-    what the top bodies pass to the root (force; moment about its origin, root frame).
+    tau in the tree's order; ``root`` = (w, w', a - g) of the root frame (a fixed base: zeros
+    and -g); (f0, m0) is what the top bodies pass to the root (force; moment about its
+    origin, root frame). Each body's outward step (its motion and its own wrench) is written,
+    then its subtrees, last child first, then its inward step (tau, its wrench added to its
+    parent's): only the bodies on the current path hold live values, so the registers a
+    thread needs grow with the tree's depth, not with its size (written outward pass first,
+    every body's wrench is live at once, which spills registers on a large tree). The sums
+    are the breadth-first form's, in the same order, so the results are the same bits.
     """
     frames = {} if frames is None else frames
-    W, DW, A, F, M = {}, {}, {}, {}, {}
-    f0, m0 = ['0.0'] * 3, ['0.0'] * 3
+    children, roots = [[] for _ in range(tree.n)], []
     for i in range(tree.n):
+        parent = int(tree.parent[i])
+        (roots if parent < 0 else children[parent]).append(i)
+    motion, F, M = {}, {}, {}
+    tau = [None] * tree.n
+    wrench0 = [['0.0'] * 3, ['0.0'] * 3]
+
+    def outward(i: int) -> None:
         if i not in frames:
             frames[i] = _joint_frame(tree, i, q[i], w, V)
         R, p = frames[i]
         parent = int(tree.parent[i])
-        wp, dwp, ap = root if parent < 0 else (W[parent], DW[parent], A[parent])
+        wp, dwp, ap = root if parent < 0 else motion[parent]
         ao = V.mtv(R, V.add(ap, V.cross(dwp, p), V.cross(wp, V.cross(wp, p))))
         win, dwin = V.mtv(R, wp), V.mtv(R, dwp)
         z = _literals(tree.axis[i])
         zqd, zqdd = V.scale(z, qd[i]), V.scale(z, qdd[i])
         if tree.revolute[i]:
-            W[i] = V.add(win, zqd)
-            DW[i] = V.add(dwin, zqdd, V.cross(win, zqd))
-            A[i] = ao
+            Wi, DWi, Ai = V.add(win, zqd), V.add(dwin, zqdd, V.cross(win, zqd)), ao
         else:
-            W[i], DW[i] = win, dwin
-            A[i] = V.add(ao, zqdd, V.scale(V.cross(win, zqd), '2.0'))
+            Wi, DWi = win, dwin
+            Ai = V.add(ao, zqdd, V.scale(V.cross(win, zqd), '2.0'))
+        motion[i] = (Wi, DWi, Ai)
         com = _literals(tree.com[i])
         inertia = np.asarray(tree.inertia[i])
         inertia = [[_num(inertia[a, b]) for b in range(3)] for a in range(3)]
-        ac = V.add(A[i], V.cross(DW[i], com), V.cross(W[i], V.cross(W[i], com)))
+        ac = V.add(Ai, V.cross(DWi, com), V.cross(Wi, V.cross(Wi, com)))
         Fi = V.scale(ac, _num(tree.mass[i]))
-        Mi = V.add(V.mv(inertia, DW[i]), V.cross(W[i], V.mv(inertia, W[i])), V.cross(com, Fi))
-        # the inward pass adds the children's wrenches: named accumulators
+        Mi = V.add(V.mv(inertia, DWi), V.cross(Wi, V.mv(inertia, Wi)), V.cross(com, Fi))
+        # the inward steps add the children's wrenches: named accumulators
         F[i] = [f'f{i}_{a}' for a in range(3)]
         M[i] = [f'm{i}_{a}' for a in range(3)]
         for a in range(3):
             w.set(F[i][a], Fi[a])
             w.set(M[i][a], Mi[a])
-    tau = [None] * tree.n
-    for i in range(tree.n - 1, -1, -1):
+
+    def inward(i: int) -> None:
         R, p = frames[i]
         tau[i] = V.dot(_literals(tree.axis[i]), M[i] if tree.revolute[i] else F[i])
         parent = int(tree.parent[i])
@@ -272,8 +283,18 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
                 w.set(F[parent][a], _add(F[parent][a], fp[a]))
                 w.set(M[parent][a], _add(M[parent][a], mp[a]))
         else:
-            f0, m0 = V.add(f0, fp), V.add(m0, mp)
-    return tau, f0, m0
+            wrench0[:] = [V.add(wrench0[0], fp), V.add(wrench0[1], mp)]
+
+    stack = [(i, False) for i in roots]        # popped last first
+    while stack:
+        i, done = stack.pop()
+        if done:
+            inward(i)
+        else:
+            outward(i)
+            stack.append((i, True))
+            stack.extend((c, False) for c in children[i])
+    return tau, wrench0[0], wrench0[1]
 
 
 def _body_wrench(w: _Writer, V: _Vec, mass: float, com, inertia, wb, dwb, ab):
