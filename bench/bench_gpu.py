@@ -17,22 +17,35 @@ Benchmark: the generated GPU kernels (kron_dynamics.gpu) in states per second, f
 
 Runs where a CUDA GPU is present (not numba's simulator); elsewhere it says so, writes
 nothing and exits 0. For the 7-DOF Panda arm (fingers fixed, bench/lib/models.py) and TALOS
-(talos_reduced.urdf, fixed base): N states already on the device, in Fortran order (the
-transposed layout: consecutive threads read consecutive addresses), each kernel timed with
-CUDA events over repeats after a warm-up, the best repeat reported; the CPU batch of the same
-methods on this machine's cores, timed the same way (bench/lib/timing.per_call); agreement
-with the CPU (largest relative difference); the time to generate and to compile each
-robot's kernels. Targets (H100, fp64): Panda inverse dynamics >= 5 G states/s, M >= 1 G/s,
-forward dynamics >= 0.5 G/s. Writes bench/results/gpu.json::
+(talos_reduced.urdf, fixed base and on a free flyer): N states already on the device, in
+Fortran order (the transposed layout: consecutive threads read consecutive addresses), each
+kernel timed with CUDA events over repeats after a warm-up, the best repeat reported; the CPU
+batch of the same methods on this machine's cores, timed the same way
+(bench/lib/timing.per_call); agreement with the CPU (largest relative difference); the time
+to generate and to compile each robot's kernels. Targets (H100, fp64): Panda inverse
+dynamics >= 5 G states/s, M >= 1 G/s, forward dynamics >= 0.5 G/s; TALOS on a free flyer,
+inverse dynamics >= 0.5 G/s. Writes bench/results/gpu.json.
 
-    .venv/bin/python bench/bench_gpu.py            # N = 2^22 states
-    .venv/bin/python bench/bench_gpu.py --quick    # N = 2^18
+``--registers`` needs no GPU, only numba-cuda and ptxas (the CUDA toolkit's, or the one of
+the nvidia-cuda-nvcc wheel that ``kron_dynamics[gpu]`` brings): each generated kernel
+compiled to PTX for the H100 (sm_90) and assembled by ``ptxas -v``, which reports the
+registers per thread and the bytes spilled to local memory, the first sign of a kernel too
+large to unroll. Writes bench/results/gpu_registers.json::
+
+    .venv/bin/python bench/bench_gpu.py               # N = 2^22 states
+    .venv/bin/python bench/bench_gpu.py --quick       # N = 2^18
+    .venv/bin/python bench/bench_gpu.py --registers   # no GPU needed
 """
 
 import argparse
+import importlib.util
 import os
 from pathlib import Path
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 
 from lib import provenance
@@ -45,8 +58,70 @@ from kron_dynamics import RobotModel
 
 RESULTS = Path(__file__).resolve().parent / 'results'
 TARGETS = {('panda_arm', 'inverse_dynamics'): 5e9, ('panda_arm', 'mass_matrix'): 1e9,
-           ('panda_arm', 'forward_dynamics'): 5e8}
+           ('panda_arm', 'forward_dynamics'): 5e8, ('talos_floating', 'inverse_dynamics'): 5e8}
 CPU_N = 20000
+SM = (9, 0)           # the H100's compute capability, which the targets are set for
+REGISTER_ROBOTS = ('panda_arm', 'talos_floating')     # the robots of the targets
+PTXAS = {'registers': r'Used (\d+) registers', 'spill_stores': r'(\d+) bytes spill stores',
+         'spill_loads': r'(\d+) bytes spill loads', 'stack': r'(\d+) bytes stack frame'}
+
+
+def ptxas() -> str | None:
+    """Return the ptxas of numba-cuda's nvidia-cuda-nvcc wheel, else the one on PATH."""
+    spec = importlib.util.find_spec('nvidia.cuda_nvcc')
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(folder) / 'bin' / 'ptxas').is_file():
+            return str(Path(folder) / 'bin' / 'ptxas')
+    return shutil.which('ptxas')
+
+
+def kernel_registers(model, assembler: str, log) -> dict:
+    """
+    Return ptxas -v's registers, spill bytes and stack of each generated kernel (sm_90).
+
+    With the seconds that compiling it took (NVVM to PTX, then ptxas): what a GpuModel's
+    first call of the kernel waits for, less the driver's loading.
+    """
+    from numba import cuda
+    from kron_dynamics.gpu import SIGNATURES
+    from kron_dynamics.gpu.codegen import source
+    text = source(model)
+    namespace = {}
+    exec(compile(text, f'<{model.name} kernels>', 'exec'), namespace)
+    out = {'lines': text.count('\n')}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, signature in SIGNATURES.items():
+            begin = time.perf_counter()
+            ptx, _ = cuda.compile_ptx(namespace[name], signature, cc=SM)
+            path = Path(folder) / f'{name}.ptx'
+            path.write_text(ptx)
+            report = subprocess.run([assembler, f'-arch=sm_{SM[0]}{SM[1]}', '-v', str(path),
+                                     '-o', os.devnull], capture_output=True, text=True,
+                                    check=True)
+            found = {key: re.search(pattern, report.stdout + report.stderr)
+                     for key, pattern in PTXAS.items()}
+            out[name] = {key: int(m.group(1)) if m else None for key, m in found.items()}
+            out[name]['compile_s'] = time.perf_counter() - begin
+            log(f'  {name}: {out[name]}')
+    return out
+
+
+def registers(args, models: dict, log) -> int:
+    """Write gpu_registers.json: what ptxas reports of every kernel of every robot."""
+    assembler = ptxas()
+    if assembler is None:
+        print('bench_gpu --registers: no ptxas (install kron_dynamics[gpu] or the CUDA toolkit)')
+        return 1
+    version = subprocess.run([assembler, '--version'], capture_output=True, text=True).stdout
+    results = {}
+    for name in REGISTER_ROBOTS:
+        model = models[name]
+        log(f'{name} (nv = {model.nv})')
+        results[name] = {'nv': model.nv, **kernel_registers(model, assembler, log)}
+    provenance.write_result(args.out, 'gpu_registers', {
+        'sm': f'{SM[0]}.{SM[1]}', 'ptxas': version.strip().splitlines()[-1],
+        'numba_cuda': __import__('numba_cuda').__version__}, {'robots': results}, log)
+    return 0
 
 
 def device_time(cuda, f, repeat: int) -> float:
@@ -69,10 +144,9 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, dtype=np.float6
     from kron_dynamics.gpu import GpuModel
     gpu = GpuModel(model, dtype=dtype)
     rng = np.random.default_rng(0)
-    lower, upper = model.position_limits
-    Q = rng.uniform(np.where(np.isfinite(lower), lower, -np.pi),
-                    np.where(np.isfinite(upper), upper, np.pi), (N, model.n))
-    V, A = rng.uniform(-1, 1, (2, N, model.n))
+    Q = np.stack([model.random_configuration(rng) for _ in range(CPU_N)])
+    Q = np.concatenate([Q] * (N // CPU_N + 1))[:N]
+    V, A = rng.uniform(-1, 1, (2, N, model.nv))
     T = model.inverse_dynamics(Q[:CPU_N], V[:CPU_N], A[:CPU_N])
     T = np.concatenate([T] * (N // CPU_N + 1))[:N]
     dQ, dV, dA, dT = (cuda.to_device(np.asfortranarray(X, dtype=dtype)) for X in (Q, V, A, T))
@@ -93,7 +167,7 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, dtype=np.float6
         log(f"  {method}: GPU {rows[method]['gpu_states_per_s']:.3g}/s, CPU "
             f"{rows[method]['cpu_states_per_s']:.3g}/s, agreement {rows[method]['agreement']:.2g}")
     return {'n': model.n, 'dtype': np.dtype(dtype).name, 'generate_s': gpu.generate_seconds,
-            'compile_s': gpu.compile_seconds, 'methods': rows}
+            'compile_s': sum(gpu.compile_seconds.values()), 'methods': rows}
 
 
 def main(argv=None) -> int:
@@ -101,7 +175,21 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--quick', action='store_true', help='fewer states (smoke test)')
     parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    parser.add_argument('--registers', action='store_true',
+                        help="only ptxas -v's registers and spills of every kernel (no GPU)")
     args = parser.parse_args(argv)
+    start = time.time()
+
+    def log(msg):
+        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
+
+    robots = Path(find_robots_dir(log))
+    models = {'panda_arm': RobotModel.from_urdf_string(panda_urdf(robots / PANDA)),
+              'talos_fixed': RobotModel.from_urdf_file(robots / TALOS),
+              'talos_floating': RobotModel.from_urdf_file(robots / TALOS,
+                                                          root_joint='floating')}
+    if args.registers:
+        return registers(args, models, log)
     if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':
         print('bench_gpu: NUMBA_ENABLE_CUDASIM=1 is the simulator, not a GPU: nothing measured')
         return 0
@@ -110,15 +198,7 @@ def main(argv=None) -> int:
         print('bench_gpu: no CUDA GPU here (numba.cuda.is_available() is False): nothing '
               'measured, bench/results/gpu.json left as it is')
         return 0
-    start = time.time()
-
-    def log(msg):
-        print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
-
     N = 1 << (18 if args.quick else 22)
-    robots = Path(find_robots_dir(log))
-    models = {'panda_arm': RobotModel.from_urdf_string(panda_urdf(robots / PANDA)),
-              'talos_fixed': RobotModel.from_urdf_file(robots / TALOS)}
     results = {}
     for name, model in models.items():
         log(f'{name} (n = {model.n}), N = {N}')

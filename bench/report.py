@@ -648,6 +648,26 @@ def identification_table(r: Results) -> str:
             '\n\n' + source(r, 'identification'))
 
 
+GPU_ROBOTS = {'panda_arm': 'Panda arm (7 DOF, fingers fixed)', 'talos_fixed': 'TALOS (fixed)',
+              'talos_floating': 'TALOS on a free flyer (nv = 38)'}
+
+
+def gpu_registers_table(r: Results) -> str:
+    """Registers per thread and bytes spilled of every generated kernel (ptxas -v, sm_90)."""
+    d = r['gpu_registers']
+    kernels = ('rnea', 'mass_matrix', 'forward_dynamics', 'kinematics')
+    rows = [[GPU_ROBOTS.get(robot, robot), fmt(e['lines'])]
+            + [f"{k['registers']} / {fmt(k['spill_stores'])} / {fmt(k['compile_s'], 0)}"
+               for k in (e[x] for x in kernels)]
+            for robot, e in d['robots'].items()]
+    meta = d['meta']
+    return '\n\n'.join([
+        table(['robot', 'generated lines'] + [f'`{x}`: registers / bytes spilled / compile [s]'
+                                              for x in kernels], rows),
+        f"ptxas -v for sm_{meta['sm'].replace('.', '')} ({meta['ptxas']}), PTX from numba-cuda "
+        f"{meta['numba_cuda']}; no GPU needed.", source(r, 'gpu_registers')])
+
+
 def gpu_table(r: Results) -> str:
     """The generated GPU kernels in states per second, against the CPU batch, same machine."""
     try:
@@ -658,8 +678,7 @@ def gpu_table(r: Results) -> str:
                 '(without one it says so and writes nothing); the correctness of the '
                 "generated code is tested on every run of `make test`, on numba's CUDA "
                 'simulator.*')
-    names = {'panda_arm': 'Panda arm (7 DOF, fingers fixed)', 'talos_fixed': 'TALOS (fixed)',
-             'panda_arm_fp32': 'Panda arm, float32'}
+    names = {**GPU_ROBOTS, 'panda_arm_fp32': 'Panda arm, float32'}
 
     def rate(x):
         return f'{x / 1e9:.2f} G' if x >= 1e9 else f'{x / 1e6:.1f} M'
@@ -807,11 +826,10 @@ def readme_block(r: Results) -> str:
 PAGES = ('docs/performance.md', 'docs/reliability.md', 'README.md')
 TABLES = {make.__name__: make for make in (
     single_call_table, other_libraries_table, scaling_table, batch_table, mass_matrix_table,
-    kinematics_agreement_table, kinematics_table,
-    kinematics_batch_table, call_anatomy_table, one_model_table,
-    derivatives_table, identification_table, gpu_table, startup_table, loading_table,
-    ros_latency_table, symbolic_table, symbolic_cost_table, soak_table, faults_table,
-    agreement_table, readme_block)}
+    kinematics_agreement_table, kinematics_table, kinematics_batch_table, call_anatomy_table,
+    one_model_table, derivatives_table, identification_table, gpu_table, gpu_registers_table,
+    startup_table, loading_table, ros_latency_table, symbolic_table, symbolic_cost_table,
+    soak_table, faults_table, agreement_table, readme_block)}
 BLOCK = re.compile(r'(<!-- BEGIN generated: (\w+) -->\n)(.*?)(<!-- END generated: \2 -->)',
                    re.DOTALL)
 

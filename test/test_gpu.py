@@ -132,7 +132,12 @@ def test_the_source_is_cached_by_content():
     model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
     first, again = GpuModel(model), GpuModel(model)
     assert not first.cached and again.cached and first.source_path == again.source_path
-    assert first.compile_seconds >= 0 and first.generate_seconds >= 0
+    assert first.generate_seconds >= 0 and first.compile_seconds == {}   # on first use
+    Q = np.zeros((2, model.n))
+    first.gravity_torque(Q)
+    first.mass_matrix(Q)
+    assert set(first.compile_seconds) == {'rnea', 'mass_matrix'}
+    assert min(first.compile_seconds.values()) >= 0
     other = GpuModel(model.with_armature(np.full(model.n, 0.1)))
     assert other.source_path != first.source_path
     assert 'cuda.grid(1)' in first.source_path.read_text()
@@ -249,6 +254,56 @@ def test_a_base_orientation_off_the_unit_sphere_is_reported_by_row():
     with pytest.raises(ValueError, match=r"q must have shape \(N, 19\) \(one state per row: "
                                          r"\['base_x'"):
         gpu.gravity_torque(Q[:, :12])
+
+
+def test_a_refused_row_is_nan_in_every_output_and_named_for_its_first_reason():
+    """Inputs are read where first used and checked after the body: the verdicts of before."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    gpu = GpuModel(model)
+    rng = np.random.default_rng(9)
+    Q = np.stack([model.random_configuration(rng) for _ in range(5)])
+    V, A = rng.uniform(-1, 1, (2, 5, model.nv))
+    V[1, 8] = np.nan                    # a joint rate
+    Q[2, 3:7] *= 1.1                    # off the unit sphere and a non-finite acceleration:
+    A[2, 10] = np.inf                   # the non-finite input is named
+    Q[3, 3:7] *= 1.1                    # off the unit sphere only
+    V[4, 2] = -np.inf                   # a base rate
+    with pytest.raises(ValueError, match=r'inverse_dynamics: rows \[1, 2, 4\] have a non-finite'):
+        gpu.inverse_dynamics(Q, V, A)
+    tau = gpu.inverse_dynamics(Q, V, A, check=False).copy_to_host()
+    assert np.isnan(tau[1:]).all()
+    np.testing.assert_allclose(tau[0], model.inverse_dynamics(Q[0], V[0], A[0]), rtol=0,
+                               atol=RTOL * max(1.0, float(np.max(np.abs(tau[0])))))
+    good = [0, 1, 4]                    # q alone: rows 2 and 3 are off the unit sphere
+    for method in ('mass_matrix', 'link_poses', 'jacobian'):
+        args = (Q, model.link_names[-1]) if method == 'jacobian' else (Q,)
+        with pytest.raises(ValueError, match=rf'{method}: rows \[2, 3\] have a base orientation'):
+            getattr(gpu, method)(*args)
+        ours = getattr(gpu, method)(*args, check=False)
+        ours = ours[0] if method == 'link_poses' else ours
+        ours = ours.copy_to_host()
+        assert np.isnan(ours[2:4]).all(), method
+        np.testing.assert_allclose(ours[good], getattr(model, method)(
+            Q[good], *args[1:]), rtol=0, atol=1e-11, err_msg=method)
+    Qf = np.stack([Q[0]] * 3)
+    tau = model.inverse_dynamics(Qf, V[[0] * 3], A[[0] * 3])
+    tau[1, 5] = np.nan                  # the torque read last, after M and its Cholesky
+    with pytest.raises(ValueError, match=r'forward_dynamics: rows \[1\] have a non-finite'):
+        gpu.forward_dynamics(Qf, V[[0] * 3], tau)
+    dv = gpu.forward_dynamics(Qf, V[[0] * 3], tau, check=False).copy_to_host()
+    assert np.isnan(dv[1]).all() and np.isfinite(dv[[0, 2]]).all()
+    np.testing.assert_allclose(dv[0], A[0], rtol=0, atol=1e-9)
+    # a row both non-finite and with a singular M is named for its non-finite input
+    massless = GpuModel(RobotModel.from_urdf_string(
+        '<robot name="r"><link name="base"/><link name="a"/>'
+        '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
+        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        '</robot>', inertia_check='warn'))
+    Qm = np.zeros((3, 1))
+    Qm[1, 0] = np.nan
+    with pytest.raises(ValueError, match=r'forward_dynamics: rows \[1\] have a non-finite'):
+        massless.forward_dynamics(Qm, np.zeros((3, 1)), np.zeros((3, 1)))
 
 
 @pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',

@@ -15,21 +15,21 @@
 """
 Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in and out.
 
-``model.on_gpu()`` (or :class:`GpuModel` (model)) writes the robot's kernel
-(:mod:`kron_dynamics.gpu.codegen`), caches its source on disk under a name made of its
-content's hash, compiles it once and serves batches: ``inverse_dynamics(Q, QD, QDD)``,
-``gravity_torque(Q)``, ``bias_torque(Q, QD)``, ``coriolis_vector(Q, QD)``,
-``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``, ``link_poses(Q)`` (and the centre of
-mass), ``jacobian(Q, link, point, frame)`` (the link's kernel made on first use) with (N, nq)
-and (N, nv) arrays of the model's coordinates. The arrays may be anything with
+``model.on_gpu()`` (or :class:`GpuModel` (model)) writes the robot's kernels
+(:mod:`kron_dynamics.gpu.codegen`), caches their source on disk under a name made of its
+content's hash, compiles each kernel on its first call and serves batches:
+``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
+``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
+``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)`` (the link's
+kernel made on first use) with (N, nq) and (N, nv) arrays of the model's coordinates, on
+every base (fixed, mimic joints, floating, planar). The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy.
 
 Nothing here is imported until asked for; numba's CUDA target is the optional extra
 ``kron_dynamics[gpu]``. Without a GPU, numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs
-the same generated code on the CPU: that is how the tests check it. Fixed bases with mimic
-joints for now; a moving base is refused by name.
+the same generated code on the CPU: that is how the tests check it.
 """
 
 import hashlib
@@ -106,7 +106,10 @@ class GpuModel:
     The GPU kernels of one model (see the module docstring).
 
     ``source_path``: the generated file; ``cached``: whether it was already on disk;
-    ``generate_seconds``, ``compile_seconds``: what writing and compiling it took.
+    ``generate_seconds``: what writing it took; ``compile_seconds``: {kernel: seconds} of the
+    kernels compiled so far. Each kernel is compiled on the first call that needs it: a large
+    tree's forward dynamics takes minutes to compile (docs/performance.md, GPU), which a user
+    of its inverse dynamics alone should not wait for.
     """
 
     def __init__(self, model, threads_per_block: int = 128, dtype=np.float64):
@@ -121,12 +124,22 @@ class GpuModel:
         source = self._precision(kernel_source(model))
         self.generate_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        self.source_path, self.cached, module = _cached_module(source, 'kernels')
-        self._kernels = {name: cuda.jit(self._precision(signature))(getattr(module, name))
-                         for name, signature in SIGNATURES.items()}
-        self.compile_seconds = time.perf_counter() - start
+        self.source_path, self.cached, self._module = _cached_module(source, 'kernels')
+        self.compile_seconds = {}
+        self._kernels = {}
         self._jacobians = {}        # link -> its kernel, generated on first use
         self._cuda = cuda
+
+    def _kernel(self, name: str):
+        """Return the compiled kernel ``name`` of SIGNATURES, compiling it on first use."""
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            start = time.perf_counter()
+            kernel = self._cuda.jit(self._precision(SIGNATURES[name]))(
+                getattr(self._module, name))
+            self.compile_seconds[name] = time.perf_counter() - start
+            self._kernels[name] = kernel
+        return kernel
 
     def _precision(self, text: str) -> str:
         """Return generated source or a signature in the model's precision."""
@@ -215,7 +228,7 @@ class GpuModel:
         arrays, N = self._rows(named)
         Q = arrays['q']
         tau = self._output((N, self.nv), Q, stream)
-        return self._launch(self._kernels['rnea'], method, N, (tau,), stream, check, Q,
+        return self._launch(self._kernel('rnea'), method, N, (tau,), stream, check, Q,
                             arrays.get('qd', Q), arrays.get('qdd', Q), use_v, use_a, gscale)
 
     # ----------------------------------------------------------------- methods
@@ -239,14 +252,14 @@ class GpuModel:
         """Return M(q) per row (armature included), a device array (N, n, n)."""
         arrays, N = self._rows({'q': q})
         M = self._output((N, self.nv, self.nv), arrays['q'], stream)
-        return self._launch(self._kernels['mass_matrix'], 'mass_matrix', N, (M,), stream,
+        return self._launch(self._kernel('mass_matrix'), 'mass_matrix', N, (M,), stream,
                             check, arrays['q'])
 
     def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True):
         """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
         qdd = self._output((N, self.nv), arrays['q'], stream)
-        return self._launch(self._kernels['forward_dynamics'], 'forward_dynamics', N, (qdd,),
+        return self._launch(self._kernel('forward_dynamics'), 'forward_dynamics', N, (qdd,),
                             stream, check, arrays['q'], arrays['qd'], arrays['tau'])
 
     def link_poses(self, q, stream=0, check: bool = True):
@@ -255,7 +268,7 @@ class GpuModel:
         Q = arrays['q']
         outputs = (self._output((N, len(self.model.link_names), 4, 4), Q, stream),
                    self._output((N, 3), Q, stream))
-        return self._launch(self._kernels['kinematics'], 'link_poses', N, outputs, stream,
+        return self._launch(self._kernel('kinematics'), 'link_poses', N, outputs, stream,
                             check, Q)
 
     def center_of_mass(self, q, stream=0, check: bool = True):

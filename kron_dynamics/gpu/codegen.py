@@ -31,7 +31,10 @@ gscale 0 or 1 scales gravity: inverse dynamics, gravity, bias, Coriolis vector),
 ``mass_matrix(Q, M, BAD)``, ``forward_dynamics(Q, QD, TAU, QDD, BAD)`` (CRBA, Newton-Euler
 and an unrolled Cholesky solve), ``kinematics(Q, P, C, BAD)`` (every link's pose in the world,
 ``link_names`` order, and the centre of mass). BAD[row]: 1 a non-finite input, 2 M not
-positive definite, 3 a base orientation off unit length; the row's results are NaN.
+positive definite, 3 a base orientation off unit length; the row's results are NaN. So
+that few values are live at once on a large tree (registers, docs/performance.md), the
+recursions are written depth first, inputs are read where first used and judged after the
+body, and results are stored as soon as they are final (:func:`_kernel`).
 """
 
 import re
@@ -178,11 +181,16 @@ class _Robot:
         self.d = np.array(joint_map.d[rows])
         self.armature = np.asarray(joints.armature, dtype=float)
 
-    def lift(self, w: _Writer, prefix: str, offset: bool) -> list:
-        """Return the tree's coordinates (or rates) from the model's ``prefix{k}`` locals."""
-        return [w.let(_add(*(_mul(_num(self.B[i, k]), f'{prefix}{k}') for k in range(self.n)),
-                           _num(self.d[i]) if offset else '0.0'))
-                for i in range(self.tree.n)]
+    def lift(self, w: _Writer, values: list, offset: bool) -> list:
+        """
+        Return the tree's coordinates (or rates) from the model's (names or literals).
+
+        A joint that is a coordinate itself keeps its name (no copy to hold live): so its
+        read can wait for its first use (:func:`_sink`).
+        """
+        lifted = [_add(*(_mul(_num(self.B[i, k]), values[k]) for k in range(self.n)),
+                       _num(self.d[i]) if offset else '0.0') for i in range(self.tree.n)]
+        return [x if _NAME.fullmatch(x) else w.let(x) for x in lifted]
 
     def project(self, w: _Writer, values: list) -> list:
         """Return B^T x of a tree-order vector x of expressions."""
@@ -409,13 +417,23 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> t
     return M, F, top
 
 
-def _header(robot: _Robot, name: str, arguments: str, loads: list, finite: str,
-            outputs: list) -> list:
+def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, out: list,
+            outputs: list, positive_definite: bool = False, early: bool = True) -> list:
     """
-    Return the kernel's first lines: the row, its loads, the checks (BAD 1, 3).
+    Return a kernel: the row, its loads, ``body`` and the ``out`` lines, then the checks.
 
-    ``outputs``: what a refused row sets to NaN, entries or (array, shape) for whole blocks.
+    ``reads`` = (header loads, deferred loads) of :func:`_loads`. Each deferred input is read
+    just before the first body line that uses it (inputs read at the start would all be
+    live, in registers, through the whole kernel), counted if it is not finite and replaced
+    by 0 (so that no non-finite value reaches a math function); inputs no body line reads
+    are read (and counted) after the body. The checks come after the body, in the order
+    BAD 1 (a non-finite input), 3 (a base orientation off unit length), 2 (M not positive
+    definite: ``positive_definite``, counted by the body in ``notpd``); a refused row's
+    ``outputs`` (entries, or (array, shape) for whole blocks) are NaN. ``early``: each
+    ``out`` line (``X[t, ...] = expression``) is written as soon as what it reads is, so that
+    no result stays live to the end (a refused row's are overwritten); else after the checks.
     """
+    loads, deferred = reads
     nan = []
     for o in outputs:
         if isinstance(o, tuple):        # loops over a block of the row
@@ -426,74 +444,122 @@ def _header(robot: _Robot, name: str, arguments: str, loads: list, finite: str,
             nan.append('        ' + '    ' * len(shape) + f'{array}[t, {indices}] = nan')
         else:
             nan.append(f'        {o} = nan')
-    unit = []
+    checks = ['    if nonfinite > 0:', *nan, '        BAD[t] = 1', '        return']
     if robot.base != 'fixed':         # a unit quaternion or (cos, sin), as MovingBase checks
-        unit = [f'    if not abs(bnorm - 1.0) <= {_num(QUATERNION_TOLERANCE)}:', *nan,
-                '        BAD[t] = 3', '        return']
-    return [f'def {name}({arguments}):',
+        checks += [f'    if not abs(bnorm - 1.0) <= {_num(QUATERNION_TOLERANCE)}:', *nan,
+                   '        BAD[t] = 3', '        return']
+    if positive_definite:
+        checks += ['    if notpd > 0:', *nan, '        BAD[t] = 2', '        return']
+    head = [f'def {name}({arguments}):',
             '    t = cuda.grid(1)',
             '    if t >= Q.shape[0]:',
             '        return',
-            *loads,
-            f'    if not ({finite}):', *nan,
-            '        BAD[t] = 1',
-            '        return',
-            *unit,
-            '    BAD[t] = 0']
+            '    nonfinite = 0',
+            *(['    notpd = 0'] if positive_definite else []),
+            *loads]
+    body = _sink(body, deferred)
+    if early:
+        return head + _hoist(body, out) + checks + ['    BAD[t] = 0']
+    return head + body + checks + ['    BAD[t] = 0'] + out
 
 
-def _finite(names: list) -> str:
-    return ' and '.join(f'isfinite({x})' for x in names) or 'True'
+_NAME = re.compile(r'[A-Za-z_]\w*')
+
+
+def _sink(body: list, deferred: list) -> list:
+    """Return body with each deferred (name, lines) before the first line reading name."""
+    names = {name for name, _ in deferred}
+    first = {}
+    for index, line in enumerate(body):
+        for name in _NAME.findall(line):
+            if name in names and name not in first:
+                first[name] = index
+    before, unread = {}, []
+    for name, lines in deferred:
+        (before.setdefault(first[name], []) if name in first else unread).extend(lines)
+    out = []
+    for index, line in enumerate(body):
+        out += before.get(index, [])
+        out.append(line)
+    return out + unread
+
+
+_ASSIGNED = re.compile(r'    ([A-Za-z_]\w*) \+?= ')
+
+
+def _hoist(body: list, out: list) -> list:
+    """Return body with each output line right after the last assignment of what it reads."""
+    last = {}
+    for index, line in enumerate(body):
+        assigned = _ASSIGNED.match(line)
+        if assigned:
+            last[assigned.group(1)] = index
+    after = {}
+    for line in out:
+        reads = _NAME.findall(line.split(' = ', 1)[1])
+        after.setdefault(max((last[x] for x in reads if x in last), default=-1), []).append(line)
+    lines = after.get(-1, [])
+    for index, line in enumerate(body):
+        lines.append(line)
+        lines += after.get(index, [])
+    return lines
+
+
+def _read(name: str, load: str) -> list:
+    """Return the lines reading one input: counted if not finite, then replaced by 0."""
+    return [f'    {name} = {load}',
+            f'    nonfinite += 0 if isfinite({name}) else 1',
+            f'    {name} = {name} if isfinite({name}) else 0.0']
 
 
 def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
     """
-    Write the loads of a row; return (load lines, finite test, joints, base).
+    Write the loads of a row; return ((header loads, deferred loads), joints, base).
 
     ``arrays``: 'q' -> 'Q', and 'v', 'a' -> (array, flag or None): a flag of 0 reads zeros.
     joints: the tree's (q, q', q'') lifted from u; base: None on a fixed base, else
     (rotation R of the base in the world as expressions, v_b, w_b, v_b', w_b') in base axes.
     """
     n, nbq, nbv = robot.n, robot.nbq, robot.nbv
-    lines, inputs = [], []
+    lines, deferred = [], []
 
-    def rates(prefix: str, key: str, count: int, first: int) -> list:
+    def rates(prefix: str, key: str, count: int, first: int, later: bool) -> list:
         """
-        Load ``count`` columns from ``first`` of the array of ``key`` as prefix{k}.
+        Read ``count`` columns from ``first`` of the array of ``key`` as prefix{k}.
 
-        Return their names, or literal zeros where no array is given (folded away).
+        Return their names, or literal zeros where no array is given (folded away);
+        ``later``: read where first used (the joints), else in the header (the base).
         """
         array, flag = arrays.get(key, (None, None))
+        if array is None:
+            return ['0.0'] * count
         for k in range(count):
-            if array is None:
-                lines.append(f'    {prefix}{k} = 0.0')
-                continue
             load = f'{array}[t, {first + k}]'
-            lines.append(f'    {prefix}{k} = {load} if {flag} else 0.0' if flag
-                         else f'    {prefix}{k} = {load}')
-            inputs.append(f'{prefix}{k}')
-        return [f'{prefix}{k}' if array is not None else '0.0' for k in range(count)]
+            read = _read(f'{prefix}{k}', f'{load} if {flag} else 0.0' if flag else load)
+            if later:
+                deferred.append((f'{prefix}{k}', read))
+            else:
+                lines.extend(read)
+        return [f'{prefix}{k}' for k in range(count)]
     for k in range(n):
-        lines.append(f'    u{k} = Q[t, {nbq + k}]')
-        inputs.append(f'u{k}')
-    rates('ud', 'v', n, nbv)
-    rates('udd', 'a', n, nbv)
+        deferred.append((f'u{k}', _read(f'u{k}', f'Q[t, {nbq + k}]')))
+    ud, udd = rates('ud', 'v', n, nbv, True), rates('udd', 'a', n, nbv, True)
     base = None
     if robot.base != 'fixed':
-        base_rates = {'v': rates('bv', 'v', nbv, 0), 'a': rates('ba', 'a', nbv, 0)}
+        base_rates = {'v': rates('bv', 'v', nbv, 0, False),
+                      'a': rates('ba', 'a', nbv, 0, False)}
         orientation = range(3, 7) if robot.base == 'floating' else range(2, 4)
         position = range(3) if robot.base == 'floating' else range(2)
-        for k in position:         # the base origin (only the kinematics read it)
-            lines.append(f'    b{k} = Q[t, {k}]')
-            inputs.append(f'b{k}')
-        for k in orientation:
-            lines.append(f'    b{k} = Q[t, {k}]')
-            inputs.append(f'b{k}')
-        # a unit quaternion or (cos, sin) within the tolerance, normalised (MovingBase)
+        for k in [*position, *orientation]:   # the origin: only the kinematics read it
+            lines.extend(_read(f'b{k}', f'Q[t, {k}]'))
+        # a unit quaternion or (cos, sin) within the tolerance, normalised (MovingBase);
+        # off it, the row is refused after the body, which runs on the raw values
         names = [f'b{k}' for k in orientation]
         lines.append(f'    bnorm = sqrt({" + ".join(f"{x} * {x}" for x in names)})')
-        for x in names:          # after the checks (the header's): bnorm is then near 1
-            w.set(x, f'{x} / bnorm')
+        lines.append(f'    bscale = bnorm if abs(bnorm - 1.0) <= '
+                     f'{_num(QUATERNION_TOLERANCE)} else 1.0')
+        for x in names:
+            w.set(x, f'{x} / bscale')
         if robot.base == 'floating':
             x, y, z, s_ = names
             Rq = [[f'1.0 - 2.0 * ({y} * {y} + {z} * {z})', f'2.0 * ({x} * {y} - {z} * {s_})',
@@ -516,10 +582,9 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
         p = [_add(_num(robot.origin_p[a]), *(_mul(_num(RO[a, k]), xyz[k]) for k in range(3)))
              for a in range(3)]
         base = (R, v[0], v[1], dv[0], dv[1], p)
-    finite = _finite(inputs)
-    q = robot.lift(w, 'u', True)
-    qd, qdd = robot.lift(w, 'ud', False), robot.lift(w, 'udd', False)
-    return lines, finite, (q, qd, qdd), base
+    q = robot.lift(w, [f'u{k}' for k in range(n)], True)
+    qd, qdd = robot.lift(w, ud, False), robot.lift(w, udd, False)
+    return (lines, deferred), (q, qd, qdd), base
 
 
 def _gravity_root(robot: _Robot, w: _Writer, V: _Vec, base, scale: str) -> list:
@@ -607,21 +672,21 @@ def _rnea_kernel(robot: _Robot) -> list:
     w = _Writer()
     V = _Vec(w)
     arrays = {'v': ('QD', 'use_v'), 'a': ('QDD', 'use_a')}
-    loads, finite, joints, base = _loads(robot, w, V, arrays)
+    reads, joints, base = _loads(robot, w, V, arrays)
     tau = _rnea_row(robot, w, V, joints, base, 'gscale')
     nbv = robot.nbv
     out = _outputs_vector(robot, 'TAU', [w.let(x) for x in tau[:nbv]],
                           [_add(tau[nbv + k], _mul(_num(robot.armature[k]), f'udd{k}'))
                            for k in range(robot.n)])
     nv = nbv + robot.n
-    return _header(robot, 'rnea', 'Q, QD, QDD, use_v, use_a, gscale, TAU, BAD', loads, finite,
-                   [f'TAU[t, {k}]' for k in range(nv)]) + w.lines + out
+    return _kernel(robot, 'rnea', 'Q, QD, QDD, use_v, use_a, gscale, TAU, BAD', reads, w.lines,
+                   out, [f'TAU[t, {k}]' for k in range(nv)])
 
 
 def _mass_matrix_kernel(robot: _Robot) -> list:
     w = _Writer()
     V = _Vec(w)
-    loads, finite, joints, base = _loads(robot, w, V, {})
+    reads, joints, base = _loads(robot, w, V, {})
     M = _mass_matrix_rows(robot, w, V, joints, base, {})
     nv = robot.nbv + robot.n
     out = []
@@ -630,8 +695,8 @@ def _mass_matrix_kernel(robot: _Robot) -> list:
             out.append(f'    M[t, {a}, {b}] = {M[(a, b)]}')
             if a != b:
                 out.append(f'    M[t, {b}, {a}] = {M[(a, b)]}')
-    return _header(robot, 'mass_matrix', 'Q, M, BAD', loads, finite,
-                   [f'M[t, {a}, {b}]' for a in range(nv) for b in range(nv)]) + w.lines + out
+    return _kernel(robot, 'mass_matrix', 'Q, M, BAD', reads, w.lines, out,
+                   [('M', (nv, nv))])
 
 
 def _forward_dynamics_kernel(robot: _Robot) -> list:
@@ -639,9 +704,8 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     w = _Writer()
     V = _Vec(w)
     nv = robot.nbv + robot.n
-    loads, finite, joints, base = _loads(robot, w, V, {'v': ('QD', None)})
-    loads += [f'    f{k}_in = TAU[t, {k}]' for k in range(nv)]
-    finite = f'{finite} and {_finite([f"f{k}_in" for k in range(nv)])}'
+    reads, joints, base = _loads(robot, w, V, {'v': ('QD', None)})
+    reads[1].extend((f'f{k}_in', _read(f'f{k}_in', f'TAU[t, {k}]')) for k in range(nv))
     frames = {}
     h = _rnea_row(robot, w, V, joints, base, '1.0', frames)
     M = _mass_matrix_rows(robot, w, V, joints, base, frames)
@@ -649,10 +713,8 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     L = {}
     for j in range(nv):
         diagonal = w.let(_add(M[(j, j)], *(_neg(_mul(L[(j, k)], L[(j, k)])) for k in range(j))))
-        w.lines.append(f'    if not {diagonal} > 0.0:')
-        w.lines += [f'        QDD[t, {k}] = nan' for k in range(nv)]
-        w.lines += ['        BAD[t] = 2', '        return']
-        L[(j, j)] = w.let(f'sqrt({diagonal})')
+        w.lines.append(f'    notpd += 0 if {diagonal} > 0.0 else 1')     # the row: BAD 2
+        L[(j, j)] = w.let(f'sqrt({diagonal} if {diagonal} > 0.0 else 1.0)')
         for i in range(j + 1, nv):
             below = _add(M[(i, j)], *(_neg(_mul(L[(i, k)], L[(j, k)])) for k in range(j)))
             L[(i, j)] = w.let(f'{_p(below)} / {L[(j, j)]}')
@@ -665,8 +727,8 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
         rest = _add(y[i], *(_neg(_mul(L[(k, i)], x[k])) for k in range(i + 1, nv)))
         x[i] = w.let(f'{_p(rest)} / {L[(i, i)]}')
     out = [f'    QDD[t, {k}] = {x[k]}' for k in range(nv)]
-    return _header(robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', loads, finite,
-                   [f'QDD[t, {k}]' for k in range(nv)]) + w.lines + out
+    return _kernel(robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', reads, w.lines, out,
+                   [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
 
 
 def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root: bool,
@@ -674,7 +736,7 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root
     """Write every link's pose (world: the base pose first on a moving base) and the CoM."""
     w = _Writer()
     V = _Vec(w)
-    loads, finite, joints, base = _loads(robot, w, V, {})
+    reads, joints, base = _loads(robot, w, V, {})
     Rw, pw = _root_frames(robot.tree, w, V, joints[0], {})
     if base is not None:
         Rb = [[w.let(x) for x in row] for row in base[0]]
@@ -699,8 +761,8 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root
     com = V.scale(V.bind(moment), _num(1.0 / mass) if mass > 0 else 'nan')
     _, com = world([[_num(float(a == b)) for b in range(3)] for a in range(3)], com)
     out += [f'    C[t, {a}] = {com[a]}' for a in range(3)]
-    return _header(robot, 'kinematics', 'Q, P, C, BAD', loads, finite,
-                   [('P', (len(links), 4, 4)), ('C', (3,))]) + w.lines + out
+    return _kernel(robot, 'kinematics', 'Q, P, C, BAD', reads, w.lines, out,
+                   [('P', (len(links), 4, 4)), ('C', (3,))])
 
 
 # reference frames of a Jacobian, as the CPU kernels number them (kernels/layout.py)
@@ -737,7 +799,7 @@ def jacobian_source(model, link: str) -> str:
     tree = robot.tree
     w = _Writer()
     V = _Vec(w)
-    loads, finite, joints, base = _loads(robot, w, V, {})
+    reads, joints, base = _loads(robot, w, V, {})
     q = joints[0]
     body = model.description.frames[link][0]
     path = []
@@ -805,8 +867,8 @@ def jacobian_source(model, link: str) -> str:
              'from numba import cuda',
              '',
              '']
-    lines += _header(robot, 'jacobian', 'Q, px, py, pz, frame, J, BAD', loads, finite,
-                     [('J', (6, nv))]) + w.lines + out
+    lines += _kernel(robot, 'jacobian', 'Q, px, py, pz, frame, J, BAD', reads, w.lines, out,
+                     [('J', (6, nv))], early=False)
     return '\n'.join(lines) + '\n'
 
 
