@@ -154,6 +154,11 @@ class _Vec:
         return self.w.let(_add(*(_mul(a[k], b[k]) for k in range(3))))
 
 
+def _bound(w: _Writer, x: str) -> str:
+    """Return a name or literal as it is (no copy to keep live), else a new local of x."""
+    return x if _NAME.fullmatch(x) else w.let(x)
+
+
 def _literals(a) -> list:
     return [_num(x) for x in np.asarray(a, dtype=float).ravel()]
 
@@ -190,12 +195,12 @@ class _Robot:
         """
         lifted = [_add(*(_mul(_num(self.B[i, k]), values[k]) for k in range(self.n)),
                        _num(self.d[i]) if offset else '0.0') for i in range(self.tree.n)]
-        return [x if _NAME.fullmatch(x) else w.let(x) for x in lifted]
+        return [_bound(w, x) for x in lifted]
 
     def project(self, w: _Writer, values: list) -> list:
         """Return B^T x of a tree-order vector x of expressions."""
-        return [w.let(_add(*(_mul(_num(self.B[i, k]), values[i]) for i in range(self.tree.n))))
-                for k in range(self.n)]
+        return [_bound(w, _add(*(_mul(_num(self.B[i, k]), values[i])
+                                 for i in range(self.tree.n)))) for k in range(self.n)]
 
     def project_matrix(self, w: _Writer, M: dict) -> dict:
         """Return B^T M B + diag(armature) (the model's M) of a tree-order M[(i, j)]."""
@@ -207,7 +212,7 @@ class _Robot:
                          for i in nonzero[a] for j in nonzero[b]]
                 if a == b:
                     terms.append(_num(self.armature[a]))
-                out[(a, b)] = w.let(_add(*terms))
+                out[(a, b)] = _bound(w, _add(*terms))
         return out
 
 
@@ -343,21 +348,38 @@ def _link_frame(V: _Vec, Rw: dict, pw: dict, frame: tuple) -> tuple:
     return V.mm(Rw[body], Rl), V.add(pw[body], V.mv(Rw[body], _literals(pl)))
 
 
-def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> tuple:
+def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
+                          column=None) -> tuple:
     """
-    Write the CRBA of algorithms/crba.py in the root frame; return (M, F, top).
+    Write the CRBA of algorithms/crba.py in the root frame; return (M, top).
 
-    M[(i, j)], i >= j; F[j] = I^c_j s_j as (angular, linear); ``top``: the composite of the
-    bodies on the root, (m, h, I_O) (what a moving base carries).
+    M[(i, j)], i >= j; ``column(j, F_j)``, if given, is called as soon as F_j = I^c_j s_j
+    (angular, linear) is known; ``top``: the composite of the bodies on the root, (m, h, I_O)
+    (what a moving base carries).
 
     Each body's spatial inertia about the root origin is kept as (m, h = m c, I_O) (10
     numbers, additive), F = I^c_j s_j as (I_O s_w + h x s_v, s_w x h + m s_v) and
-    M_ij = s_i . F_j for i on the path from j to the root.
+    M_ij = s_i . F_j for i on the path from j to the root. Written depth first, as
+    :func:`_newton_euler`: a body's frame, axis and inertia, its subtrees (last child first),
+    then its column of M and its composite added to its parent's, so that only the bodies on
+    the current path hold live values; the sums are the same, in the same order.
     """
     n = tree.n
-    Rw, pw = _root_frames(tree, w, V, q, frames)
-    S, comp = {}, {}
+    children, roots = [[] for _ in range(n)], []
     for i in range(n):
+        parent = int(tree.parent[i])
+        (roots if parent < 0 else children[parent]).append(i)
+    Rw, pw, S, acc, M = {}, {}, {}, {}, {}
+
+    def outward(i: int) -> None:
+        if i not in frames:
+            frames[i] = _joint_frame(tree, i, q[i], w, V)
+        R, p = frames[i]
+        parent = int(tree.parent[i])
+        if parent < 0:
+            Rw[i], pw[i] = R, p
+        else:
+            Rw[i], pw[i] = V.mm(Rw[parent], R), V.add(pw[parent], V.mv(Rw[parent], p))
         a = V.mv(Rw[i], _literals(tree.axis[i]))
         S[i] = (a, V.cross(pw[i], a)) if tree.revolute[i] else (['0.0'] * 3, a)
         m = _num(tree.mass[i])
@@ -373,48 +395,54 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict) -> t
                 rot = _add(*(_mul(RI[a_][k], Rw[i][b][k]) for k in range(3)))
                 shift = _mul(m, _add(cc if a_ == b else '0.0', _neg(_mul(c[a_], c[b]))))
                 IO[(a_, b)] = w.let(_add(rot, shift))
-        comp[i] = {'m': m, 'h': V.scale(c, m), 'I': IO}
-    # composite inertias: children into parents (named accumulators)
-    acc = {}
-    for i in range(n):
-        names = {'m': f'cm{i}', 'h': [f'ch{i}_{a}' for a in range(3)],
-                 'I': {key: f'cI{i}_{key[0]}{key[1]}' for key in comp[i]['I']}}
-        w.set(names['m'], comp[i]['m'])
-        for a in range(3):
-            w.set(names['h'][a], comp[i]['h'][a])
-        for key, value in comp[i]['I'].items():
-            w.set(names['I'][key], value)
-        acc[i] = names
-    for i in range(n - 1, -1, -1):
-        parent = int(tree.parent[i])
-        if parent >= 0:
-            c, pn = acc[i], acc[parent]
-            w.set(pn['m'], _add(pn['m'], c['m']))
-            for a in range(3):
-                w.set(pn['h'][a], _add(pn['h'][a], c['h'][a]))
-            for key in c['I']:
-                w.set(pn['I'][key], _add(pn['I'][key], c['I'][key]))
-    M, F = {}, {}
-    for j in range(n):
+        h = V.scale(c, m)
+        # the composite: children are added in their inward steps (named accumulators)
+        acc[i] = {'m': f'cm{i}', 'h': [f'ch{i}_{a_}' for a_ in range(3)],
+                  'I': {key: f'cI{i}_{key[0]}{key[1]}' for key in IO}}
+        w.set(acc[i]['m'], m)
+        for a_ in range(3):
+            w.set(acc[i]['h'][a_], h[a_])
+        for key, value in IO.items():
+            w.set(acc[i]['I'][key], value)
+
+    def inward(j: int) -> None:
         c = acc[j]
         inertia = [[c['I'][(max(a, b), min(a, b))] for b in range(3)] for a in range(3)]
         sw, sv = S[j]
         top = V.add(V.mv(inertia, sw), V.cross(c['h'], sv))
         bottom = V.add(V.cross(sw, c['h']), V.scale(sv, c['m']))
-        F[j] = (top, bottom)
         i = j
         while i >= 0:
             M[(j, i)] = w.let(_add(V.dot(S[i][0], top), V.dot(S[i][1], bottom)))
             i = int(tree.parent[i])
+        if column is not None:
+            column(j, (top, bottom))
+        parent = int(tree.parent[j])
+        if parent >= 0:
+            pn = acc[parent]
+            w.set(pn['m'], _add(pn['m'], c['m']))
+            for a in range(3):
+                w.set(pn['h'][a], _add(pn['h'][a], c['h'][a]))
+            for key in c['I']:
+                w.set(pn['I'][key], _add(pn['I'][key], c['I'][key]))
+
+    stack = [(i, False) for i in roots]        # popped last first
+    while stack:
+        i, done = stack.pop()
+        if done:
+            inward(i)
+        else:
+            outward(i)
+            stack.append((i, True))
+            stack.extend((c, False) for c in children[i])
     for j in range(n):
         for i in range(j):
             M.setdefault((j, i), '0.0')
-    roots = [i for i in range(n) if tree.parent[i] < 0]
     keys = [(a, b) for a in range(3) for b in range(a + 1)]
     top = (w.let(_add(*(acc[i]['m'] for i in roots))),
            [w.let(_add(*(acc[i]['h'][a] for i in roots))) for a in range(3)],
            {key: w.let(_add(*(acc[i]['I'][key] for i in roots))) for key in keys})
-    return M, F, top
+    return M, top
 
 
 def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, out: list,
@@ -630,12 +658,31 @@ def _rnea_row(robot: _Robot, w: _Writer, V: _Vec, joints, base, gscale: str,
 
 def _mass_matrix_rows(robot: _Robot, w: _Writer, V: _Vec, joints, base, frames) -> dict:
     """Write M of the model (nv x nv, lower triangle as M[(a, b)], a >= b)."""
-    Mt, F, top = _composite_rigid_body(robot.tree, w, V, joints[0], frames)
+    nbv, n, tree = robot.nbv, robot.n, robot.tree
+    P = P_BASE.get(robot.base)
+    out, F = {}, {}
+    # a moving base's rows of the joint columns: F_j = (angular, linear) of the tree joints
+    # of model coordinate k, projected, P^T (lin, ang) B; written once its last F_j is known
+    drives = [np.nonzero(robot.B[:, k])[0] for k in range(n)]
+    waiting = {k: set(drives[k].tolist()) for k in range(n)}
+
+    def column(j: int, Fj: tuple) -> None:
+        F[j] = Fj
+        for k in range(n):
+            if j in waiting[k]:
+                waiting[k].discard(j)
+                if not waiting[k]:
+                    rows = [_add(*(_mul(_num(robot.B[i, k]), (F[i][1] + F[i][0])[r])
+                                   for i in drives[k])) for r in range(6)]
+                    for a in range(nbv):
+                        out[(nbv + k, a)] = w.let(_add(*(_mul(_num(P[r, a]), rows[r])
+                                                         for r in range(6))))
+    Mt, top = _composite_rigid_body(tree, w, V, joints[0], frames,
+                                    None if base is None else column)
     Mj = robot.project_matrix(w, Mt)
     if base is None:
         return Mj
-    nbv, n = robot.nbv, robot.n
-    out = {(nbv + a, nbv + b): x for (a, b), x in Mj.items()}
+    out.update({(nbv + a, nbv + b): x for (a, b), x in Mj.items()})
     # the base rows: the whole composite (base body included) as a spatial inertia, linear
     # first as v = (v_b, w_b): [[m 1, [h]x^T], [[h]x, I_O]]
     mass, com, inertia = robot.root_inertia
@@ -651,20 +698,12 @@ def _mass_matrix_rows(robot: _Robot, w: _Writer, V: _Vec, joints, base, frames) 
             full[3 + a][b] = hx[a][b]                    # [h]x
             full[a][3 + b] = hx[b][a]                    # [h]x^T
             full[3 + a][3 + b] = Ib[(max(a, b), min(a, b))]
-    P = P_BASE[robot.base]
     base_block = [[_add(*(_mul(_num(P[r, a] * P[c, b]), full[r][c])
                           for r in range(6) for c in range(6))) for b in range(nbv)]
                   for a in range(nbv)]
     for a in range(nbv):
         for b in range(a + 1):
             out[(a, b)] = w.let(base_block[a][b])
-    # joint columns: F_j = (angular, linear) of every tree joint, projected: P^T (lin, ang) B
-    for k in range(n):
-        column = [_add(*(_mul(_num(robot.B[i, k]), (F[i][1] + F[i][0])[r])
-                         for i in range(robot.tree.n))) for r in range(6)]
-        for a in range(nbv):
-            out[(nbv + k, a)] = w.let(_add(*(_mul(_num(P[r, a]), column[r])
-                                             for r in range(6))))
     return out
 
 
