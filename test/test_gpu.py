@@ -31,7 +31,7 @@ if os.environ.get('KRON_DYNAMICS_GPU_TESTS') != 'device':
 from numba import cuda  # noqa: E402
 
 from kron_dynamics import ModelError, RobotModel  # noqa: E402
-from kron_dynamics.gpu import GpuModel, MODES  # noqa: E402
+from kron_dynamics.gpu import codegen, GpuModel, MODES  # noqa: E402
 import model_helpers  # noqa: E402
 from pinocchio_oracle import robots_dir  # noqa: E402
 
@@ -304,6 +304,36 @@ def test_a_refused_row_is_nan_in_every_output_and_named_for_its_first_reason():
     Qm[1, 0] = np.nan
     with pytest.raises(ValueError, match=r'forward_dynamics: rows \[1\] have a non-finite'):
         massless.forward_dynamics(Qm, np.zeros((3, 1)), np.zeros((3, 1)))
+
+
+def test_the_looped_solve_of_a_large_tree_is_the_written_out_one(monkeypatch):
+    """Above UNROLLED_SOLVE, M is factored in loops over a local array: the same operations."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    assert model.nv > codegen.UNROLLED_SOLVE
+    rng = np.random.default_rng(12)
+    Q = np.stack([model.random_configuration(rng) for _ in range(4)])
+    V, A = rng.uniform(-2, 2, (2, 4, model.nv))
+    tau = model.inverse_dynamics(Q, V, A)
+    looped = GpuModel(model)
+    monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 10 ** 6)
+    written = GpuModel(model)
+    assert 'cuda.local.array' in looped.source_path.read_text()
+    assert 'cuda.local.array' not in written.source_path.read_text()
+    ours = looped.forward_dynamics(Q, V, tau).copy_to_host()
+    np.testing.assert_array_equal(ours, written.forward_dynamics(Q, V, tau).copy_to_host())
+    np.testing.assert_allclose(ours, A, rtol=0, atol=1e-9)
+    # a pivot that is not positive is counted in the loop as written out
+    monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 0)
+    massless = GpuModel(RobotModel.from_urdf_string(
+        '<robot name="r"><link name="base"/><link name="a"/>'
+        '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
+        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+        '</robot>', inertia_check='warn'))
+    Qm = np.zeros((2, 1))
+    with pytest.raises(ValueError, match=r'forward_dynamics: rows \[0, 1\] have a mass matrix'):
+        massless.forward_dynamics(Qm, Qm, Qm)
+    assert np.isnan(massless.forward_dynamics(Qm, Qm, Qm, check=False).copy_to_host()).all()
 
 
 @pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',

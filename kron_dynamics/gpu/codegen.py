@@ -738,8 +738,53 @@ def _mass_matrix_kernel(robot: _Robot) -> list:
                    [('M', (nv, nv))])
 
 
+def _packed(row: str, column: str) -> str:
+    """Return the index of (row, column), row >= column, in a packed lower triangle."""
+    return f'{row} * ({row} + 1) // 2 + {column}'
+
+
+def _looped_solve(nv: int) -> list:
+    """
+    Return q'' = L^-T L^-1 rhs in loops over the packed M in ``chol`` (factored in place).
+
+    The operations of the written-out solve, in the same order (each sum left to right).
+    """
+    return [f'    for cj in range({nv}):',
+            f'        cd = chol[{_packed("cj", "cj")}]',
+            '        for ck in range(cj):',
+            f'            cd -= chol[{_packed("cj", "ck")}] * chol[{_packed("cj", "ck")}]',
+            '        notpd += 0 if cd > 0.0 else 1',
+            '        cd = sqrt(cd if cd > 0.0 else 1.0)',
+            f'        chol[{_packed("cj", "cj")}] = cd',
+            f'        for ci in range(cj + 1, {nv}):',
+            f'            cs = chol[{_packed("ci", "cj")}]',
+            '            for ck in range(cj):',
+            f'                cs -= chol[{_packed("ci", "ck")}] * chol[{_packed("cj", "ck")}]',
+            f'            chol[{_packed("ci", "cj")}] = cs / cd',
+            f'    for ci in range({nv}):',
+            '        cs = rhs[ci]',
+            '        for ck in range(ci):',
+            f'            cs -= chol[{_packed("ci", "ck")}] * rhs[ck]',
+            f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+            f'    for ci in range({nv - 1}, -1, -1):',
+            '        cs = rhs[ci]',
+            f'        for ck in range(ci + 1, {nv}):',
+            f'            cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
+            f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+            f'    for ci in range({nv}):',
+            '        QDD[t, ci] = rhs[ci]']
+
+
+# the largest nv whose Cholesky solve is written out; above it, M is stored as it is computed
+# into a per-thread (local memory) array and solved in loops. ptxas -v (sm_90): chains of 10
+# and 12 joints spill alike either way (their recursions do), a 12-DOF tree less written out;
+# solo12 on a free flyer (nv = 18) spills 2.5 kB per thread written out and nothing looped,
+# and TALOS's written-out solve takes minutes to compile (bench_gpu --registers)
+UNROLLED_SOLVE = 12
+
+
 def _forward_dynamics_kernel(robot: _Robot) -> list:
-    """Write q'' = M^-1 (tau - h): M by CRBA, h by Newton-Euler, an unrolled Cholesky solve."""
+    """Write q'' = M^-1 (tau - h): M by CRBA, h by Newton-Euler, then a Cholesky solve."""
     w = _Writer()
     V = _Vec(w)
     nv = robot.nbv + robot.n
@@ -748,6 +793,15 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     frames = {}
     h = _rnea_row(robot, w, V, joints, base, '1.0', frames)
     M = _mass_matrix_rows(robot, w, V, joints, base, frames)
+    if nv > UNROLLED_SOLVE:
+        stores = [f'    chol[{a * (a + 1) // 2 + b}] = {M[(a, b)]}'
+                  for a in range(nv) for b in range(a + 1)]
+        stores += [f'    rhs[{i}] = {_add(f"f{i}_in", _neg(h[i]))}' for i in range(nv)]
+        body = ([f'    chol = cuda.local.array({nv * (nv + 1) // 2}, real)',
+                 f'    rhs = cuda.local.array({nv}, real)']
+                + _hoist(w.lines, stores) + _looped_solve(nv))
+        return _kernel(robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', reads, body, [],
+                       [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
     # Cholesky M = L L^T, then L y = tau - h, L^T x = y
     L = {}
     for j in range(nv):
@@ -818,7 +872,7 @@ def single_precision(source: str) -> str:
     With float32 arrays and literals, numba keeps every operation in single precision (a
     float64 literal would promote it); math's cos, sin and sqrt of a float32 are float32.
     """
-    body = _FLOAT.sub(r'f32(\1)', source)
+    body = _FLOAT.sub(r'f32(\1)', source).replace('float64 as real', 'float32 as real', 1)
     return body.replace('from numba import cuda', 'from numba import cuda\nfrom numpy import '
                         'float32 as f32', 1)
 
@@ -924,7 +978,8 @@ def source(model) -> str:
              f'# robot {robot.name!r}, joints {robot.names}',
              'from math import cos, isfinite, nan, sin, sqrt',
              '',
-             'from numba import cuda']
+             'from numba import cuda',
+             'from numba import float64 as real']
     for kernel in (_rnea_kernel, _mass_matrix_kernel, _forward_dynamics_kernel):
         lines += ['', ''] + kernel(robot)
     # a fixed base leaves the mass welded to the root out of the CoM (as its CPU default)
