@@ -29,7 +29,7 @@ Kernels, rows = states, columns the model's coordinates (q: nq, with a floating 
 ``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)`` (use_v/use_a = 0 read QD/QDD as zeros,
 gscale 0 or 1 scales gravity: inverse dynamics, gravity, bias, Coriolis vector),
 ``mass_matrix(Q, M, BAD)``, ``forward_dynamics(Q, QD, TAU, QDD, BAD)`` (CRBA, Newton-Euler
-and an unrolled Cholesky solve), ``kinematics(Q, P, C, BAD)`` (every link's pose in the world,
+and a Cholesky solve), ``kinematics(Q, P, C, BAD)`` (every link's pose in the world,
 ``link_names`` order, and the centre of mass). BAD[row]: 1 a non-finite input, 2 M not
 positive definite, 3 a base orientation off unit length; the row's results are NaN. So
 that few values are live at once on a large tree (registers, docs/performance.md), the
