@@ -169,14 +169,18 @@ def test_bad_inputs_are_named_and_non_finite_rows_reported():
         gpu.mass_matrix(bad)
 
 
-def test_a_singular_mass_matrix_is_reported_by_row():
-    """A joint that moves no mass: M is singular, forward dynamics names the rows."""
-    massless = RobotModel.from_urdf_string(
+def _massless():
+    """Return a model whose one joint moves no mass: M is singular."""
+    return RobotModel.from_urdf_string(
         '<robot name="r"><link name="base"/><link name="a"/>'
         '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
         '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
         '</robot>', inertia_check='warn')
-    gpu = GpuModel(massless)
+
+
+def test_a_singular_mass_matrix_is_reported_by_row():
+    """A joint that moves no mass: M is singular, forward dynamics names the rows."""
+    gpu = GpuModel(_massless())
     Q = np.zeros((3, 1))
     with pytest.raises(ValueError, match=r'forward_dynamics: rows \[0, 1, 2\] have a mass '
                                          'matrix that is not positive definite'):
@@ -295,11 +299,7 @@ def test_a_refused_row_is_nan_in_every_output_and_named_for_its_first_reason():
     assert np.isnan(dv[1]).all() and np.isfinite(dv[[0, 2]]).all()
     np.testing.assert_allclose(dv[0], A[0], rtol=0, atol=1e-9)
     # a row both non-finite and with a singular M is named for its non-finite input
-    massless = GpuModel(RobotModel.from_urdf_string(
-        '<robot name="r"><link name="base"/><link name="a"/>'
-        '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
-        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
-        '</robot>', inertia_check='warn'))
+    massless = GpuModel(_massless())
     Qm = np.zeros((3, 1))
     Qm[1, 0] = np.nan
     with pytest.raises(ValueError, match=r'forward_dynamics: rows \[1\] have a non-finite'):
@@ -325,11 +325,7 @@ def test_the_looped_solve_of_a_large_tree_is_the_written_out_one(monkeypatch):
     np.testing.assert_allclose(ours, A, rtol=0, atol=1e-9)
     # a pivot that is not positive is counted in the loop as written out
     monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 0)
-    massless = GpuModel(RobotModel.from_urdf_string(
-        '<robot name="r"><link name="base"/><link name="a"/>'
-        '<joint name="j" type="revolute"><parent link="base"/><child link="a"/>'
-        '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
-        '</robot>', inertia_check='warn'))
+    massless = GpuModel(_massless())
     Qm = np.zeros((2, 1))
     with pytest.raises(ValueError, match=r'forward_dynamics: rows \[0, 1\] have a mass matrix'):
         massless.forward_dynamics(Qm, Qm, Qm)

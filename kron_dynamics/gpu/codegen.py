@@ -233,6 +233,28 @@ def _joint_frame(tree, i: int, qi: str, w: _Writer, V: _Vec):
             V.bind([_add(_num(tree.p0[i][a]), _mul(_num(Ra[a]), qi)) for a in range(3)]))
 
 
+def _depth_first(tree, outward, inward) -> None:
+    """
+    Call outward(i) on the way down and inward(i) on the way up, children last first.
+
+    A parent's inward step comes after all its subtrees', so sums into it run over its
+    children in descending order, as a pass over the bodies from the last to the first.
+    """
+    children = [[] for _ in range(tree.n)]
+    for i in range(tree.n):
+        if tree.parent[i] >= 0:
+            children[int(tree.parent[i])].append(i)
+    stack = [(i, False) for i in range(tree.n) if tree.parent[i] < 0]   # popped last first
+    while stack:
+        i, done = stack.pop()
+        if done:
+            inward(i)
+        else:
+            outward(i)
+            stack.append((i, True))
+            stack.extend((c, False) for c in children[i])
+
+
 def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root: tuple,
                   frames: dict | None = None) -> tuple:
     """
@@ -248,10 +270,6 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
     are the breadth-first form's, in the same order, so the results are the same bits.
     """
     frames = {} if frames is None else frames
-    children, roots = [[] for _ in range(tree.n)], []
-    for i in range(tree.n):
-        parent = int(tree.parent[i])
-        (roots if parent < 0 else children[parent]).append(i)
     motion, F, M = {}, {}, {}
     tau = [None] * tree.n
     wrench0 = [['0.0'] * 3, ['0.0'] * 3]
@@ -298,15 +316,7 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
         else:
             wrench0[:] = [V.add(wrench0[0], fp), V.add(wrench0[1], mp)]
 
-    stack = [(i, False) for i in roots]        # popped last first
-    while stack:
-        i, done = stack.pop()
-        if done:
-            inward(i)
-        else:
-            outward(i)
-            stack.append((i, True))
-            stack.extend((c, False) for c in children[i])
+    _depth_first(tree, outward, inward)
     return tau, wrench0[0], wrench0[1]
 
 
@@ -365,10 +375,7 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
     the current path hold live values; the sums are the same, in the same order.
     """
     n = tree.n
-    children, roots = [[] for _ in range(n)], []
-    for i in range(n):
-        parent = int(tree.parent[i])
-        (roots if parent < 0 else children[parent]).append(i)
+    roots = [i for i in range(n) if tree.parent[i] < 0]
     Rw, pw, S, acc, M = {}, {}, {}, {}, {}
 
     def outward(i: int) -> None:
@@ -426,15 +433,7 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
             for key in c['I']:
                 w.set(pn['I'][key], _add(pn['I'][key], c['I'][key]))
 
-    stack = [(i, False) for i in roots]        # popped last first
-    while stack:
-        i, done = stack.pop()
-        if done:
-            inward(i)
-        else:
-            outward(i)
-            stack.append((i, True))
-            stack.extend((c, False) for c in children[i])
+    _depth_first(tree, outward, inward)
     for j in range(n):
         for i in range(j):
             M.setdefault((j, i), '0.0')
