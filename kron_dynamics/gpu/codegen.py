@@ -338,15 +338,21 @@ def _root_frames(tree, w: _Writer, V: _Vec, q: list, frames: dict, bodies=None) 
     """
     Rw, pw = {}, {}
     for i in range(tree.n) if bodies is None else bodies:
-        if i not in frames:
-            frames[i] = _joint_frame(tree, i, q[i], w, V)
-        R, p = frames[i]
-        parent = int(tree.parent[i])
-        if parent < 0:
-            Rw[i], pw[i] = R, p
-        else:
-            Rw[i], pw[i] = V.mm(Rw[parent], R), V.add(pw[parent], V.mv(Rw[parent], p))
+        _root_frame(tree, w, V, q, frames, Rw, pw, i)
     return Rw, pw
+
+
+def _root_frame(tree, w: _Writer, V: _Vec, q: list, frames: dict, Rw: dict, pw: dict,
+                i: int) -> None:
+    """Write body i's (R, p) in the root frame into Rw, pw (its parent's are there)."""
+    if i not in frames:
+        frames[i] = _joint_frame(tree, i, q[i], w, V)
+    R, p = frames[i]
+    parent = int(tree.parent[i])
+    if parent < 0:
+        Rw[i], pw[i] = R, p
+    else:
+        Rw[i], pw[i] = V.mm(Rw[parent], R), V.add(pw[parent], V.mv(Rw[parent], p))
 
 
 def _link_frame(V: _Vec, Rw: dict, pw: dict, frame: tuple) -> tuple:
@@ -379,14 +385,7 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
     Rw, pw, S, acc, M = {}, {}, {}, {}, {}
 
     def outward(i: int) -> None:
-        if i not in frames:
-            frames[i] = _joint_frame(tree, i, q[i], w, V)
-        R, p = frames[i]
-        parent = int(tree.parent[i])
-        if parent < 0:
-            Rw[i], pw[i] = R, p
-        else:
-            Rw[i], pw[i] = V.mm(Rw[parent], R), V.add(pw[parent], V.mv(Rw[parent], p))
+        _root_frame(tree, w, V, q, frames, Rw, pw, i)
         a = V.mv(Rw[i], _literals(tree.axis[i]))
         S[i] = (a, V.cross(pw[i], a)) if tree.revolute[i] else (['0.0'] * 3, a)
         m = _num(tree.mass[i])
