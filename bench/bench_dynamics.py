@@ -158,9 +158,6 @@ class Kron:
     def cvec(self, q, qd):
         return self.model.coriolis_vector(q, qd)
 
-    def C(self, q, qd):
-        return self.model.coriolis_matrix(q, qd)
-
     def timers(self, q, qd, qdd) -> dict:
         m = self.model
         ops = {
