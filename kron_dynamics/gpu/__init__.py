@@ -107,7 +107,8 @@ class GpuModel:
 
     ``source_path``: the generated file; ``cached``: whether it was already on disk;
     ``generate_seconds``: what writing it took; ``compile_seconds``: {kernel: seconds} of the
-    kernels compiled so far. Each kernel is compiled on the first call that needs it: a large
+    kernels of SIGNATURES compiled so far (a link's Jacobian kernel, written and compiled on
+    its first use, is not in it). Each kernel is compiled on the first call that needs it: a large
     tree's forward dynamics takes minutes to compile (docs/performance.md, GPU), which a user
     of its inverse dynamics alone should not wait for.
     """
