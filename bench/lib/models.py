@@ -19,16 +19,17 @@ The robots of the dynamics benchmark, as URDF text that every library loads unch
   joints made fixed (the same 7 coordinates in every library: MuJoCo drops ``<mimic>``,
   PyBullet ignores it; kron_dynamics takes it as a constraint), and no visual or collision
   geometry (no meshes to resolve; PyBullet and MuJoCo cannot derive inertias from shapes);
-- ``chain_<n>`` for n = 2, 6, 12, 24, 48: serial chains of revolute joints, axes along x, y
-  or z or tilted, joint origins with xyz and rpy, full (non-diagonal) inertia tensors with
-  inertial rpy and non-zero centre-of-mass offsets, and one fixed joint with a massive link;
-- ``tree_12``: a 12-DOF branching tree: a waist joint carrying a torso with two 4-DOF arms
-  and a 3-DOF head whose neck is prismatic, and a fixed tool on each arm.
+- ``chain_<n>`` for n = 2, 6, 12, 24, 48 and ``tree_12``: random trees of
+  ``kron_dynamics.testing.random_urdf`` (the test suite's), a serial chain of n revolute
+  joints and one fixed joint, and a 12-DOF branching tree with prismatic joints and two fixed
+  joints: tilted axes (not all unit length: every library normalises them), joint origins with
+  xyz and rpy, full inertia tensors with inertial rpy and centre-of-mass offsets. No joint is
+  continuous: Pinocchio would take two coordinates (cos, sin) for it.
 
-Every link has a positive mass and an inertia obeying the triangle inequality (MuJoCo refuses
-massless moving bodies), every joint has limits wide enough for the sampled configurations,
-and there is no ``<dynamics>`` (damping) element. ``build_models`` writes the URDFs to
-``build/bench_models/`` and checks that kron_dynamics loads each of them.
+Every link has a positive mass (MuJoCo refuses massless moving bodies), every joint has limits
+wide enough for the sampled configurations, and there is no ``<dynamics>`` (damping)
+element. ``build_models`` writes the URDFs to ``build/bench_models/`` and checks that
+kron_dynamics loads each of them.
 """
 
 import argparse
@@ -45,12 +46,11 @@ from .comparison_libs import example_robot_data, pinocchio
 import numpy as np
 
 from kron_dynamics import RobotModel
-from kron_dynamics.testing.random_urdf import random_inertia
+from kron_dynamics.testing.random_urdf import random_urdf
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / 'build' / 'bench_models'
 CHAIN_SIZES = (2, 6, 12, 24, 48)
-LIMIT = 3.0     # joint limits +-LIMIT (rad or m); configurations are sampled well inside
 PANDA_FINGERS = ('panda_finger_joint1', 'panda_finger_joint2')
 
 
@@ -66,107 +66,18 @@ class BenchModel:
     note: str = ''
 
 
-def _v(x) -> str:
-    return ' '.join(f'{float(v):.12g}' for v in x)
+def chain_urdf(n: int) -> str:
+    """Return URDF text of a random serial chain: n revolute joints and 1 fixed joint."""
+    return random_urdf(np.random.default_rng(1000 + n), n, n_fixed=1, prismatic_fraction=0.0,
+                       massless_fraction=0.0, branching=0.0, name=f'chain_{n}', damping=False,
+                       continuous_fraction=0.0)
 
 
-class _Writer:
-    """Build URDF text link by link (positive masses, full inertias, limited joints)."""
-
-    def __init__(self, name: str, rng: np.random.Generator):
-        self.rng = rng
-        self.lines = ['<?xml version="1.0"?>', f'<robot name="{name}">']
-        # the base's inertial frame is not rotated: PyBullet's inverse dynamics would take
-        # gravity in that frame (Bullet's base frame is the root link's inertial frame)
-        self.link('base_link', mass=3.0, com=(0.0, 0.0, 0.05), rpy=(0.0, 0.0, 0.0))
-
-    def link(self, name, mass=None, com=None, scale=None, rpy=None):
-        rng = self.rng
-        mass = float(rng.uniform(0.5, 5.0)) if mass is None else mass
-        com = rng.uniform(-0.1, 0.1, 3) + np.array([0.0, 0.0, 0.08]) if com is None else com
-        inertia = random_inertia(rng, rng.uniform(0.01, 0.1) if scale is None else scale)
-        rpy_ = rng.uniform(-np.pi, np.pi, 3) if rpy is None else rpy
-        ixx, ixy, ixz = inertia[0]
-        iyy, iyz, izz = inertia[1, 1], inertia[1, 2], inertia[2, 2]
-        self.lines += [
-            f'  <link name="{name}">', '    <inertial>',
-            f'      <origin xyz="{_v(com)}" rpy="{_v(rpy_)}"/>',
-            f'      <mass value="{mass:.12g}"/>',
-            f'      <inertia ixx="{ixx:.12g}" ixy="{ixy:.12g}" ixz="{ixz:.12g}" '
-            f'iyy="{iyy:.12g}" iyz="{iyz:.12g}" izz="{izz:.12g}"/>',
-            '    </inertial>', '  </link>']
-
-    def axis(self, k: int):
-        """Cycle z, y, x, tilted (unit vector); signs vary."""
-        rng = self.rng
-        if k % 4 == 3:
-            a = rng.normal(size=3)
-            return a / np.linalg.norm(a)
-        return np.eye(3)[2 - k % 3] * rng.choice([-1.0, 1.0])
-
-    def joint(self, name, jtype, parent, child, xyz, rpy, axis=None):
-        self.lines += [f'  <joint name="{name}" type="{jtype}">',
-                       f'    <parent link="{parent}"/>', f'    <child link="{child}"/>',
-                       f'    <origin xyz="{_v(xyz)}" rpy="{_v(rpy)}"/>']
-        if jtype != 'fixed':
-            axis_text = ' '.join(f'{float(a):.17g}' for a in axis)   # unit to round-off
-            self.lines += [f'    <axis xyz="{axis_text}"/>',
-                           f'    <limit lower="{-LIMIT}" upper="{LIMIT}" effort="100.0" '
-                           'velocity="10.0"/>']
-        self.lines.append('  </joint>')
-
-    def text(self) -> str:
-        return '\n'.join(self.lines + ['</robot>']) + '\n'
-
-
-def chain_urdf(n: int, seed: int = 0) -> str:
-    """Return URDF text of an n-joint revolute serial chain (plus one fixed tool link)."""
-    rng = np.random.default_rng(1000 + n + seed)
-    w = _Writer(f'chain_{n}', rng)
-    parent = 'base_link'
-    for k in range(n):
-        child = f'link{k + 1}'
-        w.joint(f'joint{k + 1}', 'revolute', parent, child,
-                xyz=rng.uniform(-0.05, 0.05, 3) + np.array([0.0, 0.0, 0.15]),
-                rpy=rng.uniform(-0.5, 0.5, 3), axis=w.axis(k))
-        w.link(child)
-        parent = child
-    w.joint('tool_joint', 'fixed', parent, 'tool', xyz=(0.02, 0.0, 0.1), rpy=(0.0, 0.3, 0.0))
-    w.link('tool', mass=0.8)
-    return w.text()
-
-
-def tree_urdf(seed: int = 0) -> str:
-    """Return URDF text of a 12-DOF tree: waist, two 4-DOF arms, 3-DOF head (prismatic neck)."""
-    rng = np.random.default_rng(2000 + seed)
-    w = _Writer('tree_12', rng)
-    w.joint('waist', 'revolute', 'base_link', 'torso', xyz=(0, 0, 0.3), rpy=(0, 0, 0),
-            axis=(0, 0, 1))
-    w.link('torso', mass=10.0, com=(0.0, 0.0, 0.25), scale=0.4)
-    k = 0
-    for side, y in (('left', 0.25), ('right', -0.25)):
-        parent = 'torso'
-        for j in range(4):
-            child = f'{side}_link{j + 1}'
-            xyz = (0.0, y, 0.45) if j == 0 else rng.uniform(-0.03, 0.03, 3) + (0.0, 0.0, 0.2)
-            rpy = (np.sign(y) * 0.5, 0.0, 0.0) if j == 0 else rng.uniform(-0.4, 0.4, 3)
-            w.joint(f'{side}_joint{j + 1}', 'revolute', parent, child, xyz=xyz, rpy=rpy,
-                    axis=w.axis(k))
-            w.link(child)
-            parent, k = child, k + 1
-        w.joint(f'{side}_tool_joint', 'fixed', parent, f'{side}_tool', xyz=(0, 0, 0.08),
-                rpy=(0, 0, 0.7))
-        w.link(f'{side}_tool', mass=0.5)
-    w.joint('neck_lift', 'prismatic', 'torso', 'neck', xyz=(0, 0, 0.55), rpy=(0, 0, 0),
-            axis=(0, 0, 1))
-    w.link('neck', mass=1.0)
-    w.joint('head_pan', 'revolute', 'neck', 'head_pan_link', xyz=(0, 0, 0.1), rpy=(0, 0, 0),
-            axis=(0, 0, 1))
-    w.link('head_pan_link', mass=0.7)
-    w.joint('head_tilt', 'revolute', 'head_pan_link', 'head', xyz=(0.02, 0, 0.05),
-            rpy=(0.1, 0, 0), axis=(0, 1, 0))
-    w.link('head', mass=2.0)
-    return w.text()
+def tree_urdf() -> str:
+    """Return URDF text of a random 12-DOF branching tree (prismatic joints, 2 fixed)."""
+    return random_urdf(np.random.default_rng(2000), 12, n_fixed=2, prismatic_fraction=0.2,
+                       massless_fraction=0.0, branching=0.5, name='tree_12', damping=False,
+                       continuous_fraction=0.0)
 
 
 # example-robot-data files of the Pinocchio benchmarks (relative to its robots directory)
@@ -341,7 +252,6 @@ def build_models(robots_dir=None, out_dir: Path = BUILD, chain_sizes=CHAIN_SIZES
         except (OSError, ValueError) as exc:
             log(f'panda: not available: {exc}')
     for n in chain_sizes:
-        add(f'chain_{n}', 'chain', chain_urdf(n), f'{n} revolute joints, 1 fixed tool')
-    add('tree_12', 'tree', tree_urdf(),
-        'waist + 2 arms x 4 + head 3 (prismatic neck), 2 fixed tools')
+        add(f'chain_{n}', 'chain', chain_urdf(n), f'{n} revolute joints, 1 fixed')
+    add('tree_12', 'tree', tree_urdf(), 'random branching tree, prismatic joints, 2 fixed')
     return models

@@ -40,12 +40,15 @@ def _v(x) -> str:
 def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
                 prismatic_fraction: float = 0.3, massless_fraction: float = 0.1,
                 branching: float = 0.5, name: str = 'random_tree',
-                mimic_fraction: float = 0.0) -> str:
+                mimic_fraction: float = 0.0, damping: bool = True,
+                continuous_fraction: float = 0.2) -> str:
     """
     Return URDF text of a random tree with n_movable movable and n_fixed fixed joints.
 
     With ``mimic_fraction`` > 0, each movable joint after the first follows (``<mimic>``) a
-    random earlier movable joint with that probability.
+    random earlier movable joint with that probability. With ``damping``, half the movable
+    joints have a ``<dynamics>`` element. A rotating joint is continuous with probability
+    ``continuous_fraction``, else revolute.
     """
     kinds = ['movable'] * n_movable + ['fixed'] * n_fixed
     rng.shuffle(kinds)
@@ -64,7 +67,7 @@ def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
         elif rng.random() < prismatic_fraction:
             jtype = 'prismatic'
         else:
-            jtype = 'continuous' if rng.random() < 0.2 else 'revolute'
+            jtype = 'continuous' if rng.random() < continuous_fraction else 'revolute'
         axis = rng.normal(size=3)
         if rng.random() < 0.3:
             axis = np.eye(3)[rng.integers(3)] * rng.choice([-1.0, 1.0])
@@ -76,7 +79,7 @@ def random_urdf(rng: np.random.Generator, n_movable: int, n_fixed: int = 2,
             lines.append(f'    <axis xyz="{_v(axis)}"/>')
         if jtype in ('revolute', 'prismatic'):
             lines.append('    <limit lower="-3.0" upper="3.0" effort="100.0" velocity="5.0"/>')
-        if jtype != 'fixed' and rng.random() < 0.5:
+        if jtype != 'fixed' and damping and rng.random() < 0.5:
             lines.append(f'    <dynamics damping="{float(rng.uniform(0, 1))!r}" '
                          f'friction="{float(rng.uniform(0, 0.5))!r}"/>')
         if jtype != 'fixed' and mimic_fraction > 0:
