@@ -33,10 +33,8 @@ Targets (issue 12): median ratio within 3, the 5000-link chain under 2 s.
 """
 
 import argparse
-import json
 import logging
 from pathlib import Path
-import platform
 import statistics
 import subprocess
 import sys
@@ -186,14 +184,9 @@ def main(argv=None) -> int:
     print(f"median ratio {summary['median_ratio']:.2f} over {len(ratios)} robots (worst "
           f"{worst['ratio']:.2f}, {worst['urdf']}); chain {chain['ours_s']:.3f} s; "
           f"targets met: {summary['met']}")
-    out = {'summary': summary, 'robots': rows, 'chain': chain, 'repeats': args.repeats,
-           'meta': provenance.stamp(), 'versions': versions(),
-           'python': platform.python_version(),
-           'machine': platform.machine(), 'date': time.strftime('%Y-%m-%d %H:%M:%S')}
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(out, indent=1) + '\n')
-    print(f'wrote {args.output}')
-    provenance.regenerate_docs()
+    provenance.write_result(args.output.parent, args.output.stem, {}, {
+        'summary': summary, 'robots': rows, 'chain': chain, 'repeats': args.repeats,
+        'versions': versions()})
     return 0
 
 

@@ -32,7 +32,6 @@ bench/lib/provenance.py) and re-renders docs/ (bench/report.py).
 """
 
 import argparse
-import json
 import math
 from pathlib import Path
 import sys
@@ -148,12 +147,9 @@ def main(argv=None) -> int:
               f"in {r['codegen_seconds']:.2f} s ({r['operations']} operations, "
               f"{r['source_lines']} lines)")
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {**provenance.stamp(), 'numpy': np.__version__, 'sympy': sympy.__version__,
-            'unit': 'microseconds per call, median of 5 repeats'}
-    out.write_text(json.dumps({'meta': meta, 'results': results}, indent=2) + '\n')
-    print(f'\nwrote {out}')
-    provenance.regenerate_docs()
+    provenance.write_result(out.parent, out.stem, {
+        'numpy': np.__version__, 'sympy': sympy.__version__,
+        'unit': 'microseconds per call, median of 5 repeats'}, {'results': results})
     return 0
 
 

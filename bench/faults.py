@@ -25,7 +25,6 @@ Writes bench/results/faults.json and re-renders docs/ (bench/report.py).
 
 import argparse
 from dataclasses import asdict, dataclass
-import json
 import math
 import os
 from pathlib import Path
@@ -225,13 +224,11 @@ def main(argv=None) -> int:
     for r in results:
         print(asdict(r), 'PASS' if r.ok() else 'FAIL')
     ok = all(r.ok() for r in results)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({
+    out = Path(args.out)
+    provenance.write_result(out.parent, out.stem, {}, {
         'faults': [{**asdict(r), 'ok': r.ok()} for r in results], 'ok': ok,
         'config': {'outage_s': args.outage, 'settle_s': args.settle,
-                   'max_wait_s': args.max_wait, 'hold_s': args.hold, 'plot': args.plot},
-        'meta': provenance.stamp()}, indent=2) + '\n')
-    provenance.regenerate_docs()
+                   'max_wait_s': args.max_wait, 'hold_s': args.hold, 'plot': args.plot}})
     return 0 if ok else 1
 
 

@@ -24,7 +24,6 @@ targets): docs/performance.md, "ROS latency"::
 
 import argparse
 import gc
-import json
 import math
 import os
 from pathlib import Path
@@ -35,7 +34,7 @@ import tempfile
 import time
 
 from lib import provenance
-from lib.ros_bench import (add_common_arguments, BENCH, BUILD, cpu_seconds, node_env,
+from lib.ros_bench import (add_common_arguments, BUILD, cpu_seconds, node_command, node_env,
                            OUTPUT_TOPIC, PARAMS, prepare, REPO, Trajectory)
 import numpy as np
 import rclpy
@@ -52,20 +51,6 @@ NODES = ('dynamics', 'echo')
 TARGETS = {'median_ratio_max': 1.3, 'p99_ms_max': 2.0}
 MATCH_RTOL = 1e-9
 QUIET_CORES = 0.25   # a block is quiet if other processes used fewer cores meanwhile
-
-
-def node_command(key: str, urdf: Path, priority: int, middleware: int = 0) -> list:
-    """Return the command line of the dynamics or the echo node on its own input topic."""
-    args = ['-r', f'joint_states:=/bench/{key}/joint_states',
-            '-p', f'thread_priority:={priority}',
-            '-p', f'middleware_thread_priority:={middleware}']
-    if key == 'dynamics':
-        # every input answered once (state_policy all), as the echo node does: the count is
-        # part of the result
-        return [sys.executable, '-m', 'kron_dynamics.nodes.dynamics_node', '--ros-args',
-                '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}',
-                '-p', 'state_policy:=all', *args]
-    return [sys.executable, str(BENCH / 'echo_node.py'), '--ros-args', *args]
 
 
 def machine_busy_seconds() -> float:
@@ -157,7 +142,13 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
     for key in NODES:
         logs[key] = logdir / f'{key}.log'
         with open(logs[key], 'w') as out:
-            procs[key] = subprocess.Popen(node_command(key, urdf, priority, middleware),
+            # every input answered once (state_policy all), as the echo node does: the count
+            # is part of the result
+            args = ['-r', f'joint_states:=/bench/{key}/joint_states',
+                    '-p', f'thread_priority:={priority}',
+                    '-p', f'middleware_thread_priority:={middleware}',
+                    *(['-p', 'state_policy:=all'] if key == 'dynamics' else [])]
+            procs[key] = subprocess.Popen(node_command(key, urdf, *args),
                                           cwd=src or REPO,
                                           env=env, stdout=out, stderr=subprocess.STDOUT)
     context = rclpy.Context()
@@ -499,9 +490,6 @@ def main(argv=None) -> int:
                    'realtime': {'driver': rec['driver_realtime'],
                                 **{key: realtime_lines(rec['logs'][key]) for key in NODES}},
                    'params_file': str(PARAMS.relative_to(REPO))},
-        'meta': {**provenance.stamp(), 'sources_sha256': sources,
-                 'rmw': os.environ.get('RMW_IMPLEMENTATION', 'default (rmw_fastrtps_cpp)'),
-                 'loadavg_before': rec['load_before'], 'loadavg_after': rec['load_after']},
     }
     pairs = [d / e for d, e in zip(nodes['dynamics']['latency_median_per_block_ms'],
                                    nodes['echo']['latency_median_per_block_ms'])]
@@ -544,13 +532,14 @@ def main(argv=None) -> int:
         r = nodes[key]
         if not r['alive_at_end'] or r['dropped'] or 'rejected' in rec['logs'][key]:
             print(f'--- {key} log (tail):\n{rec["logs"][key][-3000:]}')
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     result['checks'] = {name: {'value': v, 'limit': lim, 'met': met}
                         for name, (v, lim, met) in result['checks'].items()}
-    out.write_text(json.dumps(result, indent=2) + '\n')
-    print(f'\n{"PASS" if ok else "FAIL"}; wrote {out}')
-    provenance.regenerate_docs()
+    print(f'\n{"PASS" if ok else "FAIL"}')
+    out = Path(args.out)
+    provenance.write_result(out.parent, out.stem, {
+        'sources_sha256': sources,
+        'rmw': os.environ.get('RMW_IMPLEMENTATION', 'default (rmw_fastrtps_cpp)'),
+        'loadavg_before': rec['load_before'], 'loadavg_after': rec['load_after']}, result)
     return 0 if ok else 1
 
 

@@ -32,7 +32,6 @@ re-renders docs/ (bench/report.py).
 
 import argparse
 from dataclasses import asdict, dataclass
-import json
 import math
 import os
 from pathlib import Path
@@ -291,11 +290,9 @@ def main(argv=None) -> int:
     for key, value in asdict(result).items():
         print(f'{key:>28}: {value}')
     print('PASS' if result.ok() else 'FAIL')
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({**asdict(result), 'ok': result.ok(),
-                                          'config': {'bad_fraction': args.bad},
-                                          'meta': provenance.stamp()}, indent=2) + '\n')
-    provenance.regenerate_docs()
+    out = Path(args.out)
+    provenance.write_result(out.parent, out.stem, {}, {
+        **asdict(result), 'ok': result.ok(), 'config': {'bad_fraction': args.bad}})
     return 0 if result.ok() else 1
 
 

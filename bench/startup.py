@@ -22,7 +22,6 @@ docs/performance.md, "Start-up"::
 """
 
 import argparse
-import json
 import os
 from pathlib import Path
 import re
@@ -34,8 +33,8 @@ import threading
 import time
 
 from lib import provenance
-from lib.ros_bench import (add_common_arguments, BENCH, cpu_seconds, node_env, OUTPUT_TOPIC,
-                           PARAMS, prepare, REPO, Trajectory)
+from lib.ros_bench import (add_common_arguments, cpu_seconds, node_command, node_env,
+                           OUTPUT_TOPIC, PARAMS, prepare, REPO, Trajectory)
 import numpy as np
 import rclpy
 from rclpy.qos import QoSProfile
@@ -47,14 +46,6 @@ from kron_dynamics.nodes.executor import make_executor
 
 TARGETS_S = {'warm': 3.0, 'cold': 20.0}
 READY_LINE = re.compile(r'\[(\d+\.\d+)\] \[(dynamics_node\]: model |echo_node\]: ready)')
-
-
-def node_command(key: str, urdf: Path) -> list:
-    """Return the command line of dynamics_node (or of the echo floor) on /joint_states."""
-    if key == 'dynamics':
-        return [sys.executable, '-m', 'kron_dynamics.nodes.dynamics_node', '--ros-args',
-                '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}']
-    return [sys.executable, str(BENCH / 'echo_node.py')]
 
 
 def cache_files_since(directory, since: float) -> int:
@@ -265,14 +256,12 @@ def main(argv=None) -> int:
               'config': {'model': label, 'urdf': str(urdf), 'repeats': args.repeats,
                          'rate_hz': args.rate, 'params_file': str(PARAMS.relative_to(REPO)),
                          'measured': 'process creation to first ~/bias_torque received',
-                         'target_on': 'median'},
-              'meta': {**provenance.stamp(), 'sources_sha256': sources,
-                       'loadavg_before': load_before, 'loadavg_after': os.getloadavg()}}
+                         'target_on': 'median'}}
+    print(f'\n{"PASS" if ok else "FAIL"}')
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + '\n')
-    print(f'\n{"PASS" if ok else "FAIL"}; wrote {out}')
-    provenance.regenerate_docs()
+    provenance.write_result(out.parent, out.stem, {
+        'sources_sha256': sources, 'loadavg_before': load_before,
+        'loadavg_after': os.getloadavg()}, result)
     return 0 if ok else 1
 
 

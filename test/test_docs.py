@@ -157,8 +157,9 @@ def test_bench_scripts_stamp_their_results_and_render_the_docs():
     for script in ('bench_dynamics.py', 'bench_symbolic.py', 'ros_latency.py', 'startup.py',
                    'soak.py', 'faults.py', 'bench_loading.py'):
         text = (REPO / 'bench' / script).read_text(encoding='utf-8')
-        assert 'provenance.stamp()' in text, script
-        assert 'provenance.regenerate_docs(' in text, script
+        # write_result stamps the JSON and re-renders the docs (test_write_result_...)
+        assert 'provenance.write_result(' in text or (
+            'provenance.stamp()' in text and 'provenance.regenerate_docs(' in text), script
     makefile = (REPO / 'Makefile').read_text(encoding='utf-8')
     bench = makefile[makefile.index('\nbench:'):]
     bench = bench[:bench.index('\n\n')]
@@ -188,6 +189,20 @@ def test_stamp_says_dirty_when_the_measured_sources_changed(tmp_path, monkeypatc
     assert provenance.git_revision() == clean        # a result is not a measured source
     (tmp_path / 'kron_dynamics' / 'm.py').write_text('x = 2\n')
     assert provenance.git_revision() == clean + '+dirty'
+
+
+@pytest.mark.slow   # a child process (git)
+def test_write_result_stamps_the_json_and_renders_the_docs(tmp_path, monkeypatch):
+    from lib import provenance
+    rendered = []
+    monkeypatch.setattr(provenance, 'regenerate_docs', lambda log=print: rendered.append(1))
+    path = provenance.write_result(tmp_path / 'out', 'x', {'quick': True}, {'rows': [1, 2]},
+                                   log=lambda msg: None)
+    assert path == tmp_path / 'out' / 'x.json'
+    data = json.loads(path.read_text())
+    assert set(data) == {'meta', 'rows'} and data['rows'] == [1, 2]
+    assert set(data['meta']) >= {'git', 'date', 'cpu', 'cpu_count', 'machine', 'quick'}
+    assert rendered == [1]
 
 
 @pytest.mark.slow   # a child process (git)

@@ -73,6 +73,14 @@ def snapshot_sources(dest: Path) -> str:
     return digest.hexdigest()[:12]
 
 
+def node_command(key: str, urdf: Path, *ros_args: str) -> list:
+    """Return the command line of dynamics_node (PARAMS, the URDF) or the echo node."""
+    if key == 'dynamics':
+        return [sys.executable, '-m', 'kron_dynamics.nodes.dynamics_node', '--ros-args',
+                '--params-file', str(PARAMS), '-p', f'urdf_file:={urdf}', *ros_args]
+    return [sys.executable, str(BENCH / 'echo_node.py'), '--ros-args', *ros_args]
+
+
 def node_env(src) -> dict:
     """Return the environment of a node process: unbuffered, sources from src if given."""
     env = dict(os.environ, PYTHONUNBUFFERED='1')
