@@ -824,31 +824,58 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
 
 def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root: bool,
                        mass: float) -> list:
-    """Write every link's pose (world: the base pose first on a moving base) and the CoM."""
+    """
+    Write every link's pose (world: the base pose first on a moving base) and the CoM.
+
+    Body by body in the tree's order (the loader's: depth first, parents first): a body's
+    frame in the root frame, then the poses of its links and its term of the CoM sum, so
+    that only the frames on the path to the current body stay live (all of them did when
+    the poses and the sum came after the last frame).
+    """
     w = _Writer()
     V = _Vec(w)
     reads, joints, base = _loads(robot, w, V, {})
-    Rw, pw = _root_frames(robot.tree, w, V, joints[0], {})
     if base is not None:
         Rb = [[w.let(x) for x in row] for row in base[0]]
         pb = V.bind(base[5])
-    out = []
+    tree = robot.tree
+    out, Rw, pw, frames = [], {}, {}, {}
 
     def world(R, p):
         return (R, p) if base is None else (V.mm(Rb, R), V.add(pb, V.mv(Rb, p)))
-    for index, link in enumerate(links):
-        R, p = world(*_link_frame(V, Rw, pw, frames_of[link]))
+
+    def poses(body: int) -> None:
+        for index, link in enumerate(links):
+            if frames_of[link][0] != body:
+                continue
+            R, p = world(*_link_frame(V, Rw, pw, frames_of[link]))
+            for a in range(3):
+                out.extend(f'    P[t, {index}, {a}, {b}] = {R[a][b]}' for b in range(3))
+                out.append(f'    P[t, {index}, {a}, 3] = {p[a]}')
+            out.extend(f'    P[t, {index}, 3, {b}] = {0.0 if b < 3 else 1.0}' for b in range(4))
+    # centre of mass: sum m (p + R c) / total, root frame (the root's own mass as asked); the
+    # terms are summed as they come, literals last, as _add would sum them in one expression
+    sums, constant = [None] * 3, [0.0] * 3
+    poses(-1)
+    for i in range(tree.n):
+        _root_frame(tree, w, V, joints[0], frames, Rw, pw, i)
+        poses(i)
+        term = V.add(pw[i], V.mv(Rw[i], _literals(tree.com[i])))
         for a in range(3):
-            out += [f'    P[t, {index}, {a}, {b}] = {R[a][b]}' for b in range(3)]
-            out.append(f'    P[t, {index}, {a}, 3] = {p[a]}')
-        out += [f'    P[t, {index}, 3, {b}] = {0.0 if b < 3 else 1.0}' for b in range(4)]
-    # centre of mass: sum m (p + R c) / total, root frame (the root's own mass as asked)
-    tree = robot.tree
-    moment = [_add(*(_mul(_num(tree.mass[i]), x) for i, x in
-                     ((i, V.add(pw[i], V.mv(Rw[i], _literals(tree.com[i])))[a])
-                      for i in range(tree.n))),
-                   _num(robot.root_inertia[0] * robot.root_inertia[1][a]) if include_root
-                   else '0.0') for a in range(3)]
+            x = _mul(_num(tree.mass[i]), term[a])
+            if _is_literal(x):
+                constant[a] += float(x)
+            else:
+                sums[a] = _p(x) if sums[a] is None else w.let(f'{sums[a]} + {_p(x)}')
+    root = ([_num(robot.root_inertia[0] * robot.root_inertia[1][a]) for a in range(3)]
+            if include_root else ['0.0'] * 3)
+    moment = []
+    for a in range(3):
+        constant[a] += float(root[a])
+        parts = [] if sums[a] is None else [sums[a]]
+        if constant[a] != 0.0 or not parts:
+            parts.append(_num(constant[a]))
+        moment.append(' + '.join(parts))
     com = V.scale(V.bind(moment), _num(1.0 / mass) if mass > 0 else 'nan')
     _, com = world([[_num(float(a == b)) for b in range(3)] for a in range(3)], com)
     out += [f'    C[t, {a}] = {com[a]}' for a in range(3)]
