@@ -18,7 +18,8 @@ Benchmark: the kinematics (and the single-call dynamics) of kron_dynamics agains
 Robots of example-robot-data, the same URDF text for both libraries: the 7-DOF Franka Panda
 (fingers fixed, lib.models.panda_urdf) and the 32-DOF Talos humanoid (talos_reduced.urdf,
 fixed base at the pelvis, its gripper ``<mimic>`` tags removed so that both libraries see 32
-independent joints; geometry, transmissions and gazebo tags dropped).
+independent joints; geometry, damping, transmissions and gazebo tags dropped:
+lib.models.stripped_urdf).
 
 1. Agreement first: poses, 6 x n frame Jacobians in the three frames, their time
    variation, classical accelerations, kinematic Hessians, the centre of mass and its
@@ -42,15 +43,11 @@ Writes bench/results/kinematics.json (docs/performance.md#kinematics renders it)
     .venv/bin/python bench/bench_kinematics.py --quick    # smoke test
 """
 
-import os
 from pathlib import Path
 import sys
-import time
-import xml.etree.ElementTree as ET
 
-from lib import comparison_libs, provenance
 from lib.compare import relerr
-from lib.models import AGREE_TOL, panda_source, panda_urdf, pinocchio_bench
+from lib.models import finish, panda_source, panda_urdf, pinocchio_bench, stripped_urdf, TALOS
 from lib.timing import alternate, timed_pairs
 import numpy as np
 
@@ -67,20 +64,6 @@ TARGETS = {
     'jacobians (J_T, J_R)': 2.0,
     'link_pose': 2.0, 'hessian': 2.0, 'hessians (H_T, H_R)': 2.0,
 }
-
-
-def talos_urdf(robots_dir: Path) -> str:
-    """Return talos_reduced.urdf without mimic tags, geometry, transmissions, gazebo tags."""
-    path = Path(robots_dir) / 'talos_data' / 'robots' / 'talos_reduced.urdf'
-    root = ET.parse(path).getroot()
-    for element in list(root):
-        if element.tag in ('transmission', 'gazebo'):
-            root.remove(element)
-    for element in root.iter():
-        for child in list(element):
-            if child.tag in ('visual', 'collision', 'mimic', 'safety_controller'):
-                element.remove(child)
-    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
 
 
 class Pair(PinocchioPair):
@@ -336,34 +319,23 @@ def main(argv=None) -> int:
         '--robots', default=','.join(ROBOTS), help='subset of robots'))
     if setup is None:
         return 1
-    args, budget, repeat, log, pin, robots_dir, start = setup
+    args, budget, repeat, log, pin, robots_dir, _ = setup
     N = 1000 if args.quick else 10_000
     sources = {'panda': lambda: panda_urdf(panda_source(robots_dir)),
-               'talos': lambda: talos_urdf(robots_dir)}
+               'talos': lambda: stripped_urdf(robots_dir / TALOS)}
     rng = np.random.default_rng(0)
     results = {}
     for name in args.robots.split(','):
         pair = Pair(pin, name, sources[name](), ROBOTS[name])
         log(f'{name}: n = {pair.n}, link {pair.link}')
-        agree = agreement(pin, pair, rng, 3 if args.quick else 10)
-        bad = {k: v for k, v in agree.items() if v > AGREE_TOL}
-        if bad:
-            log(f'  DISAGREEMENT beyond {AGREE_TOL}: {bad}')
-        results[name] = {'n': pair.n, 'link': pair.link, 'agreement': agree,
+        results[name] = {'n': pair.n, 'link': pair.link,
+                         'agreement': agreement(pin, pair, rng, 3 if args.quick else 10),
                          'single': single_calls(pin, pair, rng, budget, repeat, log),
                          'anatomy': anatomy(pin, pair, rng, budget, repeat, log),
                          'batch': batches(pin, pair, rng, N, 4 * budget, max(3, repeat // 3),
                                           log)}
-    import numba
-    versions = comparison_libs.versions()
-    provenance.write_result(args.out, 'kinematics', {
-        'quick': args.quick, 'budget_s': budget, 'repeat': repeat,
-        'numpy': np.__version__, 'numba': numba.__version__,
-        'numba_threads': numba.config.NUMBA_NUM_THREADS,
-        'load_average': list(os.getloadavg()),
-        'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
-        'wall_seconds': round(time.time() - start, 1)}, {'robots': results}, log)
-    return 0
+    return finish(setup, 'kinematics', {'robots': results},
+                  {name: r['agreement'] for name, r in results.items()})
 
 
 if __name__ == '__main__':

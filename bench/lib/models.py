@@ -132,26 +132,35 @@ def panda_source(robots_dir) -> Path:
     raise FileNotFoundError(f'no panda.urdf under {robots_dir}')
 
 
-def panda_urdf(source: Path) -> str:
-    """Return the Panda's URDF text: finger joints fixed, no mimic, no geometry, no damping."""
+def stripped_urdf(source: Path, fixed=()) -> str:
+    """
+    Return a URDF's text as every library reads it alike: no geometry, mimic, damping.
+
+    <visual>, <collision>, <mimic>, <dynamics> (MuJoCo would add damping as a passive force;
+    none of it enters M, C, G) and the non-standard <safety_controller>, <transmission> and
+    <gazebo> go; the joints named in ``fixed`` become fixed joints.
+    """
     root = ET.fromstring(Path(source).read_text(encoding='utf-8'))
-    for link in root.findall('link'):
-        for child in list(link):
-            if child.tag in ('visual', 'collision'):
-                link.remove(child)
+    for element in list(root):
+        if element.tag in ('transmission', 'gazebo'):
+            root.remove(element)
+    for element in root.iter():
+        for child in list(element):
+            if child.tag in ('visual', 'collision', 'mimic', 'dynamics', 'safety_controller'):
+                element.remove(child)
     for joint in root.findall('joint'):
-        for child in list(joint):
-            # <dynamics> damping (MuJoCo would add it as a passive force) and the
-            # non-standard safety_controller attributes go; they do not enter M, C, G
-            if child.tag in ('dynamics', 'safety_controller'):
-                joint.remove(child)
-        if joint.get('name') in PANDA_FINGERS:
+        if joint.get('name') in fixed:
             joint.set('type', 'fixed')
             for child in list(joint):
-                if child.tag in ('axis', 'limit', 'mimic', 'dynamics'):
+                if child.tag in ('axis', 'limit'):
                     joint.remove(child)
     ET.indent(root)
     return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+def panda_urdf(source: Path) -> str:
+    """Return the Panda's URDF text (:func:`stripped_urdf`) with its finger joints fixed."""
+    return stripped_urdf(source, PANDA_FINGERS)
 
 
 class BenchRun(NamedTuple):
@@ -208,10 +217,12 @@ def finish(run: BenchRun, stem: str, body: dict, agreements: dict) -> int:
         if bad:
             run.log(f'  {case}: DISAGREEMENT beyond {AGREE_TOL}: {bad}')
             return 1
+    import numba
     versions = comparison_libs.versions()
     provenance.write_result(run.args.out, stem, {
         'quick': run.args.quick, 'budget_s': run.budget, 'repeat': run.repeat,
-        'load_average': list(os.getloadavg()),
+        'numpy': np.__version__, 'numba': numba.__version__,
+        'numba_threads': numba.config.NUMBA_NUM_THREADS, 'load_average': list(os.getloadavg()),
         'libraries': {k: v for k, v in versions.items() if k in ('pin', 'example-robot-data')},
         'wall_seconds': round(time.time() - run.start, 1)}, body, run.log)
     return 0
