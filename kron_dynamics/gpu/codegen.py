@@ -377,11 +377,13 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
     numbers, additive), F = I^c_j s_j as (I_O s_w + h x s_v, s_w x h + m s_v) and
     M_ij = s_i . F_j for i on the path from j to the root. Written depth first, as
     :func:`_newton_euler`: a body's frame, axis and inertia, its subtrees (last child first),
-    then its column of M and its composite added to its parent's, so that only the bodies on
-    the current path hold live values; the sums are the same, in the same order.
+    then its column of M and its composite added to its parent's (a top body's to ``top``,
+    in the order the top bodies are visited, as Newton-Euler sums what they pass to the
+    root), so that only the bodies on the current path hold live values.
     """
     n = tree.n
-    roots = [i for i in range(n) if tree.parent[i] < 0]
+    keys = [(a, b) for a in range(3) for b in range(a + 1)]
+    whole = ['0.0', ['0.0'] * 3, {key: '0.0' for key in keys}]     # returned as top
     Rw, pw, S, acc, M = {}, {}, {}, {}, {}
 
     def outward(i: int) -> None:
@@ -431,16 +433,16 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
                 w.set(pn['h'][a], _add(pn['h'][a], c['h'][a]))
             for key in c['I']:
                 w.set(pn['I'][key], _add(pn['I'][key], c['I'][key]))
+        else:       # final: summed now, so that it is not live to the end
+            whole[:] = [w.let(_add(whole[0], c['m'])),
+                        [w.let(_add(whole[1][a], c['h'][a])) for a in range(3)],
+                        {key: w.let(_add(whole[2][key], c['I'][key])) for key in keys}]
 
     _depth_first(tree, outward, inward)
     for j in range(n):
         for i in range(j):
             M.setdefault((j, i), '0.0')
-    keys = [(a, b) for a in range(3) for b in range(a + 1)]
-    top = (w.let(_add(*(acc[i]['m'] for i in roots))),
-           [w.let(_add(*(acc[i]['h'][a] for i in roots))) for a in range(3)],
-           {key: w.let(_add(*(acc[i]['I'][key] for i in roots))) for key in keys})
-    return M, top
+    return M, tuple(whole)
 
 
 def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, out: list,
@@ -790,7 +792,9 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     reads[1].extend((f'f{k}_in', _read(f'f{k}_in', f'TAU[t, {k}]')) for k in range(nv))
     frames = {}
     h = _rnea_row(robot, w, V, joints, base, '1.0', frames)
-    M = _mass_matrix_rows(robot, w, V, joints, base, frames)
+    # a large tree's joint frames are written again for M: shared, every body's would be live
+    # from Newton-Euler through the CRBA
+    M = _mass_matrix_rows(robot, w, V, joints, base, frames if nv <= UNROLLED_SOLVE else {})
     if nv > UNROLLED_SOLVE:
         stores = [f'    chol[{a * (a + 1) // 2 + b}] = {M[(a, b)]}'
                   for a in range(nv) for b in range(a + 1)]
