@@ -27,9 +27,10 @@ The robots of the dynamics benchmark, as URDF text that every library loads unch
   continuous: Pinocchio would take two coordinates (cos, sin) for it.
 
 Every link has a positive mass (MuJoCo refuses massless moving bodies), every joint has limits
-wide enough for the sampled configurations, and there is no ``<dynamics>`` (damping)
-element. ``build_models`` writes the URDFs to ``build/bench_models/`` and checks that
-kron_dynamics loads each of them.
+wide enough for the sampled configurations, there is no ``<dynamics>`` (damping) element, and
+the base link's inertial frame is its own (random_urdf gives it no ``<origin>``): PyBullet's
+inverse dynamics takes gravity in the base's inertial frame. ``build_models`` writes the URDFs
+to ``build/bench_models/`` and checks that kron_dynamics loads each of them.
 """
 
 import argparse
