@@ -330,18 +330,6 @@ def _body_wrench(w: _Writer, V: _Vec, mass: float, com, inertia, wb, dwb, ab):
     return F, V.add(V.mv(rows, dwb), V.cross(wb, V.mv(rows, wb)), V.cross(com, F))
 
 
-def _root_frames(tree, w: _Writer, V: _Vec, q: list, frames: dict, bodies=None) -> tuple:
-    """
-    Write forward kinematics; return (R, p) of the bodies in the root frame.
-
-    ``bodies``: all (None) or a path from the root, parents first.
-    """
-    Rw, pw = {}, {}
-    for i in range(tree.n) if bodies is None else bodies:
-        _root_frame(tree, w, V, q, frames, Rw, pw, i)
-    return Rw, pw
-
-
 def _root_frame(tree, w: _Writer, V: _Vec, q: list, frames: dict, Rw: dict, pw: dict,
                 i: int) -> None:
     """Write body i's (R, p) in the root frame into Rw, pw (its parent's are there)."""
@@ -873,13 +861,8 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root
                 sums[a] = _p(x) if sums[a] is None else w.let(f'{sums[a]} + {_p(x)}')
     root = ([_num(robot.root_inertia[0] * robot.root_inertia[1][a]) for a in range(3)]
             if include_root else ['0.0'] * 3)
-    moment = []
-    for a in range(3):
-        constant[a] += float(root[a])
-        parts = [] if sums[a] is None else [sums[a]]
-        if constant[a] != 0.0 or not parts:
-            parts.append(_num(constant[a]))
-        moment.append(' + '.join(parts))
+    moment = [_add(*([] if sums[a] is None else [sums[a]]), _num(constant[a] + float(root[a])))
+              for a in range(3)]
     com = V.scale(V.bind(moment), _num(1.0 / mass) if mass > 0 else 'nan')
     _, com = world([[_num(float(a == b)) for b in range(3)] for a in range(3)], com)
     out += [f'    C[t, {a}] = {com[a]}' for a in range(3)]
@@ -930,8 +913,9 @@ def jacobian_source(model, link: str) -> str:
         path.append(i)
         i = int(tree.parent[i])
     path.reverse()
-    # forward kinematics along the link's path only
-    Rw, pw = _root_frames(tree, w, V, q, {}, path)
+    Rw, pw, frames = {}, {}, {}
+    for i in path:          # forward kinematics along the link's path only
+        _root_frame(tree, w, V, q, frames, Rw, pw, i)
     RL, pL = _link_frame(V, Rw, pw, model.description.frames[link])
     point = V.add(pL, V.mv(RL, ['px', 'py', 'pz']))          # root frame
     columns = {}                     # tree joint -> (linear, angular), root frame
