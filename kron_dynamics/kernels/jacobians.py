@@ -43,7 +43,8 @@ velocity w_s and origin velocity v_s of every body on it, then J'(q, q') column 
 import numba
 import numpy as np
 
-from .algebra import add, chunks, cross, get3, get9, jit, mm, mtv, mv, pjit, scl, set3, sub
+from .algebra import (add, chunks, cross, get3, get9, inline, jit, mm, mtv, mv, pjit, scl, set3,
+                      sub)
 from .kinematics import finite, FP, FR, joint, load, site_frame
 from .layout import (AX, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, REVOLUTE, SITE_BODY, SITE_P,
                      SITE_R, WORLD)
@@ -56,7 +57,7 @@ _ZERO = (0.0, 0.0, 0.0)
 _ORIGIN = np.zeros(3)           # a global array: numba compiles it in as a constant
 
 
-@jit
+@inline
 def _good_site(sites, k, point, frame):
     """Check a site row index, a finite 3-vector point and a frame code."""
     if k < 0 or k >= sites.shape[0] or point.shape[0] != 3 or frame < 0 or frame > 2:
@@ -77,7 +78,7 @@ def _columns(ints, reals, wk, path, m, x):
             set3(wk, s, JT, a)
 
 
-@jit
+@inline
 def _put6(out, u, lin, ang, frame, R, x):
     """Write a (linear, angular) column in LOCAL_WORLD_ALIGNED terms into out[:, u] in frame."""
     if frame == LOCAL:
@@ -88,7 +89,7 @@ def _put6(out, u, lin, ang, frame, R, x):
     out[3, u], out[4, u], out[5, u] = ang
 
 
-@jit
+@inline
 def _jacobian_row(ints, reals, sites, k, point, q, frame, out):
     """
     6 x n Jacobian of ``point`` on link k in frame, user order, into out.

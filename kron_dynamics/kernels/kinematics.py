@@ -27,7 +27,7 @@ no work array).
 import numba
 import numpy as np
 
-from .algebra import add, chunks, get3, get9, jit, mm, mv, pjit, set3, set9
+from .algebra import add, chunks, get3, get9, inline, jit, mm, mv, pjit, set3, set9
 from .layout import AX, AXIS, INV, P0, PARENT, PERM, R0, REVOLUTE, SITE_BODY, SITE_P, SITE_R
 
 # the frame block at the start of every work array
@@ -53,7 +53,7 @@ def _turn(R, c, s, k):
             R[6], c * R[7] + s * R[8], c * R[8] - s * R[7])
 
 
-@jit
+@inline
 def joint(ints, reals, i, qi):
     """(R, p) of body i in its parent's frame at joint coordinate qi; R a row-major 9-tuple."""
     Rz = get9(reals, i, R0)
@@ -72,7 +72,7 @@ def joint(ints, reals, i, qi):
     return Rz, add(pz, mv(Rz, (x * qi, y * qi, z * qi)))
 
 
-@jit
+@inline
 def body_frame(ints, reals, wk, qcol, i, world):
     """Frame of body i into wk[i, 0:12]; in the root frame, its parent's must be there first."""
     R, p = joint(ints, reals, i, wk[i, qcol])
@@ -138,7 +138,7 @@ def site_frame(ints, reals, sites, k, point, wk, qcol, path):
     return m, body, mm(Rb, Rs), add(get3(wk, body, FP), mv(Rb, local))
 
 
-@jit
+@inline
 def finite(q, n):
     """Return True if q has length n and finite entries."""
     if q.shape[0] != n:
@@ -149,7 +149,7 @@ def finite(q, n):
     return True
 
 
-@jit
+@inline
 def to_root(ints, reals, q, body, R, p):
     """
     Compose (R, p), a frame given in body's frame, with the joints up to the root.
@@ -190,7 +190,7 @@ def to_internal(ints, x, n):
     return True, v
 
 
-@jit
+@inline
 def pose4(R, p, out):
     """Write the 4 x 4 homogeneous transform of (R, p) into out."""
     for r in range(3):
@@ -199,7 +199,7 @@ def pose4(R, p, out):
     out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
-@jit
+@inline
 def _link_pose_row(ints, reals, sites, k, q, out):
     """4 x 4 pose of link k in the root frame into out (its body's ancestors only)."""
     if k < 0 or k >= sites.shape[0] or not finite(q, ints.shape[0]):
