@@ -34,11 +34,11 @@ from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set
 from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
 from .forward_dynamics import (cholesky_factor, cholesky_substitute, forward_dynamics,
                                forward_substitute, gram)
-from .jacobians import acceleration, hessian, jacobian, jacobian_derivative
+from .jacobians import _jacobian_row, acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star
 from .coupled import lift, project_columns, project_matrix, project_vector
-from .kinematics import FP, FR, frames, link_pose, link_poses, load
+from .kinematics import FP, FR, frames, link_pose, link_poses, load, to_root
 from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, SITE_BODY, SITE_P,
                      SITE_R, WORLD)
 from .rnea import _rnea_row, NW
@@ -76,20 +76,23 @@ def configuration(q, tol, qk):
 
 
 @jit
+def base_axes(origin, x, y, z, w):
+    """Return the base orientation in the world (row-major 9-tuple): the origin's times q's."""
+    Rq = (1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
+          2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+          2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y))
+    return mm((origin[0, 0], origin[0, 1], origin[0, 2], origin[1, 0], origin[1, 1],
+               origin[1, 2], origin[2, 0], origin[2, 1], origin[2, 2]), Rq)
+
+
+@jit
 def base_rotation(origin, x, y, z, w):
-    """Return the base orientation in the world: the root joint origin's times the quaternion's."""
-    Rq = np.empty((3, 3))
-    Rq[0, 0], Rq[0, 1], Rq[0, 2] = 1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), \
-        2.0 * (x * z + y * w)
-    Rq[1, 0], Rq[1, 1], Rq[1, 2] = 2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), \
-        2.0 * (y * z - x * w)
-    Rq[2, 0], Rq[2, 1], Rq[2, 2] = 2.0 * (x * z - y * w), 2.0 * (y * z + x * w), \
-        1.0 - 2.0 * (x * x + y * y)
-    R = np.zeros((3, 3))
-    for r in range(3):
-        for c in range(3):
-            for j in range(3):
-                R[r, c] += origin[r, j] * Rq[j, c]
+    """Return :func:`base_axes` as a 3 x 3 array."""
+    A = base_axes(origin, x, y, z, w)
+    R = np.empty((3, 3))
+    R[0, 0], R[0, 1], R[0, 2] = A[0], A[1], A[2]
+    R[1, 0], R[1, 1], R[1, 2] = A[3], A[4], A[5]
+    R[2, 0], R[2, 1], R[2, 2] = A[6], A[7], A[8]
     return R
 
 
@@ -334,39 +337,39 @@ def floating_jacobian(ints, reals, sites, origin, q, tol, k, point, frame, out):
     ok, (x, y, z, w) = configuration(q, tol, qk)
     if not ok:
         return False
-    if not jacobian(ints, reals, sites, k, point, qk, LOCAL_WORLD_ALIGNED, out):
+    if not _jacobian_row(ints, reals, sites, k, point, qk, LOCAL_WORLD_ALIGNED, out, 6):
         return False              # base axes, turned below column by column
-    T = np.empty((4, 4))
-    if frame != LOCAL_WORLD_ALIGNED:
-        if not link_pose(ints, reals, sites, k, qk, T):
-            return False
-    if frame == LOCAL:                  # base axes -> link axes
-        A = np.empty((3, 3))
-        for r in range(3):
-            for c in range(3):
-                A[r, c] = T[c, r]
-    else:
-        A = base_rotation(origin, x, y, z, w)
-    for c in range(n):            # the columns off the link's path are zero: left so
-        l0, l1, l2, a0, a1, a2 = out[0, c], out[1, c], out[2, c], out[3, c], out[4, c], out[5, c]
-        if l0 == 0.0 and l1 == 0.0 and l2 == 0.0 and a0 == 0.0 and a1 == 0.0 and a2 == 0.0:
-            continue
-        for r in range(3):
-            out[r, c] = A[r, 0] * l0 + A[r, 1] * l1 + A[r, 2] * l2
-            out[3 + r, c] = A[r, 0] * a0 + A[r, 1] * a1 + A[r, 2] * a2
+    body = int(sites[k, SITE_BODY])
+    if frame == LOCAL_WORLD_ALIGNED:
+        A = base_axes(origin, x, y, z, w)
+    else:                               # the link's pose in base axes
+        T, t = to_root(ints, reals, qk, body, get9(sites, k, SITE_R), get3(sites, k, SITE_P))
+        A = ((T[0], T[3], T[6], T[1], T[4], T[7], T[2], T[5], T[8]) if frame == LOCAL
+             else base_axes(origin, x, y, z, w))    # base axes -> link axes, or the world
+    i = body                            # the columns off the link's path are zero
+    while i >= 0:
+        c = ints[i, INV]
+        lin = mv(A, (out[0, c], out[1, c], out[2, c]))
+        ang = mv(A, (out[3, c], out[4, c], out[5, c]))
+        out[0, c], out[1, c], out[2, c] = lin
+        out[3, c], out[4, c], out[5, c] = ang
+        i = ints[i, PARENT]
     if frame == WORLD:                  # the linear rows at the world origin: + p x w
-        p = np.empty(3)                 # the point in base axes, then in the world
-        for r in range(3):
-            p[r] = T[r, 3] + T[r, 0] * point[0] + T[r, 1] * point[1] + T[r, 2] * point[2]
-        pw = np.empty(3)
-        for r in range(3):
-            pw[r] = (A[r, 0] * p[0] + A[r, 1] * p[1] + A[r, 2] * p[2] + origin[r, 0] * q[0]
-                     + origin[r, 1] * q[1] + origin[r, 2] * q[2] + origin[r, 3])
-        for c in range(n):
+        p = (t[0] + T[0] * point[0] + T[1] * point[1] + T[2] * point[2],   # base axes
+             t[1] + T[3] * point[0] + T[4] * point[1] + T[5] * point[2],
+             t[2] + T[6] * point[0] + T[7] * point[1] + T[8] * point[2])
+        pw = add(mv(A, p), (origin[0, 0] * q[0], origin[1, 0] * q[0], origin[2, 0] * q[0]))
+        pw = (pw[0] + origin[0, 1] * q[1] + origin[0, 2] * q[2] + origin[0, 3],   # the world
+              pw[1] + origin[1, 1] * q[1] + origin[1, 2] * q[2] + origin[1, 3],
+              pw[2] + origin[2, 1] * q[1] + origin[2, 2] * q[2] + origin[2, 3])
+        i = body
+        while i >= 0:
+            c = ints[i, INV]
             w0, w1, w2 = out[3, c], out[4, c], out[5, c]
             out[0, c] += pw[1] * w2 - pw[2] * w1
             out[1, c] += pw[2] * w0 - pw[0] * w2
             out[2, c] += pw[0] * w1 - pw[1] * w0
+            i = ints[i, PARENT]
     return True
 
 

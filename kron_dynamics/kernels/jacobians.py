@@ -90,7 +90,7 @@ def _put6(out, u, lin, ang, frame, R, x):
 
 
 @inline
-def _jacobian_row(ints, reals, sites, k, point, q, frame, out):
+def _jacobian_row(ints, reals, sites, k, point, q, frame, out, chain):
     """
     6 x n Jacobian of ``point`` on link k in frame, user order, into out.
 
@@ -98,7 +98,8 @@ def _jacobian_row(ints, reals, sites, k, point, q, frame, out):
     body i's frame, where the column is a_i x x (revolute) or a_i (prismatic); it is stored
     in the link's axes (LOCAL), then (R, x) moves into the parent's frame. At the root
     (R, x) is the link's orientation and the point in the root frame, which turn the
-    columns into the other frames.
+    columns into the other frames. The first ``chain`` bodies (a floating base's chain, at
+    zero) have identity joint frames: their columns are written, (R, x) left as it is.
     """
     n = ints.shape[0]
     if not (_good_site(sites, k, point, frame) and finite(q, n)):
@@ -117,8 +118,9 @@ def _jacobian_row(ints, reals, sites, k, point, q, frame, out):
             lin, ang = mtv(R, a), _ZERO
         out[0, u], out[1, u], out[2, u] = lin
         out[3, u], out[4, u], out[5, u] = ang
-        Rj, pj = joint(ints, reals, i, q[u])
-        R, x = mm(Rj, R), add(pj, mv(Rj, x))
+        if i >= chain:
+            Rj, pj = joint(ints, reals, i, q[u])
+            R, x = mm(Rj, R), add(pj, mv(Rj, x))
         i = ints[i, PARENT]
     if frame != LOCAL:
         i = body
@@ -256,10 +258,10 @@ def _work(n):
     return np.empty((n, NJ)), np.empty(n, dtype=np.int64)
 
 
-@jit
+@inline
 def jacobian(ints, reals, sites, k, point, q, frame, out):
     """6 x n Jacobian of point (link frame) on link k in frame into out; False on bad input."""
-    return _jacobian_row(ints, reals, sites, k, point, q, frame, out)
+    return _jacobian_row(ints, reals, sites, k, point, q, frame, out, 0)
 
 
 @jit
@@ -287,7 +289,7 @@ def hessian(ints, reals, sites, k, point, q, frame, out):
 def jacobians(ints, reals, sites, k, q, out):
     """(J_T, J_R) of link k's origin into out (2, 3, n), root axes; False on bad input."""
     return _jacobian_row(ints, reals, sites, k, _ORIGIN, q, LOCAL_WORLD_ALIGNED,
-                         out.reshape(6, ints.shape[0]))
+                         out.reshape(6, ints.shape[0]), 0)
 
 
 @jit
@@ -309,7 +311,7 @@ def jacobian_batch(ints, reals, sites, k, point, Q, frame, out):
     ok = np.ones(K, dtype=np.bool_)
     for c in numba.prange(K):
         for r in range(c * N // K, (c + 1) * N // K):
-            if not _jacobian_row(ints, reals, sites, k, point, Q[r], frame, out[r]):
+            if not _jacobian_row(ints, reals, sites, k, point, Q[r], frame, out[r], 0):
                 ok[c] = False
                 break
     return np.all(ok)

@@ -227,7 +227,7 @@ def _link_poses_row(ints, reals, sites, q, wk, out):
     return True
 
 
-@jit
+@inline
 def link_pose(ints, reals, sites, k, q, out):
     """4 x 4 pose of link k (row of sites) in the root frame into out; False on bad input."""
     return _link_pose_row(ints, reals, sites, k, q, out)
