@@ -25,7 +25,7 @@ root (packed in the root row of ``reals``) enters m and c when asked (``include_
 import numba
 import numpy as np
 
-from .algebra import acc3, add, chunks, cross, get3, get9, jit, mv, pjit, scl, set3, sub
+from .algebra import acc3, add, chunks, cross, get3, get9, inline, jit, mv, pjit, scl, set3, sub
 from .kinematics import FP, FR, frames, load
 from .layout import AX, COM, INV, MASS, PARENT, REVOLUTE
 
@@ -62,7 +62,7 @@ def _com_pass(ints, reals, q, include_root, wk):
     return total > 0.0, total, h
 
 
-@jit
+@inline
 def _com_row(ints, reals, q, include_root, wk, out):
     ok, total, h = _com_pass(ints, reals, q, include_root, wk)
     if not ok:

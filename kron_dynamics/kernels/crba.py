@@ -23,7 +23,7 @@ frames, motion subspaces S, composite inertias Ic and F = Ic S.
 import numba
 import numpy as np
 
-from .algebra import (add, chunks, cross, dot, get3, get9, jit, mm, mmt, mv, pjit, scl,
+from .algebra import (add, chunks, cross, dot, get3, get9, inline, jit, mm, mmt, mv, pjit, scl,
                       set3, set9)
 from .kinematics import FP, FR, frames, load
 from .layout import ARM, AX, COM, INER, INV, MASS, PARENT, REVOLUTE
@@ -123,7 +123,7 @@ def assemble_mass_matrix(ints, reals, wk, out, user_order):
         out[uj, uj] += reals[j, ARM]
 
 
-@jit
+@inline
 def _crba_row(ints, reals, q, wk, out):
     """M(q) in user order into out (n, n), armature included; False on a bad q."""
     n = ints.shape[0]

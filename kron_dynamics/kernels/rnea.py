@@ -27,7 +27,7 @@ moment inward.
 import numba
 import numpy as np
 
-from .algebra import (acc3, add, chunks, cross, dot, get3, get9, jit, mtv, mv, pjit, scl,
+from .algebra import (acc3, add, chunks, cross, dot, get3, get9, inline, jit, mtv, mv, pjit, scl,
                       set3, sub)
 from .kinematics import FP, FR, frames, load
 from .layout import ARM, AX, COM, CORIOLIS, GRAVITY, ID, INER, MASS, PARENT, PERM, REVOLUTE
@@ -126,7 +126,7 @@ def gravity_pass(ints, reals, wk):
             acc3(wk, par, _WA, add(mv(get9(wk, i, FR), h), scl(get3(wk, i, FP), m)))
 
 
-@jit
+@inline
 def _rnea_row(ints, reals, q, qd, qdd, mode, W, wk, out):
     """One Newton-Euler evaluation in user order into out; False on a bad input."""
     n = ints.shape[0]
