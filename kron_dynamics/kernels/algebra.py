@@ -29,9 +29,10 @@ import numba
 jit = numba.njit(cache=True, fastmath=False, nogil=True)
 # batch kernels split the rows into chunks that run on numba's thread pool (prange)
 pjit = numba.njit(cache=True, fastmath=False, nogil=True, parallel=True)
-# per-body steps that take arrays, inlined into the loops that call them: a call that is not
-# inlined counts references to its array arguments up and down (atomic operations), which
-# cost more than the step itself
+# steps that take arrays and run in a loop (a body's frame, a batch's row), and entry points
+# that other kernels call, inlined into their callers: a call that is not inlined counts
+# references to its array arguments up and down (atomic operations, contended between
+# threads), which cost more than a body's step itself (docs/performance.md)
 inline = numba.njit(cache=True, fastmath=False, nogil=True, inline='always')
 
 
