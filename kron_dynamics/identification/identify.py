@@ -266,7 +266,9 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative, prior_
     the divergence's weight means the same for a 3 kg arm and a 400 t machine (unscaled,
     the machine's 1e7 N m torques left the divergence below the solver's tolerance, and the
     directions the data cannot see went anywhere), and the whole objective in units of its
-    value at the prior, so that the solver sees an optimum of order one.
+    value at the prior, so that the solver sees an optimum of order one; where the optimum is
+    still far below that (the solver stops at 'optimal_inaccurate'), once more in units of
+    the optimum it found.
     """
     try:
         import cvxpy as cp
@@ -322,20 +324,35 @@ def _consistent_fit(R, order, k_inertial, k_friction, prior, nonnegative, prior_
         constraints.append(J >> 0)
     if nonnegative:
         constraints.append(f[nonnegative] >= 0)
-    problem = cp.Problem(cp.Minimize((objective + prior_weight * divergence) / at_prior),
-                         constraints)
-    for solver in ('CLARABEL', 'SCS'):
-        try:
-            with warnings.catch_warnings():     # 'optimal_inaccurate' is reported, below
-                warnings.simplefilter('ignore', UserWarning)
-                problem.solve(solver=solver)
-        except (cp.error.SolverError, ValueError):
-            continue
-        if x.value is not None and problem.status in ('optimal', 'optimal_inaccurate'):
-            values = np.asarray(x.value) / g
-            fitted = np.concatenate([_nearest_consistent(body) for body in
-                                     values[:10 * nb].reshape(nb, 10)])
-            return fitted, values[10 * nb:], f'{solver.lower()}: {problem.status}'
+
+    def solve(unit):
+        """Solve with the objective in units of ``unit``; return (problem, solver or None)."""
+        problem = cp.Problem(cp.Minimize((objective + prior_weight * divergence) / unit),
+                             constraints)
+        for solver in ('CLARABEL', 'SCS'):
+            try:
+                with warnings.catch_warnings():     # 'optimal_inaccurate' is reported
+                    warnings.simplefilter('ignore', UserWarning)
+                    problem.solve(solver=solver)
+            except (cp.error.SolverError, ValueError):
+                continue
+            if x.value is not None and problem.status in ('optimal', 'optimal_inaccurate'):
+                return problem, solver
+        return problem, None
+
+    problem, solver = solve(at_prior)
+    if solver is not None:
+        values, status = np.array(x.value), problem.status
+        if status == 'optimal_inaccurate':
+            # the optimum far below the prior's value (a prior far from the data): the
+            # problem again in units of the optimum found, which the solver then reaches
+            again, solver_again = solve(problem.value * at_prior)
+            if solver_again is not None:
+                values, status, solver = np.array(x.value), again.status, solver_again
+        values = values / g
+        fitted = np.concatenate([_nearest_consistent(body) for body in
+                                 values[:10 * nb].reshape(nb, 10)])
+        return fitted, values[10 * nb:], f'{solver.lower()}: {status}'
     raise ModelError(f'identify: the physically consistent fit failed ({problem.status}); '
                      "try method='least_squares' or a larger prior_weight")
 
