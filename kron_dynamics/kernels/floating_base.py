@@ -340,20 +340,11 @@ def floating_jacobian(ints, reals, sites, origin, q, tol, k, point, frame, out):
     if not _jacobian_row(ints, reals, sites, k, point, qk, LOCAL_WORLD_ALIGNED, out, 6):
         return False              # base axes, turned below column by column
     body = int(sites[k, SITE_BODY])
-    if frame == LOCAL_WORLD_ALIGNED:
-        A = base_axes(origin, x, y, z, w)
-    else:                               # the link's pose in base axes
+    if frame != LOCAL_WORLD_ALIGNED:    # the link's pose in base axes
         T, t = to_root(ints, reals, qk, body, get9(sites, k, SITE_R), get3(sites, k, SITE_P))
-        A = ((T[0], T[3], T[6], T[1], T[4], T[7], T[2], T[5], T[8]) if frame == LOCAL
-             else base_axes(origin, x, y, z, w))    # base axes -> link axes, or the world
-    i = body                            # the columns off the link's path are zero
-    while i >= 0:
-        c = ints[i, INV]
-        lin = mv(A, (out[0, c], out[1, c], out[2, c]))
-        ang = mv(A, (out[3, c], out[4, c], out[5, c]))
-        out[0, c], out[1, c], out[2, c] = lin
-        out[3, c], out[4, c], out[5, c] = ang
-        i = ints[i, PARENT]
+    A = ((T[0], T[3], T[6], T[1], T[4], T[7], T[2], T[5], T[8]) if frame == LOCAL
+         else base_axes(origin, x, y, z, w))    # base axes -> link axes, or the world
+    pw = (0.0, 0.0, 0.0)
     if frame == WORLD:                  # the linear rows at the world origin: + p x w
         p = (t[0] + T[0] * point[0] + T[1] * point[1] + T[2] * point[2],   # base axes
              t[1] + T[3] * point[0] + T[4] * point[1] + T[5] * point[2],
@@ -362,14 +353,16 @@ def floating_jacobian(ints, reals, sites, origin, q, tol, k, point, frame, out):
         pw = (pw[0] + origin[0, 1] * q[1] + origin[0, 2] * q[2] + origin[0, 3],   # the world
               pw[1] + origin[1, 1] * q[1] + origin[1, 2] * q[2] + origin[1, 3],
               pw[2] + origin[2, 1] * q[1] + origin[2, 2] * q[2] + origin[2, 3])
-        i = body
-        while i >= 0:
-            c = ints[i, INV]
-            w0, w1, w2 = out[3, c], out[4, c], out[5, c]
-            out[0, c] += pw[1] * w2 - pw[2] * w1
-            out[1, c] += pw[2] * w0 - pw[0] * w2
-            out[2, c] += pw[0] * w1 - pw[1] * w0
-            i = ints[i, PARENT]
+    i = body                            # the columns off the link's path are zero
+    while i >= 0:
+        c = ints[i, INV]
+        lin = mv(A, (out[0, c], out[1, c], out[2, c]))
+        ang = mv(A, (out[3, c], out[4, c], out[5, c]))
+        if frame == WORLD:
+            lin = add(lin, cross(pw, ang))
+        out[0, c], out[1, c], out[2, c] = lin
+        out[3, c], out[4, c], out[5, c] = ang
+        i = ints[i, PARENT]
     return True
 
 
