@@ -26,7 +26,7 @@ times the mean interval between joint states) for the RMS and 50 ms for the wors
 
 That holds while the loop runs, so the measurement is made of what the loop did, not of when
 the recorder heard it: states are paired with references by their publish times (the state's
-header stamp, the reference's time_from_start on the reference generator's clock), and a
+header stamp, the reference's time_from_start from the generator's stamped start), and a
 stall of the loop on a busy machine (more than 20 ms without a joint state, without a
 reference, with the same effort applied, i.e. without a new command, or of simulated time
 lost by a simulator that fell behind real time, seen as q moving less than the integral of
@@ -78,11 +78,9 @@ def judged_errors(recording):
     stamps = np.array([s for s, _ in recording.state_stamps])
     q = np.array([s[1] for s in recording.states])
     tfs = np.array([t for t, _ in recording.reference_times])
-    received = np.array([r for _, r in recording.reference_times])
     q_d = np.array([r[1] for r in recording.references])
     moving = tfs > 0            # before the first command the generator holds t = 0
-    # the generator's start on the system clock: the least (receive - publish) delay
-    start = np.min(received[moving] - tfs[moving])
+    start = recording.reference_start()   # the generator's t = 0, on the system clock
     published, q_d = start + tfs[moving], q_d[moving]
     pair = np.searchsorted(published, stamps, side='right') - 1
     # the loop closes when the plant applies its first command, which can be seconds after the

@@ -329,33 +329,50 @@ def test_simulator_integrates_and_publishes_joint_states(model):
 
 
 def test_reference_generator_plays_an_excitation_file_by_joint_name(tmp_path):
-    """Mode excitation: the points are the file's q, q', q'' at their time, in joints order."""
+    """
+    Mode excitation: the points are the file's q, q', q'' at their time, in joints order.
+
+    The stamped form (reference_trajectory) carries the same points by joint name, each stamped
+    with the one instant the generator's clock started, after the node was launched.
+    """
     from kron_dynamics.identification import FourierTrajectory
     excitation = FourierTrajectory(('d2', 'theta1'), [0.3, -0.2],
                                    [[0.1, -0.05, -0.05], [0.4, -0.3, -0.1]],
                                    [[0.2, -0.04, -0.04], [0.3, 0.15, -0.2]], 0.5, 4.0)
     path = tmp_path / 'excitation.yaml'
     excitation.save(path)
+    launched = time.time()
     node = NodeProcess('reference_generator', [
         '-r', '__node:=excitation_generator', '-r', 'reference:=/excitation_test/reference',
+        '-r', 'reference_trajectory:=/excitation_test/reference_trajectory',
         '-p', 'joints:=[theta1, d2]', '-p', 'mode:=excitation',
         '-p', f'excitation_file:={path}', '-p', 'loop:=true', '-p', 'rate:=50.0',
         '-p', 'wait_for_commands:=false'])
     probe = Probe('excitation_probe')
     try:
         points = probe.collect(JointTrajectoryPoint, '/excitation_test/reference')
+        stamped = probe.collect(JointTrajectory, '/excitation_test/reference_trajectory')
         # past one duration (the loop has wrapped) and more than 100 moving points in: waited
         # for as events (a loaded machine delivers fewer of the 50 per second at first)
 
         def enough():
             seen = list(points)
             return (len(seen) > 0 and seen[-1].time_from_start.sec >= 5
-                    and sum(1 for p in seen if any(p.velocities)) > 100)
-        assert wait_for(enough, 120), (len(points), node.output())
+                    and sum(1 for p in seen if any(p.velocities)) > 100 and len(stamped) > 100)
+        assert wait_for(enough, 120), (len(points), len(stamped), node.output())
+        checked = time.time()
+        starts = set()
+        for msg in list(stamped):
+            assert list(msg.joint_names) == ['theta1', 'd2'] and len(msg.points) == 1, msg
+            starts.add(msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec)
+        assert len(starts) == 1, sorted(starts)     # wait_for_commands false: one clock start
+        start = starts.pop() * 1e-9
+        assert launched <= start <= checked, (launched, start, checked)
         moving = 0
         w = 2 * np.pi * 0.5 * np.arange(1, 4)
-        for point in list(points):
+        for point in list(points) + [msg.points[0] for msg in list(stamped)]:
             t = point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
+            assert start + t <= checked
             q, qd, qdd = excitation(t % 4.0)
             # time_from_start is truncated to the nanosecond: 2e-9 s times each quantity's
             # largest rate of change (its series' bound)

@@ -32,7 +32,7 @@ import yaml
 
 from conftest import REPO
 from kron_dynamics.demo.graph import (COMMAND_TOPIC, DEMO_NODES, DEMO_URDFS, demo_graph,
-                                      REFERENCE_TOPIC)
+                                      REFERENCE_TOPIC, STAMPED_REFERENCE_TOPIC)
 
 LAUNCH_FILES = sorted(REPO.glob('launch/*.launch.py'))
 SETUP = (REPO / 'setup.py').read_text()
@@ -125,7 +125,7 @@ def test_params_files_only_set_declared_parameters(params_file):
 
 
 # topics a demo node listens to that no node of the graph publishes: optional user inputs
-OPTIONAL_INPUTS = {'/computed_torque_controller/reference_trajectory',
+OPTIONAL_INPUTS = {'/computed_torque_controller/reference',
                    '/dynamics_node/reference_trajectory',
                    '/dynamics_node/external_wrench',    # an F/T sensor, when there is one
                    '/dynamics_node/odometry',           # read for a floating base only
@@ -161,11 +161,14 @@ def test_demo_graph_is_wired_as_designed(machine):
     finally:
         rclpy.try_shutdown(context=context)
     # the loop of the design: simulator -> states -> controller -> commands -> simulator,
-    # the reference generator feeding controller and dynamics node
+    # the reference generator feeding the controller (stamped points, which it times by their
+    # stamp) and the dynamics node
     assert publishers['/joint_states'] == {'plant_simulator'}
     assert {'computed_torque_controller', 'dynamics_node'} <= subscribers['/joint_states']
+    assert publishers[STAMPED_REFERENCE_TOPIC] == {'reference_generator'}
+    assert 'computed_torque_controller' in subscribers[STAMPED_REFERENCE_TOPIC]
     assert publishers[REFERENCE_TOPIC] == {'reference_generator'}
-    assert {'computed_torque_controller', 'dynamics_node'} <= subscribers[REFERENCE_TOPIC]
+    assert 'dynamics_node' in subscribers[REFERENCE_TOPIC]
     assert publishers[COMMAND_TOPIC] == {'computed_torque_controller'}
     assert 'plant_simulator' in subscribers[COMMAND_TOPIC]
     unfed = set(subscribers) - set(publishers) - OPTIONAL_INPUTS

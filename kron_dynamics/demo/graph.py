@@ -17,8 +17,10 @@ The node graphs of the demos, shared by the launch files and ``kron-dynamics dem
 
 Each demo runs the plant simulator, the reference generator, the computed-torque controller
 and the dynamics node, with parameters from ``config/<machine>_demo.yaml`` and the bundled
-URDF. The reference generator publishes ``/reference``; controller and dynamics node take it
-on their private ``~/reference``.
+URDF. The reference generator publishes ``/reference`` and, stamped, ``/reference_trajectory``;
+the controller takes the stamped points on its private ``~/reference_trajectory`` (it times
+them by their stamp, not by their arrival), the dynamics node ``/reference`` on its
+``~/reference``.
 """
 
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ import yaml
 
 PACKAGE = 'kron_dynamics'
 REFERENCE_TOPIC = '/reference'
+STAMPED_REFERENCE_TOPIC = '/reference_trajectory'
 COMMAND_TOPIC = '/effort_controller/commands'
 
 
@@ -59,7 +62,7 @@ DEMO_NODES = (
     NodeSpec('plant_simulator', 'plant_simulator'),
     NodeSpec('reference_generator', 'reference_generator'),
     NodeSpec('computed_torque_controller', 'computed_torque_controller',
-             (('~/reference', REFERENCE_TOPIC),)),
+             (('~/reference_trajectory', STAMPED_REFERENCE_TOPIC),)),
     NodeSpec('dynamics_node', 'dynamics_node', (('~/reference', REFERENCE_TOPIC),)),
 )
 DEMO_URDFS = {'stacker': 'stacker.urdf', 'rover_arm': 'rover_arm.urdf'}

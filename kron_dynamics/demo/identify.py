@@ -35,7 +35,7 @@ from ..identification.excitation import excitation_trajectory, FourierTrajectory
 from ..identification.export import urdf_with_parameters
 from ..identification.identify import identify, Identification
 from ..robot_model import RobotModel
-from .graph import Graph, NodeSpec, REFERENCE_TOPIC
+from .graph import Graph, NodeSpec, STAMPED_REFERENCE_TOPIC
 from .run import load_machine, Recording, run_graph, SETTLE_S
 
 MACHINE = 'stacker'
@@ -56,7 +56,7 @@ NODES = (
     NodeSpec('plant_simulator', 'plant_simulator'),
     NodeSpec('reference_generator', 'reference_generator'),
     NodeSpec('computed_torque_controller', 'computed_torque_controller',
-             (('~/reference', REFERENCE_TOPIC),)),
+             (('~/reference_trajectory', STAMPED_REFERENCE_TOPIC),)),
 )
 
 
@@ -162,14 +162,13 @@ def tracking_error(recording: Recording, excitation: FourierTrajectory):
 
     q_d is the excitation itself at the state's stamp, not the latest reference received
     before the state (which lags it by up to a period and a hop: at 2 m/s, millimetres of
-    error that no model causes). The excitation's clock starts at the earliest received
-    time minus time_from_start over the moving references (the least delayed one).
+    error that no model causes). The excitation's clock starts at the header stamp of the
+    stamped references (Recording.reference_start).
     """
-    moving = [(tfs, received) for tfs, received in recording.reference_times if tfs > 0]
     start = recording.loop_closed()
-    if not moving or start is None:
-        raise RuntimeError('no moving reference or no closed loop recorded')
-    zero = min(received - tfs for tfs, received in moving)
+    if start is None:
+        raise RuntimeError('no closed loop recorded')
+    zero = recording.reference_start()
     t = np.array([stamp for stamp, _ in recording.state_stamps[start:]]) - zero
     q = np.array([q for _, q, _ in recording.states[start:]])
     q_d, _, _ = excitation(t)

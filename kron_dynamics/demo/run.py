@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from ..robot_model import RobotModel
-from .graph import COMMAND_TOPIC, demo_graph, node_parameters, REFERENCE_TOPIC
+from .graph import (COMMAND_TOPIC, demo_graph, node_parameters, REFERENCE_TOPIC,
+                    STAMPED_REFERENCE_TOPIC)
 from .processes import interrupt, start_logged, stop
 
 SETTLE_S = 1.0   # statistics exclude the first second of the closed loop
@@ -51,6 +52,9 @@ class Recording:
     # its time_from_start [s] and the system time it was received
     state_stamps: list = field(default_factory=list)      # (stamp, effort)
     reference_times: list = field(default_factory=list)   # (time_from_start, received)
+    # per stamped reference (reference_trajectory) of the moving trajectory: its header
+    # stamp [s, system clock], the instant its t = 0 (the generator's clock start)
+    reference_starts: list = field(default_factory=list)
     exit_codes: dict = field(default_factory=dict)
     logs: dict = field(default_factory=dict)
     start: float = field(default_factory=time.monotonic)   # the zero of the times above
@@ -65,6 +69,12 @@ class Recording:
         """
         return next((k for k, (_, effort) in enumerate(self.state_stamps)
                      if np.any(effort != 0)), None)
+
+    def reference_start(self) -> float:
+        """Return the instant [s, system clock] of the trajectory's t = 0; RuntimeError if none."""
+        if not self.reference_starts:
+            raise RuntimeError('no stamped reference of a moving trajectory was recorded')
+        return self.reference_starts[-1]
 
     def settle_start(self) -> float:
         """Return the time (recorder clock) at which the loop is closed and the reference moves."""
@@ -165,7 +175,7 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
     import rclpy
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectoryPoint
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from ..nodes.executor import make_executor
     from ..nodes.joint_states import JointStateIndex
@@ -190,12 +200,20 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
         t = msg.time_from_start.sec + 1e-9 * msg.time_from_start.nanosec
         recording.reference_times.append((t, time.time()))
 
+    def on_stamped_reference(msg):
+        point = msg.points[0]
+        if point.time_from_start.sec or point.time_from_start.nanosec:
+            recording.reference_starts.append(msg.header.stamp.sec
+                                              + 1e-9 * msg.header.stamp.nanosec)
+
     def on_array(target):
         return lambda msg: target.append((now(), np.array(msg.data)))
 
     depth = 1000   # 4 s of each stream: a recorder starved by a busy machine loses nothing
     node.create_subscription(JointState, '/joint_states', on_state, depth)
     node.create_subscription(JointTrajectoryPoint, REFERENCE_TOPIC, on_reference, depth)
+    node.create_subscription(JointTrajectory, STAMPED_REFERENCE_TOPIC, on_stamped_reference,
+                             depth)
     node.create_subscription(Float64MultiArray, COMMAND_TOPIC, on_array(recording.commands),
                              depth)
     node.create_subscription(Float64MultiArray, '/dynamics_node/feedforward_torque',

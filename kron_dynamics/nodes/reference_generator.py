@@ -23,20 +23,23 @@ holding the last waypoint (or looping back to the first with ``loop: true``).
 ``mode: excitation``: the Fourier excitation of ``excitation_file`` (written by
 ``kron-dynamics excite``), by joint name, rest to rest; repeated with ``loop: true``, else
 held at its end (where it started).
-Publishes trajectory_msgs/JointTrajectoryPoint on ``reference`` at ``rate``. With
-``wait_for_commands`` the clock starts at the first effort command on ``command_topic`` (the
+Publishes trajectory_msgs/JointTrajectoryPoint on ``reference`` at ``rate``, and the same
+point as a one-point trajectory_msgs/JointTrajectory on ``reference_trajectory`` (by joint
+name; header.stamp: the instant the clock started, on the node clock; time_from_start: t), the
+form a controller times exactly, where an unstamped point can only be timed by its arrival.
+With ``wait_for_commands`` the clock starts at the first effort command on ``command_topic`` (the
 loop is closed); until then the t = 0 point is published.
 """
 
 import sys
 import time
 
-from builtin_interfaces.msg import Duration
+from builtin_interfaces.msg import Duration, Time
 import numpy as np
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from std_msgs.msg import Float64MultiArray
-from trajectory_msgs.msg import JointTrajectoryPoint
+from std_msgs.msg import Float64MultiArray, Header
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ConfigurationError
 from ..identification.excitation import FourierTrajectory
@@ -157,13 +160,14 @@ class ReferenceGenerator(Node):
             raise ConfigurationError('parameter rate must be > 0')
         self.joints = joints
         self.pub = self.create_publisher(JointTrajectoryPoint, 'reference', 10)
-        self.start = None
+        self.stamped_pub = self.create_publisher(JointTrajectory, 'reference_trajectory', 10)
+        self.start = self.start_ns = None   # the clock's start: time.monotonic(), node clock
         if self.get_parameter('wait_for_commands').value:
             self._wait = self.create_subscription(
                 Float64MultiArray, self.get_parameter('command_topic').value, self._on_command,
                 1)
         else:
-            self.start = time.monotonic()
+            self._start_clock()
         self.create_timer(1.0 / rate, self._tick)
 
     def _excitation(self, joints):
@@ -193,9 +197,14 @@ class ReferenceGenerator(Node):
 
     def _on_command(self, msg) -> None:
         if self.start is None:
-            self.start = time.monotonic()
+            self._start_clock()
             self.get_logger().info('first effort command seen: reference clock started')
         self.destroy_subscription(self._wait)
+
+    def _start_clock(self) -> None:
+        """Start the trajectory's clock now: t = 0 at this instant of both clocks."""
+        self.start = time.monotonic()
+        self.start_ns = self.get_clock().now().nanoseconds
 
     def point(self, t: float) -> JointTrajectoryPoint:
         """Return the reference point at time t since start."""
@@ -207,8 +216,15 @@ class ReferenceGenerator(Node):
             time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9)))
 
     def _tick(self) -> None:
-        t = 0.0 if self.start is None else time.monotonic() - self.start
-        self.pub.publish(self.point(t))
+        if self.start is None:    # the t = 0 point, now
+            point, stamp_ns = self.point(0.0), self.get_clock().now().nanoseconds
+        else:
+            point, stamp_ns = self.point(time.monotonic() - self.start), self.start_ns
+        self.pub.publish(point)
+        self.stamped_pub.publish(JointTrajectory(
+            header=Header(stamp=Time(sec=stamp_ns // 1_000_000_000,
+                                     nanosec=stamp_ns % 1_000_000_000)),
+            joint_names=self.joints, points=[point]))
 
 
 def main(args=None) -> int:
