@@ -348,3 +348,64 @@ def test_random_trees_with_long_prismatic_travel(seed):
         q, qd, qdd = random_state(model, rng)
         check_forward_dynamics(model, q, qd, qdd)
         check_jacobians(model, q, model.link_names[-1], point=[0.1, -0.2, 0.3])
+
+
+def spd_with_condition(rng, n, cond):
+    """Return a random symmetric positive definite n x n matrix of condition number cond."""
+    Q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    ev = np.geomspace(1.0, 1.0 / cond, n) * 10.0 ** rng.uniform(-3, 3)
+    M = (Q * ev) @ Q.T
+    return 0.5 * (M + M.T)
+
+
+def test_condition_bound_is_an_upper_bound_on_cond():
+    """The compiled Cholesky's O(n^2) bound never says an ill-conditioned M is fine."""
+    from kron_dynamics.kernels.forward_dynamics import condition_bound
+    rng = np.random.default_rng(7)
+    matrices = [spd_with_condition(rng, n, cond) for n in (1, 2, 3, 7, 18, 38)
+                for cond in (1.0, 1e2, 1e5, 1e8, 1e11)]
+    # graded: rows and columns scaled over 16 orders (rail metres, boom milliradians)
+    for n in (4, 12, 30):
+        D = np.diag(10.0 ** rng.uniform(-8, 8, n))
+        matrices.append(D @ spd_with_condition(rng, n, 10.0) @ D)
+    checked = 0
+    for M in matrices:
+        ev = np.linalg.eigvalsh(M)
+        if ev[-1] / ev[0] > 1e12:    # eigvalsh's lambda_min carries no digits there
+            continue
+        bound = condition_bound(M, np.linalg.cholesky(M))
+        assert bound >= (ev[-1] / ev[0]) * (1 - 1e-6), (bound, ev[-1] / ev[0])
+        checked += 1
+    assert checked >= 30
+
+
+def test_compiled_cholesky_refuses_exactly_what_the_eigenvalues_refuse():
+    """
+    Accepted exactly when cond(M) < 1/rcond, whichever bound accepts.
+
+    Includes matrices where the O(n^2) bound is 2^n loose (L unit lower triangular with +1
+    below the diagonal, n = 30 and 45: cond(M) 1.5e3 and 3.4e3, the bound 1e20 and 3e29),
+    where the O(n^3) bound must accept.
+    """
+    from kron_dynamics.kernels.forward_dynamics import cholesky_factor, condition_bound
+    rng = np.random.default_rng(11)
+    cases = []
+    for n in (2, 5, 12, 38):
+        for cond in (1e6, 1e10, 0.5 / RCOND, 2.0 / RCOND, 1e14, 1e16):
+            cases.append(spd_with_condition(rng, n, cond))
+    loose = []
+    for n in (30, 45):
+        L = np.eye(n) + np.tril(np.ones((n, n)), -1)
+        loose.append(L @ L.T)
+    cases += loose
+    for M in loose:
+        assert condition_bound(M, np.linalg.cholesky(M)) * RCOND > 1.0    # too loose
+    for M in cases:
+        ev = np.linalg.eigvalsh(M)
+        ok, L = cholesky_factor(M, RCOND)
+        ratio = ev[0] / (RCOND * ev[-1])
+        if ratio > 1.01:
+            assert ok, ev[-1] / ev[0]
+            np.testing.assert_allclose(L @ L.T, M, rtol=0, atol=1e-12 * ev[-1])
+        elif ratio < 0.99:
+            assert not ok, ev[-1] / ev[0]
