@@ -32,8 +32,8 @@ import numpy as np
 
 from .algebra import add, chunks, cross, get3, get9, jit, mm, mv, pjit, scl, set3
 from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
-from .forward_dynamics import (cholesky_factor, cholesky_substitute, forward_dynamics,
-                               forward_substitute, gram)
+from .forward_dynamics import (cholesky_factor, cholesky_substitute, fd_work,
+                               forward_dynamics_into, forward_substitute, gram)
 from .jacobians import _jacobian_row, acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star
@@ -158,14 +158,29 @@ def floating_crba(ints, reals, q, tol, out):
 @jit
 def floating_forward_dynamics(ints, reals, origin, q, v, tau, tol, out):
     """Write v' = M^-1 (tau - h(q, v)) into out; False on a bad input or a singular M."""
+    return floating_forward_dynamics_into(ints, reals, origin, q, v, tau, tol, out,
+                                          floating_fd_work(ints, reals))
+
+
+@jit
+def floating_fd_work(ints, reals):
+    """Return the work arrays of :func:`floating_forward_dynamics_into`."""
+    n = ints.shape[0]
+    return (fd_work(n), np.empty(n), np.empty_like(reals), np.zeros(n), np.empty(n),
+            np.empty(n))
+
+
+@jit
+def floating_forward_dynamics_into(ints, reals, origin, q, v, tau, tol, out, work):
+    """:func:`floating_forward_dynamics` with the work arrays of :func:`floating_fd_work`."""
     n = ints.shape[0]
     if v.shape[0] != n or tau.shape[0] != n or out.shape[0] != n:
         return False
-    ok, qk, wreals = _prepared(ints, reals, origin, q, tol)
-    if not ok or not forward_dynamics(ints, wreals, qk, v, tau, np.zeros(n), out):
+    fd, qk, wreals, zeros, shift, a = work
+    if not (base_frame(ints, reals, origin, q, tol, qk, wreals)
+            and forward_dynamics_into(ints, wreals, qk, v, tau, zeros, out, fd, a)):
         return False
-    shift = np.empty(n)           # the chain's v' is the base's plus the velocity products
-    chain_acceleration(v, np.zeros(n), shift)
+    chain_acceleration(v, zeros, shift)   # the chain's v' is the base's plus velocity products
     for i in range(6):
         out[i] -= shift[i]
     return True
@@ -212,9 +227,10 @@ def floating_forward_dynamics_batch(ints, reals, origin, Q, V, TAU, tol, out):
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
     for c in numba.prange(K):
+        work = floating_fd_work(ints, reals)    # one set per chunk, reused row after row
         for r in range(c * N // K, (c + 1) * N // K):
-            if not floating_forward_dynamics(ints, reals, origin, Q[r], V[r], TAU[r], tol,
-                                             out[r]):
+            if not floating_forward_dynamics_into(ints, reals, origin, Q[r], V[r], TAU[r], tol,
+                                                  out[r], work):
                 ok[c] = False
                 break
     return np.all(ok)

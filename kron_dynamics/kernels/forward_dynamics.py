@@ -31,6 +31,12 @@ from .rnea import NW, rnea_pass, WQ, WQD, WQDD, WTAU
 
 @jit
 def condition_bound(M, L):
+    """Return :func:`condition_bound_into` with a new work vector."""
+    return condition_bound_into(M, L, np.empty(M.shape[0]))
+
+
+@jit
+def condition_bound_into(M, L, y):
     """
     Return trace(M) ||C^-1 e||_inf ||C^-T e||_inf, an O(n^2) upper bound on cond_2(M).
 
@@ -38,10 +44,10 @@ def condition_bound(M, L):
     inverse is non-negative and bounds |L^-1| entry by entry (Higham, Accuracy and Stability
     of Numerical Algorithms, 2nd ed., Thm. 8.12), so ||L^-1||_inf <= ||C^-1 e||_inf and
     ||L^-1||_1 <= ||C^-T e||_inf, two substitutions with e = (1, ..., 1). Then
-    ||M^-1||_2 = ||L^-1||_2^2 <= ||L^-1||_1 ||L^-1||_inf and ||M||_2 <= trace(M).
+    ||M^-1||_2 = ||L^-1||_2^2 <= ||L^-1||_1 ||L^-1||_inf and ||M||_2 <= trace(M). y: n of
+    work.
     """
     n = M.shape[0]
-    y = np.empty(n)
     trace = 0.0
     row = 0.0
     for i in range(n):
@@ -74,6 +80,13 @@ def cholesky_factor(M, rcond):
     """
     n = M.shape[0]
     L = np.zeros((n, n))
+    return cholesky_factor_into(M, rcond, L, np.empty(n)), L
+
+
+@jit
+def cholesky_factor_into(M, rcond, L, y):
+    """:func:`cholesky_factor` into L's lower triangle (the rest is not written); y: n of work."""
+    n = M.shape[0]
     pd = True
     for j in range(n):
         s = M[j, j]
@@ -88,7 +101,7 @@ def cholesky_factor(M, rcond):
             for k in range(j):
                 t -= L[i, k] * L[j, k]
             L[i, j] = t / L[j, j]
-    if pd and not condition_bound(M, L) * rcond < 1.0:
+    if pd and not condition_bound_into(M, L, y) * rcond < 1.0:
         # ||L^-1||_F^2 by forward substitution on the identity
         inv_norm = 0.0
         trace = 0.0
@@ -105,14 +118,19 @@ def cholesky_factor(M, rcond):
         if not pd:
             ev = np.linalg.eigvalsh(M)
             pd = ev[0] > rcond * max(abs(ev[0]), abs(ev[-1]))
-    return pd, L
+    return pd
 
 
 @jit
 def cholesky_substitute(L, b, x):
     """Write the solution of L L^T x = b into x (forward, then back substitution)."""
+    substitute(L, b, np.empty(L.shape[0]), x)
+
+
+@jit
+def substitute(L, b, y, x):
+    """:func:`cholesky_substitute` with y (n) as its work vector."""
     n = L.shape[0]
-    y = np.empty(n)
     for i in range(n):
         t = b[i]
         for k in range(i):
@@ -182,38 +200,71 @@ def solve_columns(M, B, rcond, out):
 
 
 @jit
-def _fd_internal(ints, reals, q, qd, tau, damping, wk, cw, M, W):
-    """(ok, q'') in internal order of (M + armature) q'' = tau - damping q' - C* - G."""
-    n = ints.shape[0]
-    for i in range(n):
+def fd_work(n):
+    """Return the work arrays of :func:`forward_dynamics_into` (and rk4) for n coordinates."""
+    return (np.empty((n, NW)), np.empty((n, NC)), np.empty((n, n)), np.zeros((n, n)),
+            np.empty(n), np.empty(n), np.zeros((0, 6)))
+
+
+@jit
+def _fd_solve(ints, reals, work, a):
+    """
+    Write q'' into a, internal order: (M + armature) q'' = rhs - C* - G; False if M singular.
+
+    work (:func:`fd_work`) holds q, q' in the Newton-Euler work's columns WQ, WQD (WQDD 0),
+    q in the CRBA work's column CQ and tau - damping q' in its vector rhs.
+    """
+    wk, cw, M, L, rhs, y, W = work
+    rnea_pass(ints, reals, 1.0, W, wk)
+    crba_pass(ints, reals, cw)
+    assemble_mass_matrix(ints, reals, cw, M, False)
+    for i in range(ints.shape[0]):
+        rhs[i] -= wk[i, WTAU]
+    if not cholesky_factor_into(M, 1e-12, L, y):
+        return False
+    substitute(L, rhs, y, a)
+    return True
+
+
+@jit
+def _fd_internal(ints, reals, q, qd, tau, damping, work, a):
+    """Write into a q'' (internal order) of (M + armature) q'' = tau - damping q' - C* - G; ok."""
+    wk, cw, rhs = work[0], work[1], work[4]
+    for i in range(ints.shape[0]):
         wk[i, WQ] = q[i]
         wk[i, WQD] = qd[i]
         wk[i, WQDD] = 0.0
         cw[i, CQ] = q[i]
-    rnea_pass(ints, reals, 1.0, W, wk)
-    crba_pass(ints, reals, cw)
-    assemble_mass_matrix(ints, reals, cw, M, False)
-    rhs = np.empty(n)
-    for i in range(n):
-        rhs[i] = tau[i] - damping[i] * qd[i] - wk[i, WTAU]
-    return cholesky_solve(M, rhs, 1e-12)
+        rhs[i] = tau[i] - damping[i] * qd[i]
+    return _fd_solve(ints, reals, work, a)
 
 
 @jit
 def forward_dynamics(ints, reals, q, qd, tau, damping, out):
     """Write q'' in user order into out; False on a bad input or a singular M."""
     n = ints.shape[0]
+    return forward_dynamics_into(ints, reals, q, qd, tau, damping, out, fd_work(n),
+                                 np.empty(n))
+
+
+@jit
+def forward_dynamics_into(ints, reals, q, qd, tau, damping, out, work, a):
+    """:func:`forward_dynamics` with the work arrays of :func:`fd_work` and a (n)."""
+    n = ints.shape[0]
     if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n:
         return False
-    ok1, qi = to_internal(ints, q, n)
-    ok2, qdi = to_internal(ints, qd, n)
-    ok3, ti = to_internal(ints, tau, n)
-    ok4, di = to_internal(ints, damping, n)
-    if not (ok1 and ok2 and ok3 and ok4):
-        return False
-    ok, a = _fd_internal(ints, reals, qi, qdi, ti, di, np.empty((n, NW)), np.empty((n, NC)),
-                         np.empty((n, n)), np.zeros((0, 6)))
-    if not ok:
+    wk, cw, rhs = work[0], work[1], work[4]
+    for u in range(n):
+        if not (np.isfinite(q[u]) and np.isfinite(qd[u]) and np.isfinite(tau[u])
+                and np.isfinite(damping[u])):
+            return False
+        i = ints[u, PERM]
+        wk[i, WQ] = q[u]
+        wk[i, WQD] = qd[u]
+        wk[i, WQDD] = 0.0
+        cw[i, CQ] = q[u]
+        rhs[i] = tau[u] - damping[u] * qd[u]
+    if not _fd_solve(ints, reals, work, a):
         return False
     for u in range(n):
         out[u] = a[ints[u, PERM]]
@@ -223,14 +274,16 @@ def forward_dynamics(ints, reals, q, qd, tau, damping, out):
 @pjit
 def forward_dynamics_batch(ints, reals, Q, Qd, Tau, damping, out):
     """:func:`forward_dynamics` over the rows of (N, n) arrays into out; False on failure."""
-    N = Q.shape[0]
-    if Q.shape[1] != ints.shape[0] or Qd.shape[0] != N or Tau.shape[0] != N:
+    N, n = Q.shape[0], ints.shape[0]
+    if Q.shape[1] != n or Qd.shape[0] != N or Tau.shape[0] != N:
         return False
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
     for c in numba.prange(K):
+        work, a = fd_work(n), np.empty(n)       # one set per chunk, reused row after row
         for r in range(c * N // K, (c + 1) * N // K):
-            if not forward_dynamics(ints, reals, Q[r], Qd[r], Tau[r], damping, out[r]):
+            if not forward_dynamics_into(ints, reals, Q[r], Qd[r], Tau[r], damping, out[r],
+                                         work, a):
                 ok[c] = False
                 break
     return np.all(ok)
@@ -252,18 +305,16 @@ def rk4(ints, reals, q, qd, tau, damping, dt, steps, out):
     ok4, d = to_internal(ints, damping, n)
     if not (ok1 and ok2 and ok3 and ok4 and np.isfinite(dt)):
         return False
-    wk = np.empty((n, NW))
-    cw = np.empty((n, NC))
-    M = np.empty((n, n))
-    W = np.zeros((0, 6))
+    work = fd_work(n)
+    a1, a2, a3, a4 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     for _ in range(steps):
-        ok1, a1 = _fd_internal(ints, reals, x, v, t, d, wk, cw, M, W)
+        ok1 = _fd_internal(ints, reals, x, v, t, d, work, a1)
         v2 = v + dt / 2 * a1
-        ok2, a2 = _fd_internal(ints, reals, x + dt / 2 * v, v2, t, d, wk, cw, M, W)
+        ok2 = _fd_internal(ints, reals, x + dt / 2 * v, v2, t, d, work, a2)
         v3 = v + dt / 2 * a2
-        ok3, a3 = _fd_internal(ints, reals, x + dt / 2 * v2, v3, t, d, wk, cw, M, W)
+        ok3 = _fd_internal(ints, reals, x + dt / 2 * v2, v3, t, d, work, a3)
         v4 = v + dt * a3
-        ok4, a4 = _fd_internal(ints, reals, x + dt * v3, v4, t, d, wk, cw, M, W)
+        ok4 = _fd_internal(ints, reals, x + dt * v3, v4, t, d, work, a4)
         if not (ok1 and ok2 and ok3 and ok4):
             return False
         x = x + dt / 6 * (v + 2 * v2 + 2 * v3 + v4)
