@@ -22,7 +22,7 @@ Newton-Euler, a Cholesky solve that refuses an ill-conditioned M by the same rul
 import numba
 import numpy as np
 
-from .algebra import chunks, jit, pjit
+from .algebra import chunks, inline, jit, pjit
 from .crba import assemble_mass_matrix, CQ, crba_pass, NC
 from .kinematics import to_internal
 from .layout import PERM
@@ -35,7 +35,7 @@ def condition_bound(M, L):
     return condition_bound_into(M, L, np.empty(M.shape[0]))
 
 
-@jit
+@inline
 def condition_bound_into(M, L, y):
     """
     Return trace(M) ||C^-1 e||_inf ||C^-T e||_inf, an O(n^2) upper bound on cond_2(M).
@@ -83,7 +83,7 @@ def cholesky_factor(M, rcond):
     return cholesky_factor_into(M, rcond, L, np.empty(n)), L
 
 
-@jit
+@inline
 def cholesky_factor_into(M, rcond, L, y):
     """:func:`cholesky_factor` into L's lower triangle (the rest is not written); y: n of work."""
     n = M.shape[0]
@@ -127,7 +127,7 @@ def cholesky_substitute(L, b, x):
     substitute(L, b, np.empty(L.shape[0]), x)
 
 
-@jit
+@inline
 def substitute(L, b, y, x):
     """:func:`cholesky_substitute` with y (n) as its work vector."""
     n = L.shape[0]
@@ -206,7 +206,7 @@ def fd_work(n):
             np.empty(n), np.empty(n), np.zeros((0, 6)))
 
 
-@jit
+@inline
 def _fd_solve(ints, reals, work, a):
     """
     Write q'' into a, internal order: (M + armature) q'' = rhs - C* - G; False if M singular.
@@ -247,7 +247,7 @@ def forward_dynamics(ints, reals, q, qd, tau, damping, out):
                                  np.empty(n))
 
 
-@jit
+@inline
 def forward_dynamics_into(ints, reals, q, qd, tau, damping, out, work, a):
     """:func:`forward_dynamics` with the work arrays of :func:`fd_work` and a (n)."""
     n = ints.shape[0]
