@@ -409,3 +409,55 @@ def test_compiled_cholesky_refuses_exactly_what_the_eigenvalues_refuse():
             np.testing.assert_allclose(L @ L.T, M, rtol=0, atol=1e-12 * ev[-1])
         elif ratio < 0.99:
             assert not ok, ev[-1] / ev[0]
+
+
+def internal_mass_matrix(model, q):
+    """Return (ints, M) of a fixed-base model: M in the kernels' internal order (parents first)."""
+    from kron_dynamics.kernels.layout import PERM
+    ints = model._ints
+    perm = ints[:, PERM]
+    M = np.empty((model.n, model.n))
+    M[np.ix_(perm, perm)] = model.mass_matrix(q)
+    return ints, M
+
+
+@pytest.mark.parametrize('seed', range(8))
+def test_tree_factorisation_keeps_the_pattern_and_refuses_what_the_eigenvalues_refuse(seed):
+    """
+    M = L^T L with M's tree sparsity (Featherstone 2005), on random branched trees.
+
+    L is zero off the tree's pattern, L^T L = M, the O(sum of depths) bound bounds cond(M),
+    and scaling one coordinate's inertia down (a joint that moves almost nothing) is refused
+    exactly when the eigenvalues refuse it, whichever test decides.
+    """
+    from kron_dynamics.kernels.forward_dynamics import (cholesky_factor, tree_condition_bound,
+                                                        tree_factor_into)
+    from kron_dynamics.kernels.layout import PARENT
+    model, rng = random_model(seed, min_joints=4, max_joints=14, branching=0.6, armature=True)
+    ints, M = internal_mass_matrix(model, rng.uniform(-2, 2, model.n))
+    n = model.n
+    related = np.eye(n, dtype=bool)
+    for k in range(n):
+        i = ints[k, PARENT]
+        while i >= 0:
+            related[k, i] = related[i, k] = True
+            i = ints[i, PARENT]
+    assert not np.any(M[~related]), 'M has entries off the tree pattern'
+    L = np.zeros((n, n))
+    assert tree_factor_into(ints, M, RCOND, L, np.empty(n))
+    assert not np.any(L[~(related & np.tri(n, dtype=bool))])
+    np.testing.assert_allclose(L.T @ L, M, rtol=0, atol=1e-14 * np.abs(M).max())
+    ev = np.linalg.eigvalsh(M)
+    assert tree_condition_bound(ints, M, L, np.empty(n)) >= ev[-1] / ev[0] * (1 - 1e-6)
+    for scale in (1e-6, 1e-11, 1e-13, 1e-15, 1e-17):
+        D = np.ones(n)
+        D[rng.integers(n)] = np.sqrt(scale)     # a congruence keeps the pattern
+        Ms = D[:, None] * M * D[None, :]
+        ev = np.linalg.eigvalsh(Ms)
+        ok = tree_factor_into(ints, Ms, RCOND, np.zeros((n, n)), np.empty(n))
+        assert ok == cholesky_factor(Ms, RCOND)[0]
+        ratio = ev[0] / (RCOND * ev[-1])
+        if ratio > 1.01:
+            assert ok, ev[-1] / ev[0]
+        elif ratio < 0.99:
+            assert not ok, ev[-1] / ev[0]

@@ -16,7 +16,8 @@
 Forward dynamics q'' = M^-1 (tau - C*(q' kron q') - G) and RK4 integration, compiled.
 
 Mirrors :mod:`kron_dynamics.algorithms.forward_dynamics`: M by CRBA, the bias by
-Newton-Euler, a Cholesky solve that refuses an ill-conditioned M by the same rule.
+Newton-Euler, a factorisation that refuses an ill-conditioned M by the same rule (the tree's
+M = L^T L, which keeps M's sparsity; the dense Cholesky M = L L^T for other matrices).
 """
 
 import numba
@@ -25,7 +26,7 @@ import numpy as np
 from .algebra import chunks, inline, jit, pjit
 from .crba import assemble_mass_matrix, CQ, crba_pass, NC
 from .kinematics import to_internal
-from .layout import PERM
+from .layout import PARENT, PERM
 from .rnea import NW, rnea_pass, WQ, WQD, WQDD, WTAU
 
 
@@ -102,23 +103,36 @@ def cholesky_factor_into(M, rcond, L, y):
                 t -= L[i, k] * L[j, k]
             L[i, j] = t / L[j, j]
     if pd and not condition_bound_into(M, L, y) * rcond < 1.0:
-        # ||L^-1||_F^2 by forward substitution on the identity
-        inv_norm = 0.0
-        trace = 0.0
-        col = np.zeros(n)
-        for c in range(n):
-            trace += M[c, c]
-            for i in range(c, n):
-                t = 1.0 if i == c else 0.0
-                for k in range(c, i):
-                    t -= L[i, k] * col[k]
-                col[i] = t / L[i, i]
-                inv_norm += col[i] * col[i]
-        pd = inv_norm * rcond * trace < 1.0
-        if not pd:
-            ev = np.linalg.eigvalsh(M)
-            pd = ev[0] > rcond * max(abs(ev[0]), abs(ev[-1]))
+        pd = conditioned(M, L, rcond)
     return pd
+
+
+@jit
+def conditioned(M, L, rcond):
+    """
+    Return whether cond(M) < 1/rcond, M = L L^T or L^T L (L lower triangular, zero elsewhere).
+
+    Accept at once when trace(M) ||L^-1||_F^2 < 1/rcond (both factorisations give
+    ||M^-1||_2 = ||L^-1||_2^2), otherwise decide on the exact eigenvalues. O(n^3): called
+    where the O(n^2) bound is too loose to accept.
+    """
+    n = M.shape[0]
+    # ||L^-1||_F^2 by forward substitution on the identity
+    inv_norm = 0.0
+    trace = 0.0
+    col = np.zeros(n)
+    for c in range(n):
+        trace += M[c, c]
+        for i in range(c, n):
+            t = 1.0 if i == c else 0.0
+            for k in range(c, i):
+                t -= L[i, k] * col[k]
+            col[i] = t / L[i, i]
+            inv_norm += col[i] * col[i]
+    if inv_norm * rcond * trace < 1.0:
+        return True
+    ev = np.linalg.eigvalsh(M)
+    return ev[0] > rcond * max(abs(ev[0]), abs(ev[-1]))
 
 
 @jit
@@ -140,6 +154,117 @@ def substitute(L, b, y, x):
         t = y[i]
         for k in range(i + 1, n):
             t -= L[k, i] * x[k]
+        x[i] = t / L[i, i]
+
+
+@inline
+def tree_factor_into(ints, M, rcond, L, y):
+    """
+    M = L^T L, L lower triangular with M's tree sparsity; ok as :func:`cholesky_factor`'s.
+
+    Featherstone's LTL factorisation ("Efficient factorization of the joint-space inertia
+    matrix for branched kinematic trees", IJRR 24(6), 2005, sec. 4): M_ij = 0 unless i is
+    an ancestor of j or j of i, L keeps that pattern, so the cost is O(sum of depth^2) where
+    the dense factorisation is O(n^3). Only the pattern's entries of L are written: the rest
+    must be zero (:func:`fd_work`'s L). Accepted on the same rule: an O(sum of depths)
+    bound (:func:`tree_condition_bound`), else :func:`conditioned`. y: n of work.
+    """
+    n = M.shape[0]
+    for k in range(n):
+        L[k, k] = M[k, k]
+        i = ints[k, PARENT]
+        while i >= 0:
+            L[k, i] = M[k, i]
+            i = ints[i, PARENT]
+    if not ltl_in_place(ints, L):
+        return False
+    if tree_condition_bound(ints, M, L, y) * rcond < 1.0:
+        return True
+    return conditioned(M, L, rcond)
+
+
+@inline
+def ltl_in_place(ints, L):
+    """
+    Overwrite L, holding M's entries on the tree's pattern, with the L of M = L^T L; ok.
+
+    Featherstone, RBDA sec. 6.5: internal order (parents first), leaves first; no fill-in,
+    only the pattern's entries are read and written. False when a pivot is not positive.
+    """
+    for k in range(L.shape[0] - 1, -1, -1):
+        d = L[k, k]
+        if not d > 0.0:
+            return False
+        a = np.sqrt(d)
+        L[k, k] = a
+        i = ints[k, PARENT]
+        while i >= 0:
+            L[k, i] /= a
+            i = ints[i, PARENT]
+        i = ints[k, PARENT]
+        while i >= 0:
+            lki = L[k, i]
+            j = i
+            while j >= 0:
+                L[i, j] -= lki * L[k, j]
+                j = ints[j, PARENT]
+            i = ints[i, PARENT]
+    return True
+
+
+@inline
+def tree_condition_bound(ints, M, L, y):
+    """
+    :func:`condition_bound_into` for M = L^T L with the tree's pattern, in O(sum of depths).
+
+    ||M^-1||_2 = ||L^-1||_2^2 as for L L^T; C^-1 e by forward and C^-T e by backward
+    substitution along each coordinate's ancestors.
+    """
+    n = M.shape[0]
+    trace = 0.0
+    row = 0.0
+    for i in range(n):          # C y = e: ancestors first
+        trace += M[i, i]
+        t = 1.0
+        j = ints[i, PARENT]
+        while j >= 0:
+            t += abs(L[i, j]) * y[j]
+            j = ints[j, PARENT]
+        y[i] = t / L[i, i]
+        row = max(row, y[i])
+    for i in range(n):
+        y[i] = 1.0
+    col = 0.0
+    for i in range(n - 1, -1, -1):    # C^T z = e: descendants first, z_i into y_i
+        z = y[i] / L[i, i]
+        y[i] = z
+        col = max(col, z)
+        j = ints[i, PARENT]
+        while j >= 0:
+            y[j] += abs(L[i, j]) * z
+            j = ints[j, PARENT]
+    return trace * row * col
+
+
+@inline
+def tree_substitute(ints, L, b, x):
+    """Write the solution of L^T L x = b into x (L of :func:`tree_factor_into`)."""
+    n = L.shape[0]
+    for i in range(n):
+        x[i] = b[i]
+    for i in range(n - 1, -1, -1):      # L^T y = b, descendants first
+        x[i] /= L[i, i]
+        t = x[i]
+        j = ints[i, PARENT]
+        while j >= 0:
+            x[j] -= L[i, j] * t
+            j = ints[j, PARENT]
+    for i in range(n):                  # L x = y, ancestors first
+        t = x[i]
+        j = ints[i, PARENT]
+        while j >= 0:
+            t -= L[i, j] * x[j]
+            j = ints[j, PARENT]
         x[i] = t / L[i, i]
 
 
@@ -220,9 +345,9 @@ def _fd_solve(ints, reals, work, a):
     assemble_mass_matrix(ints, reals, cw, M, False)
     for i in range(ints.shape[0]):
         rhs[i] -= wk[i, WTAU]
-    if not cholesky_factor_into(M, 1e-12, L, y):
+    if not tree_factor_into(ints, M, 1e-12, L, y):
         return False
-    substitute(L, rhs, y, a)
+    tree_substitute(ints, L, rhs, a)
     return True
 
 

@@ -30,7 +30,7 @@ from .algebra import add, chunks, cross, dot, get3, jit, pjit, scl, set3, sub
 from .crba import body_inertia, CM, CQ, CQD, CS, inertia_times, motion_subspaces, NC
 from .floating_base import base_frame, chain_acceleration, floating_forward_dynamics
 from .coupled import coupled_forward_dynamics, lift, project_matrix
-from .forward_dynamics import cholesky_factor, forward_dynamics
+from .forward_dynamics import cholesky_factor, forward_dynamics, ltl_in_place
 from .kinematics import frames, load
 from .layout import ARM, INV, PARENT
 
@@ -258,12 +258,12 @@ def tree_solve(ints, out, rcond):
     """
     Replace out[0], out[1] by -M^-1 out[0], -M^-1 out[1] and out[2] = M by M^-1; ok.
 
-    M = L^T L by the LTL factorisation of a tree's mass matrix (Featherstone, RBDA 6.5:
-    internal order, parents first, no fill-in: L[k, i] is non-zero only for i an ancestor of
-    k), so each solve costs O(n d) for depth d instead of O(n^2). False when a pivot is not
-    positive or trace(M) trace(M^-1) > 1 / rcond (the bound on cond(M) that
-    :func:`~kron_dynamics.kernels.forward_dynamics.cholesky_factor` accepts at once): the
-    facade's general path then decides, naming the joints of a singular M.
+    M = L^T L by the LTL factorisation of a tree's mass matrix
+    (:func:`~kron_dynamics.kernels.forward_dynamics.ltl_in_place`: no fill-in, L[k, i] is
+    non-zero only for i an ancestor of k), so each solve costs O(n d) for depth d instead of
+    O(n^2). False when a pivot is not positive or trace(M) trace(M^-1) > 1 / rcond (the bound
+    on cond(M) of :func:`~kron_dynamics.kernels.forward_dynamics.conditioned`): the facade's
+    general path then decides, naming the joints of a singular M.
     """
     n = ints.shape[0]
     L = np.empty((n, n))
@@ -273,21 +273,8 @@ def tree_solve(ints, out, rcond):
         trace += out[2, ui, ui]
         for j in range(n):
             L[i, j] = out[2, ui, ints[j, INV]]
-    for k in range(n - 1, -1, -1):
-        if not L[k, k] > 0.0:
-            return False
-        L[k, k] = np.sqrt(L[k, k])
-        i = ints[k, PARENT]
-        while i >= 0:
-            L[k, i] /= L[k, k]
-            i = ints[i, PARENT]
-        i = ints[k, PARENT]
-        while i >= 0:
-            j = i
-            while j >= 0:
-                L[i, j] -= L[k, i] * L[k, j]
-                j = ints[j, PARENT]
-            i = ints[i, PARENT]
+    if not ltl_in_place(ints, L):
+        return False
     # every right-hand side at once, one row per body (internal order): [dq, dv, I]
     # columns in user order, so that each step is a row operation over 3 n contiguous values
     Y = np.zeros((n, 3 * n))
