@@ -122,6 +122,25 @@ def test_compiled_rk4_matches_python_rk4(seed, n, branching):
     close(v, vr, 1e-10)
 
 
+@pytest.mark.parametrize('seed, n, branching', TREES)
+def test_forward_dynamics_m_is_the_crbas_bit_for_bit(seed, n, branching):
+    """Forward dynamics builds M from Newton-Euler's joint frames: the CRBA's frames and M."""
+    from kron_dynamics.kernels.crba import assemble_mass_matrix, CQ, crba_pass, NC
+    from kron_dynamics.kernels.forward_dynamics import _fd_internal, fd_work
+    model, rng = random_model(seed, n=n, branching=branching)
+    ints, reals, n = model._ints, model._reals, model.n
+    q, qd, tau = rng.uniform(-3, 3, (3, n))              # internal order
+    work = fd_work(n)
+    assert _fd_internal(ints, reals, q, qd, tau, np.zeros(n), work, np.empty(n))
+    wk = np.zeros((n, NC))
+    wk[:, CQ] = q
+    crba_pass(ints, reals, wk)
+    M = np.empty((n, n))
+    assemble_mass_matrix(ints, reals, wk, M, False)
+    np.testing.assert_array_equal(work[1][:, :CQ], wk[:, :CQ])   # frames, S, Ic, F
+    np.testing.assert_array_equal(work[2], M)
+
+
 BATCH_METHODS = [
     ('inverse_dynamics', 3), ('bias_torque', 2), ('gravity_torque', 1),
     ('coriolis_vector', 2), ('mass_matrix', 1), ('coriolis_star', 1), ('christoffel', 1),

@@ -81,8 +81,14 @@ def body_inertia(reals, wk, i):
 @jit
 def crba_pass(ints, reals, wk):
     """Kinematics, motion subspaces S, composite inertias Ic and F = Ic S, about the root."""
-    n = ints.shape[0]
     frames(ints, reals, wk, CQ, True)
+    composite_pass(ints, reals, wk)
+
+
+@inline
+def composite_pass(ints, reals, wk):
+    """:func:`crba_pass` after its first step: the root-frame frames are in wk[:, 0:12]."""
+    n = ints.shape[0]
     motion_subspaces(ints, reals, wk)
     for i in range(n):
         body_inertia(reals, wk, i)

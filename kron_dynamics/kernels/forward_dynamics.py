@@ -24,8 +24,8 @@ import numba
 import numpy as np
 
 from .algebra import chunks, inline, jit, pjit
-from .crba import assemble_mass_matrix, CQ, crba_pass, NC
-from .kinematics import to_internal
+from .crba import assemble_mass_matrix, composite_pass, NC
+from .kinematics import compose_frames, to_internal
 from .layout import PARENT, PERM
 from .rnea import NW, rnea_pass, WQ, WQD, WQDD, WTAU
 
@@ -336,14 +336,16 @@ def _fd_solve(ints, reals, work, a):
     """
     Write q'' into a, internal order: (M + armature) q'' = rhs - C* - G; False if M singular.
 
-    work (:func:`fd_work`) holds q, q' in the Newton-Euler work's columns WQ, WQD (WQDD 0),
-    q in the CRBA work's column CQ and tau - damping q' in its vector rhs. M = L^T L keeping
-    the tree's sparsity (:func:`tree_factor_into`); an unbranched chain has none to keep and
-    takes the dense M = L L^T, whose contiguous loops run faster.
+    work (:func:`fd_work`) holds q, q' in the Newton-Euler work's columns WQ, WQD (WQDD 0)
+    and tau - damping q' in its vector rhs. The CRBA takes its root-frame frames from the
+    joint frames Newton-Euler wrote (:func:`.kinematics.compose_frames`), not from q again.
+    M = L^T L keeping the tree's sparsity (:func:`tree_factor_into`); an unbranched chain has
+    none to keep and takes the dense M = L L^T, whose contiguous loops run faster.
     """
     wk, cw, M, L, rhs, y, W = work
     rnea_pass(ints, reals, 1.0, W, wk)
-    crba_pass(ints, reals, cw)
+    compose_frames(ints, wk, cw)
+    composite_pass(ints, reals, cw)
     assemble_mass_matrix(ints, reals, cw, M, False)
     for i in range(ints.shape[0]):
         rhs[i] -= wk[i, WTAU]
@@ -370,12 +372,11 @@ def is_chain(ints):
 @jit
 def _fd_internal(ints, reals, q, qd, tau, damping, work, a):
     """Write into a q'' (internal order) of (M + armature) q'' = tau - damping q' - C* - G; ok."""
-    wk, cw, rhs = work[0], work[1], work[4]
+    wk, rhs = work[0], work[4]
     for i in range(ints.shape[0]):
         wk[i, WQ] = q[i]
         wk[i, WQD] = qd[i]
         wk[i, WQDD] = 0.0
-        cw[i, CQ] = q[i]
         rhs[i] = tau[i] - damping[i] * qd[i]
     return _fd_solve(ints, reals, work, a)
 
@@ -394,7 +395,7 @@ def forward_dynamics_into(ints, reals, q, qd, tau, damping, out, work, a):
     n = ints.shape[0]
     if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n:
         return False
-    wk, cw, rhs = work[0], work[1], work[4]
+    wk, rhs = work[0], work[4]
     for u in range(n):
         if not (np.isfinite(q[u]) and np.isfinite(qd[u]) and np.isfinite(tau[u])
                 and np.isfinite(damping[u])):
@@ -403,7 +404,6 @@ def forward_dynamics_into(ints, reals, q, qd, tau, damping, out, work, a):
         wk[i, WQ] = q[u]
         wk[i, WQD] = qd[u]
         wk[i, WQDD] = 0.0
-        cw[i, CQ] = q[u]
         rhs[i] = tau[u] - damping[u] * qd[u]
     if not _fd_solve(ints, reals, work, a):
         return False

@@ -85,6 +85,25 @@ def body_frame(ints, reals, wk, qcol, i, world):
     set3(wk, i, FP, p)
 
 
+@inline
+def compose_frames(ints, local, wk):
+    """
+    Root-frame body frames into wk[:, 0:12] from parent-relative ones in local[:, 0:12].
+
+    What :func:`frames` (``world``) writes, the same bits, without evaluating the joints
+    again where a pass (Newton-Euler's) has just written their parent-relative frames.
+    """
+    for i in range(ints.shape[0]):
+        R, p = get9(local, i, FR), get3(local, i, FP)
+        par = ints[i, PARENT]
+        if par >= 0:
+            Rp = get9(wk, par, FR)
+            p = add(get3(wk, par, FP), mv(Rp, p))
+            R = mm(Rp, R)
+        set9(wk, i, FR, R)
+        set3(wk, i, FP, p)
+
+
 @jit
 def frames(ints, reals, wk, qcol, world):
     """
