@@ -77,7 +77,7 @@ def judged_errors(recording):
     """Return (|q - q_d| of the judged states, number of stalls, mean state interval)."""
     stamps = np.array([s for s, _ in recording.state_stamps])
     q = np.array([s[1] for s in recording.states])
-    tfs = np.array([t for t, _ in recording.reference_times])
+    tfs = np.array(recording.reference_times)
     q_d = np.array([r[1] for r in recording.references])
     moving = tfs > 0            # before the first command the generator holds t = 0
     start = recording.reference_start()   # the generator's t = 0, on the system clock

@@ -49,12 +49,12 @@ class Recording:
     bias: list = field(default_factory=list)         # (t, bias)
     # publish-side times, for pairing that a late recorder cannot distort: per state its
     # header stamp [s, system clock] and the effort the simulator applied; per reference
-    # its time_from_start [s] and the system time it was received
+    # its time_from_start [s]
     state_stamps: list = field(default_factory=list)      # (stamp, effort)
-    reference_times: list = field(default_factory=list)   # (time_from_start, received)
-    # per stamped reference (reference_trajectory) of the moving trajectory: its header
-    # stamp [s, system clock], the instant its t = 0 (the generator's clock start)
-    reference_starts: list = field(default_factory=list)
+    reference_times: list = field(default_factory=list)   # time_from_start
+    # the header stamp [s, system clock] of the latest stamped reference (reference_trajectory)
+    # of the moving trajectory: the instant its t = 0 (the generator's clock start)
+    reference_stamp: float | None = None
     exit_codes: dict = field(default_factory=dict)
     logs: dict = field(default_factory=dict)
     start: float = field(default_factory=time.monotonic)   # the zero of the times above
@@ -72,9 +72,9 @@ class Recording:
 
     def reference_start(self) -> float:
         """Return the instant [s, system clock] of the trajectory's t = 0; RuntimeError if none."""
-        if not self.reference_starts:
+        if self.reference_stamp is None:
             raise RuntimeError('no stamped reference of a moving trajectory was recorded')
-        return self.reference_starts[-1]
+        return self.reference_stamp
 
     def settle_start(self) -> float:
         """Return the time (recorder clock) at which the loop is closed and the reference moves."""
@@ -198,13 +198,12 @@ def _recorder(recording: Recording, stop: threading.Event, ready: threading.Even
         recording.references.append((now(), np.array(msg.positions), np.array(msg.velocities),
                                      np.array(msg.accelerations)))
         t = msg.time_from_start.sec + 1e-9 * msg.time_from_start.nanosec
-        recording.reference_times.append((t, time.time()))
+        recording.reference_times.append(t)
 
     def on_stamped_reference(msg):
         point = msg.points[0]
         if point.time_from_start.sec or point.time_from_start.nanosec:
-            recording.reference_starts.append(msg.header.stamp.sec
-                                              + 1e-9 * msg.header.stamp.nanosec)
+            recording.reference_stamp = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
     def on_array(target):
         return lambda msg: target.append((now(), np.array(msg.data)))
