@@ -116,7 +116,18 @@ def assemble_mass_matrix(ints, reals, wk, out, user_order):
     for u in range(n):
         for v in range(n):
             out[u, v] = 0.0
-    for j in range(n):
+    write_mass_matrix(ints, reals, wk, out, user_order)
+
+
+@inline
+def write_mass_matrix(ints, reals, wk, out, user_order):
+    """
+    :func:`assemble_mass_matrix` without zeroing out first: only M's tree pattern is written.
+
+    For a work matrix whose other entries are zero already and stay so (forward dynamics':
+    a tree's M is zero wherever neither body is an ancestor of the other).
+    """
+    for j in range(ints.shape[0]):
         fn, ff = get3(wk, j, CF), get3(wk, j, CF + 3)
         uj = ints[j, INV] if user_order else j
         i = j

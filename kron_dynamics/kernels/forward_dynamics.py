@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from .algebra import chunks, inline, jit, pjit
-from .crba import assemble_mass_matrix, composite_pass, NC
+from .crba import composite_pass, NC, write_mass_matrix
 from .kinematics import compose_frames, to_internal
 from .layout import PARENT, PERM
 from .rnea import NW, rnea_pass, WQ, WQD, WQDD, WTAU
@@ -327,7 +327,7 @@ def solve_columns(M, B, rcond, out):
 @jit
 def fd_work(n):
     """Return the work arrays of :func:`forward_dynamics_into` (and rk4) for n coordinates."""
-    return (np.empty((n, NW)), np.empty((n, NC)), np.empty((n, n)), np.zeros((n, n)),
+    return (np.empty((n, NW)), np.empty((n, NC)), np.zeros((n, n)), np.zeros((n, n)),
             np.empty(n), np.empty(n), np.zeros((0, 6)))
 
 
@@ -346,7 +346,7 @@ def _fd_solve(ints, reals, work, a):
     rnea_pass(ints, reals, 1.0, W, wk)
     compose_frames(ints, wk, cw)
     composite_pass(ints, reals, cw)
-    assemble_mass_matrix(ints, reals, cw, M, False)
+    write_mass_matrix(ints, reals, cw, M, False)    # M's zeros are fd_work's
     for i in range(ints.shape[0]):
         rhs[i] -= wk[i, WTAU]
     if is_chain(ints):
