@@ -411,6 +411,43 @@ def test_compiled_cholesky_refuses_exactly_what_the_eigenvalues_refuse():
             assert not ok, ev[-1] / ev[0]
 
 
+def test_fused_cholesky_solve_is_the_factorisation_then_the_substitution_bit_for_bit():
+    """
+    cholesky_solve_into (a chain's forward dynamics) = cholesky_factor_into + substitute.
+
+    The same decision on well, ill and too ill conditioned, graded, 2^n-loose and indefinite
+    matrices, and where it accepts the same L and the same x to the last bit.
+    """
+    from kron_dynamics.kernels.forward_dynamics import (cholesky_factor_into,
+                                                        cholesky_solve_into, substitute)
+    rng = np.random.default_rng(13)
+    cases = [spd_with_condition(rng, n, cond) for n in (1, 2, 7, 12, 38)
+             for cond in (1.0, 1e6, 0.5 / RCOND, 2.0 / RCOND, 1e16)]
+    for n in (4, 30):
+        D = np.diag(10.0 ** rng.uniform(-8, 8, n))
+        cases.append(D @ spd_with_condition(rng, n, 10.0) @ D)
+        L = np.eye(n) + np.tril(np.ones((n, n)), -1)
+        cases.append(L @ L.T)
+    indefinite = spd_with_condition(rng, 7, 10.0)
+    indefinite[3, 3] = -1.0
+    cases.append(indefinite)
+    decisions = set()
+    for M in cases:
+        n = M.shape[0]
+        b = rng.standard_normal(n)
+        L1, x1 = np.zeros((n, n)), np.empty(n)
+        ok1 = cholesky_factor_into(M, RCOND, L1, np.empty(n))
+        L2, x2, rhs = np.zeros((n, n)), np.empty(n), b.copy()
+        ok2 = cholesky_solve_into(M, RCOND, L2, rhs, np.empty(n), x2)
+        assert ok1 == ok2
+        decisions.add(ok1)
+        if ok1:
+            substitute(L1, b, np.empty(n), x1)
+            np.testing.assert_array_equal(L2, L1)
+            np.testing.assert_array_equal(x2, x1)
+    assert decisions == {True, False}
+
+
 def internal_mass_matrix(model, q):
     """Return (ints, M) of a fixed-base model: M in the kernels' internal order (parents first)."""
     from kron_dynamics.kernels.layout import PERM

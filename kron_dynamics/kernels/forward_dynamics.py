@@ -107,6 +107,58 @@ def cholesky_factor_into(M, rcond, L, y):
     return pd
 
 
+@inline
+def cholesky_solve_into(M, rcond, L, b, y, x):
+    """
+    Solve M x = b as :func:`cholesky_factor_into`, then :func:`substitute`: the same bits.
+
+    One pass row by row (each row of L, then its forward-substitution step and its step of
+    :func:`condition_bound_into`'s C y = e) and one backward pass (the back substitution
+    and C^T z = e together), so that the three chains of dependent steps overlap; x is
+    computed before the bound decides and is kept if the decision accepts M. b is
+    overwritten (L^-1 b), y: n of work. False if M is not positive definite or cond(M) >
+    1/rcond.
+    """
+    n = M.shape[0]
+    trace = 0.0
+    row = 0.0
+    for i in range(n):
+        for j in range(i):
+            t = M[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+        s = M[i, i]
+        for k in range(i):
+            s -= L[i, k] * L[i, k]
+        if not s > 0.0:
+            return False
+        d = np.sqrt(s)
+        L[i, i] = d
+        trace += M[i, i]
+        t = b[i]
+        u = 1.0
+        for k in range(i):
+            t -= L[i, k] * b[k]
+            u += abs(L[i, k]) * y[k]
+        b[i] = t / d
+        y[i] = u / d
+        row = max(row, y[i])
+    col = 0.0
+    for i in range(n - 1, -1, -1):
+        t = b[i]
+        u = 1.0
+        for k in range(i + 1, n):
+            t -= L[k, i] * x[k]
+            u += abs(L[k, i]) * y[k]
+        x[i] = t / L[i, i]
+        y[i] = u / L[i, i]
+        col = max(col, y[i])
+    if trace * row * col * rcond < 1.0:
+        return True
+    return conditioned(M, L, rcond)
+
+
 @jit
 def conditioned(M, L, rcond):
     """
@@ -350,9 +402,7 @@ def _fd_solve(ints, reals, work, a):
     for i in range(ints.shape[0]):
         rhs[i] -= wk[i, WTAU]
     if is_chain(ints):
-        if not cholesky_factor_into(M, 1e-12, L, y):
-            return False
-        substitute(L, rhs, y, a)
+        return cholesky_solve_into(M, 1e-12, L, rhs, y, a)
     else:
         if not tree_factor_into(ints, M, 1e-12, L, y):
             return False
