@@ -498,3 +498,38 @@ def test_tree_factorisation_keeps_the_pattern_and_refuses_what_the_eigenvalues_r
             assert ok, ev[-1] / ev[0]
         elif ratio < 0.99:
             assert not ok, ev[-1] / ev[0]
+
+
+@pytest.mark.parametrize('seed', range(8))
+def test_fused_tree_solve_is_the_factorisation_then_the_substitution_bit_for_bit(seed):
+    """
+    tree_solve_into (a branched tree's forward dynamics) = tree_factor_into + tree_substitute.
+
+    On random branched trees with one coordinate's inertia scaled down (accepted, refused by
+    either test, indefinite): the same decision, and where it accepts the same L and x.
+    """
+    from kron_dynamics.kernels.forward_dynamics import (tree_factor_into, tree_solve_into,
+                                                        tree_substitute)
+    model, rng = random_model(seed, min_joints=4, max_joints=14, branching=0.6, armature=True)
+    ints, M = internal_mass_matrix(model, rng.uniform(-2, 2, model.n))
+    n = model.n
+    decisions = set()
+    for scale in (1.0, 1e-6, 1e-11, 1e-13, 1e-17, -1.0):
+        D = np.ones(n)
+        D[rng.integers(n)] = np.sqrt(abs(scale))
+        Ms = D[:, None] * M * D[None, :]
+        if scale < 0:
+            k = rng.integers(n)
+            Ms[k, k] = -Ms[k, k]
+        b = rng.standard_normal(n)
+        L1, x1 = np.zeros((n, n)), np.empty(n)
+        ok1 = tree_factor_into(ints, Ms, RCOND, L1, np.empty(n))
+        L2, x2, rhs = np.zeros((n, n)), np.empty(n), b.copy()
+        ok2 = tree_solve_into(ints, Ms, RCOND, L2, rhs, np.empty(n), x2)
+        assert ok1 == ok2, scale
+        decisions.add(ok1)
+        if ok1:
+            tree_substitute(ints, L1, b, x1)
+            np.testing.assert_array_equal(L2, L1)
+            np.testing.assert_array_equal(x2, x1)
+    assert decisions == {True, False}

@@ -243,10 +243,25 @@ def ltl_in_place(ints, L):
     Featherstone, RBDA sec. 6.5: internal order (parents first), leaves first; no fill-in,
     only the pattern's entries are read and written. False when a pivot is not positive.
     """
+    return ltl_steps(ints, L, np.empty(0), np.empty(0))[0]
+
+
+@inline
+def ltl_steps(ints, L, x, z):
+    """
+    Return (ok, max z): :func:`ltl_in_place`, and where x and z have n entries the steps.
+
+    Of the two descendants-first substitutions, each as soon as its row of L is final:
+    L^T y = x (:func:`tree_substitute`'s first, x overwritten with y) and C^T z = z
+    (:func:`tree_condition_bound`'s second, z = e on entry): the same operations in the
+    same order as those functions', so the same bits.
+    """
+    steps = x.shape[0] == L.shape[0]
+    col = 0.0
     for k in range(L.shape[0] - 1, -1, -1):
         d = L[k, k]
         if not d > 0.0:
-            return False
+            return False, col
         a = np.sqrt(d)
         L[k, k] = a
         i = ints[k, PARENT]
@@ -261,7 +276,60 @@ def ltl_in_place(ints, L):
                 L[i, j] -= lki * L[k, j]
                 j = ints[j, PARENT]
             i = ints[i, PARENT]
-    return True
+        if steps:
+            x[k] /= a
+            t = x[k]
+            zk = z[k] / a
+            z[k] = zk
+            col = max(col, zk)
+            j = ints[k, PARENT]
+            while j >= 0:
+                x[j] -= L[k, j] * t
+                z[j] += abs(L[k, j]) * zk
+                j = ints[j, PARENT]
+    return True, col
+
+
+@inline
+def tree_solve_into(ints, M, rcond, L, b, y, x):
+    """
+    Solve M x = b as :func:`tree_factor_into`, then :func:`tree_substitute`: the same bits.
+
+    The descendants-first substitutions run inside the factorisation (:func:`ltl_steps`),
+    the ancestors-first ones (L x = y and :func:`tree_condition_bound`'s C y = e) in one
+    pass; x is computed before the bound decides and is kept if the decision accepts M.
+    L: zero off the pattern (:func:`fd_work`'s); b is overwritten, y: n of work. False if M
+    is not positive definite or cond(M) > 1/rcond.
+    """
+    n = M.shape[0]
+    for k in range(n):
+        L[k, k] = M[k, k]
+        i = ints[k, PARENT]
+        while i >= 0:
+            L[k, i] = M[k, i]
+            i = ints[i, PARENT]
+        x[k] = b[k]
+        y[k] = 1.0
+    ok, col = ltl_steps(ints, L, x, y)
+    if not ok:
+        return False
+    trace = 0.0
+    row = 0.0
+    for i in range(n):          # ancestors first: C w = e into b, and L x = y
+        trace += M[i, i]
+        t = 1.0
+        s = x[i]
+        j = ints[i, PARENT]
+        while j >= 0:
+            t += abs(L[i, j]) * b[j]
+            s -= L[i, j] * x[j]
+            j = ints[j, PARENT]
+        b[i] = t / L[i, i]
+        row = max(row, b[i])
+        x[i] = s / L[i, i]
+    if trace * row * col * rcond < 1.0:
+        return True
+    return conditioned(M, L, rcond)
 
 
 @inline
@@ -403,11 +471,7 @@ def _fd_solve(ints, reals, work, a):
         rhs[i] -= wk[i, WTAU]
     if is_chain(ints):
         return cholesky_solve_into(M, 1e-12, L, rhs, y, a)
-    else:
-        if not tree_factor_into(ints, M, 1e-12, L, y):
-            return False
-        tree_substitute(ints, L, rhs, a)
-    return True
+    return tree_solve_into(ints, M, 1e-12, L, rhs, y, a)
 
 
 @inline
