@@ -127,43 +127,53 @@ def base_gravity(ints, reals, origin, q, tol, qk, wreals):
 
 
 @jit
-def _prepared(ints, reals, origin, q, tol):
-    """Return (ok, qk, wreals) of :func:`base_frame` in new arrays."""
-    qk, wreals = np.empty(ints.shape[0]), np.empty_like(reals)
-    return base_frame(ints, reals, origin, q, tol, qk, wreals), qk, wreals
-
-
-@jit
 def floating_rnea(ints, reals, origin, q, v, dv, mode, tol, out):
     """
     Newton-Euler with the base moving into out (kernel order); False on a bad input.
 
     mode ID: M v' + h(q, v); GRAVITY: G(q) (v, dv ignored); CORIOLIS: h - G (dv ignored).
     """
+    return floating_rnea_into(ints, reals, origin, q, v, dv, mode, tol, out,
+                              floating_rnea_work(ints, reals))
+
+
+@jit
+def floating_rnea_work(ints, reals):
+    """Return the work arrays of :func:`floating_rnea_into` (reals' copy: wreals)."""
+    n = ints.shape[0]
+    return np.empty(n), reals.copy(), np.empty(n), np.zeros(n), np.zeros((0, 6)), np.empty((n, NW))
+
+
+@inline
+def floating_rnea_into(ints, reals, origin, q, v, dv, mode, tol, out, work):
+    """:func:`floating_rnea` with the work arrays of :func:`floating_rnea_work`."""
     n = ints.shape[0]
     if v.shape[0] != n or dv.shape[0] != n or out.shape[0] != n:
         return False
-    ok, qk, wreals = _prepared(ints, reals, origin, q, tol)
-    if not ok:
+    qk, wreals, a, zeros, W, wk = work
+    if not base_gravity(ints, reals, origin, q, tol, qk, wreals):
         return False
-    a = np.empty(n)
     if mode == ID:
         chain_acceleration(v, dv, a)
     else:
-        chain_acceleration(v, np.zeros(n), a)
+        chain_acceleration(v, zeros, a)
     if mode != ID and mode != GRAVITY:     # CORIOLIS: no gravity, no acceleration
         wreals[n, 0] = wreals[n, 1] = wreals[n, 2] = 0.0
-    return _rnea_row(ints, wreals, qk, v, a, GRAVITY if mode == GRAVITY else ID,
-                     np.zeros((0, 6)), np.empty((n, NW)), out)
+    return _rnea_row(ints, wreals, qk, v, a, GRAVITY if mode == GRAVITY else ID, W, wk, out)
 
 
 @jit
 def floating_crba(ints, reals, q, tol, out):
     """M(q) of the base and the joints into out (kernel order); False on a bad q."""
     n = ints.shape[0]
-    qk = np.empty(n)
+    return floating_crba_into(ints, reals, q, tol, out, np.empty(n), np.empty((n, NC)))
+
+
+@inline
+def floating_crba_into(ints, reals, q, tol, out, qk, wk):
+    """:func:`floating_crba` with work arrays qk (n) and wk (n, NC)."""
     ok, _ = configuration(q, tol, qk)      # M does not depend on the base pose
-    return ok and _crba_row(ints, reals, qk, np.empty((n, NC)), out)
+    return ok and _crba_row(ints, reals, qk, wk, out)
 
 
 @jit
@@ -205,8 +215,10 @@ def floating_rnea_batch(ints, reals, origin, Q, V, DV, mode, tol, out):
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
     for c in numba.prange(K):
+        work = floating_rnea_work(ints, reals)    # one set per chunk, reused row after row
         for r in range(c * N // K, (c + 1) * N // K):
-            if not floating_rnea(ints, reals, origin, Q[r], V[r], DV[r], mode, tol, out[r]):
+            if not floating_rnea_into(ints, reals, origin, Q[r], V[r], DV[r], mode, tol, out[r],
+                                      work):
                 ok[c] = False
                 break
     return np.all(ok)
@@ -220,9 +232,11 @@ def floating_crba_batch(ints, reals, Q, tol, out):
         return False
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
+    n = ints.shape[0]
     for c in numba.prange(K):
+        qk, wk = np.empty(n), np.empty((n, NC))     # one set per chunk, reused row after row
         for r in range(c * N // K, (c + 1) * N // K):
-            if not floating_crba(ints, reals, Q[r], tol, out[r]):
+            if not floating_crba_into(ints, reals, Q[r], tol, out[r], qk, wk):
                 ok[c] = False
                 break
     return np.all(ok)
