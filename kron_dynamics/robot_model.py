@@ -1684,7 +1684,11 @@ class CoupledRobotModel(RobotModel):
             return self.on_gpu().forward_dynamics(q, qd, tau)
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
-            return self._per_row(self.forward_dynamics, N, u, ud, tau_u)
+            out = np.empty((N, self._n))
+            if self._cpl is not None and native.coupled_forward_dynamics_batch(
+                    self._fints, self._freals, self._cpl, self.armature, u, ud, tau_u, out):
+                return out
+            return self._per_row(self.forward_dynamics, N, u, ud, tau_u)   # names the row
         return solve_mass_matrix(self.mass_matrix(u), tau_u - self.bias_torque(u, ud),
                                  list(self.joint_names))
 

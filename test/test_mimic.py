@@ -27,6 +27,7 @@ balance along an integrated trajectory, and Jacobians by finite differences of l
 
 import inspect
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -454,6 +455,31 @@ def test_batches_stack_single_results():
     np.testing.assert_allclose(JT[1], model.jacobians(U[1], 'right_finger')[0])
     x, v = model.simulate(U, Ud, Udd, 1e-3, 2)
     np.testing.assert_allclose(x[2], model.simulate(U[2], Ud[2], Udd[2], 1e-3, 2)[0])
+
+
+def test_the_stock_pandas_forward_dynamics_batch_is_one_compiled_call(monkeypatch):
+    """
+    example-robot-data's Panda with its hand (a mimic finger): one compiled batch.
+
+    Each row is the single call's, bit for bit; no row falls back to a Python loop; a row
+    that is not finite is named as the single call names it.
+    """
+    from kron_dynamics.testing.pinocchio_pair import robots_dir
+    model = RobotModel.from_urdf_file(robots_dir() / 'panda_description/urdf/panda.urdf')
+    assert isinstance(model, CoupledRobotModel) and model.n == 8
+    rng = np.random.default_rng(21)
+    N = 37
+    U = np.array([model.random_configuration(rng) for _ in range(N)])
+    Ud, Tau = rng.uniform(-2, 2, (2, N, model.n))
+    single = np.array([model.forward_dynamics(U[k], Ud[k], Tau[k]) for k in range(N)])
+
+    def no_loop(*args):
+        raise AssertionError('the batch fell back to a loop over rows')
+    monkeypatch.setattr(model, '_per_row', no_loop)
+    np.testing.assert_array_equal(model.forward_dynamics(U, Ud, Tau), single)
+    Tau[29, 3] = np.nan
+    with pytest.raises(ValueError, match=re.escape("tau[29] is not finite at ['panda_joint4']")):
+        model.forward_dynamics(U, Ud, Tau)
 
 
 def test_bad_inputs_name_the_independent_joints():

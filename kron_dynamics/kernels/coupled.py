@@ -25,12 +25,13 @@ projects: tau_u = B^T tau, M_u = B^T M B + armature, J_u = J B. Mirrors the proj
 :class:`kron_dynamics.robot_model.CoupledRobotModel`, which falls back to them in NumPy.
 """
 
+import numba
 import numpy as np
 
-from .algebra import jit
+from .algebra import chunks, inline, jit, pjit
 from .coriolis_star import coriolis_matrix, coriolis_star
 from .crba import _crba_row, centroidal_momentum_matrix, NC
-from .forward_dynamics import cholesky_solve
+from .forward_dynamics import cholesky_solve_into
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .jacobians import acceleration, hessian, jacobian, jacobian_derivative
 from .kinematics import link_pose, link_poses
@@ -117,7 +118,13 @@ def coupled_crba(ints, reals, cpl, arm, u, out):
 def _coupled_rnea_full(ints, reals, cpl, u, ud, udd, mode, tau):
     """Newton-Euler of the full tree at the lifted state into tau (nf,); False on bad input."""
     nf = ints.shape[0]
-    q, qd, qdd = np.empty(nf), np.empty(nf), np.empty(nf)
+    return _coupled_rnea_into(ints, reals, cpl, u, ud, udd, mode, tau, np.empty(nf),
+                              np.empty(nf), np.empty(nf), np.empty((nf, NW)))
+
+
+@inline
+def _coupled_rnea_into(ints, reals, cpl, u, ud, udd, mode, tau, q, qd, qdd, wk):
+    """:func:`_coupled_rnea_full` with work arrays q, qd, qdd (nf) and wk (nf, NW)."""
     if not lift(cpl, u, True, q):
         return False
     if mode != GRAVITY and not lift(cpl, ud, False, qd):
@@ -129,7 +136,7 @@ def _coupled_rnea_full(ints, reals, cpl, u, ud, udd, mode, tau):
         qdd[:] = 0.0
     if mode == GRAVITY:
         qd[:] = 0.0
-    return _rnea_row(ints, reals, q, qd, qdd, mode, _NO_WRENCH, np.empty((nf, NW)), tau)
+    return _rnea_row(ints, reals, q, qd, qdd, mode, _NO_WRENCH, wk, tau)
 
 
 @jit
@@ -155,23 +162,64 @@ def coupled_rnea(ints, reals, cpl, arm, u, ud, udd, mode, out):
 @jit
 def coupled_forward_dynamics(ints, reals, cpl, arm, u, ud, tau, out):
     """Write u'' = M_u^-1 (tau - h_u) into out; False on a bad input or a singular M_u."""
+    return coupled_forward_dynamics_into(ints, reals, cpl, arm, u, ud, tau, out,
+                                         coupled_fd_work(ints.shape[0], out.shape[0]))
+
+
+@jit
+def coupled_fd_work(nf, n):
+    """Return the work arrays of :func:`coupled_forward_dynamics_into` (nf joints, n coords)."""
+    return (np.empty(nf), np.empty(nf), np.empty(nf), np.empty((nf, NC)), np.empty((nf, NW)),
+            np.empty((nf, nf)), np.empty(nf), np.empty((n, n)), np.empty(n), np.zeros((n, n)),
+            np.empty(n), np.empty(n))
+
+
+@inline
+def coupled_forward_dynamics_into(ints, reals, cpl, arm, u, ud, tau, out, work):
+    """
+    :func:`coupled_forward_dynamics` with the work arrays of :func:`coupled_fd_work`.
+
+    M_u = B^T M B + armature (the CRBA of the full tree at q = B u + d), h_u = B^T h(q, B u')
+    (its Newton-Euler), then M_u u'' = tau - h_u by Cholesky, refused as
+    :func:`.forward_dynamics.cholesky_factor` refuses.
+    """
     n = out.shape[0]
     if u.shape[0] != n or ud.shape[0] != n or tau.shape[0] != n:
         return False
     for a in range(n):
         if not np.isfinite(tau[a]):
             return False
-    M = np.empty((n, n))
-    if not coupled_crba(ints, reals, cpl, arm, u, M):
+    q, qd, qdd, cw, wk, Mf, tf, M, h, L, y, x = work
+    if not lift(cpl, u, True, q) or not _crba_row(ints, reals, q, cw, Mf):
         return False
-    h = np.empty(n)
-    if not coupled_rnea(ints, reals, cpl, arm, u, ud, ud, BIAS, h):
+    project_matrix(cpl, Mf, arm, M)
+    if not _coupled_rnea_into(ints, reals, cpl, u, ud, ud, BIAS, tf, q, qd, qdd, wk):
         return False
-    ok, x = cholesky_solve(M, tau - h, 1e-12)
-    if not ok:
+    project_vector(cpl, tf, h)
+    for a in range(n):
+        h[a] = tau[a] - h[a]
+    if not cholesky_solve_into(M, 1e-12, L, h, y, x):
         return False
     out[:] = x
     return True
+
+
+@pjit
+def coupled_forward_dynamics_batch(ints, reals, cpl, arm, U, UD, TAU, out):
+    """:func:`coupled_forward_dynamics` over the rows of (N, n) arrays into out; ok."""
+    N, n = U.shape[0], out.shape[1]
+    if UD.shape[0] != N or TAU.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        work = coupled_fd_work(ints.shape[0], n)     # one set per chunk, reused row after row
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not coupled_forward_dynamics_into(ints, reals, cpl, arm, U[r], UD[r], TAU[r],
+                                                 out[r], work):
+                ok[c] = False
+                break
+    return np.all(ok)
 
 
 @jit

@@ -123,6 +123,7 @@ SIGNATURES = {
     'coupled_crba': ('coupled', (_I, _R, _R, _V, _V, _O2)),
     'coupled_rnea': ('coupled', (_I, _R, _R, _V, _V, _V, _V, nt.int64, _O1)),
     'coupled_forward_dynamics': ('coupled', (_I, _R, _R, _V, _V, _V, _V, _O1)),
+    'coupled_forward_dynamics_batch': ('coupled', (_I, _R, _R, _V, _A2, _A2, _A2, _O2)),
     'coupled_jacobian': ('coupled', (_I, _R, _R, _R, _K, _V, _V, _K, _O2)),
     'coupled_jacobian_derivative': ('coupled', (_I, _R, _R, _R, _K, _V, _V, _V, _K, _O2)),
     'coupled_acceleration': ('coupled', (_I, _R, _R, _R, _K, _V, _V, _V, _V, _K, _O1)),
