@@ -219,7 +219,8 @@ def tree_factor_into(ints, M, rcond, L, y):
     an ancestor of j or j of i, L keeps that pattern, so the cost is O(sum of depth^2) where
     the dense factorisation is O(n^3). Only the pattern's entries of L are written: the rest
     must be zero (:func:`fd_work`'s L). Accepted on the same rule: an O(sum of depths)
-    bound (:func:`tree_condition_bound`), else :func:`conditioned`. y: n of work.
+    bound (:func:`tree_condition_bound`), else :func:`conditioned`. y: n of work. The plain
+    form of what forward dynamics runs fused (:func:`tree_solve_into`, tested against it).
     """
     n = M.shape[0]
     for k in range(n):
