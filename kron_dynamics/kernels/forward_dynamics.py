@@ -222,18 +222,23 @@ def tree_factor_into(ints, M, rcond, L, y):
     bound (:func:`tree_condition_bound`), else :func:`conditioned`. y: n of work. The plain
     form of what forward dynamics runs fused (:func:`tree_solve_into`, tested against it).
     """
-    n = M.shape[0]
-    for k in range(n):
-        L[k, k] = M[k, k]
-        i = ints[k, PARENT]
-        while i >= 0:
-            L[k, i] = M[k, i]
-            i = ints[i, PARENT]
+    tree_pattern_into(ints, M, L)
     if not ltl_in_place(ints, L):
         return False
     if tree_condition_bound(ints, M, L, y) * rcond < 1.0:
         return True
     return conditioned(M, L, rcond)
+
+
+@inline
+def tree_pattern_into(ints, M, L):
+    """Copy M's entries on the tree's pattern (each row up to its ancestors) into L."""
+    for k in range(M.shape[0]):
+        L[k, k] = M[k, k]
+        i = ints[k, PARENT]
+        while i >= 0:
+            L[k, i] = M[k, i]
+            i = ints[i, PARENT]
 
 
 @inline
@@ -303,12 +308,8 @@ def tree_solve_into(ints, M, rcond, L, b, y, x):
     is not positive definite or cond(M) > 1/rcond.
     """
     n = M.shape[0]
+    tree_pattern_into(ints, M, L)
     for k in range(n):
-        L[k, k] = M[k, k]
-        i = ints[k, PARENT]
-        while i >= 0:
-            L[k, i] = M[k, i]
-            i = ints[i, PARENT]
         x[k] = b[k]
         y[k] = 1.0
     ok, col = ltl_steps(ints, L, x, y)
