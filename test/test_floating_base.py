@@ -317,6 +317,38 @@ def moving_case_model(source, base, mimic, rng):
 
 
 @pytest.mark.parametrize('case', sorted(MOVING_CASES))
+def test_a_moving_base_without_mimics_solves_with_the_tree_factorisation(case):
+    """
+    model_tree orders a planar base's coordinates as a tree, parents first; mimics: dense.
+
+    Where it does, M is zero off that tree's pattern (so M = L^T L keeps it), and forward
+    dynamics (which then takes the tree's factorisation) solves M v' = tau - h to round-off.
+    """
+    from kron_dynamics.kernels.floating_base import model_tree
+    source, base, mimic = MOVING_CASES[case]
+    rng = np.random.default_rng(17)
+    model = moving_case_model(source, base, mimic, rng)
+    ok, parent, order = model_tree(model._ints, model._pk, model.nv)
+    assert ok == (not model.mimic_joints), case
+    q, v, dv = random_state(model, rng)
+    M = model.mass_matrix(q)
+    tau = model.inverse_dynamics(q, v, dv)
+    close(model.forward_dynamics(q, v, tau), np.linalg.solve(M, tau - model.bias_torque(q, v)),
+          'forward dynamics')
+    if not ok:
+        return
+    assert sorted(order) == list(range(model.nv))
+    assert all(parent[k] < k for k in range(model.nv))
+    related = np.eye(model.nv, dtype=bool)
+    for k in range(model.nv):
+        j = parent[k]
+        while j >= 0:
+            related[k, j] = related[j, k] = True
+            j = parent[j]
+    assert not np.any(M[np.ix_(order, order)][~related]), 'M has entries off the tree pattern'
+
+
+@pytest.mark.parametrize('case', sorted(MOVING_CASES))
 def test_the_moving_kernels_equal_the_general_path_and_serve_every_call(case, monkeypatch):
     """
     A planar base or mimic joints: one compiled call (moving_*) equals MovingBase's NumPy path.

@@ -33,14 +33,14 @@ import numpy as np
 from .algebra import add, chunks, cross, get3, get9, inline, jit, mm, mv, pjit, scl, set3
 from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
 from .forward_dynamics import (cholesky_factor, cholesky_substitute, fd_work,
-                               forward_dynamics_into, forward_substitute, gram)
+                               forward_dynamics_into, forward_substitute, gram, tree_solve_into)
 from .jacobians import _jacobian_row, acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star
 from .coupled import lift, project_columns, project_matrix, project_vector
 from .kinematics import FP, FR, frames, link_pose, link_poses, load, to_root
-from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, SITE_BODY, SITE_P,
-                     SITE_R, WORLD)
+from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, PERM, SITE_BODY,
+                     SITE_P, SITE_R, WORLD)
 from .rnea import _rnea_row, NW
 
 
@@ -588,11 +588,64 @@ def moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol
         if not np.isfinite(tau[i]):
             return False
         h[i] = tau[i] - h[i]
-    ok, L = cholesky_factor(M, 1e-12)
+    tree, parent, order = model_tree(ints, pk, nv)
+    if tree:        # M keeps the tree's sparsity: M = L^T L in a parents-first order
+        lints = np.zeros((nv, ints.shape[1]), dtype=np.int64)
+        Mt, rhs, x = np.zeros((nv, nv)), np.empty(nv), np.empty(nv)
+        for k in range(nv):     # M is zero off the pattern: Mt is M reordered
+            lints[k, PARENT] = parent[k]
+            rhs[k] = h[order[k]]
+            Mt[k, k] = M[order[k], order[k]]
+            j = parent[k]
+            while j >= 0:
+                Mt[k, j] = Mt[j, k] = M[order[k], order[j]]
+                j = parent[j]
+        if not tree_solve_into(lints, Mt, 1e-12, np.zeros((nv, nv)), rhs, np.empty(nv), x):
+            return False
+        for k in range(nv):
+            out[order[k]] = x[k]
+        return True
+    ok, L = cholesky_factor(M, 1e-12)      # mimic joints couple branches: dense
     if not ok:
         return False
     cholesky_substitute(L, h, out)
     return True
+
+
+@jit
+def model_tree(ints, pk, nv):
+    """
+    Return (ok, parent, order): the model's coordinates as a tree, parents first.
+
+    ok where every model velocity is followed by exactly one kernel coordinate (no mimic
+    joint: a planar base's x, y, t and the joints), so that P^T M P keeps the tree's
+    sparsity; order[k]: the model coordinate at position k (kernel internal order), parent[k]
+    the position of its nearest ancestor that is a model coordinate (-1: none).
+    """
+    n = ints.shape[0]
+    kernel = np.full(nv, -1, dtype=np.int64)
+    parent, order = np.full(nv, -1, dtype=np.int64), np.empty(nv, dtype=np.int64)
+    for f in range(n):
+        a = int(pk[f, 0])
+        if a >= 0:
+            if a >= nv or kernel[a] >= 0:
+                return False, parent, order
+            kernel[a] = f
+    internal = np.empty(nv, dtype=np.int64)
+    for a in range(nv):
+        if kernel[a] < 0:
+            return False, parent, order
+        internal[a] = ints[kernel[a], PERM]
+    order[:] = np.argsort(internal)
+    position = np.full(n, -1, dtype=np.int64)
+    for k in range(nv):
+        position[internal[order[k]]] = k
+    for k in range(nv):
+        i = ints[internal[order[k]], PARENT]
+        while i >= 0 and position[i] < 0:
+            i = ints[i, PARENT]
+        parent[k] = position[i] if i >= 0 else -1
+    return True, parent, order
 
 
 @jit
