@@ -576,6 +576,13 @@ def moving_crba(ints, reals, planar, pk, arm, q, tol, out):
 @jit
 def moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol, out):
     """Write v' = M^-1 (tau - h) of any moving base into out; False on bad input, singular M."""
+    return _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol,
+                                    model_tree(ints, pk, out.shape[0]), out)
+
+
+@inline
+def _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol, shape, out):
+    """:func:`moving_forward_dynamics` with ``shape`` = :func:`model_tree`'s result."""
     nv = out.shape[0]
     if tau.shape[0] != nv:
         return False
@@ -588,7 +595,7 @@ def moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol
         if not np.isfinite(tau[i]):
             return False
         h[i] = tau[i] - h[i]
-    tree, parent, order = model_tree(ints, pk, nv)
+    tree, parent, order = shape
     if tree:        # M keeps the tree's sparsity: M = L^T L in a parents-first order
         lints = np.zeros((nv, ints.shape[1]), dtype=np.int64)
         Mt, rhs, x = np.zeros((nv, nv)), np.empty(nv), np.empty(nv)
@@ -686,16 +693,17 @@ def _dexp_inverse(planar, xi, w, out):
 
 @jit
 def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, damping, tol,
-                             force, out):
+                             shape, force, out):
     """Write v' = forward dynamics at (q, v) under tau - damping v into out (force: work)."""
     for i in range(v.shape[0]):
         force[i] = tau[i] - damping[i] * v[i]
-    return moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, force, tol, out)
+    return _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, force, tol,
+                                    shape, out)
 
 
 @jit
-def _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a, xi, h, tau, damping, tol, qa,
-                force, xi_next, a_next):
+def _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a, xi, h, tau, damping, tol, shape,
+                qa, force, xi_next, a_next):
     """
     One RKMK4 stage: v_s = w + h a, xi_next = dexp^-1(h xi, v_s), a_next at (x (+) xi h, v_s).
 
@@ -705,7 +713,7 @@ def _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a, xi, h, tau, dampi
     _dexp_inverse(planar, h * xi, v_s, xi_next)
     return (moving_integrate(planar, x, xi, h, tol, qa)
             and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v_s, tau,
-                                         damping, tol, force, a_next))
+                                         damping, tol, shape, force, a_next))
 
 
 @jit
@@ -729,15 +737,16 @@ def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt
     a1, a2, a3, a4 = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
     x2, x3, x4, xi = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
     qa, force = np.empty(nq), np.empty(nv)
+    shape = model_tree(ints, pk, nv)        # the model's, once for every stage
     for _ in range(steps):
         if not (_damped_forward_dynamics(ints, reals, origin, planar, pk, arm, x, w, tau,
-                                         damping, tol, force, a1)
+                                         damping, tol, shape, force, a1)
                 and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a1, w, 0.5 * dt,
-                                tau, damping, tol, qa, force, x2, a2)
+                                tau, damping, tol, shape, qa, force, x2, a2)
                 and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a2, x2, 0.5 * dt,
-                                tau, damping, tol, qa, force, x3, a3)
+                                tau, damping, tol, shape, qa, force, x3, a3)
                 and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a3, x3, dt, tau,
-                                damping, tol, qa, force, x4, a4)):
+                                damping, tol, shape, qa, force, x4, a4)):
             return False
         for i in range(nv):
             xi[i] = (w[i] + 2.0 * x2[i] + 2.0 * x3[i] + x4[i]) / 6.0
@@ -806,10 +815,11 @@ def moving_forward_dynamics_batch(ints, reals, origin, planar, pk, arm, Q, V, TA
         return False
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
+    shape = model_tree(ints, pk, out.shape[1])      # the model's, once for every row
     for c in numba.prange(K):
         for r in range(c * N // K, (c + 1) * N // K):
-            if not moving_forward_dynamics(ints, reals, origin, planar, pk, arm, Q[r], V[r],
-                                           TAU[r], tol, out[r]):
+            if not _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, Q[r], V[r],
+                                            TAU[r], tol, shape, out[r]):
                 ok[c] = False
                 break
     return np.all(ok)
