@@ -106,7 +106,7 @@ def _identification(args) -> int:
                                   args.maxiter, args.joints)
         return identify_command(args.urdf, args.data, args.output, args.params, args.method,
                                 tuple(args.friction), args.cutoff, args.topic, args.validate,
-                                args.prior_weight, args.joints, args.max_gap)
+                                args.prior_weight, args.joints, args.max_gap, args.effort)
     except (ValueError, OSError) as exc:
         print(f'kron-dynamics {args.command}: {exc}', file=sys.stderr)
         return 2
@@ -203,6 +203,10 @@ def main(argv=None) -> int:
     p_id.add_argument('--max-gap', type=float, default=None,
                       help='a gap [s] between joint states longer than this splits the '
                            'recording; each part is filtered alone (default 0.5 / cutoff)')
+    p_id.add_argument('--effort', choices=['instant', 'held'], default='instant',
+                      help="an effort sample is the effort at its stamp ('instant', a "
+                           "measured torque) or held since the sample before ('held': the "
+                           'command a simulator or drive applied until that state)')
     p_id.add_argument('--topic', default='/joint_states', help='of the bag')
     p_id.add_argument('--validate', type=float, default=0.2,
                       help='share of the recording held out for validation (default 0.2)')

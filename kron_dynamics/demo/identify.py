@@ -139,7 +139,9 @@ def run_identify_demo(share_dir: str, workdir: str, duration: float = 10.0, env=
     before = closed_loop('before', wrong_urdf, wrong, {})
     t, q, tau = fit_data(before)
     log(f'2. fit: {len(t)} joint states over {t[-1]:.3g} s (position and effort)')
-    fit = identify(wrong, q, tau, t=t, friction=('viscous',), cutoff=CUTOFF, max_gap=MAX_GAP)
+    # the simulator's effort is the command held over the steps up to the state's stamp
+    fit = identify(wrong, q, tau, t=t, friction=('viscous',), cutoff=CUTOFF, max_gap=MAX_GAP,
+                   effort='held')
     fitted_urdf = work / f'{MACHINE}_fitted.urdf'
     fitted_params = work / f'{MACHINE}_fitted.yaml'
     fit.to_urdf(fitted_urdf)

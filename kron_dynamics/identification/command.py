@@ -54,20 +54,21 @@ def identify_command(urdf: str, data: str, output: str, params: str | None = Non
                      friction=('viscous', 'coulomb'), cutoff: float = 10.0,
                      topic: str = '/joint_states', validate: float = 0.2,
                      prior_weight: float = 1e-6, joints: list | None = None,
-                     max_gap: float | None = None) -> int:
+                     max_gap: float | None = None, effort: str = 'instant') -> int:
     """
     Fit a URDF's inertial parameters and friction to a recording; write the corrected URDF.
 
     The last ``validate`` share of the recording is held out: the report ends with the
     torque RMS per joint there, of the URDF as given and of the fit. A gap longer than
-    ``max_gap`` [s] splits the recording (``identification.identify.filtered``).
+    ``max_gap`` [s] splits the recording; ``effort``: 'instant' or 'held', what an effort
+    sample is (both in ``identification.identify.filtered``).
     """
     model = RobotModel.from_urdf_file(urdf, joint_names=joints, lock_others=bool(joints))
     recording = read_recording(data, model.joint_names, topic)
     if not 0.0 <= validate < 1.0:
         raise ValueError(f'validate must be in [0, 1), got {validate}')
     t, q, qd, qdd, tau = filtered(recording.t - recording.t[0], recording.q, recording.tau,
-                                  cutoff, max_gap)
+                                  cutoff, max_gap, effort)
     split = int(round(len(t) * (1.0 - validate)))
     print(f'{len(recording.t)} joint states over {t[-1] - t[0]:.4g} s from {data}; fitting '
           f'{split}, holding out {len(t) - split} (on a uniform grid, q\', q\'\' and tau by a '

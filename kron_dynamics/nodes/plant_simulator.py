@@ -22,7 +22,9 @@ is held at rest by its brakes (``on_command_timeout: brake``, default) or moves 
 effort (``zero``). A step that fails (a state beyond what double precision can integrate) is
 undone and the plant braked; the simulation never stops for good. Publishes joint_states at
 ``publish_rate``, stamped with the simulated instant of the state on the node clock (not
-when the message is built, which a busy machine delays). Optional per-joint armature and
+when the message is built, which a busy machine delays); its effort is the command held
+over the steps that led to that state (a held effort: ``identify(..., effort='held')``,
+``kron-dynamics identify --effort held``). Optional per-joint armature and
 viscous damping (any damping >= 0 is integrated stably: see ``damped_steps``).
 """
 
