@@ -83,10 +83,11 @@ class Probe:
         while not self._stop.is_set():
             self.executor.spin_once(timeout_sec=0.02)
 
-    def collect(self, msg_type, topic: str, depth: int = 100) -> list:
+    def collect(self, msg_type, topic: str, depth: int = 100) -> 'Received':
         """Subscribe to a topic; return the list its messages are appended to."""
-        received = []
-        self.node.create_subscription(msg_type, topic, received.append, depth)
+        received = Received()
+        received.subscription = self.node.create_subscription(msg_type, topic,
+                                                              received.append, depth)
         return received
 
     def call(self, srv_type, name: str, request, timeout: float = 30.0, attempt: float = 10.0):
@@ -133,6 +134,21 @@ class Probe:
         self.executor.shutdown()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+
+
+class Received(list):
+    """The messages a Probe collected from a topic, and the subscription that collects them."""
+
+    subscription = None
+
+    def matched(self) -> bool:
+        """
+        Return whether the subscription has matched a publisher.
+
+        A node's output published before this side has matched its publisher is lost (the
+        topics are volatile): a fixture waits for it before the first exchange.
+        """
+        return self.subscription.get_publisher_count() > 0
 
 
 def wait_for(condition, timeout: float = 20.0, period: float = 0.01) -> bool:

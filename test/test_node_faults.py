@@ -330,7 +330,7 @@ def controller():
     traj = probe.node.create_publisher(JointTrajectory,
                                        '/faults_controller/reference_trajectory', 10)
     assert wait_for(lambda: states.get_subscription_count() > 0
-                    and traj.get_subscription_count() > 0, 60), node.stop()
+                    and traj.get_subscription_count() > 0 and commands.matched(), 60), node.stop()
     yield node, probe, commands, states, traj
     probe.close()
     print(node.stop())

@@ -437,7 +437,8 @@ def test_controller_parameters_with_ros2_run_and_param_set(tools, probe):
         traj = probe.node.create_publisher(JointTrajectory,
                                            '/cli_controller/reference_trajectory', 10)
         assert wait_for(lambda: states.get_subscription_count() > 0
-                        and traj.get_subscription_count() > 0, 120), output(proc)
+                        and traj.get_subscription_count() > 0 and commands.matched(), 120), \
+            output(proc)
 
         def command(q, qd=(0.0, 0.0), stamp_ns=None):
             return np.array(expect_one_more(commands, lambda: states.publish(
@@ -446,6 +447,11 @@ def test_controller_parameters_with_ros2_run_and_param_set(tools, probe):
         traj.publish(JointTrajectory(joint_names=RP_JOINTS,
                                      points=[JointTrajectoryPoint(positions=list(q_d))]))
         q, qd = np.array([0.4, 0.45]), np.zeros(2)
+
+        def answered():     # until the controller's publisher has matched this probe too
+            states.publish(stamped_state(RP_JOINTS, q, qd))
+            return len(commands) > 0
+        assert wait_for(answered, 60, period=0.2), output(proc)
         kp, kd = np.array([50.0, 40.0]), np.array([10.0, 12.0])
         assert wait_for(lambda: np.allclose(
             command(q, qd), law(model, q, qd, q_d, 0, 0, kp, kd), rtol=1e-9), 30, period=0.1)
