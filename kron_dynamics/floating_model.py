@@ -837,6 +837,14 @@ class MovingBase:
         else:
             damping = np.concatenate([np.zeros(self._nb),
                                       self.fixed._vector(damping, 'damping')])
+        rows = _batch_rows(q, v, tau)
+        if rows is not None:        # a bad row or a singular M: the per-row loop says which
+            N = rows[0].shape[0]
+            q_out, v_out = _empty((N, self._nq)), _empty((N, self._nv))
+            if native.moving_simulate_batch(self._ints, self._reals, self._origin, self._planar,
+                                            self._pk, self._armature_after, *rows, damping, dt,
+                                            steps, QUATERNION_TOLERANCE, q_out, v_out):
+                return q_out, v_out
         if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,
                                                              damping[self._nb:]), q, v, tau,

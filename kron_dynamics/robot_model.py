@@ -1292,14 +1292,26 @@ class RobotModel:
         if N == 0:      # not evaluated at q = 0 as _per_row would: M(0) may be singular
             return np.empty((0, self._n)), np.empty((0, self._n))
         if N is not None:
-            return self._per_row(
-                lambda a, b, c: self.simulate(a, b, c, dt, steps, damping), N, q, qd, tau)
+            x = np.empty((N, 2, self._n))
+            if native.rk4_batch(self._ints, self._reals, q, qd, tau, damping, dt, steps, x):
+                return x[:, 0], x[:, 1]
+            return self._simulate_rows(N, q, qd, tau, dt, steps, damping)
         x = np.empty((2, self._n))
         if not native.rk4(self._ints, self._reals, q, qd, tau, damping, dt, steps, x):
             self.forward_dynamics(q, qd, tau)   # raises the descriptive error
             raise SingularMassMatrixError('mass matrix became singular during integration',
                                           list(self.joint_names))
         return x[0], x[1]
+
+    def _simulate_rows(self, N, q, qd, tau, dt, steps, damping) -> tuple[Array, Array]:
+        """:meth:`simulate` row by row where the batch failed: the row whose M is singular."""
+        rows = []
+        for k in range(N):
+            try:
+                rows.append(self.simulate(q[k], qd[k], tau[k], dt, steps, damping))
+            except SingularMassMatrixError as exc:
+                raise SingularMassMatrixError(f'row {k}: {exc}', exc.joints) from None
+        return np.stack([x for x, _ in rows]), np.stack([v for _, v in rows])
 
     def friction_torque(self, qd: ArrayLike) -> Array:
         """Joint friction from URDF <dynamics>: damping * q' + friction * sign(q')."""
@@ -1731,8 +1743,12 @@ class CoupledRobotModel(RobotModel):
         if N == 0:
             return np.empty((0, self._n)), np.empty((0, self._n))
         if N is not None:
-            return self._per_row(
-                lambda a, b, c: self.simulate(a, b, c, dt, steps, damping), N, u, ud, tau_u)
+            out = np.empty((N, 2, self._n))
+            if self._cpl is not None and native.coupled_rk4_batch(
+                    self._fints, self._freals, self._cpl, self.armature, u, ud, tau_u, damping,
+                    dt, steps, out):
+                return out[:, 0], out[:, 1]
+            return self._simulate_rows(N, u, ud, tau_u, dt, steps, damping)
         out = np.empty((2, self._n))
         if self._cpl is not None and native.coupled_rk4(
                 self._fints, self._freals, self._cpl, self.armature, u, ud, tau_u, damping, dt,

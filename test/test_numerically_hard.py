@@ -198,6 +198,11 @@ def test_rover_arm_forward_dynamics_and_integrate_report_the_singular_joints(rov
         assert info.value.joints == ['joint3', 'joint5']
     fixed = rover_arm.with_armature([0.0, 0.0, 1e-4, 0.0, 1e-4])
     q, qd, qdd = random_state(fixed, rng)
+    tau = np.zeros((3, 5))
+    tau[2] = 1e300          # row 2 overflows within the steps: the batch names it
+    with pytest.raises(SingularMassMatrixError, match=r'^row 2: mass matrix became singular '
+                                                      r'during integration'):
+        fixed.simulate(np.stack([q] * 3), np.stack([qd] * 3), tau, 1e-3, 5)
     np.testing.assert_allclose(fixed.forward_dynamics(q, qd, fixed.inverse_dynamics(q, qd, qdd)),
                                qdd, rtol=1e-9)
     assert np.all(np.isfinite(np.concatenate(fixed.simulate(q, qd, np.zeros(5), 1e-3, 10))))

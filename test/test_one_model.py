@@ -446,8 +446,33 @@ def test_every_method_takes_batches_and_empty_batches_the_same_way(case, method)
         assert np.shape(e) == (0, *np.shape(s)), (method, np.shape(e), np.shape(s))
 
 
+def test_simulate_runs_a_batch_in_one_compiled_call_equal_to_the_single_calls(
+        case, monkeypatch):
+    """Rollouts (MPPI, RL): every row is the single call's bit for bit, no loop over rows."""
+    kind, model, pair = case
+    rng = np.random.default_rng(6)
+    states = [state(model, 50 + k) for k in range(7)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    tau = 0.1 * A
+    damping = rng.uniform(0.0, 0.5, model.n)
+    single = [[model.simulate(Q[k], V[k], tau[k], 1e-3, 3, damping=d) for k in range(7)]
+              for d in (None, damping)]
+    broadcast = [model.simulate(Q[0], V[k], tau[k], 1e-3, 2) for k in range(7)]
+
+    def no_loop(*args, **kwargs):
+        raise AssertionError('the batch fell back to a loop over rows')
+    monkeypatch.setattr(model, '_simulate_rows' if model.nv == model.n else '_batch', no_loop)
+    for d, rows in zip((None, damping), single):
+        x, v = model.simulate(Q, V, tau, 1e-3, 3, damping=d)
+        np.testing.assert_array_equal(x, np.stack([r[0] for r in rows]))
+        np.testing.assert_array_equal(v, np.stack([r[1] for r in rows]))
+    x, v = model.simulate(Q[0], V, tau, 1e-3, 2)       # one q for every row
+    np.testing.assert_array_equal(x, np.stack([r[0] for r in broadcast]))
+    np.testing.assert_array_equal(v, np.stack([r[1] for r in broadcast]))
+
+
 @pytest.mark.parametrize('method', ['mass_matrix', 'inverse_dynamics', 'gravity_torque',
-                                    'bias_torque', 'forward_dynamics'])
+                                    'bias_torque', 'forward_dynamics', 'simulate'])
 def test_a_bad_row_of_a_batch_is_named_on_every_model(case, method):
     """The compiled batch refuses the batch; the one checker names the row and the entry."""
     kind, model, pair = case

@@ -377,12 +377,12 @@ def coupled_coriolis_star(ints, reals, cpl, u, out):
     return True
 
 
-@jit
-def _damped(ints, reals, cpl, arm, u, ud, tau, damping, force, out):
+@inline
+def _damped(ints, reals, cpl, arm, u, ud, tau, damping, force, out, work):
     """Write u'' under tau - damping u' into out (force: work); False if M_u is singular."""
     for i in range(ud.shape[0]):
         force[i] = tau[i] - damping[i] * ud[i]
-    return coupled_forward_dynamics(ints, reals, cpl, arm, u, ud, force, out)
+    return coupled_forward_dynamics_into(ints, reals, cpl, arm, u, ud, force, out, work)
 
 
 @jit
@@ -394,28 +394,67 @@ def coupled_rk4(ints, reals, cpl, arm, u, ud, tau, damping, dt, steps, out):
     ``CoupledRobotModel.simulate``; False on a bad input or a singular M_u.
     """
     n = out.shape[1]
+    return coupled_rk4_into(ints, reals, cpl, arm, u, ud, tau, damping, dt, steps, out,
+                            coupled_fd_work(ints.shape[0], n), np.empty((COUPLED_RK4_ROWS, n)))
+
+
+# rows of coupled_rk4_into's state work s: x, v, the force, the stages' x, a (4) and v (3)
+COUPLED_RK4_ROWS = 11
+
+
+@inline
+def coupled_rk4_into(ints, reals, cpl, arm, u, ud, tau, damping, dt, steps, out, work, s):
+    """:func:`coupled_rk4` with the work arrays of :func:`coupled_fd_work` and s."""
+    n = out.shape[1]
     if u.shape[0] != n or ud.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n \
             or coordinates(cpl) != n or steps < 0 or not dt > 0.0 or not np.isfinite(dt):
         return False
     for i in range(n):
         if not (np.isfinite(u[i]) and np.isfinite(ud[i]) and np.isfinite(damping[i])):
             return False
-    x, v = u.copy(), ud.copy()
-    a1, a2, a3, a4, force = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    x, v, force, xs = s[0], s[1], s[2], s[3]
+    a1, a2, a3, a4, v2, v3, v4 = s[4], s[5], s[6], s[7], s[8], s[9], s[10]
+    for i in range(n):
+        x[i], v[i] = u[i], ud[i]
     for _ in range(steps):
-        if not _damped(ints, reals, cpl, arm, x, v, tau, damping, force, a1):
+        if not _damped(ints, reals, cpl, arm, x, v, tau, damping, force, a1, work):
             return False
-        v2 = v + dt / 2 * a1
-        if not _damped(ints, reals, cpl, arm, x + dt / 2 * v, v2, tau, damping, force, a2):
+        for i in range(n):
+            v2[i] = v[i] + dt / 2 * a1[i]
+            xs[i] = x[i] + dt / 2 * v[i]
+        if not _damped(ints, reals, cpl, arm, xs, v2, tau, damping, force, a2, work):
             return False
-        v3 = v + dt / 2 * a2
-        if not _damped(ints, reals, cpl, arm, x + dt / 2 * v2, v3, tau, damping, force, a3):
+        for i in range(n):
+            v3[i] = v[i] + dt / 2 * a2[i]
+            xs[i] = x[i] + dt / 2 * v2[i]
+        if not _damped(ints, reals, cpl, arm, xs, v3, tau, damping, force, a3, work):
             return False
-        v4 = v + dt * a3
-        if not _damped(ints, reals, cpl, arm, x + dt * v3, v4, tau, damping, force, a4):
+        for i in range(n):
+            v4[i] = v[i] + dt * a3[i]
+            xs[i] = x[i] + dt * v3[i]
+        if not _damped(ints, reals, cpl, arm, xs, v4, tau, damping, force, a4, work):
             return False
-        x = x + dt / 6 * (v + 2 * v2 + 2 * v3 + v4)
-        v = v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+        for i in range(n):
+            x[i] = x[i] + dt / 6 * (v[i] + 2 * v2[i] + 2 * v3[i] + v4[i])
+            v[i] = v[i] + dt / 6 * (a1[i] + 2 * a2[i] + 2 * a3[i] + a4[i])
     out[0] = x
     out[1] = v
     return True
+
+
+@pjit
+def coupled_rk4_batch(ints, reals, cpl, arm, U, UD, TAU, damping, dt, steps, out):
+    """:func:`coupled_rk4` over the rows of (N, n) arrays into out (N, 2, n); ok."""
+    N, n = U.shape[0], out.shape[2]
+    if UD.shape[0] != N or TAU.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):       # one set of work arrays per chunk
+        work, s = coupled_fd_work(ints.shape[0], n), np.empty((COUPLED_RK4_ROWS, n))
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not coupled_rk4_into(ints, reals, cpl, arm, U[r], UD[r], TAU[r], damping, dt,
+                                    steps, out[r], work, s):
+                ok[c] = False
+                break
+    return np.all(ok)

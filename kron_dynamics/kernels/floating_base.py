@@ -760,6 +760,24 @@ def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt
     return True
 
 
+@pjit
+def moving_simulate_batch(ints, reals, origin, planar, pk, arm, Q, V, TAU, damping, dt, steps,
+                          tol, q_out, v_out):
+    """:func:`moving_simulate` over the rows of Q, V, TAU into q_out (N, nq), v_out (N, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or TAU.shape[0] != N or q_out.shape[0] != N or v_out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not moving_simulate(ints, reals, origin, planar, pk, arm, Q[r], V[r], TAU[r],
+                                   damping, dt, steps, tol, q_out[r], v_out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
 @jit
 def moving_jacobian(ints, reals, sites, origin, planar, pk, q, tol, k, point, frame, out):
     """:func:`floating_jacobian` of any moving base: J P (6 x nv); False on a bad input."""

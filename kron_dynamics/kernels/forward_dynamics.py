@@ -25,7 +25,7 @@ import numpy as np
 
 from .algebra import chunks, inline, jit, pjit
 from .crba import composite_pass, NC, write_mass_matrix
-from .kinematics import compose_frames, to_internal
+from .kinematics import compose_frames
 from .layout import PARENT, PERM
 from .rnea import NW, rnea_pass, WQ, WQD, WQDD, WTAU
 
@@ -554,32 +554,72 @@ def rk4(ints, reals, q, qd, tau, damping, dt, steps, out):
     Writes (q, q') into out (2, n); False on a bad input or a singular M.
     """
     n = ints.shape[0]
-    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n:
+    return rk4_into(ints, reals, q, qd, tau, damping, dt, steps, out, fd_work(n),
+                    np.empty((RK4_ROWS, n)))
+
+
+# rows of rk4_into's state work s: x, v, tau, damping, the stages' a (4), v (3) and x
+RK4_ROWS = 12
+
+
+@inline
+def rk4_into(ints, reals, q, qd, tau, damping, dt, steps, out, work, s):
+    """:func:`rk4` with the work arrays of :func:`fd_work` and s (RK4_ROWS, n)."""
+    n = ints.shape[0]
+    if q.shape[0] != n or qd.shape[0] != n or tau.shape[0] != n or damping.shape[0] != n \
+            or not np.isfinite(dt):
         return False
-    ok1, x = to_internal(ints, q, n)
-    ok2, v = to_internal(ints, qd, n)
-    ok3, t = to_internal(ints, tau, n)
-    ok4, d = to_internal(ints, damping, n)
-    if not (ok1 and ok2 and ok3 and ok4 and np.isfinite(dt)):
-        return False
-    work = fd_work(n)
-    a1, a2, a3, a4 = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    for _ in range(steps):
-        ok1 = _fd_internal(ints, reals, x, v, t, d, work, a1)
-        v2 = v + dt / 2 * a1
-        ok2 = _fd_internal(ints, reals, x + dt / 2 * v, v2, t, d, work, a2)
-        v3 = v + dt / 2 * a2
-        ok3 = _fd_internal(ints, reals, x + dt / 2 * v2, v3, t, d, work, a3)
-        v4 = v + dt * a3
-        ok4 = _fd_internal(ints, reals, x + dt * v3, v4, t, d, work, a4)
-        if not (ok1 and ok2 and ok3 and ok4):
+    x, v, t, d, xs = s[0], s[1], s[2], s[3], s[4]
+    a1, a2, a3, a4, v2, v3, v4 = s[5], s[6], s[7], s[8], s[9], s[10], s[11]
+    for u in range(n):
+        if not (np.isfinite(q[u]) and np.isfinite(qd[u]) and np.isfinite(tau[u])
+                and np.isfinite(damping[u])):
             return False
-        x = x + dt / 6 * (v + 2 * v2 + 2 * v3 + v4)
-        v = v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+        i = ints[u, PERM]
+        x[i], v[i], t[i], d[i] = q[u], qd[u], tau[u], damping[u]
+    for _ in range(steps):
+        if not _fd_internal(ints, reals, x, v, t, d, work, a1):
+            return False
+        for i in range(n):
+            v2[i] = v[i] + dt / 2 * a1[i]
+            xs[i] = x[i] + dt / 2 * v[i]
+        if not _fd_internal(ints, reals, xs, v2, t, d, work, a2):
+            return False
+        for i in range(n):
+            v3[i] = v[i] + dt / 2 * a2[i]
+            xs[i] = x[i] + dt / 2 * v2[i]
+        if not _fd_internal(ints, reals, xs, v3, t, d, work, a3):
+            return False
+        for i in range(n):
+            v4[i] = v[i] + dt * a3[i]
+            xs[i] = x[i] + dt * v3[i]
+        if not _fd_internal(ints, reals, xs, v4, t, d, work, a4):
+            return False
+        for i in range(n):
+            x[i] = x[i] + dt / 6 * (v[i] + 2 * v2[i] + 2 * v3[i] + v4[i])
+            v[i] = v[i] + dt / 6 * (a1[i] + 2 * a2[i] + 2 * a3[i] + a4[i])
     for u in range(n):
         out[0, u] = x[ints[u, PERM]]
         out[1, u] = v[ints[u, PERM]]
     return True
+
+
+@pjit
+def rk4_batch(ints, reals, Q, Qd, Tau, damping, dt, steps, out):
+    """:func:`rk4` over the rows of (N, n) arrays into out (N, 2, n); False on failure."""
+    N, n = Q.shape[0], ints.shape[0]
+    if Qd.shape[0] != N or Tau.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        work, s = fd_work(n), np.empty((RK4_ROWS, n))   # one set per chunk
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not rk4_into(ints, reals, Q[r], Qd[r], Tau[r], damping, dt, steps, out[r],
+                            work, s):
+                ok[c] = False
+                break
+    return np.all(ok)
 
 
 @jit
