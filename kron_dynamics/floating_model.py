@@ -829,8 +829,8 @@ class MovingBase:
                 [self._zero_v[:self._nb], damping])
             q_out, v_out = _empty(self._nq), _empty(self._nv)
             if native.moving_simulate(self._ints, self._reals, self._origin, self._planar,
-                                      self._pk, self._armature_after, q, v, tau, full, dt,
-                                      steps, QUATERNION_TOLERANCE, q_out, v_out):
+                                      self._pk, self._armature_after, self._same, q, v, tau,
+                                      full, dt, steps, QUATERNION_TOLERANCE, q_out, v_out):
                 return q_out, v_out
         if damping is None:
             damping = np.zeros(self.nv)
@@ -842,8 +842,9 @@ class MovingBase:
             N = rows[0].shape[0]
             q_out, v_out = _empty((N, self._nq)), _empty((N, self._nv))
             if native.moving_simulate_batch(self._ints, self._reals, self._origin, self._planar,
-                                            self._pk, self._armature_after, *rows, damping, dt,
-                                            steps, QUATERNION_TOLERANCE, q_out, v_out):
+                                            self._pk, self._armature_after, self._same, *rows,
+                                            damping, dt, steps, QUATERNION_TOLERANCE, q_out,
+                                            v_out):
                 return q_out, v_out
         if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,

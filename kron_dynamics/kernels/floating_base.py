@@ -692,39 +692,47 @@ def _dexp_inverse(planar, xi, w, out):
 
 
 @jit
-def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, damping, tol,
-                             shape, force, out):
-    """Write v' = forward dynamics at (q, v) under tau - damping v into out (force: work)."""
+def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, q, v, tau, damping,
+                             tol, shape, force, fwork, out):
+    """
+    Write v' = forward dynamics at (q, v) under tau - damping v into out (force: work).
+
+    ``same`` (a floating base whose coordinates are the kernel's, no mimic joints): the
+    floating kernel, :func:`floating_forward_dynamics_into` with fwork, as the facade's
+    forward_dynamics; otherwise the moving one.
+    """
     for i in range(v.shape[0]):
         force[i] = tau[i] - damping[i] * v[i]
+    if same:
+        return floating_forward_dynamics_into(ints, reals, origin, q, v, force, tol, out, fwork)
     return _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, force, tol,
                                     shape, out)
 
 
 @jit
-def _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a, xi, h, tau, damping, tol, shape,
-                qa, force, xi_next, a_next):
+def _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a, xi, h, tau, damping, tol,
+                shape, qa, force, fwork, xi_next, a_next):
     """
     One RKMK4 stage: v_s = w + h a, xi_next = dexp^-1(h xi, v_s), a_next at (x (+) xi h, v_s).
 
-    ``qa``, ``force``: work arrays; False on a bad input or a singular M.
+    ``qa``, ``force``, ``fwork``: work arrays; False on a bad input or a singular M.
     """
     v_s = w + h * a
     _dexp_inverse(planar, h * xi, v_s, xi_next)
     return (moving_integrate(planar, x, xi, h, tol, qa)
-            and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, qa, v_s, tau,
-                                         damping, tol, shape, force, a_next))
+            and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, qa, v_s,
+                                         tau, damping, tol, shape, force, fwork, a_next))
 
 
 @jit
-def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt, steps, tol,
-                    q_out, v_out):
+def moving_simulate(ints, reals, origin, planar, pk, arm, same, q, v, tau, damping, dt, steps,
+                    tol, q_out, v_out):
     """
     Write (q, v) after ``steps`` RKMK4 steps of dt under tau held into q_out, v_out.
 
-    v' = forward dynamics under tau - damping v, q moved by :func:`moving_integrate`
-    (Runge-Kutta-Munthe-Kaas in the chart q (+) xi: fourth order on the manifold). Mirrors
-    ``MovingBase.simulate``; False on a bad input or a singular M.
+    v' = forward dynamics under tau - damping v (:func:`_damped_forward_dynamics`), q moved
+    by :func:`moving_integrate` (Runge-Kutta-Munthe-Kaas in the chart q (+) xi: fourth order
+    on the manifold). Mirrors ``MovingBase.simulate``; False on a bad input or a singular M.
     """
     nq, nv = q.shape[0], v.shape[0]
     if nq != nv + 1 or tau.shape[0] != nv or damping.shape[0] != nv or q_out.shape[0] != nq \
@@ -738,15 +746,16 @@ def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt
     x2, x3, x4, xi = np.empty(nv), np.empty(nv), np.empty(nv), np.empty(nv)
     qa, force = np.empty(nq), np.empty(nv)
     shape = model_tree(ints, pk, nv)        # the model's, once for every stage
+    fwork = floating_fd_work(ints, reals)
     for _ in range(steps):
-        if not (_damped_forward_dynamics(ints, reals, origin, planar, pk, arm, x, w, tau,
-                                         damping, tol, shape, force, a1)
-                and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a1, w, 0.5 * dt,
-                                tau, damping, tol, shape, qa, force, x2, a2)
-                and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a2, x2, 0.5 * dt,
-                                tau, damping, tol, shape, qa, force, x3, a3)
-                and _rkmk_stage(ints, reals, origin, planar, pk, arm, x, w, a3, x3, dt, tau,
-                                damping, tol, shape, qa, force, x4, a4)):
+        if not (_damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, x, w, tau,
+                                         damping, tol, shape, force, fwork, a1)
+                and _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a1, w,
+                                0.5 * dt, tau, damping, tol, shape, qa, force, fwork, x2, a2)
+                and _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a2, x2,
+                                0.5 * dt, tau, damping, tol, shape, qa, force, fwork, x3, a3)
+                and _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a3, x3, dt,
+                                tau, damping, tol, shape, qa, force, fwork, x4, a4)):
             return False
         for i in range(nv):
             xi[i] = (w[i] + 2.0 * x2[i] + 2.0 * x3[i] + x4[i]) / 6.0
@@ -761,8 +770,8 @@ def moving_simulate(ints, reals, origin, planar, pk, arm, q, v, tau, damping, dt
 
 
 @pjit
-def moving_simulate_batch(ints, reals, origin, planar, pk, arm, Q, V, TAU, damping, dt, steps,
-                          tol, q_out, v_out):
+def moving_simulate_batch(ints, reals, origin, planar, pk, arm, same, Q, V, TAU, damping, dt,
+                          steps, tol, q_out, v_out):
     """:func:`moving_simulate` over the rows of Q, V, TAU into q_out (N, nq), v_out (N, nv)."""
     N = Q.shape[0]
     if V.shape[0] != N or TAU.shape[0] != N or q_out.shape[0] != N or v_out.shape[0] != N:
@@ -771,8 +780,8 @@ def moving_simulate_batch(ints, reals, origin, planar, pk, arm, Q, V, TAU, dampi
     ok = np.ones(K, dtype=np.bool_)
     for c in numba.prange(K):
         for r in range(c * N // K, (c + 1) * N // K):
-            if not moving_simulate(ints, reals, origin, planar, pk, arm, Q[r], V[r], TAU[r],
-                                   damping, dt, steps, tol, q_out[r], v_out[r]):
+            if not moving_simulate(ints, reals, origin, planar, pk, arm, same, Q[r], V[r],
+                                   TAU[r], damping, dt, steps, tol, q_out[r], v_out[r]):
                 ok[c] = False
                 break
     return np.all(ok)
