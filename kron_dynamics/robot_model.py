@@ -1709,6 +1709,10 @@ class CoupledRobotModel(RobotModel):
         if N is not None:
             if f_ext:
                 raise ValueError('f_ext is not supported for a batch: call per configuration')
+            out = np.empty((N, 3, self._n, self._n))
+            if self._cpl is not None and native.coupled_rnea_derivatives_batch(
+                    self._fints, self._freals, self._cpl, self.armature, u, ud, udd, out):
+                return out[:, 0], out[:, 1], out[:, 2]
             return self._per_row(self.inverse_dynamics_derivatives, N, u, ud, udd)
         dq, dv, M = self._full.inverse_dynamics_derivatives(
             self._lift(u), self._lift_rate(ud), self._lift_rate(udd), f_ext)
@@ -1716,7 +1720,11 @@ class CoupledRobotModel(RobotModel):
 
     def _general_forward_dynamics_derivatives(self, q, qd, tau) -> tuple:
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
-        if N is not None:
+        if N is not None:       # a singular M_u: the per-row loop names the row
+            out = np.empty((N, 3, self._n, self._n))
+            if self._cpl is not None and native.coupled_forward_dynamics_derivatives_batch(
+                    self._fints, self._freals, self._cpl, self.armature, u, ud, tau_u, out):
+                return out[:, 0], out[:, 1], out[:, 2]
             return self._per_row(self.forward_dynamics_derivatives, N, u, ud, tau_u)
         return self._derivatives_at(u, ud, tau_u)
 

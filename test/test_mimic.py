@@ -482,6 +482,26 @@ def test_the_stock_pandas_forward_dynamics_batch_is_one_compiled_call(monkeypatc
         model.forward_dynamics(U, Ud, Tau)
 
 
+def test_the_stock_pandas_derivative_batches_are_one_compiled_call(monkeypatch):
+    """inverse_dynamics_derivatives and forward_dynamics_derivatives: rows = single calls."""
+    from kron_dynamics.testing.pinocchio_pair import robots_dir
+    model = RobotModel.from_urdf_file(robots_dir() / 'panda_description/urdf/panda.urdf')
+    rng = np.random.default_rng(22)
+    N = 13
+    U = np.array([model.random_configuration(rng) for _ in range(N)])
+    Ud, A = rng.uniform(-2, 2, (2, N, model.n))
+    singles = {name: [getattr(model, name)(U[k], Ud[k], A[k]) for k in range(N)]
+               for name in ('inverse_dynamics_derivatives', 'forward_dynamics_derivatives')}
+
+    def no_loop(*args):
+        raise AssertionError('the batch fell back to a loop over rows')
+    monkeypatch.setattr(model, '_per_row', no_loop)
+    for name, rows in singles.items():
+        batch = getattr(model, name)(U, Ud, A)
+        for part in range(3):
+            np.testing.assert_array_equal(batch[part], np.stack([r[part] for r in rows]), name)
+
+
 def test_bad_inputs_name_the_independent_joints():
     model = load('gripper_arm')
     with pytest.raises(ValueError, match=r'q must have shape \(3,\) or \(N, 3\)'):

@@ -150,6 +150,10 @@ SIGNATURES = {
     'coupled_rnea_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V, _V, _O3)),
     'coupled_forward_dynamics_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V,
                                                                   _V, _O3)),
+    'coupled_rnea_derivatives_batch': ('rnea_derivatives', (_I, _R, _R, _V, _A2, _A2, _A2,
+                                                            _O4)),
+    'coupled_forward_dynamics_derivatives_batch': ('rnea_derivatives', (
+        _I, _R, _R, _V, _A2, _A2, _A2, _O4)),
     'floating_corrections': ('rnea_derivatives', (_V, _V, _O3)),
     'floating_rnea_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V, nt.float64,
                                                        _O3)),

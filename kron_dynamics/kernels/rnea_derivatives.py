@@ -518,3 +518,36 @@ def coupled_forward_dynamics_derivatives(ints, reals, cpl, arm, u, ud, tau, out)
     if not coupled_rnea_derivatives(ints, reals, cpl, arm, u, ud, a, out):
         return False
     return dense_solve(out, 1e-12)
+
+
+@pjit
+def coupled_rnea_derivatives_batch(ints, reals, cpl, arm, U, UD, UDD, out):
+    """:func:`coupled_rnea_derivatives` over the rows of (N, n) arrays into out (N, 3, n, n)."""
+    N = U.shape[0]
+    if UD.shape[0] != N or UDD.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not coupled_rnea_derivatives(ints, reals, cpl, arm, U[r], UD[r], UDD[r], out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@pjit
+def coupled_forward_dynamics_derivatives_batch(ints, reals, cpl, arm, U, UD, TAU, out):
+    """:func:`coupled_forward_dynamics_derivatives` over rows into out (N, 3, n, n); ok."""
+    N = U.shape[0]
+    if UD.shape[0] != N or TAU.shape[0] != N or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not coupled_forward_dynamics_derivatives(ints, reals, cpl, arm, U[r], UD[r],
+                                                        TAU[r], out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
