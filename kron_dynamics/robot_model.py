@@ -1240,9 +1240,8 @@ class RobotModel:
             if native.mass_matrix_derivative(self._ints, self._reals, q, out):
                 return out
         (q,), N = self._inputs(q=q)
-        if N is not None:
-            return self._per_row(self.mass_matrix_derivative, N, q)
-        return self._run(native.mass_matrix_derivative, None, N, self._nnn3, q)
+        return self._run(native.mass_matrix_derivative, native.mass_matrix_derivative_batch, N,
+                         self._nnn3, q)
 
     def gravity_derivative(self, q: ArrayLike) -> Array:
         """Return dG/dq, n x n with [i, k] = dG_i/dq_k (N x n x n for a batch)."""

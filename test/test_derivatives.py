@@ -160,6 +160,19 @@ def random_model(seed, mimic=0.0):
                                       mimic_fraction=mimic)
 
 
+@pytest.mark.parametrize('seed', range(4))
+def test_a_mass_matrix_derivative_batch_is_one_compiled_call(seed, monkeypatch):
+    """dM/dq of N configurations: each row the single call's bit for bit, no loop over rows."""
+    model, rng = random_model(seed)
+    Q = np.array([model.random_configuration(rng) for _ in range(9)])
+    singles = np.stack([model.mass_matrix_derivative(q) for q in Q])
+
+    def no_loop(*args):
+        raise AssertionError('the batch fell back to a loop over rows')
+    monkeypatch.setattr(model, '_per_row', no_loop)
+    np.testing.assert_array_equal(model.mass_matrix_derivative(Q), singles)
+
+
 @pytest.mark.parametrize('seed', range(12))
 def test_random_trees_kernel_reference_and_kronecker_form(seed):
     """Compiled = readable reference; dtau/dq' = C*(I kron q' + q' kron I) (000 eq. 101)."""

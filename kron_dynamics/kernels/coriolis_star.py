@@ -23,7 +23,7 @@ Jacobians and Hessians; here dM/dq comes from the spatial derivatives of the CRB
 import numba
 import numpy as np
 
-from .algebra import add, chunks, cross, get3, jit, pjit, sub
+from .algebra import add, chunks, cross, get3, inline, jit, pjit, sub
 from .crba import CF, CQ, CQD, CS, crba_pass, inertia_times, NC, sdot
 from .kinematics import load
 from .layout import PARENT, PERM
@@ -117,8 +117,32 @@ def coriolis_star(ints, reals, q, out):
 def mass_matrix_derivative(ints, reals, q, out):
     """dM/dq in user order into out (n, n, n), out[u, v, w] = dM_uv/dq_w; False on a bad q."""
     n = ints.shape[0]
-    dM = np.empty((n, n, n))
-    if not _dmdq_at(ints, reals, q, np.empty((n, NC)), dM):
+    return _mass_matrix_derivative_row(ints, reals, q, np.empty((n, NC)), np.empty((n, n, n)),
+                                       out)
+
+
+@pjit
+def mass_matrix_derivative_batch(ints, reals, Q, out):
+    """:func:`mass_matrix_derivative` over the rows of an (N, n) array into out (N, n, n, n)."""
+    n, N = ints.shape[0], Q.shape[0]
+    if Q.shape[1] != n or out.shape[0] != N:
+        return False
+    K = chunks(N)
+    ok = np.ones(K, dtype=np.bool_)
+    for c in numba.prange(K):
+        wk, dM = np.empty((n, NC)), np.empty((n, n, n))     # one set per chunk
+        for r in range(c * N // K, (c + 1) * N // K):
+            if not _mass_matrix_derivative_row(ints, reals, Q[r], wk, dM, out[r]):
+                ok[c] = False
+                break
+    return np.all(ok)
+
+
+@inline
+def _mass_matrix_derivative_row(ints, reals, q, wk, dM, out):
+    """:func:`mass_matrix_derivative` with the work arrays wk (n, NC) and dM (n, n, n)."""
+    n = ints.shape[0]
+    if not _dmdq_at(ints, reals, q, wk, dM):
         return False
     for u in range(n):
         i = ints[u, PERM]

@@ -147,6 +147,7 @@ SIGNATURES = {
     'forward_dynamics_derivatives': ('rnea_derivatives', (_I, _R, _V, _V, _V, _O3)),
     'forward_dynamics_derivatives_batch': ('rnea_derivatives', (_I, _R, _A2, _A2, _A2, _O4)),
     'mass_matrix_derivative': ('coriolis_star', (_I, _R, _V, _O3)),
+    'mass_matrix_derivative_batch': ('coriolis_star', (_I, _R, _A2, _O4)),
     'coupled_rnea_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V, _V, _O3)),
     'coupled_forward_dynamics_derivatives': ('rnea_derivatives', (_I, _R, _R, _V, _V, _V,
                                                                   _V, _O3)),
