@@ -542,15 +542,24 @@ def lift_configuration(planar, pk, q, tol, qf):
 @jit
 def moving_rnea(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out):
     """:func:`floating_rnea` of any moving base (model coordinates); ID adds arm * dv."""
+    n = ints.shape[0]
+    return moving_rnea_into(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out,
+                            np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n),
+                            floating_rnea_work(ints, reals))
+
+
+@inline
+def moving_rnea_into(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out, qf, vf,
+                     af, tk, work):
+    """:func:`moving_rnea` with work arrays qf (n + 1), vf, af, tk (n) and floating_rnea's."""
     n, nv = ints.shape[0], out.shape[0]
     if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv or dv.shape[0] != nv \
             or arm.shape[0] != nv:
         return False
-    qf, vf, af, tk = np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n)
     if not lift_configuration(planar, pk, q, tol, qf):
         return False
     if not (lift(pk, v, False, vf) and lift(pk, dv, False, af)
-            and floating_rnea(ints, reals, origin, qf, vf, af, mode, tol, tk)):
+            and floating_rnea_into(ints, reals, origin, qf, vf, af, mode, tol, tk, work)):
         return False
     project_vector(pk, tk, out)
     if mode == ID:
@@ -562,12 +571,19 @@ def moving_rnea(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out):
 @jit
 def moving_crba(ints, reals, planar, pk, arm, q, tol, out):
     """P^T M P + diag(arm) of any moving base into out; False on a bad q."""
+    n = ints.shape[0]
+    return moving_crba_into(ints, reals, planar, pk, arm, q, tol, out, np.empty(n + 1),
+                            np.empty((n, n)), np.empty(n), np.empty((n, NC)))
+
+
+@inline
+def moving_crba_into(ints, reals, planar, pk, arm, q, tol, out, qf, Mk, qk, wk):
+    """:func:`moving_crba` with work arrays qf (n + 1), Mk (n, n), qk (n) and wk (n, NC)."""
     n, nv = ints.shape[0], out.shape[0]
     if pk.shape[0] != n or q.shape[0] != nv + 1 or arm.shape[0] != nv:
         return False
-    qf, Mk = np.empty(n + 1), np.empty((n, n))
-    if not (lift_configuration(planar, pk, q, tol, qf) and floating_crba(ints, reals, qf, tol,
-                                                                         Mk)):
+    if not (lift_configuration(planar, pk, q, tol, qf)
+            and floating_crba_into(ints, reals, qf, tol, Mk, qk, wk)):
         return False
     project_matrix(pk, Mk, arm, out)
     return True
@@ -576,20 +592,40 @@ def moving_crba(ints, reals, planar, pk, arm, q, tol, out):
 @jit
 def moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol, out):
     """Write v' = M^-1 (tau - h) of any moving base into out; False on bad input, singular M."""
+    nv = out.shape[0]
     return _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol,
-                                    model_tree(ints, pk, out.shape[0]), out)
+                                    model_tree(ints, pk, nv), out, moving_fd_work(ints, reals, nv))
+
+
+@jit
+def moving_fd_work(ints, reals, nv):
+    """Return the work arrays of :func:`_moving_forward_dynamics` (nv model velocities)."""
+    n = ints.shape[0]
+    return (np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n),     # qf, vf, af, tk
+            floating_rnea_work(ints, reals),
+            np.empty((n, n)), np.empty(n), np.empty((n, NC)),          # Mk, qk, wk: the CRBA
+            np.empty((nv, nv)), np.empty(nv), np.zeros(nv),            # M, h, a zero v'
+            np.zeros((nv, ints.shape[1]), dtype=np.int64),            # the tree's parents
+            np.zeros((nv, nv)), np.zeros((nv, nv)),                    # M reordered, L
+            np.empty(nv), np.empty(nv), np.empty(nv))                  # rhs, y, x
 
 
 @inline
-def _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol, shape, out):
-    """:func:`moving_forward_dynamics` with ``shape`` = :func:`model_tree`'s result."""
+def _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol, shape, out,
+                             work):
+    """
+    :func:`moving_forward_dynamics` with ``shape`` = :func:`model_tree`'s result and work.
+
+    ``work``: :func:`moving_fd_work`, reused call after call (its L and reordered M are
+    written on the tree's pattern only, zero elsewhere).
+    """
     nv = out.shape[0]
     if tau.shape[0] != nv:
         return False
-    M, h = np.empty((nv, nv)), np.empty(nv)
-    if not (moving_crba(ints, reals, planar, pk, arm, q, tol, M)
-            and moving_rnea(ints, reals, origin, planar, pk, arm, q, v, np.zeros(nv), ID, tol,
-                            h)):
+    qf, vf, af, tk, rnea_work, Mk, qk, wk, M, h, zeros, lints, Mt, L, rhs, y, x = work
+    if not (moving_crba_into(ints, reals, planar, pk, arm, q, tol, M, qf, Mk, qk, wk)
+            and moving_rnea_into(ints, reals, origin, planar, pk, arm, q, v, zeros, ID, tol, h,
+                                 qf, vf, af, tk, rnea_work)):
         return False
     for i in range(nv):
         if not np.isfinite(tau[i]):
@@ -597,8 +633,6 @@ def _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, to
         h[i] = tau[i] - h[i]
     tree, parent, order = shape
     if tree:        # M keeps the tree's sparsity: M = L^T L in a parents-first order
-        lints = np.zeros((nv, ints.shape[1]), dtype=np.int64)
-        Mt, rhs, x = np.zeros((nv, nv)), np.empty(nv), np.empty(nv)
         for k in range(nv):     # M is zero off the pattern: Mt is M reordered
             lints[k, PARENT] = parent[k]
             rhs[k] = h[order[k]]
@@ -607,15 +641,15 @@ def _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, to
             while j >= 0:
                 Mt[k, j] = Mt[j, k] = M[order[k], order[j]]
                 j = parent[j]
-        if not tree_solve_into(lints, Mt, 1e-12, np.zeros((nv, nv)), rhs, np.empty(nv), x):
+        if not tree_solve_into(lints, Mt, 1e-12, L, rhs, y, x):
             return False
         for k in range(nv):
             out[order[k]] = x[k]
         return True
-    ok, L = cholesky_factor(M, 1e-12)      # mimic joints couple branches: dense
+    ok, dense = cholesky_factor(M, 1e-12)      # mimic joints couple branches: dense
     if not ok:
         return False
-    cholesky_substitute(L, h, out)
+    cholesky_substitute(dense, h, out)
     return True
 
 
@@ -693,35 +727,36 @@ def _dexp_inverse(planar, xi, w, out):
 
 @jit
 def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, q, v, tau, damping,
-                             tol, shape, force, fwork, out):
+                             tol, shape, force, fwork, mwork, out):
     """
     Write v' = forward dynamics at (q, v) under tau - damping v into out (force: work).
 
     ``same`` (a floating base whose coordinates are the kernel's, no mimic joints): the
     floating kernel, :func:`floating_forward_dynamics_into` with fwork, as the facade's
-    forward_dynamics; otherwise the moving one.
+    forward_dynamics; otherwise the moving one with mwork (:func:`moving_fd_work`).
     """
     for i in range(v.shape[0]):
         force[i] = tau[i] - damping[i] * v[i]
     if same:
         return floating_forward_dynamics_into(ints, reals, origin, q, v, force, tol, out, fwork)
     return _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, force, tol,
-                                    shape, out)
+                                    shape, out, mwork)
 
 
 @jit
 def _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a, xi, h, tau, damping, tol,
-                shape, qa, force, fwork, xi_next, a_next):
+                shape, qa, force, fwork, mwork, xi_next, a_next):
     """
     One RKMK4 stage: v_s = w + h a, xi_next = dexp^-1(h xi, v_s), a_next at (x (+) xi h, v_s).
 
-    ``qa``, ``force``, ``fwork``: work arrays; False on a bad input or a singular M.
+    ``qa``, ``force``, ``fwork``, ``mwork``: work arrays; False on a bad input or a singular M.
     """
     v_s = w + h * a
     _dexp_inverse(planar, h * xi, v_s, xi_next)
     return (moving_integrate(planar, x, xi, h, tol, qa)
             and _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, qa, v_s,
-                                         tau, damping, tol, shape, force, fwork, a_next))
+                                         tau, damping, tol, shape, force, fwork, mwork,
+                                         a_next))
 
 
 @jit
@@ -747,15 +782,18 @@ def moving_simulate(ints, reals, origin, planar, pk, arm, same, q, v, tau, dampi
     qa, force = np.empty(nq), np.empty(nv)
     shape = model_tree(ints, pk, nv)        # the model's, once for every stage
     fwork = floating_fd_work(ints, reals)
+    mwork = moving_fd_work(ints, reals, nv)
     for _ in range(steps):
         if not (_damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, x, w, tau,
-                                         damping, tol, shape, force, fwork, a1)
+                                         damping, tol, shape, force, fwork, mwork, a1)
                 and _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a1, w,
-                                0.5 * dt, tau, damping, tol, shape, qa, force, fwork, x2, a2)
+                                0.5 * dt, tau, damping, tol, shape, qa, force, fwork, mwork,
+                                x2, a2)
                 and _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a2, x2,
-                                0.5 * dt, tau, damping, tol, shape, qa, force, fwork, x3, a3)
+                                0.5 * dt, tau, damping, tol, shape, qa, force, fwork, mwork,
+                                x3, a3)
                 and _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a3, x3, dt,
-                                tau, damping, tol, shape, qa, force, fwork, x4, a4)):
+                                tau, damping, tol, shape, qa, force, fwork, mwork, x4, a4)):
             return False
         for i in range(nv):
             xi[i] = (w[i] + 2.0 * x2[i] + 2.0 * x3[i] + x4[i]) / 6.0
@@ -809,10 +847,13 @@ def moving_rnea_batch(ints, reals, origin, planar, pk, arm, Q, V, DV, mode, tol,
         return False
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
-    for c in numba.prange(K):
+    n = ints.shape[0]
+    for c in numba.prange(K):       # one set of work arrays per chunk
+        qf, vf, af, tk = np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n)
+        work = floating_rnea_work(ints, reals)
         for r in range(c * N // K, (c + 1) * N // K):
-            if not moving_rnea(ints, reals, origin, planar, pk, arm, Q[r], V[r], DV[r], mode,
-                               tol, out[r]):
+            if not moving_rnea_into(ints, reals, origin, planar, pk, arm, Q[r], V[r], DV[r],
+                                    mode, tol, out[r], qf, vf, af, tk, work):
                 ok[c] = False
                 break
     return np.all(ok)
@@ -826,9 +867,12 @@ def moving_crba_batch(ints, reals, planar, pk, arm, Q, tol, out):
         return False
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
-    for c in numba.prange(K):
+    n = ints.shape[0]
+    for c in numba.prange(K):       # one set of work arrays per chunk
+        qf, Mk, qk, wk = np.empty(n + 1), np.empty((n, n)), np.empty(n), np.empty((n, NC))
         for r in range(c * N // K, (c + 1) * N // K):
-            if not moving_crba(ints, reals, planar, pk, arm, Q[r], tol, out[r]):
+            if not moving_crba_into(ints, reals, planar, pk, arm, Q[r], tol, out[r], qf, Mk, qk,
+                                    wk):
                 ok[c] = False
                 break
     return np.all(ok)
@@ -842,11 +886,13 @@ def moving_forward_dynamics_batch(ints, reals, origin, planar, pk, arm, Q, V, TA
         return False
     K = chunks(N)
     ok = np.ones(K, dtype=np.bool_)
-    shape = model_tree(ints, pk, out.shape[1])      # the model's, once for every row
+    nv = out.shape[1]
+    shape = model_tree(ints, pk, nv)      # the model's, once for every row
     for c in numba.prange(K):
+        work = moving_fd_work(ints, reals, nv)      # one set per chunk, reused row after row
         for r in range(c * N // K, (c + 1) * N // K):
             if not _moving_forward_dynamics(ints, reals, origin, planar, pk, arm, Q[r], V[r],
-                                            TAU[r], tol, shape, out[r]):
+                                            TAU[r], tol, shape, out[r], work):
                 ok[c] = False
                 break
     return np.all(ok)
