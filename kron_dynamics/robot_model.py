@@ -1719,7 +1719,7 @@ class CoupledRobotModel(RobotModel):
 
     def _general_forward_dynamics_derivatives(self, q, qd, tau) -> tuple:
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
-        if N is not None:       # a singular M_u: the per-row loop names the row
+        if N is not None:       # a singular M_u: the per-row loop raises the single call's error
             out = np.empty((N, 3, self._n, self._n))
             if self._cpl is not None and native.coupled_forward_dynamics_derivatives_batch(
                     self._fints, self._freals, self._cpl, self.armature, u, ud, tau_u, out):
