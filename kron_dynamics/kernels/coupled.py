@@ -377,7 +377,7 @@ def coupled_coriolis_star(ints, reals, cpl, u, out):
     return True
 
 
-@inline
+@jit
 def _damped(ints, reals, cpl, arm, u, ud, tau, damping, force, out, work):
     """Write u'' under tau - damping u' into out (force: work); False if M_u is singular."""
     for i in range(ud.shape[0]):

@@ -548,7 +548,7 @@ def moving_rnea(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out):
                             floating_rnea_work(ints, reals))
 
 
-@inline
+@jit
 def moving_rnea_into(ints, reals, origin, planar, pk, arm, q, v, dv, mode, tol, out, qf, vf,
                      af, tk, work):
     """:func:`moving_rnea` with work arrays qf (n + 1), vf, af, tk (n) and floating_rnea's."""
@@ -576,7 +576,7 @@ def moving_crba(ints, reals, planar, pk, arm, q, tol, out):
                             np.empty((n, n)), np.empty(n), np.empty((n, NC)))
 
 
-@inline
+@jit
 def moving_crba_into(ints, reals, planar, pk, arm, q, tol, out, qf, Mk, qk, wk):
     """:func:`moving_crba` with work arrays qf (n + 1), Mk (n, n), qk (n) and wk (n, NC)."""
     n, nv = ints.shape[0], out.shape[0]
