@@ -725,7 +725,7 @@ def _dexp_inverse(planar, xi, w, out):
             out[i] = r[i]
 
 
-@jit
+@inline
 def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, q, v, tau, damping,
                              tol, shape, force, fwork, mwork, out):
     """
@@ -743,7 +743,7 @@ def _damped_forward_dynamics(ints, reals, origin, planar, pk, arm, same, q, v, t
                                     shape, out, mwork)
 
 
-@jit
+@inline
 def _rkmk_stage(ints, reals, origin, planar, pk, arm, same, x, w, a, xi, h, tau, damping, tol,
                 shape, qa, force, fwork, mwork, xi_next, a_next):
     """
