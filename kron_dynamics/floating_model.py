@@ -1189,6 +1189,28 @@ class MovingBase:
                 local, dv, lam)
         return (dv, lam) if ok else None
 
+    def _constrained_rows(self, q, v, tau, contacts):
+        """Return ((v', lambda), ok) of a batch in one compiled call, or None (no kernel)."""
+        if self._pk is None and not self._same:
+            return None
+        rows, points, dims, local, m = self._packed_contacts(contacts)
+        if not m:
+            return None
+        N = q.shape[0]
+        if tau.shape[1] == self.n:      # the joint forces: the base is not actuated
+            tau = np.concatenate([np.zeros((N, self._nb)), tau], axis=1)
+        dv, lam, ok = np.empty((N, self.nv)), np.empty((N, m)), np.zeros(N, dtype=bool)
+        if self._same:
+            done = native.floating_constrained_forward_dynamics_batch(
+                self._ints, self._reals, self._sites, self._origin, q, v, tau,
+                QUATERNION_TOLERANCE, rows, points, dims, local, dv, lam, ok)
+        else:       # a planar base or mimic joints: lifted and projected in the call
+            done = native.moving_constrained_forward_dynamics_batch(
+                self._ints, self._reals, self._sites, self._origin, self._planar, self._pk,
+                self._armature_after, q, v, tau, QUATERNION_TOLERANCE, rows, points, dims,
+                local, dv, lam, ok)
+        return ((dv, lam), ok) if done else None
+
     def _single(self, x, what: str, batch: bool = True) -> Array:
         """Check one state's q (normalised orientation) or a velocity-sized array."""
         return (self._configuration(x, batch) if what == 'q'

@@ -108,6 +108,16 @@ def _lock_unlisted(description: RobotDescription, joint_names) -> RobotDescripti
     return lock_joints(description, others) if others else description
 
 
+def _row_call(method, k: int, arrays, contacts) -> tuple:
+    """Return method's results (a tuple) for row k of the 2-D arrays; its error names the row."""
+    try:
+        x = method(*[a[k] if a.ndim == 2 else a for a in arrays], contacts)
+    except ValueError as exc:       # ModelError, SingularJacobianError, ...: the same type
+        exc.args = (f'row {k}: {exc.args[0] if exc.args else exc}', *exc.args[1:])
+        raise
+    return x if isinstance(x, tuple) else (x,)
+
+
 class RobotModel:
     """
     A fixed-base rigid-body tree with the dynamics of the Kronecker-product papers.
@@ -812,12 +822,15 @@ class RobotModel:
             return batch[0]
         return self._contact_terms(q, None, contacts)[0]
 
-    def _contact_batch(self, method, arrays, contacts, *shapes):
+    def _contact_batch(self, method, arrays, contacts, *shapes, compiled=None):
         """
         Return the per-row results of a contact method for 2-D inputs (1-D ones broadcast).
 
         None when every input is one state. ``shapes`` name each result's shape per row
-        ('m': the contact rows, 'n', 'nv'), for an empty batch.
+        ('m': the contact rows, 'n', 'nv'), for an empty batch. ``compiled(*arrays,
+        contacts)``, given (N, ...) arrays, returns (results, ok) of one compiled call, or
+        None; the rows it did not solve (ok False), or all of them without it, are the single
+        call's, row by row (its error naming the row).
         """
         if all(np.ndim(a) < 2 for a in arrays):
             return None
@@ -832,10 +845,31 @@ class RobotModel:
         if N == 0:
             sizes = {'m': sum(c.dim for c in _contacts(contacts)), 'n': self.n, 'nv': self.nv}
             return tuple(np.empty((0, *(sizes[s] for s in shape))) for shape in shapes)
-        out = [method(*[a[k] if a.ndim == 2 else a for a in arrays], contacts)
-               for k in range(N)]
-        out = [x if isinstance(x, tuple) else (x,) for x in out]
+        done = None if compiled is None else compiled(
+            *[a if a.ndim == 2 else np.repeat(a[None], N, axis=0) for a in arrays], contacts)
+        if done is not None:
+            results, ok = done
+            for k in np.flatnonzero(~ok):
+                for result, x in zip(results, _row_call(method, k, arrays, contacts)):
+                    result[k] = x
+            return results
+        out = [_row_call(method, k, arrays, contacts) for k in range(N)]
         return tuple(np.stack(items) for items in zip(*out))
+
+    def _constrained_rows(self, q, v, tau, contacts):
+        """Return ((v', lambda), ok) of a batch in one compiled call, or None (no kernel)."""
+        kernel = self._contact_kernel       # (tree, links, coupling, armature after B) or None
+        if kernel is None:
+            return None
+        rows, points, dims, local, m = self._packed_contacts(contacts)
+        if not m:
+            return None
+        N = q.shape[0]
+        dv, lam, ok = np.empty((N, self._n)), np.empty((N, m)), np.zeros(N, dtype=bool)
+        if not native.fixed_constrained_forward_dynamics_batch(*kernel, q, v, tau, rows, points,
+                                                               dims, local, dv, lam, ok):
+            return None
+        return (dv, lam), ok
 
     def _actuated(self, tau) -> Array:
         """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
@@ -863,7 +897,7 @@ class RobotModel:
         if fast is not None:
             return fast
         batch = self._contact_batch(self.constrained_forward_dynamics, (q, v, tau), contacts,
-                                    ('nv',), ('m',))
+                                    ('nv',), ('m',), compiled=self._constrained_rows)
         if batch is not None:
             return batch
         q = self._single(q, 'q')

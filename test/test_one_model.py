@@ -471,6 +471,54 @@ def test_simulate_runs_a_batch_in_one_compiled_call_equal_to_the_single_calls(
     np.testing.assert_array_equal(v, np.stack([r[1] for r in broadcast]))
 
 
+def test_constrained_forward_dynamics_of_a_batch_is_one_compiled_call(case, monkeypatch):
+    """Legged rollouts: every row is the single call's bit for bit, with no loop over rows."""
+    import kron_dynamics.robot_model as robot_model
+    kind, model, pair = case
+    link = CASES[kind][2][0]
+    rng = np.random.default_rng(16)
+    states = [state(model, 70 + k) for k in range(6)]
+    Q, V, _ = (np.stack(x) for x in zip(*states))
+    T = rng.uniform(-2.0, 2.0, (6, model.n))
+    lists = [[Contact(link)], [Contact(link, point=(0.05, 0.0, 0.02), dim=6,
+                                       reference_frame='local')]]
+    if model.base == 'floating':        # four feet, and tau of every velocity
+        lists.append(['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT'])
+    single = [[model.constrained_forward_dynamics(Q[k], V[k], T[k], c) for k in range(6)]
+              for c in lists]
+
+    def no_loop(*args):
+        raise AssertionError('a regular row of the batch took the per-row path')
+    with monkeypatch.context() as patch:
+        patch.setattr(robot_model, '_row_call', no_loop)
+        for contacts, rows in zip(lists, single):
+            dv, lam = model.constrained_forward_dynamics(Q, V, T, contacts)
+            np.testing.assert_array_equal(dv, np.stack([r[0] for r in rows]))
+            np.testing.assert_array_equal(lam, np.stack([r[1] for r in rows]))
+        dv, lam = model.constrained_forward_dynamics(Q[0], V, T, lists[0])   # q broadcast
+        for k in range(6):
+            want = model.constrained_forward_dynamics(Q[0], V[k], T[k], lists[0])
+            np.testing.assert_array_equal(dv[k], want[0])
+            np.testing.assert_array_equal(lam[k], want[1])
+        if model.base != 'fixed':
+            full = np.concatenate([np.zeros((6, model.nv - model.n)), T], axis=1)
+            dv, lam = model.constrained_forward_dynamics(Q, V, full, lists[0])
+            np.testing.assert_array_equal(dv, np.stack([r[0] for r in single[0]]))
+    # a row the kernel refuses takes the single call's general path: redundant contacts get
+    # the minimum-norm lambda; a bad tau is named with its row
+    twice = [Contact(link), Contact(link)]
+    still = np.stack([v - np.linalg.pinv(J) @ (J @ v) for v, J in
+                      zip(V, model.contact_jacobian(Q, twice))])    # J_c v = 0: consistent
+    dv, lam = model.constrained_forward_dynamics(Q, still, T, twice)
+    for k in range(6):
+        want = model.constrained_forward_dynamics(Q[k], still[k], T[k], twice)
+        np.testing.assert_array_equal(dv[k], want[0])
+        np.testing.assert_array_equal(lam[k], want[1])
+    T[4, 0] = np.inf
+    with pytest.raises(ValueError, match=r'^row 4: '):
+        model.constrained_forward_dynamics(Q, V, T, lists[0])
+
+
 @pytest.mark.parametrize('method', ['mass_matrix', 'inverse_dynamics', 'gravity_torque',
                                     'bias_torque', 'forward_dynamics', 'simulate'])
 def test_a_bad_row_of_a_batch_is_named_on_every_model(case, method):

@@ -1637,3 +1637,54 @@ def fixed_constrained_forward_dynamics(ints, reals, sites, cpl, arm, u, ud, tau,
     project_vector(cpl, hk, h)
     project_columns(cpl, Jk, J)
     return constrained_solve(M, h, tau, J, gamma, dv, lam)
+
+
+# ------------------------------------------------------------------ constrained batches
+# One compiled call for a batch of contact states (legged rollouts, MPPI): each row is the
+# single call's kernel, bit for bit, and ok[r] says whether it gave the answer. A row it
+# refuses (a bad input, a singular M, redundant or contradicting contacts) is left to the
+# facade's general path for that row alone: the minimum-norm lambda, or the error naming it.
+@pjit
+def floating_constrained_forward_dynamics_batch(ints, reals, sites, origin, Q, V, TAU, tol,
+                                                rows, points, dims, local, DV, LAM, ok):
+    """:func:`floating_constrained_forward_dynamics` per row of Q, V, TAU; ok[r] per row."""
+    N = Q.shape[0]
+    if V.shape[0] != N or TAU.shape[0] != N or DV.shape[0] != N or LAM.shape[0] != N \
+            or ok.shape[0] != N:
+        return False
+    for r in numba.prange(N):
+        ok[r] = floating_constrained_forward_dynamics(ints, reals, sites, origin, Q[r], V[r],
+                                                      TAU[r], tol, rows, points, dims, local,
+                                                      DV[r], LAM[r])
+    return True
+
+
+@pjit
+def moving_constrained_forward_dynamics_batch(ints, reals, sites, origin, planar, pk, arm, Q,
+                                              V, TAU, tol, rows, points, dims, local, DV, LAM,
+                                              ok):
+    """:func:`moving_constrained_forward_dynamics` per row of Q, V, TAU; ok[r] per row."""
+    N = Q.shape[0]
+    if V.shape[0] != N or TAU.shape[0] != N or DV.shape[0] != N or LAM.shape[0] != N \
+            or ok.shape[0] != N:
+        return False
+    for r in numba.prange(N):
+        ok[r] = moving_constrained_forward_dynamics(ints, reals, sites, origin, planar, pk,
+                                                    arm, Q[r], V[r], TAU[r], tol, rows, points,
+                                                    dims, local, DV[r], LAM[r])
+    return True
+
+
+@pjit
+def fixed_constrained_forward_dynamics_batch(ints, reals, sites, cpl, arm, U, UD, TAU, rows,
+                                             points, dims, local, DV, LAM, ok):
+    """:func:`fixed_constrained_forward_dynamics` per row of U, UD, TAU; ok[r] per row."""
+    N = U.shape[0]
+    if UD.shape[0] != N or TAU.shape[0] != N or DV.shape[0] != N or LAM.shape[0] != N \
+            or ok.shape[0] != N:
+        return False
+    for r in numba.prange(N):
+        ok[r] = fixed_constrained_forward_dynamics(ints, reals, sites, cpl, arm, U[r], UD[r],
+                                                   TAU[r], rows, points, dims, local, DV[r],
+                                                   LAM[r])
+    return True

@@ -26,6 +26,7 @@ _O1 = nt.float64[::1]
 _O2 = nt.float64[:, ::1]
 _O3 = nt.float64[:, :, ::1]
 _O4 = nt.float64[:, :, :, ::1]
+_OK = nt.boolean[::1]     # a batch's per-row success flags
 _K = nt.int64        # a row of the site array (a link), or a frame code (layout.WORLD, ...)
 # entry point -> (kernel module, argument types)
 SIGNATURES = {
@@ -84,6 +85,15 @@ SIGNATURES = {
     'fixed_constrained_forward_dynamics': ('floating_base', (
         _I, _R, _R, _R, _V, _V, _V, _V, nt.int64[::1], _R, nt.int64[::1], nt.int64[::1], _O1,
         _O1)),
+    'floating_constrained_forward_dynamics_batch': ('floating_base', (
+        _I, _R, _R, _R, _A2, _A2, _A2, nt.float64, nt.int64[::1], _R, nt.int64[::1],
+        nt.int64[::1], _O2, _O2, _OK)),
+    'moving_constrained_forward_dynamics_batch': ('floating_base', (
+        _I, _R, _R, _R, nt.boolean, _R, _V, _A2, _A2, _A2, nt.float64, nt.int64[::1], _R,
+        nt.int64[::1], nt.int64[::1], _O2, _O2, _OK)),
+    'fixed_constrained_forward_dynamics_batch': ('floating_base', (
+        _I, _R, _R, _R, _V, _A2, _A2, _A2, nt.int64[::1], _R, nt.int64[::1], nt.int64[::1],
+        _O2, _O2, _OK)),
     'floating_jacobian': ('floating_base', (_I, _R, _R, _R, _V, nt.float64, _K, _V, _K, _O2)),
     'floating_forward_dynamics': ('floating_base', (_I, _R, _R, _V, _V, _V, nt.float64, _O1)),
     'moving_rnea': ('floating_base', (_I, _R, _R, nt.boolean, _R, _V, _V, _V, _V, nt.int64,
