@@ -61,7 +61,7 @@ from .kernels.layout import LOCAL_WORLD_ALIGNED, SITE_BODY
 from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
-from .written_out import write_out
+from .written_out import parameter_names, write_out
 from .checks import (_body_parameters, _host_only, _on_device, _PARTS, _step_arguments,
                      _wrenches, argument_names, ArrayChecker, BASE_TYPES, frame_name)
 
@@ -456,7 +456,7 @@ class MovingBase:
             return None
         names = names or argument_names(method, len(arrays))
         for name, a in zip(names, arrays):
-            _host_only(a, name, getattr(method, '__name__', ''))
+            _host_only(a, name, getattr(getattr(method, 'func', method), '__name__', ''))
         values = {name: (k, np.asarray(a, dtype=float))
                   for k, (name, a) in enumerate(zip(names, arrays))
                   if a is not None and np.ndim(a) == 2}
@@ -709,6 +709,14 @@ class MovingBase:
             out = _empty(self._nq)
             if native.moving_integrate(self._planar, q, v, dt, QUATERNION_TOLERANCE, out):
                 return out
+        rows = _batch_rows(q, v)
+        if rows is not None:        # a bad row: the per-row loop below names it
+            out = _empty((rows[0].shape[0], self._nq))
+            if native.moving_integrate_batch(self._planar, *rows, dt, QUATERNION_TOLERANCE, out):
+                return out
+        batch = self._batch(functools.partial(self._integrate, dt=dt), q, v, names=('q', 'v'))
+        if batch is not None:
+            return batch
         return self._integrate_readable(q, v, dt)
 
     @_batched('q', 'v')
@@ -754,6 +762,14 @@ class MovingBase:
             out = _empty(self._nv)
             if native.moving_difference(self._planar, q0, q1, QUATERNION_TOLERANCE, out):
                 return out
+        rows = _batch_rows(q0, q1)
+        if rows is not None:        # a bad row: the per-row loop below names it
+            out = _empty((rows[0].shape[0], self._nv))
+            if native.moving_difference_batch(self._planar, *rows, QUATERNION_TOLERANCE, out):
+                return out
+        batch = self._batch(self.difference, q0, q1, names=('q0', 'q1'))
+        if batch is not None:
+            return batch
         return self._difference_readable(q0, q1)
 
     @_batched('q0', 'q1')
@@ -1307,7 +1323,7 @@ _COMPILED_BASE = {
         f'self._sites, self._origin, {{}}, {_TOL}, k, _ORIGIN3, code', 'q', 'self._6nv',
         'self._jacobian(q, link, point, frame)', prelude=_SITE,
         fast_if='code >= 0 and point is None', gpu='self.on_gpu().jacobian(q, link, point, frame)',
-        batch=False, moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
+        moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code',
         doc="""
         Return the 6 x nv Jacobian of a link or a point on it (rows: linear, angular).
@@ -1322,7 +1338,7 @@ _COMPILED_BASE = {
         "q: ArrayLike, v: ArrayLike, link: str, point: ArrayLike | None = None, "
         "frame: str = 'local_world_aligned'", ('q', 'v'), 'moving_jacobian_derivative',
         '', 'q, v', 'self._6nv', 'self._jacobian_derivative(q, v, link, point, frame)',
-        prelude=_SITE, fast_if='code >= 0 and point is None', batch=False,
+        prelude=_SITE, fast_if='code >= 0 and point is None',
         moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code', doc="""
         Return J'(q, v), 6 x nv: the time derivative of :meth:`jacobian` (same frame).
@@ -1334,7 +1350,7 @@ _COMPILED_BASE = {
         """),
     'coriolis_matrix': _BaseRow(
         'q: ArrayLike, v: ArrayLike', ('q', 'v'), 'moving_coriolis_matrix', '', 'q, v',
-        'self._shape_m', 'self._coriolis_matrix_readable(q, v)', batch=False,
+        'self._shape_m', 'self._coriolis_matrix_readable(q, v)',
         moving=f'self._planar, self._pk, {{}}, {_TOL}', doc="""
         Return the nv x nv Coriolis matrix C: M' - 2C is skew and C v = h(q, v) - G(q).
 
@@ -1347,18 +1363,18 @@ _COMPILED_BASE = {
         'q: ArrayLike, link: str', ('q',), 'moving_link_pose', '', 'q', '_SHAPE_44',
         'self._link_pose_readable(q, link)', prelude=(
             'try:', '    k = self._site_rows[link]', 'except (KeyError, TypeError):',
-            '    k = -1'), fast_if='k >= 0', batch=False,
+            '    k = -1'), fast_if='k >= 0',
         moving=f'self._sites, {_MOVING_BASE}, {{}}, {_TOL}, k',
         doc='Return the 4x4 pose of a link in the world.'),
     'link_poses': _BaseRow(
         'q: ArrayLike', ('q',), 'moving_link_poses', '', 'q', 'self._L44',
-        'self._link_poses_readable(q)', batch=False, gpu='self.on_gpu().link_poses(q)[0]',
+        'self._link_poses_readable(q)', gpu='self.on_gpu().link_poses(q)[0]',
         moving=f'self._sites, {_MOVING_BASE}, {{}}, {_TOL}',
         doc="Return the 4 x 4 poses of all links in the world, (L, 4, 4) in ``link_names`` "
             "order."),
     'center_of_mass': _BaseRow(
         'q: ArrayLike, include_root: bool = True', ('q',), 'moving_center_of_mass', '', 'q',
-        '_SHAPE_3', 'self._center_of_mass_readable(q)', batch=False,
+        '_SHAPE_3', 'self._center_of_mass_readable(q)',
         gpu='self.on_gpu().center_of_mass(q)', moving=f'{_MOVING_BASE}, {{}}, {_TOL}', doc="""
         Return the centre of mass of the whole robot (base included) in the world (3,).
 
@@ -1366,12 +1382,12 @@ _COMPILED_BASE = {
         """),
     'center_of_mass_jacobian': _BaseRow(
         'q: ArrayLike, include_root: bool = True', ('q',), 'moving_center_of_mass_jacobian',
-        '', 'q', 'self._shape_3v', 'self._center_of_mass_jacobian_readable(q)', batch=False,
+        '', 'q', 'self._shape_3v', 'self._center_of_mass_jacobian_readable(q)',
         moving=f'{_MOVING_BASE}, {{}}, {_TOL}',
         doc='Return the 3 x nv Jacobian of :meth:`center_of_mass` (world axes).'),
     'centroidal_momentum_matrix': _BaseRow(
         'q: ArrayLike', ('q',), 'moving_centroidal_momentum_matrix', '', 'q', 'self._6nv',
-        'self._centroidal_momentum_matrix_readable(q)', batch=False,
+        'self._centroidal_momentum_matrix_readable(q)',
         moving=f'{_MOVING_BASE}, {{}}, {_TOL}', doc="""
         Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
 
@@ -1383,7 +1399,7 @@ _COMPILED_BASE = {
         """),
     'coriolis_star': _BaseRow(
         'q: ArrayLike, method: str | None = None', ('q',), 'moving_coriolis_star', '', 'q',
-        'self._shape_star', 'self._coriolis_star_readable(q)', batch=False,
+        'self._shape_star', 'self._coriolis_star_readable(q)',
         moving=f'self._planar, self._pk, {{}}, {_TOL}', prelude=(
             'if method is not None:',
             "    raise ValueError(f'coriolis_star: method {method!r} is for a fixed base; a "
@@ -1402,7 +1418,7 @@ _COMPILED_BASE = {
         "q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str, point: ArrayLike | None = "
         "None, frame: str = 'local_world_aligned'", ('q', 'v', 'dv'), 'moving_acceleration',
         '', 'q, v, dv', '_SHAPE_6', 'self._acceleration_readable(q, v, dv, link, point, frame)',
-        prelude=_SITE, fast_if='code >= 0 and point is None', batch=False,
+        prelude=_SITE, fast_if='code >= 0 and point is None',
         moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code', doc="""
         Return the classical acceleration of a link point (6: linear, angular).
@@ -1418,7 +1434,7 @@ _COMPILED_BASE = {
         "q: ArrayLike, link: str, point: ArrayLike | None = None, "
         "frame: str = 'local_world_aligned'", ('q',), 'moving_hessian', '', 'q',
         'self._shape_h', 'self._hessian_readable(q, link, point, frame)', prelude=_SITE,
-        fast_if='code >= 0 and point is None', batch=False,
+        fast_if='code >= 0 and point is None',
         moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code', doc="""
         Return the 6 x nv^2 Hessian of :meth:`jacobian`: H[:, s*nv + k] = dJ[:, s]/dq_k.
@@ -1484,17 +1500,23 @@ def _compiled_base(name: str, row: _BaseRow):
         lines += [f'    if _on_device({row.arrays[0]}):', f'        return {row.gpu}']
     if row.batch:       # a bad row or a singular M: the per-row loop below says which
         lines += [f'    rows = _batch_rows({row.states})',
-                  '    if rows is not None:',
-                  f'        out = _empty((rows[0].shape[0], *{row.shape}))',
-                  '        if self._same:',
-                  f'            if native.{row.kernel}_batch(self._ints, self._reals, '
-                  f"{row.args.format('*rows')}, out):",
-                  f'                return {batch_parts}']
+                  f"    if rows is not None{' and ' + row.fast_if if row.fast_if else ''}:",
+                  f'        out = _empty((rows[0].shape[0], *{row.shape}))']
+        if row.kernel != moving:
+            lines += ['        if self._same:',
+                      f'            if native.{row.kernel}_batch(self._ints, self._reals, '
+                      f"{row.args.format('*rows')}, out):",
+                      f'                return {batch_parts}']
         if row.moving:
-            lines += [f'        elif self._pk is not None and native.{moving}_batch('
+            lines += [f"        {'el' if row.kernel != moving else ''}if self._pk is not None "
+                      f'and native.{moving}_batch('
                       f"self._ints, self._reals, {row.moving.format('*rows')}, out):",
                       f'            return {batch_parts}']
-        lines += [f'    batch = self._batch(self.{name}, {", ".join(row.arrays)})',
+        others = [p for p in parameter_names(row.params) if p not in row.arrays]
+        method = (f'functools.partial(self.{name}, {", ".join(f"{p}={p}" for p in others)})'
+                  if others else f'self.{name}')      # each row's single call: compiled
+        lines += [f'    batch = self._batch({method}, {", ".join(row.arrays)}, '
+                  f'names={row.arrays!r})',
                   '    if batch is not None:', '        return batch']
     lines.append(f'    return {row.general}')
     return write_out(lines, globals(), f'_COMPILED_BASE[{name!r}]', f'MovingBase.{name}',

@@ -48,3 +48,12 @@ def write_out(lines: list, module: dict, where: str, qualname: str, doc: str):
     method.__qualname__ = qualname
     method.__module__ = module['__name__']
     return method
+
+
+def parameter_names(params: str) -> list:
+    """Return the names in a parameter list as written in a signature ('q: ArrayLike, ...')."""
+    code = compile(f'def f({params}): pass', '<parameters>', 'exec',
+                   __future__.annotations.compiler_flag, dont_inherit=True)
+    defined = {}
+    exec(code, {}, defined)     # noqa: S102  (a parameter list of the package's tables)
+    return list(inspect.signature(defined['f']).parameters)

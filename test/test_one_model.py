@@ -471,6 +471,43 @@ def test_simulate_runs_a_batch_in_one_compiled_call_equal_to_the_single_calls(
     np.testing.assert_array_equal(v, np.stack([r[1] for r in broadcast]))
 
 
+# what a moving base computes for a batch in one compiled call, no loop over rows in Python
+MOVING_BATCHES = ['acceleration', 'bias_torque', 'center_of_mass', 'center_of_mass_jacobian',
+                  'centroidal_momentum_matrix', 'christoffel', 'constrained_forward_dynamics',
+                  'coriolis_matrix', 'coriolis_star', 'difference', 'forward_dynamics',
+                  'gravity_torque', 'hessian', 'integrate', 'inverse_dynamics', 'jacobian',
+                  'jacobian_derivative', 'link_pose', 'link_poses', 'mass_matrix', 'simulate']
+
+
+@pytest.mark.parametrize('method', MOVING_BATCHES)
+@pytest.mark.parametrize('kind', ['floating quadruped', 'planar base'])
+def test_a_moving_base_computes_a_batch_in_one_compiled_call(kind, method, monkeypatch):
+    """Each row is the single call's, bit for bit; a broadcast q too; empty batches."""
+    model, _ = build(kind)
+    call, link = METHODS[method], CASES[kind][2][0]
+    states = [state(model, 90 + k) for k in range(5)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    single = [call(model, Q[k], V[k], A[k], link) for k in range(5)]
+    broadcast = [call(model, Q[0], V[k], A[k], link) for k in range(5)]
+
+    def no_loop(*args, **kwargs):
+        raise AssertionError(f'{method}: the batch took the per-row path')
+    monkeypatch.setattr(model, '_rows', no_loop)
+    first = single[0][0] if isinstance(single[0], tuple) else single[0]
+    for got, rows in ((call(model, Q, V, A, link), single),
+                      (call(model, Q[0], V, A, link), broadcast)):
+        if np.ndim(got[0] if isinstance(got, tuple) else got) == np.ndim(first):
+            continue        # a method of q alone: one q is one state, not a batch
+        for k, want in enumerate(rows):
+            for g, w in zip(got if isinstance(got, tuple) else (got,),
+                            want if isinstance(want, tuple) else (want,)):
+                np.testing.assert_array_equal(g[k], w, err_msg=f'{method} row {k}')
+    empty = call(model, Q[:0], V[:0], A[:0], link)
+    for e, w in zip(empty if isinstance(empty, tuple) else (empty,),
+                    single[0] if isinstance(single[0], tuple) else (single[0],)):
+        assert np.shape(e) == (0, *np.shape(w)), method
+
+
 def test_constrained_forward_dynamics_of_a_batch_is_one_compiled_call(case, monkeypatch):
     """Legged rollouts: every row is the single call's bit for bit, with no loop over rows."""
     import kron_dynamics.robot_model as robot_model

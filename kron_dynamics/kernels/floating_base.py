@@ -1688,3 +1688,183 @@ def fixed_constrained_forward_dynamics_batch(ints, reals, sites, cpl, arm, U, UD
                                                    TAU[r], rows, points, dims, local, DV[r],
                                                    LAM[r])
     return True
+
+
+# ------------------------------------------------------------------ kinematic batches
+# The batch twins of the moving base's kinematics and Coriolis terms: the single kernel per
+# row (bit for bit), the rows spread over the threads; False if any row is refused (the
+# facade's per-row loop then names it).
+@pjit
+def floating_jacobian_batch(ints, reals, sites, origin, Q, tol, k, point, frame, out):
+    """:func:`floating_jacobian` per row of Q (N, nq) into out (N, 6, nv)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = floating_jacobian(ints, reals, sites, origin, Q[r], tol, k, point, frame, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_jacobian_batch(ints, reals, sites, origin, planar, pk, Q, tol, k, point, frame, out):
+    """:func:`moving_jacobian` per row of Q (N, nq) into out (N, 6, nv)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_jacobian(ints, reals, sites, origin, planar, pk, Q[r], tol, k, point,
+                                frame, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_jacobian_derivative_batch(ints, reals, sites, origin, planar, pk, Q, V, tol, k,
+                                     point, frame, out):
+    """:func:`moving_jacobian_derivative` per row of Q, V into out (N, 6, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_jacobian_derivative(ints, reals, sites, origin, planar, pk, Q[r], V[r],
+                                           tol, k, point, frame, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_acceleration_batch(ints, reals, sites, origin, planar, pk, Q, V, DV, tol, k, point,
+                              frame, out):
+    """:func:`moving_acceleration` per row of Q, V, DV into out (N, 6)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or DV.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_acceleration(ints, reals, sites, origin, planar, pk, Q[r], V[r], DV[r],
+                                    tol, k, point, frame, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_hessian_batch(ints, reals, sites, origin, planar, pk, Q, tol, k, point, frame, out):
+    """:func:`moving_hessian` per row of Q (N, nq) into out (N, 6, nv^2)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_hessian(ints, reals, sites, origin, planar, pk, Q[r], tol, k, point,
+                               frame, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_link_pose_batch(ints, reals, sites, origin, planar, pk, Q, tol, k, out):
+    """:func:`moving_link_pose` per row of Q (N, nq) into out (N, 4, 4)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_link_pose(ints, reals, sites, origin, planar, pk, Q[r], tol, k, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_link_poses_batch(ints, reals, sites, origin, planar, pk, Q, tol, out):
+    """:func:`moving_link_poses` per row of Q (N, nq) into out (N, L, 4, 4)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_link_poses(ints, reals, sites, origin, planar, pk, Q[r], tol, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_center_of_mass_batch(ints, reals, origin, planar, pk, Q, tol, out):
+    """:func:`moving_center_of_mass` per row of Q (N, nq) into out (N, 3)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_center_of_mass(ints, reals, origin, planar, pk, Q[r], tol, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_center_of_mass_jacobian_batch(ints, reals, origin, planar, pk, Q, tol, out):
+    """:func:`moving_center_of_mass_jacobian` per row of Q (N, nq) into out (N, 3, nv)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_center_of_mass_jacobian(ints, reals, origin, planar, pk, Q[r], tol,
+                                               out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_centroidal_momentum_matrix_batch(ints, reals, origin, planar, pk, Q, tol, out):
+    """:func:`moving_centroidal_momentum_matrix` per row of Q (N, nq) into out (N, 6, nv)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_centroidal_momentum_matrix(ints, reals, origin, planar, pk, Q[r], tol,
+                                                  out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_coriolis_star_batch(ints, reals, planar, pk, Q, tol, out):
+    """:func:`moving_coriolis_star` per row of Q (N, nq) into out (N, nv, nv^2)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_coriolis_star(ints, reals, planar, pk, Q[r], tol, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_coriolis_matrix_batch(ints, reals, planar, pk, Q, V, tol, out):
+    """:func:`moving_coriolis_matrix` per row of Q, V into out (N, nv, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_coriolis_matrix(ints, reals, planar, pk, Q[r], V[r], tol, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_integrate_batch(planar, Q, V, dt, tol, out):
+    """:func:`moving_integrate` per row of Q (N, nq), V (N, nv) into out (N, nq)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_integrate(planar, Q[r], V[r], dt, tol, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_difference_batch(planar, Q0, Q1, tol, out):
+    """:func:`moving_difference` per row of Q0, Q1 (N, nq) into out (N, nv)."""
+    N = Q0.shape[0]
+    if Q1.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_difference(planar, Q0[r], Q1[r], tol, out[r])
+    return np.all(ok)
