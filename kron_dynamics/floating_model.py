@@ -690,16 +690,18 @@ class MovingBase:
         P = self._Pk
         return np.einsum('abc,ai,bj,ck->ijk', dMk, P, P, P, optimize=True)
 
-    @_batched('q', 'v')
-    def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float:
-        """Return T = v^T M(q) v / 2."""
-        v = self._vector(v, self.nv, 'v')
-        return 0.5 * float(v @ self.mass_matrix(q) @ v)
+    def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float | Array:
+        """Return T = v^T M(q) v / 2 (an (N,) array for a batch: M by the compiled batch)."""
+        if np.ndim(q) < 2 and np.ndim(v) < 2:
+            v = self._vector(v, self.nv, 'v')
+            return 0.5 * float(v @ self.mass_matrix(q) @ v)
+        (q, v), _ = self._check.arrays(True, q=q, v=v)
+        return 0.5 * np.einsum('ki,ki->k', v, (self.mass_matrix(q) @ v[:, :, None])[:, :, 0])
 
-    @_batched('q')
-    def potential_energy(self, q: ArrayLike) -> float:
-        """Return V = -m g . c: the whole robot's mass at its centre (world frame)."""
-        return -self.total_mass * float(self.gravity @ self.center_of_mass(q))
+    def potential_energy(self, q: ArrayLike) -> float | Array:
+        """Return V = -m g . c: the whole robot's mass at its centre (world frame; batches)."""
+        V = -self.total_mass * (self.center_of_mass(q) @ self.gravity)
+        return float(V) if np.ndim(V) == 0 else V
 
     # ----------------------------------------------------------------- configuration space
     def _integrate(self, q: ArrayLike, v: ArrayLike, dt: float) -> Array:
@@ -1051,7 +1053,6 @@ class MovingBase:
             return np.concatenate([R @ a[:3], R @ a[3:]])
         return np.concatenate([R @ a[:3], R @ a[3:]])
 
-    @_batched('q', 'v')
     def jacobian_derivative_times_velocity(self, q: ArrayLike, v: ArrayLike, link: str,
                                            point: ArrayLike | None = None,
                                            frame: str = 'local_world_aligned') -> Array:
@@ -1063,6 +1064,16 @@ class MovingBase:
         in the link's moving axes; 'world': that of the spatial velocity at the world origin.
         """
         frame = frame_name(frame)
+        if point is None and max(np.ndim(q), np.ndim(v)) == 2:     # the compiled batches
+            if frame == 'local_world_aligned':
+                return self.acceleration(q, v, np.zeros(self.nv), link)
+            (q, v), _ = self._check.arrays(True, q=q, v=v)
+            return np.einsum('kij,kj->ki', self.jacobian_derivative(q, v, link, None, frame), v)
+        return self._jacobian_derivative_times_velocity(q, v, link, point, frame)
+
+    @_batched('q', 'v')
+    def _jacobian_derivative_times_velocity(self, q, v, link, point, frame) -> Array:
+        """:meth:`jacobian_derivative_times_velocity` of one state (a checked frame name)."""
         if frame != 'local_world_aligned' and point is None:     # J' compiled, whole
             v = self._vector(v, self.nv, 'v')
             return self.jacobian_derivative(q, v, link, None, frame) @ v
@@ -1149,8 +1160,7 @@ class MovingBase:
         if not (np.isfinite(damping) and damping >= 0.0):
             raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
         if np.ndim(q) == 2:
-            return self._batch(lambda x: self.operational_space_inertia(
-                x, link, point, frame, part, damping), q, names=('q',))
+            return self._task_inertias(q, link, point, frame, part, damping)
         J, M = self.jacobian(q, link, point, frame)[rows], self.mass_matrix(q)
         out = np.empty((rows.stop - rows.start,) * 2)
         if native.task_inertia(M, J, damping, OPERATIONAL_RCOND, out):     # one compiled call

@@ -108,10 +108,10 @@ def _lock_unlisted(description: RobotDescription, joint_names) -> RobotDescripti
     return lock_joints(description, others) if others else description
 
 
-def _row_call(method, k: int, arrays, contacts) -> tuple:
-    """Return method's results (a tuple) for row k of the 2-D arrays; its error names the row."""
+def _row_call(method, k: int, arrays, *args) -> tuple:
+    """Return method's results (a tuple) at row k of the 2-D arrays; its error names the row."""
     try:
-        x = method(*[a[k] if a.ndim == 2 else a for a in arrays], contacts)
+        x = method(*[a[k] if a.ndim == 2 else a for a in arrays], *args)
     except ValueError as exc:       # ModelError, SingularJacobianError, ...: the same type
         exc.args = (f'row {k}: {exc.args[0] if exc.args else exc}', *exc.args[1:])
         raise
@@ -770,8 +770,7 @@ class RobotModel:
         if N == 0:
             return np.empty((0, size, size))
         if N is not None:
-            return self._per_row(lambda x: self.operational_space_inertia(
-                x, link, point, frame, part, damping), N, q)
+            return self._task_inertias(q, link, point, frame, part, damping)
         J, M = self.jacobian(q, link, point, frame)[rows], self.mass_matrix(q)
         out = np.empty((size, size))
         if native.task_inertia(M, J, damping, OPERATIONAL_RCOND, out):     # one compiled call
@@ -779,6 +778,26 @@ class RobotModel:
         return operational_space_inertia(      # the readable algorithm: its error says why
             J, M, list(self.joint_names), damping,
             f"J M^-1 J^T of link '{link}' ({part} rows, frame '{frame}')")
+
+    def _task_inertias(self, q, link, point, frame, part, damping) -> Array:
+        """
+        :meth:`operational_space_inertia` of a batch of q (checked arguments).
+
+        J and M by their compiled batches, then one compiled call (task_inertia_batch); a
+        row it refuses is the single call's, whose error says why, naming the row.
+        """
+        rows = _PARTS[part]
+        J = np.ascontiguousarray(self.jacobian(q, link, point, frame)[:, rows])
+        M = np.ascontiguousarray(self.mass_matrix(q))
+        size = rows.stop - rows.start
+        out, ok = np.empty((J.shape[0], size, size)), np.zeros(J.shape[0], dtype=bool)
+        if not native.task_inertia_batch(M, J, damping, OPERATIONAL_RCOND, out, ok):
+            raise RuntimeError('compiled kernel refused checked inputs')
+        q = np.asarray(q, dtype=float)
+        for k in np.flatnonzero(~ok):
+            out[k] = _row_call(lambda x: self.operational_space_inertia(
+                x, link, point, frame, part, damping), k, (q,))[0]
+        return out
 
     def _bodies(self):
         """Yield (link, mass, centre of mass, central inertia) of every moving body, link frame."""
@@ -1287,7 +1306,7 @@ class RobotModel:
         (q, qd), N = self._inputs(q=q, qd=qd)
         M = self.mass_matrix(q)
         if N is not None:
-            return 0.5 * np.einsum('ki,kij,kj->k', qd, M, qd)
+            return 0.5 * np.einsum('ki,ki->k', qd, (M @ qd[:, :, None])[:, :, 0])
         return 0.5 * float(qd @ M @ qd)
 
     def potential_energy(self, q: ArrayLike) -> float | Array:

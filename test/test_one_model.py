@@ -476,13 +476,18 @@ MOVING_BATCHES = ['acceleration', 'bias_torque', 'center_of_mass', 'center_of_ma
                   'centroidal_momentum_matrix', 'christoffel', 'constrained_forward_dynamics',
                   'coriolis_matrix', 'coriolis_star', 'difference', 'forward_dynamics',
                   'gravity_torque', 'hessian', 'integrate', 'inverse_dynamics', 'jacobian',
-                  'jacobian_derivative', 'link_pose', 'link_poses', 'mass_matrix', 'simulate']
+                  'jacobian_derivative', 'link_pose', 'link_poses', 'mass_matrix', 'simulate',
+                  'potential_energy']
+# the same, from the compiled batches and a NumPy product per row (not the single call's bits)
+MOVING_NEAR = ['kinetic_energy', 'jacobian_derivative_times_velocity',
+               'operational_space_inertia']
 
 
-@pytest.mark.parametrize('method', MOVING_BATCHES)
+@pytest.mark.parametrize('method', MOVING_BATCHES + MOVING_NEAR)
 @pytest.mark.parametrize('kind', ['floating quadruped', 'planar base'])
 def test_a_moving_base_computes_a_batch_in_one_compiled_call(kind, method, monkeypatch):
     """Each row is the single call's, bit for bit; a broadcast q too; empty batches."""
+    import kron_dynamics.robot_model as robot_model
     model, _ = build(kind)
     call, link = METHODS[method], CASES[kind][2][0]
     states = [state(model, 90 + k) for k in range(5)]
@@ -493,6 +498,7 @@ def test_a_moving_base_computes_a_batch_in_one_compiled_call(kind, method, monke
     def no_loop(*args, **kwargs):
         raise AssertionError(f'{method}: the batch took the per-row path')
     monkeypatch.setattr(model, '_rows', no_loop)
+    monkeypatch.setattr(robot_model, '_row_call', no_loop)
     first = single[0][0] if isinstance(single[0], tuple) else single[0]
     for got, rows in ((call(model, Q, V, A, link), single),
                       (call(model, Q[0], V, A, link), broadcast)):
@@ -501,11 +507,45 @@ def test_a_moving_base_computes_a_batch_in_one_compiled_call(kind, method, monke
         for k, want in enumerate(rows):
             for g, w in zip(got if isinstance(got, tuple) else (got,),
                             want if isinstance(want, tuple) else (want,)):
-                np.testing.assert_array_equal(g[k], w, err_msg=f'{method} row {k}')
+                if method in MOVING_NEAR:
+                    np.testing.assert_allclose(g[k], w, rtol=1e-13, atol=1e-13,
+                                               err_msg=f'{method} row {k}')
+                else:
+                    np.testing.assert_array_equal(g[k], w, err_msg=f'{method} row {k}')
     empty = call(model, Q[:0], V[:0], A[:0], link)
     for e, w in zip(empty if isinstance(empty, tuple) else (empty,),
                     single[0] if isinstance(single[0], tuple) else (single[0],)):
         assert np.shape(e) == (0, *np.shape(w)), method
+
+
+def test_operational_space_inertia_of_a_batch_is_compiled_and_names_a_singular_row(
+        case, monkeypatch):
+    """task_inertia_batch on every model: the single call's values; a singular row is named."""
+    import kron_dynamics.robot_model as robot_model
+    from kron_dynamics import SingularJacobianError
+    kind, model, pair = case
+    link = CASES[kind][2][0]
+    Q = np.stack([state(model, 110 + k)[0] for k in range(4)])
+    single = [model.operational_space_inertia(Q[k], link) for k in range(4)]
+
+    def no_loop(*args, **kwargs):
+        raise AssertionError('a regular row of the batch took the per-row path')
+    with monkeypatch.context() as patch:
+        patch.setattr(robot_model, '_row_call', no_loop)
+        patch.setattr(model, '_per_row', no_loop)
+        got = model.operational_space_inertia(Q, link)
+    np.testing.assert_allclose(got, np.stack(single), rtol=1e-12, atol=1e-12)
+    if model.base == 'floating':
+        return      # every link moves in 6 directions with the base: no singular row
+    # a link too few coordinates move (the first after the root): singular in every row,
+    # the first named; damped, every row is the single damped call's
+    root_child = model.link_names[1]
+    with pytest.raises(SingularJacobianError, match=r'^row 0: '):
+        model.operational_space_inertia(Q, root_child)
+    damped = model.operational_space_inertia(Q, root_child, damping=0.1)
+    for k in range(4):
+        np.testing.assert_allclose(damped[k], model.operational_space_inertia(
+            Q[k], root_child, damping=0.1), rtol=1e-12, atol=1e-12)
 
 
 def test_constrained_forward_dynamics_of_a_batch_is_one_compiled_call(case, monkeypatch):

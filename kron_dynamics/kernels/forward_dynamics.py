@@ -663,3 +663,14 @@ def task_inertia(M, J, damping, rcond, out):
         for r in range(m):
             out[r, c] = x[r]
     return True
+
+
+@pjit
+def task_inertia_batch(M, J, damping, rcond, out, ok):
+    """:func:`task_inertia` per row of M (N, n, n) and J (N, m, n) into out; ok[r] per row."""
+    N = M.shape[0]
+    if J.shape[0] != N or out.shape[0] != N or ok.shape[0] != N:
+        return False
+    for r in numba.prange(N):
+        ok[r] = task_inertia(M[r], J[r], damping, rcond, out[r])
+    return True

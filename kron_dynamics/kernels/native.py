@@ -67,6 +67,7 @@ SIGNATURES = {
                                         nt.int64[::1], nt.int64[::1], _O2, _O1)),
     'solve_columns': ('forward_dynamics', (_R, _R, nt.float64, _O2)),
     'task_inertia': ('forward_dynamics', (_R, _R, nt.float64, nt.float64, _O2)),
+    'task_inertia_batch': ('forward_dynamics', (_O3, _O3, nt.float64, nt.float64, _O3, _OK)),
     'floating_rnea': ('floating_base', (_I, _R, _R, _V, _V, _V, nt.int64, nt.float64, _O1)),
     'floating_crba': ('floating_base', (_I, _R, _V, nt.float64, _O2)),
     'floating_rnea_batch': ('floating_base', (_I, _R, _R, _A2, _A2, _A2, nt.int64, nt.float64,
