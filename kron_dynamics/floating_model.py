@@ -292,6 +292,7 @@ class MovingBase:
         self._L44, self._shape_3v = (len(self._site_rows), 4, 4), (3, self.nv)
         self._shape_star = (self.nv, self.nv * self.nv)
         self._shape_h = (6, self.nv * self.nv)
+        self._shape_dm = (self.nv, self.nv, self.nv)
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
 
@@ -679,8 +680,8 @@ class MovingBase:
         return Y if self._same else (self._Pk.T @ Y if self._sel is None else Y[self._sel])
 
     @_batched('q')
-    def mass_matrix_derivative(self, q: ArrayLike) -> Array:
-        """Return dM/dq [i, j, k] = dM_ij/dq_k along integrate(q, e_k t): 0 for the base."""
+    def _mass_matrix_derivative_readable(self, q: ArrayLike) -> Array:
+        """Return :meth:`mass_matrix_derivative` projected by NumPy (the kernel's reference)."""
         _, _, _, qk = self._split(q)
         nk = len(qk)
         dMk = np.empty((nk, nk, nk))
@@ -1423,6 +1424,15 @@ _COMPILED_BASE = {
         ``method``: None only. One compiled call
         (``kernels.floating_base.moving_coriolis_star``); the polarization of h - G is its
         reference.
+        """),
+    'mass_matrix_derivative': _BaseRow(
+        'q: ArrayLike', ('q',), 'moving_mass_matrix_derivative', '', 'q', 'self._shape_dm',
+        'self._mass_matrix_derivative_readable(q)', moving=f'self._planar, self._pk, {{}}, {_TOL}',
+        doc="""
+        Return dM/dq [i, j, k] = dM_ij/dq_k along integrate(q, e_k t): 0 for the base.
+
+        One compiled call (``kernels.floating_base.moving_mass_matrix_derivative``): the
+        tree's dM/dq behind the base chain, projected on the model's velocities.
         """),
     'acceleration': _BaseRow(
         "q: ArrayLike, v: ArrayLike, dv: ArrayLike, link: str, point: ArrayLike | None = "

@@ -1651,6 +1651,7 @@ class CoupledRobotModel(RobotModel):
         self._zeros = np.zeros(self._n)
         self._zeros.setflags(write=False)
         self._6n = (6, self._n)
+        self._nnn3 = (self._n, self._n, self._n)
         self._contact_cache = {}
         self._contact_kernel = None if self._cpl is None else (
             self._fints, self._freals, self._fsites, self._cpl, self.armature)
@@ -1788,9 +1789,22 @@ class CoupledRobotModel(RobotModel):
 
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:
         """Return dM_u/du [i, j, k] = sum B_ai B_bj B_ck dM_ab/dq_c (B constant)."""
+        if self._cpl is not None and _is_vector(q):
+            out = np.empty(self._nnn3)
+            if native.coupled_mass_matrix_derivative(self._fints, self._freals, self._cpl, q,
+                                                     out):
+                return out
         (u,), N = self._inputs(q=q)
         if N is not None:
-            return self._per_row(self.mass_matrix_derivative, N, u)
+            out = np.empty((N, *self._nnn3))
+            if self._cpl is not None and native.coupled_mass_matrix_derivative_batch(
+                    self._fints, self._freals, self._cpl, u, out):
+                return out
+            return self._per_row(self._mass_matrix_derivative_readable, N, u)
+        return self._mass_matrix_derivative_readable(u)
+
+    def _mass_matrix_derivative_readable(self, u: Array) -> Array:
+        """:meth:`mass_matrix_derivative` of one checked u by NumPy (the kernel's reference)."""
         dM = self._full.mass_matrix_derivative(self._lift(u))
         return np.einsum('abc,ai,bj,ck->ijk', dM, *(self._joint_map.B,) * 3, optimize=True)
 

@@ -160,10 +160,11 @@ def random_model(seed, mimic=0.0):
                                       mimic_fraction=mimic)
 
 
+@pytest.mark.parametrize('mimic', [0.0, 0.4])
 @pytest.mark.parametrize('seed', range(4))
-def test_a_mass_matrix_derivative_batch_is_one_compiled_call(seed, monkeypatch):
+def test_a_mass_matrix_derivative_batch_is_one_compiled_call(seed, mimic, monkeypatch):
     """dM/dq of N configurations: each row the single call's bit for bit, no loop over rows."""
-    model, rng = random_model(seed)
+    model, rng = random_model(seed + (300 if mimic else 0), mimic)
     Q = np.array([model.random_configuration(rng) for _ in range(9)])
     singles = np.stack([model.mass_matrix_derivative(q) for q in Q])
 

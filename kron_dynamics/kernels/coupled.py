@@ -29,7 +29,7 @@ import numba
 import numpy as np
 
 from .algebra import chunks, inline, jit, pjit
-from .coriolis_star import coriolis_matrix, coriolis_star
+from .coriolis_star import coriolis_matrix, coriolis_star, mass_matrix_derivative
 from .crba import _crba_row, centroidal_momentum_matrix, NC
 from .forward_dynamics import cholesky_solve_into
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
@@ -99,6 +99,51 @@ def project_columns(cpl, J, out):
         if a >= 0:
             for r in range(J.shape[0]):
                 out[r, a] += m * J[r, f]
+
+
+@jit
+def project_cube(cpl, T, out):
+    """Write out[a, b, c] = sum B_ia B_jb B_kc T[i, j, k] (T with the full tree's indices)."""
+    out[:, :, :] = 0.0
+    nf = cpl.shape[0]
+    for i in range(nf):
+        a = int(cpl[i, 0])
+        if a < 0:
+            continue
+        for j in range(nf):
+            b = int(cpl[j, 0])
+            if b < 0:
+                continue
+            m = cpl[i, 1] * cpl[j, 1]
+            for k in range(nf):
+                c = int(cpl[k, 0])
+                if c >= 0:
+                    out[a, b, c] += m * cpl[k, 1] * T[i, j, k]
+
+
+@jit
+def coupled_mass_matrix_derivative(ints, reals, cpl, u, out):
+    """dM_u/du (n, n, n) = dM/dq of the full tree at q = B u + d, projected; False on bad u."""
+    nf, n = ints.shape[0], out.shape[0]
+    if u.shape[0] != n:
+        return False
+    q, dM = np.empty(nf), np.empty((nf, nf, nf))
+    if not (lift(cpl, u, True, q) and mass_matrix_derivative(ints, reals, q, dM)):
+        return False
+    project_cube(cpl, dM, out)
+    return True
+
+
+@pjit
+def coupled_mass_matrix_derivative_batch(ints, reals, cpl, U, out):
+    """:func:`coupled_mass_matrix_derivative` per row of U (N, n) into out (N, n, n, n)."""
+    N = U.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = coupled_mass_matrix_derivative(ints, reals, cpl, U[r], out[r])
+    return np.all(ok)
 
 
 @jit

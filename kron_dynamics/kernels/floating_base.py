@@ -36,8 +36,8 @@ from .forward_dynamics import (cholesky_factor, cholesky_substitute, fd_work,
                                forward_dynamics_into, forward_substitute, gram, tree_solve_into)
 from .jacobians import _jacobian_row, acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
-from .coriolis_star import coriolis_star
-from .coupled import lift, project_columns, project_matrix, project_vector
+from .coriolis_star import coriolis_star, mass_matrix_derivative
+from .coupled import lift, project_columns, project_cube, project_matrix, project_vector
 from .kinematics import FP, FR, frames, link_pose, link_poses, load, to_root
 from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, PERM, SITE_BODY,
                      SITE_P, SITE_R, WORLD)
@@ -1867,4 +1867,41 @@ def moving_difference_batch(planar, Q0, Q1, tol, out):
     ok = np.ones(N, dtype=np.bool_)
     for r in numba.prange(N):
         ok[r] = moving_difference(planar, Q0[r], Q1[r], tol, out[r])
+    return np.all(ok)
+
+
+@jit
+def moving_mass_matrix_derivative(ints, reals, planar, pk, q, tol, out):
+    """
+    dM/dq (nv, nv, nv) of any moving base into out: dM_ij/dq_k along integrate(q, e_k t).
+
+    The kernel's dM/dq behind the base chain at zero, its base columns zero (moving the
+    base moves the tree rigidly), projected by P on every index. False on a bad q.
+    """
+    n, nv = ints.shape[0], out.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1:
+        return False
+    qf, qk, dMk = np.empty(n + 1), np.empty(n), np.empty((n, n, n))
+    if not lift_configuration(planar, pk, q, tol, qf):
+        return False
+    ok, _ = configuration(qf, tol, qk)
+    if not (ok and mass_matrix_derivative(ints, reals, qk, dMk)):
+        return False
+    for a in range(n):
+        for b in range(n):
+            for c in range(6):
+                dMk[a, b, c] = 0.0
+    project_cube(pk, dMk, out)
+    return True
+
+
+@pjit
+def moving_mass_matrix_derivative_batch(ints, reals, planar, pk, Q, tol, out):
+    """:func:`moving_mass_matrix_derivative` per row of Q (N, nq) into out (N, nv, nv, nv)."""
+    N = Q.shape[0]
+    if out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_mass_matrix_derivative(ints, reals, planar, pk, Q[r], tol, out[r])
     return np.all(ok)
