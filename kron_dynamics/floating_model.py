@@ -1181,6 +1181,14 @@ class MovingBase:
         base chain, turned from base axes to the world or the link; then projected by P.
         """
         rows, points, dims, local, m = self._packed_contacts(contacts)
+        if self._pk is not None and _plain(q) and (v is None or _plain(v)):
+            J, gamma = np.empty((m, self.nv)), np.empty(m)
+            if native.moving_contact_terms(self._ints, self._reals, self._sites, self._origin,
+                                           self._planar, self._pk, q,
+                                           self._zero_v if v is None else v,
+                                           QUATERNION_TOLERANCE, rows, points, dims, local, J,
+                                           gamma):      # one compiled call
+                return J, (None if v is None else gamma)
         _, T, _, qk = self._split(q)
         nk = len(qk)
         vk = np.zeros(nk) if v is None else self._lift(self._vector(v, self.nv, 'v'))
@@ -1215,6 +1223,20 @@ class MovingBase:
                 self._armature_after, q, v, tau, QUATERNION_TOLERANCE, rows, points, dims,
                 local, dv, lam)
         return (dv, lam) if ok else None
+
+    def _contact_jacobian_rows(self, q, contacts):
+        """Return ((J_c,), ok) of a batch of q in one compiled call, or None (no kernel)."""
+        if self._pk is None:
+            return None
+        rows, points, dims, local, m = self._packed_contacts(contacts)
+        N = q.shape[0]
+        J, gamma = np.empty((N, m, self.nv)), np.empty((N, m))
+        if not native.moving_contact_terms_batch(
+                self._ints, self._reals, self._sites, self._origin, self._planar, self._pk, q,
+                np.broadcast_to(self._zero_v, (N, self.nv)), QUATERNION_TOLERANCE, rows, points,
+                dims, local, J, gamma):
+            return None         # a bad row: the per-row loop names it
+        return (J,), np.ones(N, dtype=bool)
 
     def _constrained_rows(self, q, v, tau, contacts):
         """Return ((v', lambda), ok) of a batch in one compiled call, or None (no kernel)."""

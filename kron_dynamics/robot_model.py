@@ -836,7 +836,8 @@ class RobotModel:
     # ----------------------------------------------------------------- contacts
     def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
         """Return J_c (k x nv): the contacts' Jacobian rows, in each contact's reference_frame."""
-        batch = self._contact_batch(self.contact_jacobian, (q,), contacts, ('m', 'nv'))
+        batch = self._contact_batch(self.contact_jacobian, (q,), contacts, ('m', 'nv'),
+                                    compiled=self._contact_jacobian_rows)
         if batch is not None:
             return batch[0]
         return self._contact_terms(q, None, contacts)[0]
@@ -874,6 +875,20 @@ class RobotModel:
             return results
         out = [_row_call(method, k, arrays, contacts) for k in range(N)]
         return tuple(np.stack(items) for items in zip(*out))
+
+    def _contact_jacobian_rows(self, q, contacts):
+        """Return ((J_c,), ok) of a batch of q in one compiled call, or None (no kernel)."""
+        kernel = self._contact_kernel       # (tree, links, coupling, armature after B) or None
+        if kernel is None:
+            return None
+        rows, points, dims, local, m = self._packed_contacts(contacts)
+        N = q.shape[0]
+        J, gamma = np.empty((N, m, self._n)), np.empty((N, m))
+        if not native.fixed_contact_terms_batch(*kernel[:4], q,
+                                                np.broadcast_to(self._zeros, (N, self._n)),
+                                                rows, points, dims, local, J, gamma):
+            return None         # a bad row: the per-row loop names it
+        return (J,), np.ones(N, dtype=bool)
 
     def _constrained_rows(self, q, v, tau, contacts):
         """Return ((v', lambda), ok) of a batch in one compiled call, or None (no kernel)."""

@@ -559,6 +559,29 @@ def test_operational_space_inertia_of_a_batch_is_compiled_and_names_a_singular_r
             Q[k], root_child, damping=0.1), rtol=1e-12, atol=1e-12)
 
 
+def test_contact_jacobian_of_a_batch_is_one_compiled_call(case, monkeypatch):
+    """Each row is the single call's bit for bit (both compiled); a bad row is named."""
+    import kron_dynamics.robot_model as robot_model
+    kind, model, pair = case
+    link = CASES[kind][2][0]
+    Q = np.stack([state(model, 140 + k)[0] for k in range(5)])
+    contacts = [Contact(link), Contact(link, point=(0.05, 0.0, 0.02), dim=6,
+                                       reference_frame='local')]
+    single = [model.contact_jacobian(Q[k], contacts) for k in range(5)]
+    with monkeypatch.context() as patch:
+        patch.setattr(robot_model, '_row_call', lambda *args: pytest.fail('per-row path'))
+        np.testing.assert_array_equal(model.contact_jacobian(Q, contacts), np.stack(single))
+    # the kernel against the general path (NumPy, per contact) of one state
+    with monkeypatch.context() as patch:
+        patch.setattr(model, '_pk' if model.base != 'fixed' else '_contact_kernel', None)
+        for k in range(2):
+            close(single[k], model.contact_jacobian(Q[k], contacts), f'{kind}: J_c', 1e-12)
+    if model.base == 'floating':
+        Q[3, 3:7] = [0.0, 0.0, 0.0, 2.0]
+        with pytest.raises(ValueError, match=r'^row 3: q: the base quaternion'):
+            model.contact_jacobian(Q, contacts)
+
+
 def test_constrained_forward_dynamics_of_a_batch_is_one_compiled_call(case, monkeypatch):
     """Legged rollouts: every row is the single call's bit for bit, with no loop over rows."""
     import kron_dynamics.robot_model as robot_model

@@ -1905,3 +1905,60 @@ def moving_mass_matrix_derivative_batch(ints, reals, planar, pk, Q, tol, out):
     for r in numba.prange(N):
         ok[r] = moving_mass_matrix_derivative(ints, reals, planar, pk, Q[r], tol, out[r])
     return np.all(ok)
+
+
+@jit
+def moving_contact_terms(ints, reals, sites, origin, planar, pk, q, v, tol, rows, points, dims,
+                         local, J, gamma):
+    """
+    Write the contact rows J_c P (m x nv) and drifts J_c' v (m) of any moving base.
+
+    :func:`contact_terms` on the tree behind the base chain (the base's rotation turning
+    its rows to the world), the columns projected by P. False on a bad input: the facade's
+    general path then says why.
+    """
+    n, nv = ints.shape[0], J.shape[1]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv \
+            or J.shape[0] != gamma.shape[0]:
+        return False
+    qf, qk, vk, a = np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n)
+    if not (lift_configuration(planar, pk, q, tol, qf) and lift(pk, v, False, vk)):
+        return False
+    ok, (x, y, z, w) = configuration(qf, tol, qk)
+    if not ok:
+        return False
+    chain_acceleration(vk, np.zeros(n), a)
+    Jk = np.empty((J.shape[0], n))
+    if not contact_terms(ints, reals, sites, base_rotation(origin, x, y, z, w), qk, vk, a, rows,
+                         points, dims, local, Jk, gamma):
+        return False
+    project_columns(pk, Jk, J)
+    return True
+
+
+@pjit
+def moving_contact_terms_batch(ints, reals, sites, origin, planar, pk, Q, V, tol, rows, points,
+                               dims, local, J, gamma):
+    """:func:`moving_contact_terms` per row of Q, V into J (N, m, nv), gamma (N, m)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or J.shape[0] != N or gamma.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_contact_terms(ints, reals, sites, origin, planar, pk, Q[r], V[r], tol,
+                                     rows, points, dims, local, J[r], gamma[r])
+    return np.all(ok)
+
+
+@pjit
+def fixed_contact_terms_batch(ints, reals, sites, cpl, U, UD, rows, points, dims, local, J,
+                              gamma):
+    """:func:`fixed_contact_terms` per row of U, UD into J (N, m, n), gamma (N, m)."""
+    N = U.shape[0]
+    if UD.shape[0] != N or J.shape[0] != N or gamma.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = fixed_contact_terms(ints, reals, sites, cpl, U[r], UD[r], rows, points, dims,
+                                    local, J[r], gamma[r])
+    return np.all(ok)

@@ -169,6 +169,14 @@ SIGNATURES = {
                                                               nt.float64, _O4)),
     'coupled_mass_matrix_derivative': ('coupled', (_I, _R, _R, _V, _O3)),
     'coupled_mass_matrix_derivative_batch': ('coupled', (_I, _R, _R, _A2, _O4)),
+    'moving_contact_terms': ('floating_base', (
+        _I, _R, _R, _R, nt.boolean, _R, _V, _V, nt.float64, nt.int64[::1], _R, nt.int64[::1],
+        nt.int64[::1], _O2, _O1)),
+    'moving_contact_terms_batch': ('floating_base', (
+        _I, _R, _R, _R, nt.boolean, _R, _A2, _A2, nt.float64, nt.int64[::1], _R,
+        nt.int64[::1], nt.int64[::1], _O3, _O2)),
+    'fixed_contact_terms_batch': ('floating_base', (
+        _I, _R, _R, _R, _A2, _A2, nt.int64[::1], _R, nt.int64[::1], nt.int64[::1], _O3, _O2)),
     'coupled_crba': ('coupled', (_I, _R, _R, _V, _V, _O2)),
     'coupled_rnea': ('coupled', (_I, _R, _R, _V, _V, _V, _V, nt.int64, _O1)),
     'coupled_forward_dynamics': ('coupled', (_I, _R, _R, _V, _V, _V, _V, _O1)),
