@@ -293,6 +293,7 @@ class MovingBase:
         self._shape_star = (self.nv, self.nv * self.nv)
         self._shape_h = (6, self.nv * self.nv)
         self._shape_dm = (self.nv, self.nv, self.nv)
+        self._regressor_columns = 10 * (self._ints.shape[0] - 5)    # the base chain's 5 dropped
         self._shape_v, self._shape_m = (self.nv,), (self.nv, self.nv)
         self._shape_d = (3, self.nv, self.nv)        # the derivatives' three results
 
@@ -662,11 +663,27 @@ class MovingBase:
         the base rows are the base wrench (Pinocchio's free flyer).
 
         The compiled regressor of the tree behind the base chain (its five massless links
-        dropped), projected on the model's coordinates as the forces are.
+        dropped), projected on the model's coordinates as the forces are: one compiled call
+        (``kernels.floating_base.moving_regressor``), batches too.
         """
+        if self._pk is not None and _plain(q, v, dv):
+            out = _empty((self.nv, self._regressor_columns))
+            if native.moving_regressor(self._ints, self._reals, self._origin, self._planar,
+                                       self._pk, q, v, dv, QUATERNION_TOLERANCE, out):
+                return out
+        rows = _batch_rows(q, v, dv)
+        if rows is not None and self._pk is not None:
+            out = _empty((rows[0].shape[0], self.nv, self._regressor_columns))
+            if native.moving_regressor_batch(self._ints, self._reals, self._origin, self._planar,
+                                             self._pk, *rows, QUATERNION_TOLERANCE, out):
+                return out
         batch = self._batch(self.regressor, q, v, dv)
         if batch is not None:
             return batch
+        return self._regressor_readable(q, v, dv)
+
+    def _regressor_readable(self, q, v, dv) -> Array:
+        """:meth:`regressor` of one state by NumPy around the compiled tree's (the reference)."""
         q, T, _, qk = self._split(q)
         vk = self._lift(self._vector(v, self.nv, 'v'))
         dvk = self._lift(self._vector(dv, self.nv, 'dv'))

@@ -407,6 +407,7 @@ METHODS = {   # name -> call on (model, q, v, dv, link) of one state or a batch
     'acceleration': lambda m, q, v, a, link: m.acceleration(q, v, a, link),
     'hessian': lambda m, q, v, a, link: m.hessian(q, link),
     'mass_matrix_derivative': lambda m, q, v, a, link: m.mass_matrix_derivative(q),
+    'regressor': lambda m, q, v, a, link: m.regressor(q, v, a),
     'link_pose': lambda m, q, v, a, link: m.link_pose(q, link),
     'link_poses': lambda m, q, v, a, link: m.link_poses(q),
     'center_of_mass': lambda m, q, v, a, link: m.center_of_mass(q),
@@ -478,7 +479,7 @@ MOVING_BATCHES = ['acceleration', 'bias_torque', 'center_of_mass', 'center_of_ma
                   'coriolis_matrix', 'coriolis_star', 'difference', 'forward_dynamics',
                   'gravity_torque', 'hessian', 'integrate', 'inverse_dynamics', 'jacobian',
                   'jacobian_derivative', 'link_pose', 'link_poses', 'mass_matrix', 'simulate',
-                  'potential_energy', 'mass_matrix_derivative']
+                  'potential_energy', 'mass_matrix_derivative', 'regressor']
 # the same, from the compiled batches and a NumPy product per row (not the single call's bits)
 MOVING_NEAR = ['kinetic_energy', 'jacobian_derivative_times_velocity',
                'operational_space_inertia']
@@ -520,13 +521,16 @@ def test_a_moving_base_computes_a_batch_in_one_compiled_call(kind, method, monke
 
 
 @pytest.mark.parametrize('kind', ['mimic gripper', 'floating quadruped', 'planar base'])
-def test_the_compiled_mass_matrix_derivative_is_its_numpy_projection(kind):
-    """dM/dq lifted and projected in one compiled call against B (or P) applied by NumPy."""
+def test_the_compiled_mass_matrix_derivative_and_regressor_are_their_numpy_projections(kind):
+    """dM/dq (and Y) lifted and projected in one compiled call against B or P by NumPy."""
     model, _ = build(kind)
     for k in range(3):
-        q = state(model, 130 + k)[0]
+        q, v, dv = state(model, 130 + k)
         close(model.mass_matrix_derivative(q), model._mass_matrix_derivative_readable(q),
               f'{kind}: dM/dq', 1e-12)
+        if model.base != 'fixed':       # the regressor, compiled against NumPy around it
+            close(model.regressor(q, v, dv), model._regressor_readable(q, v, dv),
+                  f'{kind}: regressor', 1e-12)
 
 
 def test_operational_space_inertia_of_a_batch_is_compiled_and_names_a_singular_row(

@@ -41,6 +41,7 @@ from .coupled import lift, project_columns, project_cube, project_matrix, projec
 from .kinematics import FP, FR, frames, link_pose, link_poses, load, to_root
 from .layout import (GRAVITY, ID, INV, LOCAL, LOCAL_WORLD_ALIGNED, PARENT, PERM, SITE_BODY,
                      SITE_P, SITE_R, WORLD)
+from .regressor import regressor
 from .rnea import _rnea_row, NW
 
 
@@ -1961,4 +1962,49 @@ def fixed_contact_terms_batch(ints, reals, sites, cpl, U, UD, rows, points, dims
     for r in numba.prange(N):
         ok[r] = fixed_contact_terms(ints, reals, sites, cpl, U[r], UD[r], rows, points, dims,
                                     local, J[r], gamma[r])
+    return np.all(ok)
+
+
+@jit
+def moving_regressor(ints, reals, origin, planar, pk, q, v, dv, tol, out):
+    """
+    Write the regressor Y (nv x 10 (n - 5)) of any moving base into out; False on bad input.
+
+    The tree's regressor behind the base chain (gravity turned to base axes, the chain's
+    accelerations carrying the base's velocity products), the columns of the chain's five
+    massless links dropped, the rows projected by P^T as the forces are.
+    """
+    n, nv = ints.shape[0], out.shape[0]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv or dv.shape[0] != nv \
+            or out.shape[1] != 10 * (n - 5):
+        return False
+    qf, qk, vk, dvk, a = np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    wreals = reals.copy()
+    if not (lift_configuration(planar, pk, q, tol, qf) and lift(pk, v, False, vk)
+            and lift(pk, dv, False, dvk) and base_gravity(ints, reals, origin, qf, tol, qk,
+                                                          wreals)):
+        return False
+    chain_acceleration(vk, dvk, a)
+    Yk = np.empty((n, 10 * n))
+    if not regressor(ints, wreals, qk, vk, a, Yk):
+        return False
+    out[:, :] = 0.0
+    for f in range(n):
+        c = int(pk[f, 0])
+        if c >= 0:
+            m = pk[f, 1]
+            for col in range(out.shape[1]):
+                out[c, col] += m * Yk[f, 50 + col]
+    return True
+
+
+@pjit
+def moving_regressor_batch(ints, reals, origin, planar, pk, Q, V, DV, tol, out):
+    """:func:`moving_regressor` per row of Q, V, DV into out (N, nv, 10 (n - 5))."""
+    N = Q.shape[0]
+    if V.shape[0] != N or DV.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_regressor(ints, reals, origin, planar, pk, Q[r], V[r], DV[r], tol, out[r])
     return np.all(ok)

@@ -177,6 +177,10 @@ SIGNATURES = {
         nt.int64[::1], nt.int64[::1], _O3, _O2)),
     'fixed_contact_terms_batch': ('floating_base', (
         _I, _R, _R, _R, _A2, _A2, nt.int64[::1], _R, nt.int64[::1], nt.int64[::1], _O3, _O2)),
+    'moving_regressor': ('floating_base', (_I, _R, _R, nt.boolean, _R, _V, _V, _V, nt.float64,
+                                           _O2)),
+    'moving_regressor_batch': ('floating_base', (_I, _R, _R, nt.boolean, _R, _A2, _A2, _A2,
+                                                 nt.float64, _O3)),
     'coupled_crba': ('coupled', (_I, _R, _R, _V, _V, _O2)),
     'coupled_rnea': ('coupled', (_I, _R, _R, _V, _V, _V, _V, nt.int64, _O1)),
     'coupled_forward_dynamics': ('coupled', (_I, _R, _R, _V, _V, _V, _V, _O1)),
