@@ -1241,8 +1241,8 @@ class MovingBase:
                 local, dv, lam)
         return (dv, lam) if ok else None
 
-    def _contact_jacobian_rows(self, q, contacts):
-        """Return ((J_c,), ok) of a batch of q in one compiled call, or None (no kernel)."""
+    def _contact_term_rows(self, q, v, contacts):
+        """Return (J_c, gamma) of a batch, (N, m, nv) and (N, m), in one compiled call, or None."""
         if self._pk is None:
             return None
         rows, points, dims, local, m = self._packed_contacts(contacts)
@@ -1250,10 +1250,10 @@ class MovingBase:
         J, gamma = np.empty((N, m, self.nv)), np.empty((N, m))
         if not native.moving_contact_terms_batch(
                 self._ints, self._reals, self._sites, self._origin, self._planar, self._pk, q,
-                np.broadcast_to(self._zero_v, (N, self.nv)), QUATERNION_TOLERANCE, rows, points,
-                dims, local, J, gamma):
+                np.broadcast_to(self._zero_v, (N, self.nv)) if v is None else v,
+                QUATERNION_TOLERANCE, rows, points, dims, local, J, gamma):
             return None         # a bad row: the per-row loop names it
-        return (J,), np.ones(N, dtype=bool)
+        return J, gamma
 
     def _constrained_rows(self, q, v, tau, contacts):
         """Return ((v', lambda), ok) of a batch in one compiled call, or None (no kernel)."""

@@ -878,17 +878,51 @@ class RobotModel:
 
     def _contact_jacobian_rows(self, q, contacts):
         """Return ((J_c,), ok) of a batch of q in one compiled call, or None (no kernel)."""
+        terms = self._contact_term_rows(q, None, contacts)
+        return None if terms is None else ((terms[0],), np.ones(q.shape[0], dtype=bool))
+
+    def _contact_term_rows(self, q, v, contacts):
+        """Return (J_c, gamma) of a batch, (N, m, nv) and (N, m), in one compiled call, or None."""
         kernel = self._contact_kernel       # (tree, links, coupling, armature after B) or None
         if kernel is None:
             return None
         rows, points, dims, local, m = self._packed_contacts(contacts)
         N = q.shape[0]
         J, gamma = np.empty((N, m, self._n)), np.empty((N, m))
-        if not native.fixed_contact_terms_batch(*kernel[:4], q,
-                                                np.broadcast_to(self._zeros, (N, self._n)),
-                                                rows, points, dims, local, J, gamma):
+        if not native.fixed_contact_terms_batch(
+                *kernel[:4], q, np.broadcast_to(self._zeros, (N, self._n)) if v is None else v,
+                rows, points, dims, local, J, gamma):
             return None         # a bad row: the per-row loop names it
-        return (J,), np.ones(N, dtype=bool)
+        return J, gamma
+
+    def _contact_inverse_rows(self, q, v, dv, contacts):
+        """
+        Return ((tau, lambda), ok) of a batch: compiled batches and NumPy, or None.
+
+        The rows' contact terms and inverse dynamics by their compiled batches, lambda of
+        all rows by one stacked pseudo-inverse (the minimum-norm least squares of the single
+        call, the same cut-off); a row whose checks fail is left to the single call (ok
+        False), which raises the error that says why.
+        """
+        terms = self._contact_term_rows(q, v, contacts)
+        if terms is None:
+            return None
+        J, gamma = terms
+        total = self.inverse_dynamics(q, v, dv)
+        nb = self.nv - self.n
+        moved = np.einsum('kij,kj->ki', J, dv) + gamma
+        scale = 1.0 + np.linalg.norm(np.einsum('kij,kj->ki', J, dv), axis=1)
+        ok = np.linalg.norm(moved, axis=1) <= 1e-6 * scale
+        Jb = J[:, :, :nb]
+        if nb:
+            lam = np.einsum('kij,kj->ki', np.linalg.pinv(np.swapaxes(Jb, 1, 2), rcond=1e-10),
+                            total[:, :nb])
+        else:
+            lam = np.zeros(gamma.shape)
+        left = total[:, :nb] - np.einsum('kji,kj->ki', Jb, lam)
+        ok &= np.linalg.norm(left, axis=1) <= 1e-8 * (1.0 + np.linalg.norm(total[:, :nb], axis=1))
+        tau = (total - np.einsum('kji,kj->ki', J, lam))[:, nb:]
+        return (tau, lam), ok
 
     def _constrained_rows(self, q, v, tau, contacts):
         """Return ((v', lambda), ok) of a batch in one compiled call, or None (no kernel)."""
@@ -974,7 +1008,7 @@ class RobotModel:
         acceleration (for instance, no contact and a base that does not fall freely).
         """
         batch = self._contact_batch(self.contact_inverse_dynamics, (q, v, dv), contacts,
-                                    ('n',), ('m',))
+                                    ('n',), ('m',), compiled=self._contact_inverse_rows)
         if batch is not None:
             return batch
         q = self._single(q, 'q')

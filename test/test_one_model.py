@@ -586,6 +586,30 @@ def test_contact_jacobian_of_a_batch_is_one_compiled_call(case, monkeypatch):
             model.contact_jacobian(Q, contacts)
 
 
+def test_contact_inverse_dynamics_of_a_batch_needs_no_loop_over_rows(case, monkeypatch):
+    """Compiled contact terms and inverse dynamics, one stacked pseudo-inverse: the rows'."""
+    import kron_dynamics.robot_model as robot_model
+    kind, model, pair = case
+    link = CASES[kind][2][0]
+    rng = np.random.default_rng(17)
+    states = [state(model, 150 + k) for k in range(5)]
+    Q, V, _ = (np.stack(x) for x in zip(*states))
+    contacts = (['FL_FOOT', 'FR_FOOT', 'HL_FOOT', 'HR_FOOT'] if model.base == 'floating'
+                else [Contact(link)])
+    DV, _ = model.constrained_forward_dynamics(Q, V, rng.uniform(-2, 2, (5, model.n)),
+                                               contacts)       # realisable in contact
+    single = [model.contact_inverse_dynamics(Q[k], V[k], DV[k], contacts) for k in range(5)]
+    with monkeypatch.context() as patch:
+        patch.setattr(robot_model, '_row_call', lambda *args: pytest.fail('per-row path'))
+        tau, lam = model.contact_inverse_dynamics(Q, V, DV, contacts)
+    for k, (t, f) in enumerate(single):
+        close(tau[k], t, f'{kind}: tau row {k}', 1e-12)
+        close(lam[k], f, f'{kind}: lambda row {k}', 1e-12)
+    DV[2] += 1.0        # moves the contacts: row 2 named, with the single call's words
+    with pytest.raises(ValueError, match=r'^row 2: dv moves the contacts'):
+        model.contact_inverse_dynamics(Q, V, DV, contacts)
+
+
 def test_constrained_forward_dynamics_of_a_batch_is_one_compiled_call(case, monkeypatch):
     """Legged rollouts: every row is the single call's bit for bit, with no loop over rows."""
     import kron_dynamics.robot_model as robot_model
