@@ -1511,7 +1511,8 @@ _COMPILED_BASE = {
         'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv, f_ext)',
         prelude=('if f_ext and max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:',
                  "    raise ValueError('f_ext is not supported for a batch: call per "
-                 "configuration')"), fast_if='not f_ext', parts=3, returns=_THREE, doc="""
+                 "configuration')"), fast_if='not f_ext', parts=3, returns=_THREE,
+        moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}', doc="""
         Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.
 
         d/dq_k is the derivative along integrate(q, e_k t) with v and dv held (the base's
@@ -1521,13 +1522,14 @@ _COMPILED_BASE = {
         translation columns 0), and the chain's accelerations carry the velocity products of
         the base (:func:`_chain_acceleration`), whose derivative enters dtau/dv through M.
         ``f_ext`` as for :meth:`inverse_dynamics`, held constant in world axes. One
-        compiled call for a floating base without mimic joints
-        (kernels.rnea_derivatives.floating_rnea_derivatives), batches too.
+        compiled call (kernels.rnea_derivatives.floating_rnea_derivatives; a planar base or
+        mimic joints: moving_rnea_derivatives, lifted and projected by P), batches too.
         """),
     'forward_dynamics_derivatives': _BaseRow(
         'q: ArrayLike, v: ArrayLike, tau: ArrayLike', ('q', 'v', 'tau'),
         'floating_forward_dynamics_derivatives', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_d', 'self._derivatives_at(q, v, tau)', parts=3, returns=_THREE,
+        moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         doc="Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space."),
 }
 

@@ -408,6 +408,10 @@ METHODS = {   # name -> call on (model, q, v, dv, link) of one state or a batch
     'hessian': lambda m, q, v, a, link: m.hessian(q, link),
     'mass_matrix_derivative': lambda m, q, v, a, link: m.mass_matrix_derivative(q),
     'regressor': lambda m, q, v, a, link: m.regressor(q, v, a),
+    'inverse_dynamics_derivatives':
+        lambda m, q, v, a, link: m.inverse_dynamics_derivatives(q, v, a),
+    'forward_dynamics_derivatives':
+        lambda m, q, v, a, link: m.forward_dynamics_derivatives(q, v, a),
     'link_pose': lambda m, q, v, a, link: m.link_pose(q, link),
     'link_poses': lambda m, q, v, a, link: m.link_poses(q),
     'center_of_mass': lambda m, q, v, a, link: m.center_of_mass(q),
@@ -479,7 +483,8 @@ MOVING_BATCHES = ['acceleration', 'bias_torque', 'center_of_mass', 'center_of_ma
                   'coriolis_matrix', 'coriolis_star', 'difference', 'forward_dynamics',
                   'gravity_torque', 'hessian', 'integrate', 'inverse_dynamics', 'jacobian',
                   'jacobian_derivative', 'link_pose', 'link_poses', 'mass_matrix', 'simulate',
-                  'potential_energy', 'mass_matrix_derivative', 'regressor']
+                  'potential_energy', 'mass_matrix_derivative', 'regressor',
+                  'inverse_dynamics_derivatives', 'forward_dynamics_derivatives']
 # the same, from the compiled batches and a NumPy product per row (not the single call's bits)
 MOVING_NEAR = ['kinetic_energy', 'jacobian_derivative_times_velocity',
                'operational_space_inertia']
@@ -528,9 +533,16 @@ def test_the_compiled_mass_matrix_derivative_and_regressor_are_their_numpy_proje
         q, v, dv = state(model, 130 + k)
         close(model.mass_matrix_derivative(q), model._mass_matrix_derivative_readable(q),
               f'{kind}: dM/dq', 1e-12)
-        if model.base != 'fixed':       # the regressor, compiled against NumPy around it
+        if model.base != 'fixed':       # the regressor, derivatives: against NumPy around
             close(model.regressor(q, v, dv), model._regressor_readable(q, v, dv),
                   f'{kind}: regressor', 1e-12)
+            for x, y, what in zip(model.inverse_dynamics_derivatives(q, v, dv),
+                                  model._general_inverse_dynamics_derivatives(q, v, dv, None),
+                                  ('dtau/dq', 'dtau/dv', 'M')):
+                close(x, y, f'{kind}: {what}', 1e-12)
+            for x, y, what in zip(model.forward_dynamics_derivatives(q, v, dv),
+                                  model._derivatives_at(q, v, dv), ("dv'/dq", "dv'/dv", 'M^-1')):
+                close(x, y, f'{kind}: {what}', 1e-10)
 
 
 def test_operational_space_inertia_of_a_batch_is_compiled_and_names_a_singular_row(

@@ -221,6 +221,14 @@ SIGNATURES = {
         _I, _R, _R, _A2, _A2, _A2, nt.float64, _O4)),
     'floating_forward_dynamics_derivatives_batch': ('rnea_derivatives', (
         _I, _R, _R, _A2, _A2, _A2, nt.float64, _O4)),
+    'moving_rnea_derivatives': ('rnea_derivatives', (
+        _I, _R, _R, nt.boolean, _R, _V, _V, _V, _V, nt.float64, _O3)),
+    'moving_forward_dynamics_derivatives': ('rnea_derivatives', (
+        _I, _R, _R, nt.boolean, _R, _V, _V, _V, _V, nt.float64, _O3)),
+    'moving_rnea_derivatives_batch': ('rnea_derivatives', (
+        _I, _R, _R, nt.boolean, _R, _V, _A2, _A2, _A2, nt.float64, _O4)),
+    'moving_forward_dynamics_derivatives_batch': ('rnea_derivatives', (
+        _I, _R, _R, nt.boolean, _R, _V, _A2, _A2, _A2, nt.float64, _O4)),
     'center_of_mass': ('center_of_mass', (_I, _R, _V, nt.boolean, _O1)),
     'center_of_mass_batch': ('center_of_mass', (_I, _R, _A2, nt.boolean, _O2)),
     'center_of_mass_jacobian': ('center_of_mass', (_I, _R, _V, nt.boolean, _O2)),

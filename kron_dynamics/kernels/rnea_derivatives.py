@@ -28,7 +28,8 @@ import numpy as np
 
 from .algebra import add, chunks, cross, dot, get3, jit, pjit, scl, set3, sub
 from .crba import body_inertia, CM, CQ, CQD, CS, inertia_times, motion_subspaces, NC
-from .floating_base import base_frame, chain_acceleration, floating_forward_dynamics
+from .floating_base import (base_frame, chain_acceleration, floating_forward_dynamics,
+                            lift_configuration, moving_forward_dynamics)
 from .coupled import coupled_forward_dynamics, lift, project_matrix
 from .forward_dynamics import cholesky_factor, forward_dynamics, ltl_in_place
 from .kinematics import frames, load
@@ -550,4 +551,72 @@ def coupled_forward_dynamics_derivatives_batch(ints, reals, cpl, arm, U, UD, TAU
                                                         TAU[r], out[r]):
                 ok[c] = False
                 break
+    return np.all(ok)
+
+
+# ------------------------------------------------------------------ any moving base
+# A planar base, or mimic joints on either base: lifted to the free-flying tree (kernels.
+# floating_base's format ``pk``), the floating kernels above, then projected by P on both
+# sides (P^T D P, 004 sec. 5), as MovingBase's NumPy path does (its reference).
+@jit
+def moving_rnea_derivatives(ints, reals, origin, planar, pk, arm, q, v, dv, tol, out):
+    """P^T (dtau/dq, dtau/dv, M) P (+ armature on M) of any moving base into out (3, nv, nv)."""
+    n, nv = ints.shape[0], out.shape[1]
+    if pk.shape[0] != n or q.shape[0] != nv + 1 or v.shape[0] != nv or dv.shape[0] != nv \
+            or arm.shape[0] != nv:
+        return False
+    qf, qk, vk, dvk, a = np.empty(n + 1), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    wreals = np.empty_like(reals)
+    if not (lift_configuration(planar, pk, q, tol, qf) and lift(pk, v, False, vk)
+            and lift(pk, dv, False, dvk) and base_frame(ints, reals, origin, qf, tol, qk,
+                                                        wreals)):
+        return False
+    chain_acceleration(vk, dvk, a)
+    full = np.empty((3, n, n))
+    if not _derivatives_row(ints, wreals, qk, vk, a, np.empty((n, ND)), full):
+        return False
+    floating_corrections(vk, wreals[n, :3], full)
+    none = np.zeros(nv)
+    project_matrix(pk, full[0], none, out[0])
+    project_matrix(pk, full[1], none, out[1])
+    project_matrix(pk, full[2], arm, out[2])
+    return True
+
+
+@jit
+def moving_forward_dynamics_derivatives(ints, reals, origin, planar, pk, arm, q, v, tau, tol,
+                                        out):
+    """(dv'/dq, dv'/dv, M^-1) of any moving base into out (3, nv, nv); False if M singular."""
+    a = np.empty(out.shape[1])
+    if not (moving_forward_dynamics(ints, reals, origin, planar, pk, arm, q, v, tau, tol, a)
+            and moving_rnea_derivatives(ints, reals, origin, planar, pk, arm, q, v, a, tol,
+                                        out)):
+        return False
+    return dense_solve(out, 1e-12)
+
+
+@pjit
+def moving_rnea_derivatives_batch(ints, reals, origin, planar, pk, arm, Q, V, DV, tol, out):
+    """:func:`moving_rnea_derivatives` per row of Q, V, DV into out (N, 3, nv, nv)."""
+    N = Q.shape[0]
+    if V.shape[0] != N or DV.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_rnea_derivatives(ints, reals, origin, planar, pk, arm, Q[r], V[r], DV[r],
+                                        tol, out[r])
+    return np.all(ok)
+
+
+@pjit
+def moving_forward_dynamics_derivatives_batch(ints, reals, origin, planar, pk, arm, Q, V, TAU,
+                                              tol, out):
+    """:func:`moving_forward_dynamics_derivatives` per row of Q, V, TAU; a singular M: False."""
+    N = Q.shape[0]
+    if V.shape[0] != N or TAU.shape[0] != N or out.shape[0] != N:
+        return False
+    ok = np.ones(N, dtype=np.bool_)
+    for r in numba.prange(N):
+        ok[r] = moving_forward_dynamics_derivatives(ints, reals, origin, planar, pk, arm, Q[r],
+                                                    V[r], TAU[r], tol, out[r])
     return np.all(ok)
