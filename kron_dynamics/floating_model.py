@@ -393,6 +393,10 @@ class MovingBase:
 
     def friction_torque(self, v: ArrayLike) -> Array:
         """Return the URDF <dynamics> joint friction (nv): 0 for the base, then the joints."""
+        if np.ndim(v) == 2:         # a batch: (N, nv)
+            (v,), _ = self._check.arrays(True, v=v)
+            return np.concatenate([np.zeros((v.shape[0], self._nb)),
+                                   self.fixed.friction_torque(v[:, self._nb:])], axis=1)
         v = self._vector(v, self.nv, 'v')
         return np.concatenate([np.zeros(self._nb), self.fixed.friction_torque(v[self._nb:])])
 
@@ -501,8 +505,9 @@ class MovingBase:
         return np.array(out)
 
     # ----------------------------------------------------------------- base pose
+    @_batched('q')
     def base_pose(self, q: ArrayLike) -> Array:
-        """Return the 4x4 pose of the base link in the world."""
+        """Return the 4x4 pose of the base link in the world ((N, 4, 4) for a batch)."""
         return self._base_pose(self._configuration(q))
 
     def _base_pose(self, q: Array) -> Array:

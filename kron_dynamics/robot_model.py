@@ -1305,10 +1305,13 @@ class RobotModel:
         A = [[Jq + dt^2 Jw da/dq, dt Jw (I + dt da/dv)], [dt da/dq, I + dt da/dv]],
         B = [[dt^2 Jw M^-1 S^T], [dt M^-1 S^T]], with Jq, Jw the derivatives of
         integrate(q, w) = q (+) w in q and w at w = dt v+ (identities for the joints).
+        A batch of states gives (N, 2 nv, 2 nv) and (N, 2 nv, n).
         """
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
-        q, v = self._single(q, 'q', batch=False), self._single(v, 'v', batch=False)
+        if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
+            return self._linearize_batch(q, v, tau, dt)
+        q, v = self._single(q, 'q'), self._single(v, 'v')
         da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
         nv, nb = self.nv, self.nv - self.n
         MinvS = Minv[:, nb:]
@@ -1321,6 +1324,39 @@ class RobotModel:
         A = np.block([[Jq + dt * dt * Jw @ da_dq, dt * Jw @ (eye + dt * da_dv)],
                       [dt * da_dq, eye + dt * da_dv]])
         return A, np.vstack([dt * dt * Jw @ MinvS, dt * MinvS])
+
+    def _linearize_batch(self, q, v, tau, dt) -> tuple[Array, Array]:
+        """
+        Return :meth:`linearize` of a batch, (N, 2 nv, 2 nv) and (N, 2 nv, n).
+
+        The derivatives and forward dynamics by their compiled batches, the blocks stacked;
+        a moving base's ad_v, Jq and Jw row by row (6 x 6 each).
+        """
+        nv, nb, n = self.nv, self.nv - self.n, self.n
+        da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
+        (q, v), _ = self._check.arrays(True, q=q, v=v)
+        N = da_dq.shape[0]
+        q, v = (np.broadcast_to(x, (N, x.shape[-1])) for x in (q, v))
+        MinvS = Minv[:, :, nb:]
+        eye = np.eye(nv)
+        A, B = np.zeros((N, 2 * nv, 2 * nv)), np.zeros((N, 2 * nv, n))
+        if dt is None:
+            if nb:
+                for k in range(N):
+                    A[k, :nv, :nv] = -self._tangent_bracket(v[k])
+            A[:, :nv, nv:] = eye
+            A[:, nv:, :nv], A[:, nv:, nv:] = da_dq, da_dv
+            B[:, nv:] = MinvS
+            return A, B
+        v_next = v + dt * self.forward_dynamics(q, v, tau)
+        Jq, Jw = np.empty((N, nv, nv)), np.empty((N, nv, nv))
+        for k in range(N):
+            Jq[k], Jw[k] = self._integrate_jacobians(dt * v_next[k])
+        A[:, :nv, :nv] = Jq + dt * dt * Jw @ da_dq
+        A[:, :nv, nv:] = dt * Jw @ (eye + dt * da_dv)
+        A[:, nv:, :nv], A[:, nv:, nv:] = dt * da_dq, eye + dt * da_dv
+        B[:, :nv], B[:, nv:] = dt * dt * Jw @ MinvS, dt * MinvS
+        return A, B
 
     def _tangent_bracket(self, v: Array) -> Array:
         """ad_v: how the tangent coordinates of q drift with v (zero without a moving base)."""

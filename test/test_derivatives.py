@@ -267,6 +267,29 @@ def test_linearize_is_the_derivative_of_the_discrete_map_and_its_limit(case):
         model.linearize(q, v, tau, 0.0)
 
 
+def test_linearize_takes_batches_on_every_model(case):
+    """(A, B) of N states: each row the single call's (continuous and discrete), N = 0 too."""
+    kind, model, pair = case
+    states = [random_state(model, 40 + k) for k in range(3)]
+    Q, V, DV = (np.stack(x) for x in zip(*states))
+    T = np.stack([model.inverse_dynamics(*s) for s in states])
+    for dt in (None, 0.01):
+        A, B = model.linearize(Q, V, T, dt)
+        for k in range(3):
+            a, b = model.linearize(Q[k], V[k], T[k], dt)
+            close(A[k], a, f'{kind}: A row {k} (dt={dt})', 1e-12)
+            close(B[k], b, f'{kind}: B row {k} (dt={dt})', 1e-12)
+        A, B = model.linearize(Q[0], V, T, dt)          # one q for every row
+        close(A[2], model.linearize(Q[0], V[2], T[2], dt)[0], f'{kind}: broadcast q', 1e-12)
+        A, B = model.linearize(Q[:0], V[:0], T[:0], dt)
+        assert A.shape == (0, 2 * model.nv, 2 * model.nv)
+        assert B.shape == (0, 2 * model.nv, model.n)
+    bad = V.copy()
+    bad[1, 0] = np.nan
+    with pytest.raises(ValueError, match=r'^(v|qd)\[1\] is not finite'):
+        model.linearize(Q, bad, T)
+
+
 def test_discrete_lqr_on_the_stacker_brings_a_perturbed_state_back():
     """LQR from linearize(..., dt) and solve_discrete_are, closed on the RK4 plant."""
     from scipy.linalg import solve_discrete_are

@@ -408,6 +408,7 @@ METHODS = {   # name -> call on (model, q, v, dv, link) of one state or a batch
     'hessian': lambda m, q, v, a, link: m.hessian(q, link),
     'mass_matrix_derivative': lambda m, q, v, a, link: m.mass_matrix_derivative(q),
     'regressor': lambda m, q, v, a, link: m.regressor(q, v, a),
+    'linearize': lambda m, q, v, a, link: m.linearize(q, v, a, 0.01),
     'inverse_dynamics_derivatives':
         lambda m, q, v, a, link: m.inverse_dynamics_derivatives(q, v, a),
     'forward_dynamics_derivatives':
@@ -523,6 +524,19 @@ def test_a_moving_base_computes_a_batch_in_one_compiled_call(kind, method, monke
     for e, w in zip(empty if isinstance(empty, tuple) else (empty,),
                     single[0] if isinstance(single[0], tuple) else (single[0],)):
         assert np.shape(e) == (0, *np.shape(w)), method
+
+
+@pytest.mark.parametrize('kind', ['floating quadruped', 'planar base'])
+def test_base_pose_and_friction_torque_take_batches(kind):
+    """A moving base's pose and joint friction of N states: each row the single call's."""
+    model, _ = build(kind)
+    Q, V = (np.stack(x) for x in zip(*[state(model, 160 + k)[:2] for k in range(3)]))
+    poses, friction = model.base_pose(Q), model.friction_torque(V)
+    for k in range(3):
+        np.testing.assert_array_equal(poses[k], model.base_pose(Q[k]))
+        np.testing.assert_array_equal(friction[k], model.friction_torque(V[k]))
+    assert model.base_pose(Q[:0]).shape == (0, 4, 4)
+    assert model.friction_torque(V[:0]).shape == (0, model.nv)
 
 
 @pytest.mark.parametrize('kind', ['mimic gripper', 'floating quadruped', 'planar base'])
