@@ -375,16 +375,19 @@ class MovingBase:
         """Return (B, d) of the joints: positions of ``full_joint_names`` = B u + d."""
         return self.fixed.coupling()
 
+    @_batched('q')
     def full_configuration(self, q: ArrayLike) -> Array:
-        """Return the position of every movable joint (``full_joint_names``) at q."""
+        """Return the position of every movable joint (``full_joint_names``) at q (batches)."""
         return self.fixed.full_configuration(self._split(q)[2])
 
+    @_batched('v')
     def full_velocity(self, v: ArrayLike) -> Array:
-        """Return the velocity of every movable joint (``full_joint_names``)."""
+        """Return the velocity of every movable joint (``full_joint_names``; batches)."""
         return self.fixed.full_velocity(self._vector(v, self.nv, 'v')[self._nb:])
 
+    @_batched('dv')
     def full_acceleration(self, dv: ArrayLike) -> Array:
-        """Return the acceleration of every movable joint (``full_joint_names``)."""
+        """Return the acceleration of every movable joint (``full_joint_names``; batches)."""
         return self.fixed.full_acceleration(self._vector(dv, self.nv, 'dv')[self._nb:])
 
     def moved_mass(self) -> Array:

@@ -527,16 +527,18 @@ def test_a_moving_base_computes_a_batch_in_one_compiled_call(kind, method, monke
 
 
 @pytest.mark.parametrize('kind', ['floating quadruped', 'planar base'])
-def test_base_pose_and_friction_torque_take_batches(kind):
-    """A moving base's pose and joint friction of N states: each row the single call's."""
+def test_base_pose_friction_and_full_coordinates_take_batches(kind):
+    """A moving base's pose, joint friction, full q, v, v' of N states: the single calls'."""
     model, _ = build(kind)
     Q, V = (np.stack(x) for x in zip(*[state(model, 160 + k)[:2] for k in range(3)]))
-    poses, friction = model.base_pose(Q), model.friction_torque(V)
-    for k in range(3):
-        np.testing.assert_array_equal(poses[k], model.base_pose(Q[k]))
-        np.testing.assert_array_equal(friction[k], model.friction_torque(V[k]))
-    assert model.base_pose(Q[:0]).shape == (0, 4, 4)
-    assert model.friction_torque(V[:0]).shape == (0, model.nv)
+    full = len(model.fixed.full_joint_names)
+    for method, X, shape in (('base_pose', Q, (4, 4)), ('friction_torque', V, (model.nv,)),
+                             ('full_configuration', Q, (full,)), ('full_velocity', V, (full,)),
+                             ('full_acceleration', V, (full,))):
+        batch = getattr(model, method)(X)
+        for k in range(3):
+            np.testing.assert_array_equal(batch[k], getattr(model, method)(X[k]))
+        assert getattr(model, method)(X[:0]).shape == (0, *shape), method
 
 
 @pytest.mark.parametrize('kind', ['mimic gripper', 'floating quadruped', 'planar base'])
