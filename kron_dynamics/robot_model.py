@@ -1348,10 +1348,12 @@ class RobotModel:
             A[:, nv:, :nv], A[:, nv:, nv:] = da_dq, da_dv
             B[:, nv:] = MinvS
             return A, B
-        v_next = v + dt * self.forward_dynamics(q, v, tau)
-        Jq, Jw = np.empty((N, nv, nv)), np.empty((N, nv, nv))
-        for k in range(N):
-            Jq[k], Jw[k] = self._integrate_jacobians(dt * v_next[k])
+        Jq, Jw = eye, eye               # identities without a moving base
+        if nb:
+            v_next = v + dt * self.forward_dynamics(q, v, tau)
+            Jq, Jw = np.empty((N, nv, nv)), np.empty((N, nv, nv))
+            for k in range(N):
+                Jq[k], Jw[k] = self._integrate_jacobians(dt * v_next[k])
         A[:, :nv, :nv] = Jq + dt * dt * Jw @ da_dq
         A[:, :nv, nv:] = dt * Jw @ (eye + dt * da_dv)
         A[:, nv:, :nv], A[:, nv:, nv:] = dt * da_dq, eye + dt * da_dv
