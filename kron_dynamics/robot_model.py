@@ -910,9 +910,8 @@ class RobotModel:
         J, gamma = terms
         total = self.inverse_dynamics(q, v, dv)
         nb = self.nv - self.n
-        moved = np.einsum('kij,kj->ki', J, dv) + gamma
-        scale = 1.0 + np.linalg.norm(np.einsum('kij,kj->ki', J, dv), axis=1)
-        ok = np.linalg.norm(moved, axis=1) <= 1e-6 * scale
+        Jdv = np.einsum('kij,kj->ki', J, dv)
+        ok = np.linalg.norm(Jdv + gamma, axis=1) <= 1e-6 * (1.0 + np.linalg.norm(Jdv, axis=1))
         Jb = J[:, :, :nb]
         if nb:
             lam = np.einsum('kij,kj->ki', np.linalg.pinv(np.swapaxes(Jb, 1, 2), rcond=1e-10),
