@@ -164,13 +164,31 @@ def _chain_acceleration(vk: np.ndarray, dvk: np.ndarray) -> np.ndarray:
     return out
 
 
+def _norms(x: np.ndarray):
+    """Return the norm of x along its last axis, summed in order: one vector's as a row's."""
+    if x.ndim == 1:         # the same operations on Python floats (the single call's cost)
+        values = x.tolist()
+        total = values[0] * values[0]
+        for value in values[1:]:
+            total = total + value * value
+        return math.sqrt(total)
+    total = x[..., 0] * x[..., 0]
+    for i in range(1, x.shape[-1]):
+        total = total + x[..., i] * x[..., i]
+    return np.sqrt(total)
+
+
 def _unit(x: np.ndarray, what: str) -> np.ndarray:
     """Return x normalised; ValueError naming it if its norm is not within tolerance of 1."""
-    norm = math.sqrt(float(x @ x))
+    norm = _norms(x)
     if abs(norm - 1.0) > QUATERNION_TOLERANCE:
-        raise ValueError(f'{what} has norm {norm:.6g}; it must be a unit vector (within '
-                         f'{QUATERNION_TOLERANCE}: normalised)')
+        raise ValueError(_not_unit(what, norm))
     return x / norm
+
+
+def _not_unit(what: str, norm: float) -> str:
+    return (f'{what} has norm {norm:.6g}; it must be a unit vector (within '
+            f'{QUATERNION_TOLERANCE}: normalised)')
 
 
 def _exp6(twist: np.ndarray) -> np.ndarray:
@@ -289,6 +307,7 @@ class MovingBase:
         self._contact_cache = {}                    # contact list -> the kernels' arrays
         self._6nv = (6, self.nv)
         self._planar, self._pk = base == 'planar', m.kernel_table
+        self._orientation = '(cos, sin)' if self._planar else 'quaternion (qx, qy, qz, qw)'
         self._L44, self._shape_3v = (len(self._site_rows), 4, 4), (3, self.nv)
         self._shape_star = (self.nv, self.nv * self.nv)
         self._shape_h = (6, self.nv * self.nv)
@@ -375,20 +394,17 @@ class MovingBase:
         """Return (B, d) of the joints: positions of ``full_joint_names`` = B u + d."""
         return self.fixed.coupling()
 
-    @_batched('q')
     def full_configuration(self, q: ArrayLike) -> Array:
         """Return the position of every movable joint (``full_joint_names``) at q (batches)."""
-        return self.fixed.full_configuration(self._split(q)[2])
+        return self.fixed.full_configuration(self._configurations(q)[..., self.nq - self.n:])
 
-    @_batched('v')
     def full_velocity(self, v: ArrayLike) -> Array:
         """Return the velocity of every movable joint (``full_joint_names``; batches)."""
-        return self.fixed.full_velocity(self._vector(v, self.nv, 'v')[self._nb:])
+        return self.fixed.full_velocity(self._tangent(v, 'v')[..., self._nb:])
 
-    @_batched('dv')
     def full_acceleration(self, dv: ArrayLike) -> Array:
         """Return the acceleration of every movable joint (``full_joint_names``; batches)."""
-        return self.fixed.full_acceleration(self._vector(dv, self.nv, 'dv')[self._nb:])
+        return self.fixed.full_acceleration(self._tangent(dv, 'dv')[..., self._nb:])
 
     def moved_mass(self) -> Array:
         """Return, per joint, the mass of the bodies it moves."""
@@ -396,12 +412,9 @@ class MovingBase:
 
     def friction_torque(self, v: ArrayLike) -> Array:
         """Return the URDF <dynamics> joint friction (nv): 0 for the base, then the joints."""
-        if np.ndim(v) == 2:         # a batch: (N, nv)
-            (v,), _ = self._check.arrays(True, v=v)
-            return np.concatenate([np.zeros((v.shape[0], self._nb)),
-                                   self.fixed.friction_torque(v[:, self._nb:])], axis=1)
-        v = self._vector(v, self.nv, 'v')
-        return np.concatenate([np.zeros(self._nb), self.fixed.friction_torque(v[self._nb:])])
+        v = self._tangent(v, 'v')
+        return np.concatenate([np.zeros(v.shape[:-1] + (self._nb,)),
+                               self.fixed.friction_torque(v[..., self._nb:])], axis=-1)
 
     # ----------------------------------------------------------------- derived models
     def _rebuilt(self, fixed) -> MovingBase:
@@ -439,6 +452,32 @@ class MovingBase:
         """Check one state's array of ``size`` entries (checks.ArrayChecker)."""
         return self._check.vector(x, what, size, what in _BATCHED_ARRAYS)
 
+    def _tangent(self, x, what: str) -> Array:
+        """Check a tangent-space array (``what``: 'v', 'dv'), one state or a batch (N, nv)."""
+        if np.ndim(x) == 2:
+            (x,), _ = self._check.arrays(True, **{what: x})
+            return x
+        return self._vector(x, self.nv, what)
+
+    def _configurations(self, q) -> Array:
+        """
+        Check q, one state or a batch (N, nq); return it with base orientations normalised.
+
+        A row whose orientation is far from unit norm is named, as a batch's rows are.
+        """
+        if np.ndim(q) != 2:
+            return self._configuration(q)
+        (q,), _ = self._check.arrays(True, q=q)
+        q = np.array(q, dtype=float)
+        part = slice(3, 7) if self.base == 'floating' else slice(2, 4)
+        norms = _norms(q[:, part])
+        far = np.flatnonzero(np.abs(norms - 1.0) > QUATERNION_TOLERANCE)
+        if far.size:
+            raise ValueError(f'row {far[0]}: ' + _not_unit(f'q: the base {self._orientation}',
+                                                           norms[far[0]]))
+        q[:, part] /= norms[:, None]
+        return q
+
     def _configuration(self, q, batch: bool = True) -> Array:
         """
         Check q; return it with the base orientation normalised (ValueError if far off).
@@ -447,8 +486,7 @@ class MovingBase:
         """
         q = self._check.vector(q, 'q', batch=batch)
         part = slice(3, 7) if self.base == 'floating' else slice(2, 4)
-        what = 'quaternion (qx, qy, qz, qw)' if self.base == 'floating' else '(cos, sin)'
-        q[part] = _unit(q[part], f'q: the base {what}')
+        q[part] = _unit(q[part], f'q: the base {self._orientation}')
         return q
 
     def _batch(self, method, *arrays, names: tuple | None = None):
@@ -508,21 +546,41 @@ class MovingBase:
         return np.array(out)
 
     # ----------------------------------------------------------------- base pose
-    @_batched('q')
     def base_pose(self, q: ArrayLike) -> Array:
         """Return the 4x4 pose of the base link in the world ((N, 4, 4) for a batch)."""
-        return self._base_pose(self._configuration(q))
+        return self._base_pose(self._configurations(q))
 
     def _base_pose(self, q: Array) -> Array:
-        """Return the base pose of a checked configuration."""
-        T = np.eye(4)
-        if self.base == 'floating':
-            T[:3, :3] = quaternion_to_matrix(q[3:7])     # (x, y, z, w)
-            T[:3, 3] = q[:3]
+        """Return the base pose (..., 4, 4) of checked configurations (..., nq)."""
+        if q.ndim == 1:
+            T = np.eye(4)
+            if self.base == 'floating':
+                T[:3, :3] = quaternion_to_matrix(q[3:7])     # (x, y, z, w)
+                T[:3, 3] = q[:3]
+            else:
+                c, s = q[2], q[3]
+                T[:2, :2] = [[c, -s], [s, c]]
+                T[:2, 3] = q[:2]
+            return T if self._at_origin else self.origin @ T
+        T = np.zeros(q.shape[:-1] + (4, 4))     # the same entries, row-wise
+        T[..., 3, 3] = 1.0
+        if self.base == 'floating':     # quaternion_to_matrix of (x, y, z, w)
+            x, y, z, w = q[..., 3], q[..., 4], q[..., 5], q[..., 6]
+            T[..., 0, 0] = 1.0 - 2.0 * (y * y + z * z)
+            T[..., 0, 1] = 2.0 * (x * y - z * w)
+            T[..., 0, 2] = 2.0 * (x * z + y * w)
+            T[..., 1, 0] = 2.0 * (x * y + z * w)
+            T[..., 1, 1] = 1.0 - 2.0 * (x * x + z * z)
+            T[..., 1, 2] = 2.0 * (y * z - x * w)
+            T[..., 2, 0] = 2.0 * (x * z - y * w)
+            T[..., 2, 1] = 2.0 * (y * z + x * w)
+            T[..., 2, 2] = 1.0 - 2.0 * (x * x + y * y)
+            T[..., :3, 3] = q[..., :3]
         else:
-            c, s = q[2], q[3]
-            T[:2, :2] = [[c, -s], [s, c]]
-            T[:2, 3] = q[:2]
+            c, s = q[..., 2], q[..., 3]
+            T[..., 0, 0], T[..., 0, 1], T[..., 1, 0], T[..., 1, 1] = c, -s, s, c
+            T[..., 2, 2] = 1.0
+            T[..., :2, 3] = q[..., :2]
         return T if self._at_origin else self.origin @ T
 
     def _split(self, q):
@@ -932,20 +990,47 @@ class MovingBase:
         out[:nb] = P.T @ (wb + 0.5 * ad @ wb + ad @ (ad @ wb) / 12.0)
         return out
 
-    def _tangent_bracket(self, v: Array) -> Array:
-        """ad_v on the base block: d/dt of q (-) q_ref drifts by -ad_v (linearize)."""
+    def _base_brackets(self, v: Array) -> Array:
+        """
+        Return P^T ad_(P v_b) P (..., nb, nb) of the base twists in v (..., nv), compiled.
+
+        How the base's tangent coordinates drift with its twist: linearize's continuous A has
+        -ad_v in its base block (``kernels.floating_base.base_brackets``).
+        """
+        nb = self._nb
+        vb = np.ascontiguousarray(v[..., :nb], dtype=float).reshape(-1, nb)
+        out = np.empty((vb.shape[0], nb, nb))
+        native.base_brackets(self._planar, vb, out)
+        return out.reshape(v.shape[:-1] + (nb, nb))
+
+    def _base_integrate_jacobians(self, w: Array) -> tuple[Array, Array]:
+        """
+        Return the base blocks (..., nb, nb) of d integrate(q, w)/dq and /dw, compiled.
+
+        Ad(exp(-w)) and the right Jacobian J_r(w) of the base's w (..., nv): the derivatives
+        are identities on the joints (``kernels.floating_base.base_integrate_jacobians``).
+        """
+        nb = self._nb
+        wb = np.ascontiguousarray(w[..., :nb], dtype=float).reshape(-1, nb)
+        Jq, Jw = np.empty((wb.shape[0], nb, nb)), np.empty((wb.shape[0], nb, nb))
+        native.base_integrate_jacobians(self._planar, wb, Jq, Jw)
+        shape = w.shape[:-1] + (nb, nb)
+        return Jq.reshape(shape), Jw.reshape(shape)
+
+    def _tangent_bracket_readable(self, v: Array) -> Array:
+        """Return ad_v on the base block, nv x nv: the reference of :meth:`_base_brackets`."""
         P = P_BASE[self.base]
         nb = self._nb
         out = np.zeros((self.nv, self.nv))
         out[:nb, :nb] = P.T @ motion_cross(P @ v[:nb]) @ P
         return out
 
-    def _integrate_jacobians(self, w: Array) -> tuple[Array, Array]:
+    def _integrate_jacobians_readable(self, w: Array) -> tuple[Array, Array]:
         """
-        Return the derivatives of integrate(q, w) in q and in w (tangent coordinates).
+        Return the derivatives of integrate(q, w) in q and in w (tangent coordinates), nv x nv.
 
         Ad(exp(-w)) and the right Jacobian J_r(w) = sum_k (-ad_w)^k / (k + 1)! on the base
-        block, identities on the joints.
+        block, identities on the joints: the reference of :meth:`_base_integrate_jacobians`.
         """
         P = P_BASE[self.base]
         nb = self._nb

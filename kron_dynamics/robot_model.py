@@ -1303,69 +1303,47 @@ class RobotModel:
         v+ = v + dt a(q, v, tau), q+ = integrate(q, v+, dt):
         A = [[Jq + dt^2 Jw da/dq, dt Jw (I + dt da/dv)], [dt da/dq, I + dt da/dv]],
         B = [[dt^2 Jw M^-1 S^T], [dt M^-1 S^T]], with Jq, Jw the derivatives of
-        integrate(q, w) = q (+) w in q and w at w = dt v+ (identities for the joints).
-        A batch of states gives (N, 2 nv, 2 nv) and (N, 2 nv, n).
+        integrate(q, w) = q (+) w in q and w at w = dt v+ (identities for the joints: only
+        a moving base's rows and its block are multiplied out). A batch of states gives
+        (N, 2 nv, 2 nv) and (N, 2 nv, n), all from compiled batches.
         """
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
         if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
-            return self._linearize_batch(q, v, tau, dt)
-        q, v = self._single(q, 'q'), self._single(v, 'v')
-        da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
-        nv, nb = self.nv, self.nv - self.n
-        MinvS = Minv[:, nb:]
-        eye = np.eye(nv)
-        if dt is None:
-            A = np.block([[-self._tangent_bracket(v), eye], [da_dq, da_dv]])
-            return A, np.vstack([np.zeros((nv, self.n)), MinvS])
-        v_next = v + dt * self.forward_dynamics(q, v, tau)
-        Jq, Jw = self._integrate_jacobians(dt * v_next)
-        A = np.block([[Jq + dt * dt * Jw @ da_dq, dt * Jw @ (eye + dt * da_dv)],
-                      [dt * da_dq, eye + dt * da_dv]])
-        return A, np.vstack([dt * dt * Jw @ MinvS, dt * MinvS])
-
-    def _linearize_batch(self, q, v, tau, dt) -> tuple[Array, Array]:
-        """
-        Return :meth:`linearize` of a batch, (N, 2 nv, 2 nv) and (N, 2 nv, n).
-
-        The derivatives and forward dynamics by their compiled batches, the blocks stacked;
-        a moving base's ad_v, Jq and Jw row by row (6 x 6 each).
-        """
+            da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
+            (q, v), _ = self._check.arrays(True, q=q, v=v)
+            N = da_dq.shape[0]
+            q, v = (np.broadcast_to(x, (N, x.shape[-1])) for x in (q, v))
+        else:
+            q, v = self._single(q, 'q'), self._single(v, 'v')
+            da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
         nv, nb, n = self.nv, self.nv - self.n, self.n
-        da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
-        (q, v), _ = self._check.arrays(True, q=q, v=v)
-        N = da_dq.shape[0]
-        q, v = (np.broadcast_to(x, (N, x.shape[-1])) for x in (q, v))
-        MinvS = Minv[:, :, nb:]
-        eye = np.eye(nv)
-        A, B = np.zeros((N, 2 * nv, 2 * nv)), np.zeros((N, 2 * nv, n))
+        rows = da_dq.shape[:-2]             # () for one state, (N,) for a batch
+        A, B = np.zeros(rows + (2 * nv, 2 * nv)), np.zeros(rows + (2 * nv, n))
+        MinvS = Minv[..., nb:]
+        diagonal = np.arange(nv)
         if dt is None:
+            A[..., diagonal, nv + diagonal] = 1.0
+            A[..., nv:, :nv], A[..., nv:, nv:] = da_dq, da_dv
             if nb:
-                for k in range(N):
-                    A[k, :nv, :nv] = -self._tangent_bracket(v[k])
-            A[:, :nv, nv:] = eye
-            A[:, nv:, :nv], A[:, nv:, nv:] = da_dq, da_dv
-            B[:, nv:] = MinvS
+                A[..., :nb, :nb] = -self._base_brackets(v)
+            B[..., nv:, :] = MinvS
             return A, B
-        Jq, Jw = eye, eye               # identities without a moving base
+        # the joints' rows (Jq = Jw = I there), then a moving base's: Jw_b (rows) + Jq_b
+        A[..., :nv, :nv] = dt * dt * da_dq
+        A[..., nv:, :nv] = dt * da_dq
+        A[..., nv:, nv:] = dt * da_dv
+        A[..., nv + diagonal, nv + diagonal] += 1.0
+        A[..., :nv, nv:] = dt * A[..., nv:, nv:]
+        B[..., :nv, :], B[..., nv:, :] = dt * dt * MinvS, dt * MinvS
         if nb:
             v_next = v + dt * self.forward_dynamics(q, v, tau)
-            Jq, Jw = np.empty((N, nv, nv)), np.empty((N, nv, nv))
-            for k in range(N):
-                Jq[k], Jw[k] = self._integrate_jacobians(dt * v_next[k])
-        A[:, :nv, :nv] = Jq + dt * dt * Jw @ da_dq
-        A[:, :nv, nv:] = dt * Jw @ (eye + dt * da_dv)
-        A[:, nv:, :nv], A[:, nv:, nv:] = dt * da_dq, eye + dt * da_dv
-        B[:, :nv], B[:, nv:] = dt * dt * Jw @ MinvS, dt * MinvS
+            Jq, Jw = self._base_integrate_jacobians(dt * v_next)
+            A[..., :nb, :] = Jw @ A[..., :nb, :]
+            A[..., :nb, :nb] += Jq
+            B[..., :nb, :] = Jw @ B[..., :nb, :]
+        A[..., diagonal[nb:], diagonal[nb:]] += 1.0
         return A, B
-
-    def _tangent_bracket(self, v: Array) -> Array:
-        """ad_v: how the tangent coordinates of q drift with v (zero without a moving base)."""
-        return np.zeros((self.nv, self.nv))
-
-    def _integrate_jacobians(self, w: Array) -> tuple[Array, Array]:
-        """Return the derivatives of integrate(q, w) in q and w: identities on joints."""
-        return np.eye(self.nv), np.eye(self.nv)
 
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:
         """

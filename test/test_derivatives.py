@@ -290,6 +290,28 @@ def test_linearize_takes_batches_on_every_model(case):
         model.linearize(Q, bad, T)
 
 
+@pytest.mark.parametrize('kind', ['floating quadruped', 'planar base'])
+def test_the_compiled_base_blocks_of_linearize_are_the_readable_ones(kind):
+    """ad_v, Ad(exp(-w)) and J_r(w) of the kernel against the NumPy reference, small to large."""
+    model, _ = build_case(kind)
+    nv, nb = model.nv, model.nv - model.n
+    rng = np.random.default_rng(7)
+    W = np.vstack([rng.uniform(-1, 1, (4, nv)) * scale
+                   for scale in (0.0, 1e-8, 1e-3, 0.1, 1.0, 3.0)])
+    Jq, Jw = model._base_integrate_jacobians(W)
+    brackets = model._base_brackets(W)
+    assert Jq.shape == Jw.shape == brackets.shape == (len(W), nb, nb)
+    for k, w in enumerate(W):
+        rq, rw = model._integrate_jacobians_readable(w)
+        close(Jq[k], rq[:nb, :nb], f'{kind}: Jq row {k}', 1e-14)
+        close(Jw[k], rw[:nb, :nb], f'{kind}: Jw row {k}', 1e-14)
+        assert np.array_equal(rq[nb:], np.eye(nv)[nb:]), 'the joints: identity rows'
+        close(brackets[k], model._tangent_bracket_readable(w)[:nb, :nb],
+              f'{kind}: ad row {k}', 1e-15)
+    one_q, one_w = model._base_integrate_jacobians(W[5])      # one state: no row axis
+    assert np.array_equal(one_q, Jq[5]) and np.array_equal(one_w, Jw[5]), 'one w: the row'
+
+
 def test_discrete_lqr_on_the_stacker_brings_a_perturbed_state_back():
     """LQR from linearize(..., dt) and solve_discrete_are, closed on the RK4 plant."""
     from scipy.linalg import solve_discrete_are

@@ -539,6 +539,17 @@ def test_base_pose_friction_and_full_coordinates_take_batches(kind):
         for k in range(3):
             np.testing.assert_array_equal(batch[k], getattr(model, method)(X[k]))
         assert getattr(model, method)(X[:0]).shape == (0, *shape), method
+    far, nan, bad = Q.copy(), Q.copy(), V.copy()
+    far[1, 3 if model.base == 'floating' else 2] += 1.0      # the base orientation, not unit
+    nan[2, -1], bad[2, -1] = np.nan, np.inf
+    for method in ('base_pose', 'full_configuration'):
+        with pytest.raises(ValueError, match=r'^row 1: q: the base .* has norm .*unit vector'):
+            getattr(model, method)(far)
+        with pytest.raises(ValueError, match=r'^q\[2\] is not finite'):
+            getattr(model, method)(nan)
+    for method in ('friction_torque', 'full_velocity', 'full_acceleration'):
+        with pytest.raises(ValueError, match=r'^(v|dv)\[2\] is not finite'):
+            getattr(model, method)(bad)
 
 
 @pytest.mark.parametrize('kind', ['mimic gripper', 'floating quadruped', 'planar base'])

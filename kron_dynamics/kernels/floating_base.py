@@ -2008,3 +2008,132 @@ def moving_regressor_batch(ints, reals, origin, planar, pk, Q, V, DV, tol, out):
     for r in numba.prange(N):
         ok[r] = moving_regressor(ints, reals, origin, planar, pk, Q[r], V[r], DV[r], tol, out[r])
     return np.all(ok)
+
+
+# ------------------------------------------------------------ the base blocks of linearize
+_PLANAR_ROWS = (0, 1, 5)        # P of a planar base: the rows of (vx, vy, wz) in a twist
+
+
+@inline
+def _twist(planar, x, r):
+    """Return the twist (v, w) of row r of x (N, nb), the base's tangent coordinates."""
+    if planar:
+        return (x[r, 0], x[r, 1], 0.0), (0.0, 0.0, x[r, 2])
+    return (x[r, 0], x[r, 1], x[r, 2]), (x[r, 3], x[r, 4], x[r, 5])
+
+
+@inline
+def _put_skew(out, r, c, a, s):
+    """Add s [a x] into the 3 x 3 block of out at (r, c)."""
+    out[r, c + 1] -= s * a[2]
+    out[r, c + 2] += s * a[1]
+    out[r + 1, c] += s * a[2]
+    out[r + 1, c + 2] -= s * a[0]
+    out[r + 2, c] -= s * a[1]
+    out[r + 2, c + 1] += s * a[0]
+
+
+@inline
+def _bracket_matrix(v, w, s, out):
+    """Write s ad_(v, w) = s [[w x, v x], [0, w x]] (linear rows first) into out (6, 6)."""
+    out[:, :] = 0.0
+    _put_skew(out, 0, 0, w, s)
+    _put_skew(out, 3, 3, w, s)
+    _put_skew(out, 0, 3, v, s)
+
+
+@inline
+def _project(planar, full, out):
+    """P^T full P (nb x nb) of a 6 x 6 matrix into out."""
+    nb = 3 if planar else 6
+    for i in range(nb):
+        fi = _PLANAR_ROWS[i] if planar else i
+        for j in range(nb):
+            out[i, j] = full[fi, _PLANAR_ROWS[j] if planar else j]
+
+
+@jit
+def base_brackets(planar, V, out):
+    """
+    Write P^T ad_(P v) P of each row of V (N, nb) into out (N, nb, nb).
+
+    How the base's tangent coordinates drift with its twist (the -ad_v block of linearize's
+    continuous A). Mirrors ``MovingBase._tangent_bracket_readable``.
+    """
+    ad = np.empty((6, 6))
+    for r in range(V.shape[0]):
+        v, w = _twist(planar, V, r)
+        _bracket_matrix(v, w, 1.0, ad)
+        _project(planar, ad, out[r])
+
+
+@inline
+def _mul_into(A, B, d, out):
+    """Write A B / d of square matrices into out (a loop: numba would call BLAS for @)."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(n):
+            t = 0.0
+            for m in range(n):
+                t += A[i, m] * B[m, j]
+            out[i, j] = t / d
+
+
+@jit
+def base_integrate_jacobians(planar, W, Jq, Jw):
+    """
+    Write the base blocks of d integrate(q, w)/dq and /dw at each row of W (N, nb).
+
+    Jq = Ad(exp(-xi)) and Jw = J_r(xi) = sum_k (-ad_xi)^k / (k + 1)!, xi = P w, both
+    projected by P: mirrors ``MovingBase._integrate_jacobians_readable`` (the same series,
+    the same stop).
+    """
+    ad, term, nxt = np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6))
+    Ad, Jr = np.empty((6, 6)), np.empty((6, 6))
+    S, S2, E, X = np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3)), np.empty((3, 3))
+    for r in range(W.shape[0]):
+        v, w = _twist(planar, W, r)
+        mv_, mw = scl(v, -1.0), scl(w, -1.0)          # exp(-xi) = (R, p)
+        theta = np.sqrt(mw[0] * mw[0] + mw[1] * mw[1] + mw[2] * mw[2])
+        if theta < 1e-6:        # the series of _exp6
+            a = 1.0 - theta * theta / 6.0
+            b, c = 0.5 - theta * theta / 24.0, 1.0 / 6.0 - theta * theta / 120.0
+        else:
+            a = np.sin(theta) / theta
+            b = (1.0 - np.cos(theta)) / (theta * theta)
+            c = (theta - np.sin(theta)) / (theta * theta * theta)
+        S[:, :] = 0.0
+        _put_skew(S, 0, 0, mw, 1.0)
+        _mul_into(S, S, 1.0, S2)
+        for i in range(3):
+            for j in range(3):
+                one = 1.0 if i == j else 0.0
+                E[i, j] = one + a * S[i, j] + b * S2[i, j]      # R
+                X[i, j] = one + b * S[i, j] + c * S2[i, j]      # V, with p = V (-v)
+        p = (X[0, 0] * mv_[0] + X[0, 1] * mv_[1] + X[0, 2] * mv_[2],
+             X[1, 0] * mv_[0] + X[1, 1] * mv_[1] + X[1, 2] * mv_[2],
+             X[2, 0] * mv_[0] + X[2, 1] * mv_[1] + X[2, 2] * mv_[2])
+        S[:, :] = 0.0
+        _put_skew(S, 0, 0, p, 1.0)
+        _mul_into(S, E, 1.0, X)                                 # [p x] R
+        Ad[:, :] = 0.0
+        for i in range(3):
+            for j in range(3):
+                Ad[i, j] = Ad[i + 3, j + 3] = E[i, j]
+                Ad[i, j + 3] = X[i, j]
+        _bracket_matrix(v, w, -1.0, ad)         # -ad_xi
+        for i in range(6):
+            for j in range(6):
+                term[i, j] = Jr[i, j] = 1.0 if i == j else 0.0
+        for k in range(1, 60):      # |ad| <= |xi|: the terms fall factorially
+            _mul_into(term, ad, k + 1.0, nxt)
+            big = 0.0
+            for i in range(6):
+                for j in range(6):
+                    term[i, j] = nxt[i, j]
+                    Jr[i, j] += nxt[i, j]
+                    big = max(big, abs(nxt[i, j]))
+            if big < 1e-18:
+                break
+        _project(planar, Ad, Jq[r])
+        _project(planar, Jr, Jw[r])

@@ -160,6 +160,8 @@ SIGNATURES = {
                                                      _O3)),
     'moving_coriolis_matrix_batch': ('floating_base', (_I, _R, nt.boolean, _R, _A2, _A2,
                                                        nt.float64, _O3)),
+    'base_brackets': ('floating_base', (nt.boolean, _A2, _O3)),
+    'base_integrate_jacobians': ('floating_base', (nt.boolean, _A2, _O3, _O3)),
     'moving_integrate_batch': ('floating_base', (nt.boolean, _A2, _A2, nt.float64, nt.float64,
                                                  _O2)),
     'moving_difference_batch': ('floating_base', (nt.boolean, _A2, _A2, nt.float64, _O2)),
