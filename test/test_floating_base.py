@@ -836,6 +836,38 @@ def test_the_compiled_contact_dynamics_equal_the_general_path(solo):
     assert model._constrained_compiled(q, v, tau, twice) is None
 
 
+CONTACT_FRAMES = ('local_world_aligned', 'local')
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_the_tree_sparse_contact_solve_equals_the_general_path_on_branched_trees(seed):
+    """M = L^T L and the contact paths (kernels) against the NumPy path, branches and 6-D."""
+    rng = np.random.default_rng(300 + seed)
+    xml = random_urdf(rng, 12, n_fixed=2, branching=0.6, massless_fraction=0.0)
+    model = RobotModel.from_urdf_string(xml, root_joint='floating')
+    links = [name for name in model.link_names if name != model.root_link]
+    compared = declined = 0
+    while compared < 4:
+        first, second = rng.choice(links, size=2, replace=False)
+        contacts = [Contact(first, dim=6, reference_frame=str(rng.choice(CONTACT_FRAMES))),
+                    Contact(second, point=tuple(rng.uniform(-0.1, 0.1, 3)),
+                            reference_frame=str(rng.choice(CONTACT_FRAMES)))]
+        q, v, _ = random_state(model, rng)
+        tau = rng.uniform(-1, 1, model.n)
+        fast = model._constrained_compiled(q, v, tau, contacts)
+        J = model.contact_jacobian(q, contacts)
+        if np.linalg.matrix_rank(J) < len(J):       # redundant: the kernel must decline
+            assert fast is None, f'seed {seed}: redundant contacts accepted'
+            declined += 1
+            assert declined < 50, f'seed {seed}: no full-rank pair of contacts found'
+            continue
+        assert fast is not None, f'seed {seed}: the kernel declined full-rank contacts'
+        general = model.constrained_forward_dynamics(list(q), list(v), list(tau), contacts)
+        for a, b, what in zip(fast, general, ("v'", 'lambda')):
+            close(a, b, f'seed {seed} {[first, second]}: {what}', 1e-10)
+        compared += 1
+
+
 def test_contact_reference_frame_sets_the_axes_of_lambda_not_the_motion(solo):
     """The same v' in both frames; lambda and J_c rows turn with the link (R^T per contact)."""
     model, _ = solo

@@ -31,9 +31,11 @@ import numba
 import numpy as np
 
 from .algebra import add, chunks, cross, get3, get9, inline, jit, mm, mv, pjit, scl, set3
-from .crba import _crba_row, body_inertia, CH, CI, CM, CQ, CS, motion_subspaces, NC
-from .forward_dynamics import (cholesky_factor, cholesky_substitute, fd_work,
-                               forward_dynamics_into, forward_substitute, gram, tree_solve_into)
+from .crba import (_crba_row, body_inertia, CH, CI, CM, CQ, crba_pass, CS, motion_subspaces, NC,
+                   write_mass_matrix)
+from .forward_dynamics import (cholesky_factor, cholesky_factor_into, cholesky_substitute,
+                               fd_work, forward_dynamics_into, forward_substitute, gram,
+                               substitute, tree_factor_into, tree_solve_into)
 from .jacobians import _jacobian_row, acceleration, hessian, jacobian, jacobian_derivative
 from .center_of_mass import center_of_mass, center_of_mass_jacobian
 from .coriolis_star import coriolis_star, mass_matrix_derivative
@@ -414,35 +416,134 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
     (v', lambda) of M v' + h = tau + J_c^T lambda, J_c v' + gamma = 0, into dv and lam.
 
     Kernel order (a floating base without mimic joints). M and h by the compiled recursions,
-    the contact rows by :func:`contact_terms`, then one Cholesky factorisation of M for
-    M^-1 [tau - h, J_c^T] and one of the contacts' Delassus matrix J_c M^-1 J_c^T. False on
+    the contact rows by :func:`contact_rows`, then :func:`tree_constrained_solve`. False on
     a bad input, a singular M or a Delassus matrix that is singular or nearly so (redundant
     or contradicting contacts): the facade's general path then gives the minimum-norm lambda
     or the error that says why.
     """
-    n, m = ints.shape[0], lam.shape[0]
+    return floating_constrained_forward_dynamics_into(
+        ints, reals, sites, origin, q, v, tau, tol, rows, points, dims, local, dv, lam,
+        floating_constrained_work(ints, reals, lam.shape[0]))
+
+
+@jit
+def floating_constrained_work(ints, reals, m):
+    """Return the work arrays of :func:`floating_constrained_forward_dynamics_into`."""
+    n = ints.shape[0]
+    return ((np.empty(n), reals.copy(), np.empty(n), np.zeros(n), np.empty(n),
+             np.empty((n, NW)), np.zeros((0, 6)), np.zeros((n, n)), np.empty((n, NC)),
+             np.empty((m, n)), np.empty(m)),
+            (np.zeros((n, n)), np.empty((1 + m, n)), np.empty((m, m)), np.empty(m),
+             np.zeros((m, m)), np.empty(max(n, m)), np.empty(n), np.empty(n),
+             np.empty(m, dtype=np.int64)))
+
+
+@jit
+def floating_constrained_forward_dynamics_into(ints, reals, sites, origin, q, v, tau, tol,
+                                               rows, points, dims, local, dv, lam, work):
+    """:func:`floating_constrained_forward_dynamics` with the work of a batch's chunk."""
+    n = ints.shape[0]
     if v.shape[0] != n or tau.shape[0] != n or dv.shape[0] != n:
         return False
     for i in range(n):
         if not (np.isfinite(v[i]) and np.isfinite(tau[i])):
             return False
-    qk, wreals = np.empty(n), np.empty_like(reals)
-    if not base_frame(ints, reals, origin, q, tol, qk, wreals):
+    (qk, wreals, a, zeros, h, rw, no_wrench, M, wk, J, gamma), solve = work
+    if not base_gravity(ints, reals, origin, q, tol, qk, wreals):   # wreals holds reals
         return False
     norm = np.sqrt(q[3] * q[3] + q[4] * q[4] + q[5] * q[5] + q[6] * q[6])
     R = base_rotation(origin, q[3] / norm, q[4] / norm, q[5] / norm, q[6] / norm)
-    a = np.empty(n)
-    chain_acceleration(v, np.zeros(n), a)
-    h = np.empty(n)
-    if not _rnea_row(ints, wreals, qk, v, a, ID, np.zeros((0, 6)), np.empty((n, NW)), h):
+    chain_acceleration(v, zeros, a)
+    if not _rnea_row(ints, wreals, qk, v, a, ID, no_wrench, rw, h):
         return False
-    M = np.empty((n, n))
-    wk = np.empty((n, NC))            # the CRBA's frames and S serve the contact rows
-    if not _crba_row(ints, reals, qk, wk, M):
-        return False
-    J, gamma = np.empty((m, n)), np.empty(m)
+    load(ints, qk, n, wk, CQ)         # the CRBA's frames and S serve the contact rows
+    crba_pass(ints, reals, wk)
+    write_mass_matrix(ints, reals, wk, M, False)    # internal order; zero off the pattern
     contact_rows(ints, sites, wk, R, v, a, rows, points, dims, local, J, gamma)
-    return constrained_solve(M, h, tau, J, gamma, dv, lam)
+    return tree_constrained_solve(ints, sites, rows, dims, M, h, tau, J, gamma, dv, lam, solve)
+
+
+@inline
+def tree_constrained_solve(ints, sites, rows, dims, M, h, tau, J, gamma, dv, lam, work):
+    """
+    :func:`constrained_solve` with M = L^T L keeping the tree's sparsity (M internal order).
+
+    Featherstone's LTL factorisation (:func:`tree_factor_into`, accepted on the same rule as
+    the dense one) gives Y = L^-T [tau - h, J^T] descendants first. A contact's rows of J
+    (:func:`contact_rows`) are zero off its body's ancestors, and so are its columns of Y:
+    their substitutions and their entries of the Delassus matrix J M^-1 J^T = Y^T Y run
+    along that path only. v' = L^-1 (y0 + Y lambda), ancestors first. h, tau, J and dv are
+    in user order (``ints``' INV).
+    """
+    L, YT, A, b, La, y, x, inv, body = work
+    n, m = M.shape[0], J.shape[0]
+    for i in range(n):
+        for c in range(n):
+            if not np.isfinite(M[i, c]):
+                return False
+    if not tree_factor_into(ints, M, 1e-12, L, y):
+        return False
+    for i in range(n):
+        inv[i] = 1.0 / L[i, i]
+    r = 0
+    for c in range(rows.shape[0]):    # each row of J: its contact's body
+        for k in range(dims[c]):
+            body[r + k] = int(sites[rows[c], SITE_BODY])
+        r += dims[c]
+    for i in range(n):
+        YT[0, i] = tau[ints[i, INV]] - h[ints[i, INV]]
+    for i in range(n - 1, -1, -1):    # L^T y0 = tau - h: descendants first
+        t = YT[0, i] * inv[i]
+        YT[0, i] = t
+        j = ints[i, PARENT]
+        while j >= 0:
+            YT[0, j] -= L[i, j] * t
+            j = ints[j, PARENT]
+    for r in range(m):                # L^T Y = J^T along each contact's path
+        for i in range(n):
+            YT[1 + r, i] = 0.0
+        i = body[r]
+        while i >= 0:
+            YT[1 + r, i] = J[r, ints[i, INV]]
+            i = ints[i, PARENT]
+        i = body[r]
+        while i >= 0:
+            t = YT[1 + r, i] * inv[i]
+            YT[1 + r, i] = t
+            j = ints[i, PARENT]
+            while j >= 0:
+                YT[1 + r, j] -= L[i, j] * t
+                j = ints[j, PARENT]
+            i = ints[i, PARENT]
+    for r in range(m):                # the Delassus matrix, b = -gamma - Y^T y0
+        for k in range(r + 1):
+            t = 0.0
+            i = body[r]
+            while i >= 0:
+                t += YT[1 + r, i] * YT[1 + k, i]
+                i = ints[i, PARENT]
+            A[r, k] = t
+            A[k, r] = t
+        t = -gamma[r]
+        i = body[r]
+        while i >= 0:
+            t -= YT[1 + r, i] * YT[0, i]
+            i = ints[i, PARENT]
+        b[r] = t
+    if not cholesky_factor_into(A, 1e-10, La, y):
+        return False
+    substitute(La, b, y, lam)
+    for i in range(n):                # v' = L^-1 (y0 + Y lambda): ancestors first
+        s = YT[0, i]
+        for c in range(m):
+            s += YT[1 + c, i] * lam[c]
+        j = ints[i, PARENT]
+        while j >= 0:
+            s -= L[i, j] * x[j]
+            j = ints[j, PARENT]
+        x[i] = s * inv[i]
+        dv[ints[i, INV]] = x[i]
+    return True
 
 
 @jit
@@ -1653,10 +1754,13 @@ def floating_constrained_forward_dynamics_batch(ints, reals, sites, origin, Q, V
     if V.shape[0] != N or TAU.shape[0] != N or DV.shape[0] != N or LAM.shape[0] != N \
             or ok.shape[0] != N:
         return False
-    for r in numba.prange(N):
-        ok[r] = floating_constrained_forward_dynamics(ints, reals, sites, origin, Q[r], V[r],
-                                                      TAU[r], tol, rows, points, dims, local,
-                                                      DV[r], LAM[r])
+    K = chunks(N)
+    for c in numba.prange(K):
+        work = floating_constrained_work(ints, reals, LAM.shape[1])    # one set per chunk
+        for r in range(c * N // K, (c + 1) * N // K):
+            ok[r] = floating_constrained_forward_dynamics_into(
+                ints, reals, sites, origin, Q[r], V[r], TAU[r], tol, rows, points, dims, local,
+                DV[r], LAM[r], work)
     return True
 
 
