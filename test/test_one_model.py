@@ -53,7 +53,7 @@ INHERITED = {'from_dh', 'from_urdf_file', 'from_urdf_string', 'description', 'ch
              'random_configuration', 'integrate', 'contact_jacobian',
              'constrained_forward_dynamics', 'contact_inverse_dynamics', 'mimic_joints',
              'base', 'gravity_derivative',
-             # from forward_dynamics(_derivatives), _tangent_bracket, _integrate_jacobians
+             # from forward_dynamics(_derivatives), _base_brackets, _base_integrate_jacobians
              'linearize',
              # kron_dynamics.gpu writes a moving base's kernels from the model (test_gpu)
              'on_gpu'}
