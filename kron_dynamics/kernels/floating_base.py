@@ -426,7 +426,7 @@ def floating_constrained_forward_dynamics(ints, reals, sites, origin, q, v, tau,
         floating_constrained_work(ints, reals, lam.shape[0]))
 
 
-@jit
+@inline
 def floating_constrained_work(ints, reals, m):
     """Return the work arrays of :func:`floating_constrained_forward_dynamics_into`."""
     n = ints.shape[0]
@@ -438,7 +438,7 @@ def floating_constrained_work(ints, reals, m):
              np.empty(m, dtype=np.int64)))
 
 
-@jit
+@inline
 def floating_constrained_forward_dynamics_into(ints, reals, sites, origin, q, v, tau, tol,
                                                rows, points, dims, local, dv, lam, work):
     """:func:`floating_constrained_forward_dynamics` with the work of a batch's chunk."""
@@ -554,34 +554,44 @@ def constrained_solve(M, h, tau, J, gamma, dv, lam):
     One Cholesky factorisation of M for M^-1 [tau - h, J^T] and one of the Delassus matrix
     J M^-1 J^T (refused when nearly singular: redundant or contradicting contacts).
     """
+    return constrained_solve_into(M, h, tau, J, gamma, dv, lam,
+                                  constrained_solve_work(M.shape[0], J.shape[0]))
+
+
+@inline
+def constrained_solve_work(n, m):
+    """Return the work arrays of :func:`constrained_solve_into` (n coordinates, m rows)."""
+    return (np.zeros((n, n)), np.empty(max(n, m)), np.empty((n, 1 + m)), np.empty((m, m)),
+            np.empty(m), np.zeros((m, m)), np.empty(n))
+
+
+@inline
+def constrained_solve_into(M, h, tau, J, gamma, dv, lam, work):
+    """:func:`constrained_solve` with the work of :func:`constrained_solve_work`: the same bits."""
+    L, y, Y, A, b, La, z = work
     n, m = M.shape[0], J.shape[0]
     # M = L L^T: y0 = L^-1 (tau - h), Y = L^-1 J^T; the Delassus matrix J M^-1 J^T = Y^T Y
     for i in range(n):
         for c in range(n):
             if not np.isfinite(M[i, c]):
                 return False
-    ok, L = cholesky_factor(M, 1e-12)
-    if not ok:
+    if not cholesky_factor_into(M, 1e-12, L, y):
         return False
-    Y = np.empty((n, 1 + m))          # column 0: y0, then Y
-    for i in range(n):
+    for i in range(n):                # column 0: y0, then Y
         Y[i, 0] = tau[i] - h[i]
         for r in range(m):
             Y[i, 1 + r] = J[r, i]
     forward_substitute(L, Y)
-    A, b = np.empty((m, m)), np.empty(m)
     gram(Y, 1, A)                     # the Delassus matrix
     for r in range(m):                # b = -gamma - J M^-1 (tau - h) = -gamma - Y^T y0
         t = -gamma[r]
         for i in range(n):
             t -= Y[i, 1 + r] * Y[i, 0]
         b[r] = t
-    ok, La = cholesky_factor(A, 1e-10)
-    if not ok:
+    if not cholesky_factor_into(A, 1e-10, La, y):
         return False
-    cholesky_substitute(La, b, lam)
-    z = np.empty(n)                   # v' = L^-T (y0 + Y lambda)
-    for i in range(n):
+    substitute(La, b, y, lam)
+    for i in range(n):                # v' = L^-T (y0 + Y lambda)
         s = Y[i, 0]
         for c in range(m):
             s += Y[i, 1 + c] * lam[c]
@@ -1718,27 +1728,42 @@ def fixed_constrained_forward_dynamics(ints, reals, sites, cpl, arm, u, ud, tau,
     whole tree, projected (B^T M B + armature, B^T h, J_c B), then :func:`constrained_solve`.
     False on a bad input or a singular M or Delassus matrix: the facade then says why.
     """
-    nf, n, m = ints.shape[0], dv.shape[0], lam.shape[0]
+    return fixed_constrained_forward_dynamics_into(
+        ints, reals, sites, cpl, arm, u, ud, tau, rows, points, dims, local, dv, lam,
+        fixed_constrained_work(ints.shape[0], dv.shape[0], lam.shape[0]))
+
+
+@inline
+def fixed_constrained_work(nf, n, m):
+    """Return the work of :func:`fixed_constrained_forward_dynamics_into` (nf tree joints)."""
+    return ((np.empty(nf), np.empty(nf), np.zeros(nf), np.empty(nf), np.empty((nf, nf)),
+             np.empty((nf, NC)), np.zeros((0, 6)), np.empty((nf, NW)), np.empty((m, nf)),
+             np.empty(m), np.empty((n, n)), np.empty(n), np.empty((m, n)), np.eye(3)),
+            constrained_solve_work(n, m))
+
+
+@inline
+def fixed_constrained_forward_dynamics_into(ints, reals, sites, cpl, arm, u, ud, tau, rows,
+                                            points, dims, local, dv, lam, work):
+    """:func:`fixed_constrained_forward_dynamics` with the work of a batch's chunk."""
+    nf, n = ints.shape[0], dv.shape[0]
     if cpl.shape[0] != nf or u.shape[0] != n or ud.shape[0] != n or tau.shape[0] != n \
             or arm.shape[0] != n:
         return False
     for i in range(n):
         if not np.isfinite(tau[i]):
             return False
-    q, qd, zero = np.empty(nf), np.empty(nf), np.zeros(nf)
+    (q, qd, zero, hk, Mk, wk, no_wrench, rw, Jk, gamma, M, h, J, eye3), solve = work
     if not (lift(cpl, u, True, q) and lift(cpl, ud, False, qd)):
         return False
-    hk, Mk, wk = np.empty(nf), np.empty((nf, nf)), np.empty((nf, NC))
-    if not (_rnea_row(ints, reals, q, qd, zero, ID, np.zeros((0, 6)), np.empty((nf, NW)), hk)
+    if not (_rnea_row(ints, reals, q, qd, zero, ID, no_wrench, rw, hk)
             and _crba_row(ints, reals, q, wk, Mk)):
         return False
-    Jk, gamma = np.empty((m, nf)), np.empty(m)
-    contact_rows(ints, sites, wk, np.eye(3), qd, zero, rows, points, dims, local, Jk, gamma)
-    M, h, J = np.empty((n, n)), np.empty(n), np.empty((m, n))
+    contact_rows(ints, sites, wk, eye3, qd, zero, rows, points, dims, local, Jk, gamma)
     project_matrix(cpl, Mk, arm, M)
     project_vector(cpl, hk, h)
     project_columns(cpl, Jk, J)
-    return constrained_solve(M, h, tau, J, gamma, dv, lam)
+    return constrained_solve_into(M, h, tau, J, gamma, dv, lam, solve)
 
 
 # ------------------------------------------------------------------ constrained batches
@@ -1788,10 +1813,13 @@ def fixed_constrained_forward_dynamics_batch(ints, reals, sites, cpl, arm, U, UD
     if UD.shape[0] != N or TAU.shape[0] != N or DV.shape[0] != N or LAM.shape[0] != N \
             or ok.shape[0] != N:
         return False
-    for r in numba.prange(N):
-        ok[r] = fixed_constrained_forward_dynamics(ints, reals, sites, cpl, arm, U[r], UD[r],
-                                                   TAU[r], rows, points, dims, local, DV[r],
-                                                   LAM[r])
+    K = chunks(N)
+    for c in numba.prange(K):
+        work = fixed_constrained_work(ints.shape[0], DV.shape[1], LAM.shape[1])    # per chunk
+        for r in range(c * N // K, (c + 1) * N // K):
+            ok[r] = fixed_constrained_forward_dynamics_into(
+                ints, reals, sites, cpl, arm, U[r], UD[r], TAU[r], rows, points, dims, local,
+                DV[r], LAM[r], work)
     return True
 
 
