@@ -90,6 +90,15 @@ def project_matrix(cpl, M, arm, out):
         out[a, a] += arm[a]
 
 
+@inline
+def project_derivatives(cpl, full, arm, out):
+    """Write B^T D B of the tree's (dtau/dq, dtau/dv, M), full (3, nf, nf); arm added to M."""
+    none = np.zeros(out.shape[1])
+    project_matrix(cpl, full[0], none, out[0])
+    project_matrix(cpl, full[1], none, out[1])
+    project_matrix(cpl, full[2], arm, out[2])
+
+
 @jit
 def project_columns(cpl, J, out):
     """Write J B into out, J with one column per joint of the full tree (any rows)."""

@@ -30,7 +30,7 @@ from .algebra import add, chunks, cross, dot, get3, jit, pjit, scl, set3, sub
 from .crba import body_inertia, CM, CQ, CQD, CS, inertia_times, motion_subspaces, NC
 from .floating_base import (base_frame, chain_acceleration, floating_forward_dynamics,
                             lift_configuration, moving_forward_dynamics)
-from .coupled import coupled_forward_dynamics, lift, project_matrix
+from .coupled import coupled_forward_dynamics, lift, project_derivatives
 from .forward_dynamics import cholesky_factor, forward_dynamics, ltl_in_place
 from .kinematics import frames, load
 from .layout import ARM, INV, PARENT
@@ -502,10 +502,7 @@ def coupled_rnea_derivatives(ints, reals, cpl, arm, u, ud, udd, out):
     full = np.empty((3, nf, nf))
     if not _derivatives_row(ints, reals, q, qd, qdd, np.empty((nf, ND)), full):
         return False
-    none = np.zeros(n)
-    project_matrix(cpl, full[0], none, out[0])
-    project_matrix(cpl, full[1], none, out[1])
-    project_matrix(cpl, full[2], arm, out[2])
+    project_derivatives(cpl, full, arm, out)
     return True
 
 
@@ -576,10 +573,7 @@ def moving_rnea_derivatives(ints, reals, origin, planar, pk, arm, q, v, dv, tol,
     if not _derivatives_row(ints, wreals, qk, vk, a, np.empty((n, ND)), full):
         return False
     floating_corrections(vk, wreals[n, :3], full)
-    none = np.zeros(nv)
-    project_matrix(pk, full[0], none, out[0])
-    project_matrix(pk, full[1], none, out[1])
-    project_matrix(pk, full[2], arm, out[2])
+    project_derivatives(pk, full, arm, out)
     return True
 
 
