@@ -75,11 +75,18 @@ def dynamics_rows(pin, pair: PinocchioPair, rng, link, ops, budget, repeat, log)
 
 
 def contact_rows(pin, pair: PinocchioPair, contacts, rng, budget, repeat, log) -> dict:
-    """Constrained forward dynamics with the feet moving, against constraintDynamics."""
+    """
+    Constrained forward dynamics and its derivatives, the feet moving, against Pinocchio.
+
+    The derivatives against constraintDynamics followed by computeConstraintDynamicsDerivatives
+    (which reads what constraintDynamics leaves in its data): what one call of ours computes.
+    """
     k, m, d = pair.m, pair.pm, pair.pd
     kinds, datas = pair.constraint_models(contacts)
     settings = pin.ProximalSettings(*PROXIMAL)
-    agree = {'constrained_forward_dynamics': 0.0, 'contact forces': 0.0}
+    agree = {'constrained_forward_dynamics': 0.0, 'contact forces': 0.0,
+             'constrained_forward_dynamics_derivatives': 0.0}
+    P = pair.P
     for _ in range(CHECKS):
         q, v, _ = state(k, rng)
         tau = rng.uniform(-1, 1, k.n)
@@ -90,9 +97,26 @@ def contact_rows(pin, pair: PinocchioPair, contacts, rng, budget, repeat, log) -
         for key, err in (('constrained_forward_dynamics', relerr(dv, pair.tangent(pdv))),
                          ('contact forces', relerr(lam, d.lambda_c))):
             agree[key] = max(agree[key], err)
-    single = timed_pairs({'constrained_forward_dynamics': (
-        'constraintDynamics', lambda: k.constrained_forward_dynamics(q, v, tau, contacts),
-        lambda: pin.constraintDynamics(m, d, pq, pv, pfull, kinds, datas, settings))},
+        pin.computeConstraintDynamicsDerivatives(m, d, kinds, datas)
+        theirs = (P.T @ d.ddq_dq @ P, P.T @ d.ddq_dv @ P, P.T @ d.ddq_dtau @ P,
+                  d.dlambda_dq @ P, d.dlambda_dv @ P, d.dlambda_dtau @ P)
+        ours = k.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
+        agree['constrained_forward_dynamics_derivatives'] = max(
+            agree['constrained_forward_dynamics_derivatives'],
+            *(relerr(x, y) for x, y in zip(ours, theirs)))
+
+    def derivatives():
+        pin.constraintDynamics(m, d, pq, pv, pfull, kinds, datas, settings)
+        pin.computeConstraintDynamicsDerivatives(m, d, kinds, datas)
+
+    single = timed_pairs({
+        'constrained_forward_dynamics': (
+            'constraintDynamics', lambda: k.constrained_forward_dynamics(q, v, tau, contacts),
+            lambda: pin.constraintDynamics(m, d, pq, pv, pfull, kinds, datas, settings)),
+        'constrained_forward_dynamics_derivatives': (
+            'constraintDynamics + computeConstraintDynamicsDerivatives',
+            lambda: k.constrained_forward_dynamics_derivatives(q, v, tau, contacts),
+            derivatives)},
         budget, repeat, log)
     return {'nv': k.nv, 'agreement': agree, 'single': single,
             'contacts': [[c.link, c.dim] for c in contacts]}

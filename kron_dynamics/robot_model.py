@@ -60,7 +60,7 @@ from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses 
 from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sites  # noqa: F401
 #                    (FRAMES: in the rows of _COMPILED and _COUPLED)
 from .model.dh import DHRow, dh_to_urdf
-from .model.coordinates import JointMap
+from .model.coordinates import JointMap, P_BASE
 from .model.mimic import MimicJoint
 from .model.reduce import lock_joints
 from .model.tree import KinematicTree
@@ -116,6 +116,21 @@ def _row_call(method, k: int, arrays, *args) -> tuple:
         exc.args = (f'row {k}: {exc.args[0] if exc.args else exc}', *exc.args[1:])
         raise
     return x if isinstance(x, tuple) else (x,)
+
+
+class ConstrainedDerivatives(NamedTuple):
+    """The derivatives of constrained forward dynamics (v', lambda) in q, v and tau."""
+
+    dv_dq: Array
+    dv_dv: Array
+    dv_dtau: Array
+    dlambda_dq: Array
+    dlambda_dv: Array
+    dlambda_dtau: Array
+
+
+# the shapes of a row of ConstrainedDerivatives, for an empty batch
+_DERIVATIVE_SHAPES = (('nv', 'nv'),) * 3 + (('m', 'nv'),) * 3
 
 
 class RobotModel:
@@ -1033,6 +1048,136 @@ class RobotModel:
                              f'base wrench of {np.round(base_left, 9).tolist()} is left '
                              'that only an actuated base could apply')
         return (total - J.T @ lam)[nb:], lam
+
+    def constrained_forward_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike,
+                                                 tau: ArrayLike, contacts
+                                                 ) -> ConstrainedDerivatives:
+        """
+        Return the partial derivatives of :meth:`constrained_forward_dynamics` (v', lambda).
+
+        A :class:`ConstrainedDerivatives` (a named tuple): ``dv_dq``, ``dv_dv``, ``dv_dtau``
+        (nv x nv each) and ``dlambda_dq``, ``dlambda_dv``, ``dlambda_dtau`` (m x nv), m the
+        contacts' rows. q is moved in the tangent space (integrate(q, dq)) as in
+        :meth:`forward_dynamics_derivatives`; tau is the nv generalized forces (the joints'
+        columns are the last n), lambda held in each contact's ``reference_frame`` axes; a
+        batch of states gives each with a first axis N. From the KKT system of the
+        constraints and the inverse dynamics' derivatives
+        (:mod:`~kron_dynamics.algorithms.constrained_dynamics_derivatives` states it): the
+        contact terms and the KKT solve compiled (kernels/constrained_dynamics_derivatives.py)
+        over the compiled inverse-dynamics derivatives and J_c. Pinocchio:
+        ``computeConstraintDynamicsDerivatives``. SingularJacobianError if the contacts'
+        rows are redundant (J_c M^-1 J_c^T with cond > 1e10: lambda is not unique, nor its
+        derivatives).
+        """
+        batch = self._contact_batch(self.constrained_forward_dynamics_derivatives,
+                                    (q, v, tau), contacts, *_DERIVATIVE_SHAPES)
+        if batch is not None:
+            return ConstrainedDerivatives(*batch)
+        dv, lam = self.constrained_forward_dynamics(q, v, tau, contacts)   # checks all
+        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        contacts = _contacts(contacts)
+        J, da_dq, da_dv, dQ = self._contact_derivative_terms(q, v, dv, lam, contacts)
+        dtau_dq, dtau_dv, M = self.inverse_dynamics_derivatives(q, v, dv)    # M: armature too
+        nv, m = self.nv, len(J)
+        X, Y = np.empty((nv, 3 * nv)), np.empty((m, 3 * nv))
+        refused = native.kkt_solve(M, J, dtau_dq, dtau_dv, dQ, da_dq, da_dv, X, Y)
+        if refused == 1:
+            solve_mass_matrix(M, np.zeros(nv), list(self.velocity_names))  # raises, naming
+        still = [c.link for c, k in zip(contacts, np.cumsum([c.dim for c in contacts]))
+                 if not np.any(J[k - c.dim:k])]
+        if refused and still:
+            raise SingularJacobianError(
+                f'contacts {still}: no coordinate moves them (their rows of J_c are zero: '
+                'links welded to a fixed root), so their forces have no derivatives; leave '
+                'them out')
+        if refused:
+            raise SingularJacobianError(
+                f'contacts {[c.link for c in contacts]}: their rows of J_c are redundant '
+                '(J_c M^-1 J_c^T has a condition number above 1e10): lambda is not unique, '
+                'so neither are its derivatives; remove the redundant rows (a point contact '
+                'instead of a surface, or fewer points)')
+        return ConstrainedDerivatives(X[:, :nv], X[:, nv:2 * nv], X[:, 2 * nv:],
+                                      -Y[:, :nv], -Y[:, nv:2 * nv], -Y[:, 2 * nv:])
+
+    def _contact_paths(self, contacts):
+        """
+        Return (the model of the contact terms, P, the contacts packed), cached per list.
+
+        The terms are computed on the tree without mimic constraints (``unconstrained``, the
+        same base), whose velocities are P v, P = diag(I, B). Packed for
+        ``kernels.constrained_dynamics_derivatives.contact_derivative_terms``: per velocity
+        coordinate the link it moves, whether it turns and its axis there; per contact its
+        path (the indices of its coordinates, the base's first, then the contact body's
+        joints root first; padded) and the path's length, its link's row of ``link_poses``,
+        its point, dim and whether its axes are the link's.
+        """
+        key = ('paths', tuple(contacts))
+        cached = self._contact_cache.get(key)
+        if cached is not None:
+            return cached
+        nb = self.nv - self.n
+        B, _ = self.coupling()
+        full = self if B.shape[0] == B.shape[1] and np.array_equal(B, np.eye(self.n)) else (
+            self.unconstrained)
+        P = np.zeros((full.nv, self.nv))
+        P[:nb, :nb] = np.eye(nb)
+        P[nb:, nb:] = B
+        tree, names = self.description.tree, list(full.joint_names)
+        paths = []
+        for c in contacts:
+            body, path = self.description.frames[c.link][0], []
+            while body >= 0:
+                path.append(nb + names.index(self.description.joint_names[body]))
+                body = tree.parent[body]
+            paths.append(list(range(nb)) + path[::-1])
+        packed = np.zeros((len(paths), max(map(len, paths))), dtype=np.int64)
+        for k, path in enumerate(paths):
+            packed[k, :len(path)] = path
+        links = list(full.link_names)
+        # per velocity coordinate: the row of the link it moves, 1 if it turns, its axis there
+        axes = np.zeros((full.nv, 5))
+        for k in range(nb):     # the base twist in base axes, linear first
+            e = P_BASE[self.base][:, k]
+            turns = bool(e[3:].any())
+            axes[k] = (links.index(self.description.root_link), float(turns),
+                       *(e[3:] if turns else e[:3]))
+        for b, name in enumerate(self.description.joint_names):
+            axes[nb + names.index(name)] = (links.index(self.description.joints[name].child_link),
+                                            float(tree.revolute[b]), *tree.axis[b])
+        cached = (full, P, (axes, packed, np.array([len(p) for p in paths], dtype=np.int64),
+                            np.array([links.index(c.link) for c in contacts], dtype=np.int64),
+                            np.array([c.point for c in contacts], dtype=float).reshape(-1, 3),
+                            np.array([c.dim for c in contacts], dtype=np.int64),
+                            np.array([c.reference_frame == 'local' for c in contacts],
+                                     dtype=np.int64)))
+        if len(self._contact_cache) < 64:
+            self._contact_cache[key] = cached
+        return cached
+
+    def _contact_derivative_terms(self, q, v, dv, lam, contacts):
+        """
+        Return (J_c, da_c/dq, da_c/dv, d(J_c^T lambda)/dq) at one state, this model's coordinates.
+
+        One compiled call (kernels/constrained_dynamics_derivatives.py) along the contacts'
+        paths (:meth:`_contact_paths`) from the links' poses, then projected by P:
+        J_c = J_full P.
+        """
+        full, P, packed = self._contact_paths(contacts)
+        nb = self.nv - self.n
+        if full is self:
+            qf, vf, af = q, v, dv
+        else:
+            qf = np.concatenate([q[:self.nq - self.n], self.full_configuration(q)])
+            vf, af = P @ v, P @ dv
+        nf, m = full.nv, lam.shape[0]
+        J, da_dq, da_dv, dQ = (np.zeros((m, nf)), np.zeros((m, nf)), np.zeros((m, nf)),
+                               np.zeros((nf, nf)))
+        axes, paths, lengths, rows, points, dims, local = packed
+        native.contact_derivative_terms(axes, paths, lengths, nb, vf, af, full.link_poses(qf),
+                                        rows, points, dims, local, lam, J, da_dq, da_dv, dQ)
+        if full is self:
+            return J, da_dq, da_dv, dQ
+        return J @ P, da_dq @ P, da_dv @ P, P.T @ dQ @ P
 
     def _constrained_compiled(self, q, v, tau, contacts):
         """Return (v', lambda) in one compiled call, or None (the general path says why)."""

@@ -622,7 +622,10 @@ DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'fr
            # the bodies of the whole tree (mimic ones included): the regressor's columns
            'body_names', 'dynamic_parameters',
            # from the projected inverse_dynamics_derivatives, forward_dynamics(_derivatives)
-           'gravity_derivative', 'linearize'}
+           'gravity_derivative', 'linearize',
+           # from the projected inverse_dynamics_derivatives and constrained dynamics, and
+           # the unconstrained tree's link poses, projected by B (test_constrained_derivatives)
+           'constrained_forward_dynamics_derivatives'}
 
 
 def test_every_public_method_is_constrained_or_derived():

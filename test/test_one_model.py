@@ -55,6 +55,9 @@ INHERITED = {'from_dh', 'from_urdf_file', 'from_urdf_string', 'description', 'ch
              'base', 'gravity_derivative',
              # from forward_dynamics(_derivatives), _base_brackets, _base_integrate_jacobians
              'linearize',
+             # from jacobian (world), link_pose, inverse_dynamics_derivatives, coupling
+             # (test_constrained_derivatives: floating and planar against Pinocchio)
+             'constrained_forward_dynamics_derivatives',
              # kron_dynamics.gpu writes a moving base's kernels from the model (test_gpu)
              'on_gpu'}
 

@@ -235,6 +235,12 @@ SIGNATURES = {
     'center_of_mass_batch': ('center_of_mass', (_I, _R, _A2, nt.boolean, _O2)),
     'center_of_mass_jacobian': ('center_of_mass', (_I, _R, _V, nt.boolean, _O2)),
     'center_of_mass_jacobian_batch': ('center_of_mass', (_I, _R, _A2, nt.boolean, _O3)),
+    # the derivatives of constrained forward dynamics: one contact's terms, the KKT solve
+    # (kkt_solve returns an int64 code)
+    'contact_derivative_terms': ('constrained_dynamics_derivatives', (
+        _R, _I, nt.int64[::1], nt.int64, _V, _V, _O3, nt.int64[::1], _R, nt.int64[::1],
+        nt.int64[::1], _V, _O2, _O2, _O2, _O2)),
+    'kkt_solve': ('constrained_dynamics_derivatives', (_R, _R, _A2, _A2, _R, _R, _R, _O2, _O2)),
 }
 
 

@@ -1,0 +1,221 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The derivatives of contact-constrained forward dynamics (v', lambda) in q, v and tau.
+
+Against Pinocchio's computeConstraintDynamicsDerivatives (fixed, floating and planar bases,
+point and surface contacts, both reference frames, contacts at rest and moving), against
+central differences of constrained_forward_dynamics itself (q moved by integrate; mimic
+joints, armature and random floating trees too), and the compiled kernels against the
+readable reference.
+"""
+
+import numpy as np
+import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
+import pytest
+
+from kron_dynamics import Contact, RobotModel, SingularJacobianError
+from kron_dynamics.algorithms.constrained_dynamics_derivatives import (
+    contact_acceleration_derivatives, contact_force_derivative, kkt_derivatives)
+from kron_dynamics.kernels import native
+from kron_dynamics.testing.random_urdf import random_urdf
+from pinocchio_oracle import build_case, PinPair, PROXIMAL, random_state, robots_dir
+
+FRAMES = ['local_world_aligned', 'local']
+CASES = {           # a model of ONE_MODEL_CASES (or TALOS): its contacts
+    'fixed arm': [Contact('tool0', point=(0.01, 0.02, 0.03))],
+    'mimic gripper': [Contact('panda_link7', point=(0.0, 0.02, 0.1))],
+    'floating quadruped': [Contact('FL_FOOT'), Contact('HR_FOOT', dim=6)],
+    'planar base': [Contact('arm_7_link', point=(0.0, 0.0, 0.05))],
+}
+_MODELS = {}
+
+
+def case(kind):
+    """Return (model, PinPair) of a case, built once per session."""
+    if kind not in _MODELS:
+        if kind == 'talos':
+            path = robots_dir() / 'talos_data/robots/talos_reduced.urdf'
+            model = RobotModel.from_urdf_file(path, root_joint='floating')
+            _MODELS[kind] = model, PinPair(model, pin.buildModelFromUrdf(
+                str(path), pin.JointModelFreeFlyer()))
+        else:
+            _MODELS[kind] = build_case(kind)
+    return _MODELS[kind]
+
+
+def in_frame(contacts, frame):
+    """Return the contacts with every reference_frame set to frame."""
+    return [Contact(c.link, c.point, c.dim, frame) for c in contacts]
+
+
+def state(model, contacts, seed, moving):
+    """Return (q, v, tau) at random; contacts at rest (J_c v = 0) unless ``moving``."""
+    q, v, _ = random_state(model, seed)
+    if not moving:
+        J = model.contact_jacobian(q, contacts)
+        v = v - np.linalg.pinv(J) @ (J @ v)
+    return q, v, np.random.default_rng(seed + 1).uniform(-2, 2, model.nv)
+
+
+def relative(ours, theirs):
+    """Return the largest difference relative to 1 + the largest entry of theirs."""
+    return np.abs(np.asarray(ours) - theirs).max() / (1.0 + np.abs(theirs).max())
+
+
+@pytest.mark.parametrize('moving', [False, True], ids=['contacts at rest', 'contacts moving'])
+@pytest.mark.parametrize('frame', FRAMES)
+@pytest.mark.parametrize('kind', ['fixed arm', 'floating quadruped', 'planar base', 'talos'])
+def test_they_equal_pinocchios_constraint_dynamics_derivatives(kind, frame, moving):
+    """All six derivatives equal computeConstraintDynamicsDerivatives' to 1e-9."""
+    model, pair = case(kind)
+    contacts = in_frame(CASES.get(kind) or [Contact('left_sole_link', dim=6),
+                                            Contact('right_sole_link', dim=6)], frame)
+    for seed in (3, 4):
+        q, v, tau = state(model, contacts, seed, moving)
+        ours = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
+        kinds, datas = pair.constraint_models(contacts)
+        pin.constraintDynamics(pair.pm, pair.pd, pair.q(q), pair.v(v), pair.v(tau), kinds,
+                               datas, pin.ProximalSettings(*PROXIMAL))
+        pin.computeConstraintDynamicsDerivatives(pair.pm, pair.pd, kinds, datas)
+        d, P = pair.pd, pair.P
+        theirs = (P.T @ d.ddq_dq @ P, P.T @ d.ddq_dv @ P, P.T @ d.ddq_dtau @ P,
+                  d.dlambda_dq @ P, d.dlambda_dv @ P, d.dlambda_dtau @ P)
+        for name, x, y in zip(ours._fields, ours, theirs):
+            assert relative(x, y) < 1e-9, (kind, frame, seed, name, relative(x, y))
+
+
+def central_differences(model, q, v, tau, contacts, h=1e-6):
+    """Return d(v', lambda)/d(q, v, tau) by central differences, q moved by integrate."""
+    def f(q, v, tau):
+        return np.concatenate(model.constrained_forward_dynamics(q, v, tau, contacts))
+
+    nv = model.nv
+    out = [np.empty((len(f(q, v, tau)), nv)) for _ in range(3)]
+    for k in range(nv):
+        e = np.zeros(nv)
+        e[k] = h
+        out[0][:, k] = (f(model.integrate(q, e), v, tau) - f(model.integrate(q, -e), v, tau))
+        out[1][:, k] = f(q, v + e, tau) - f(q, v - e, tau)
+        out[2][:, k] = f(q, v, tau + e) - f(q, v, tau - e)
+    return [x / (2 * h) for x in out]
+
+
+def assert_differences(model, q, v, tau, contacts, what):
+    """Assert the derivatives against central differences (1e-6 of their scale)."""
+    d = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
+    fd = central_differences(model, q, v, tau, contacts)
+    for name, dv, dlam, D in zip(('q', 'v', 'tau'), d[:3], d[3:], fd):
+        err = relative(np.vstack([dv, dlam]), D)
+        assert err < 1e-6, (what, name, err)
+
+
+@pytest.mark.parametrize('frame', FRAMES)
+@pytest.mark.parametrize('kind', sorted(CASES))
+def test_they_are_central_differences_on_every_base(kind, frame):
+    """Fixed, mimic gripper, floating and planar: the derivatives of the dynamics' own call."""
+    model, _ = case(kind)
+    contacts = in_frame(CASES[kind], frame)
+    q, v, tau = state(model, contacts, 5, moving=True)
+    assert_differences(model, q, v, tau, contacts, kind)
+    armed = model.with_armature(np.linspace(0.1, 0.5, model.n))
+    assert_differences(armed, q, v, tau, contacts, f'{kind} with armature')
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_they_are_central_differences_on_random_floating_trees_with_mimic_joints(seed):
+    """Random trees (mimic joints, prismatic, tilted axes) on a free flyer, one contact."""
+    rng = np.random.default_rng(100 + seed)
+    xml = random_urdf(rng, 7, n_fixed=2, mimic_fraction=0.4, massless_fraction=0.0)
+    model = RobotModel.from_urdf_string(xml, root_joint='floating')
+    links = [link for link, (body, _, _) in model.description.frames.items() if body >= 0]
+    link = links[int(rng.integers(len(links)))]
+    contacts = [Contact(link, point=tuple(rng.uniform(-0.1, 0.1, 3)), dim=3 + 3 * (seed % 2),
+                        reference_frame=FRAMES[seed // 2])]
+    q, v, tau = state(model, contacts, seed, moving=True)
+    assert_differences(model, q, v, tau, contacts, f'random tree {seed}')
+
+
+def test_the_compiled_terms_and_solve_are_the_readable_ones():
+    """kernels/constrained_dynamics_derivatives.py against its readable reference, 1e-12."""
+    model, _ = case('floating quadruped')
+    rng = np.random.default_rng(9)
+    for frame in FRAMES:
+        contacts = in_frame(CASES['floating quadruped'], frame)
+        q, v, tau = state(model, contacts, 6, moving=True)
+        a = rng.uniform(-1, 1, model.nv)
+        lam = rng.uniform(-5, 5, 9)
+        J, da_dq, da_dv, dQ = model._contact_derivative_terms(q, v, a, lam, contacts)
+        assert relative(J, model.contact_jacobian(q, contacts)) < 1e-14
+        readable = np.zeros((model.nv, model.nv))
+        r = 0
+        paths, lengths = model._contact_paths(contacts)[2][1:3]
+        for c, idx in zip(contacts, [path[:k] for path, k in zip(paths, lengths)]):
+            Jw = model.jacobian(q, c.link, frame='world')
+            T = model.link_pose(q, c.link)
+            S = np.vstack([Jw[3:], Jw[:3]])[:, idx]
+            R, p = T[:3, :3], T[:3, :3] @ np.asarray(c.point) + T[:3, 3]
+            _, aq, av = contact_acceleration_derivatives(S, 6, v[idx], a[idx], R, p, c.dim)
+            if frame != 'local':
+                turn = np.kron(np.eye(c.dim // 3), R)
+                aq, av = turn @ aq, turn @ av
+            readable[np.ix_(idx, idx)] += contact_force_derivative(
+                S, 6, R, p, lam[r:r + c.dim], c.dim, frame == 'local')
+            assert relative(da_dq[r:r + c.dim, idx], aq) < 1e-12
+            assert relative(da_dv[r:r + c.dim, idx], av) < 1e-12
+            r += c.dim
+        assert relative(dQ, readable) < 1e-12
+        M = model.mass_matrix(q)
+        J = model.contact_jacobian(q, contacts)
+        terms = [rng.uniform(-1, 1, (model.nv, model.nv)) for _ in range(3)]
+        rows = [rng.uniform(-1, 1, (9, model.nv)) for _ in range(2)]
+        X, Y = np.empty((model.nv, 3 * model.nv)), np.empty((9, 3 * model.nv))
+        assert native.kkt_solve(M, J, terms[0], terms[1], terms[2], rows[0], rows[1], X, Y) == 0
+        readable = kkt_derivatives(M, J, terms[0], terms[1], terms[2], rows[0], rows[1])
+        nv = model.nv
+        compiled = (X[:, :nv], X[:, nv:2 * nv], X[:, 2 * nv:], -Y[:, :nv], -Y[:, nv:2 * nv],
+                    -Y[:, 2 * nv:])
+        for x, y in zip(compiled, readable):
+            assert relative(x, y) < 1e-12
+
+
+def test_redundant_contacts_are_refused_naming_them():
+    """Two surface contacts on one foot: lambda is not unique, neither its derivatives."""
+    model, _ = case('floating quadruped')
+    contacts = [Contact('FL_FOOT', dim=6), Contact('FL_FOOT', point=(0.0, 0.0, 0.01))]
+    q, v, tau = state(model, contacts, 2, moving=False)
+    with pytest.raises(SingularJacobianError, match=r"contacts \['FL_FOOT', 'FL_FOOT'\].*"
+                                                    r'redundant'):
+        model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
+
+
+def test_a_batch_is_the_single_calls_and_names_a_bad_row():
+    """(N, nq), (N, nv) in: each row the single call's; a non-finite row is named."""
+    model, _ = case('floating quadruped')
+    contacts = CASES['floating quadruped']
+    rows = [state(model, contacts, seed, moving=True) for seed in range(3)]
+    Q, V, T = (np.stack(x) for x in zip(*rows))
+    batch = model.constrained_forward_dynamics_derivatives(Q, V, T, contacts)
+    for k, (q, v, tau) in enumerate(rows):
+        single = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
+        for x, y in zip(batch, single):
+            assert np.array_equal(x[k], y)
+    assert batch.dv_dq.shape == (3, model.nv, model.nv)
+    assert batch.dlambda_dtau.shape == (3, 9, model.nv)
+    empty = model.constrained_forward_dynamics_derivatives(Q[:0], V[:0], T[:0], contacts)
+    assert empty.dlambda_dq.shape == (0, 9, model.nv)
+    V[1, 7] = np.nan
+    with pytest.raises(ValueError, match=r"v\[1\] is not finite at \['FL_HFE'\]"):
+        model.constrained_forward_dynamics_derivatives(Q, V, T, contacts)
