@@ -1435,7 +1435,7 @@ class RobotModel:
         return -Minv @ dq, -Minv @ dv, Minv
 
     def linearize(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
-                  dt: float | None = None) -> tuple[Array, Array]:
+                  dt: float | None = None, contacts=None) -> tuple[Array, Array]:
         """
         Return (A, B) of the dynamics linearised at (q, v, tau) for LQR and MPC.
 
@@ -1451,17 +1451,22 @@ class RobotModel:
         integrate(q, w) = q (+) w in q and w at w = dt v+ (identities for the joints: only
         a moving base's rows and its block are multiplied out). A batch of states gives
         (N, 2 nv, 2 nv) and (N, 2 nv, n), all from compiled batches.
+
+        With ``contacts`` (as :meth:`constrained_forward_dynamics` takes them) the dynamics
+        in contact: a = v' of :meth:`constrained_forward_dynamics` and M^-1 S^T its
+        derivative in the joint torques, from
+        :meth:`constrained_forward_dynamics_derivatives` (a batch: row by row).
         """
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
         if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
-            da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
+            da_dq, da_dv, Minv = self._acceleration_derivatives(q, v, tau, contacts)
             (q, v), _ = self._check.arrays(True, q=q, v=v)
             N = da_dq.shape[0]
             q, v = (np.broadcast_to(x, (N, x.shape[-1])) for x in (q, v))
         else:
             q, v = self._single(q, 'q'), self._single(v, 'v')
-            da_dq, da_dv, Minv = self.forward_dynamics_derivatives(q, v, tau)
+            da_dq, da_dv, Minv = self._acceleration_derivatives(q, v, tau, contacts)
         nv, nb, n = self.nv, self.nv - self.n, self.n
         rows = da_dq.shape[:-2]             # () for one state, (N,) for a batch
         A, B = np.zeros(rows + (2 * nv, 2 * nv)), np.zeros(rows + (2 * nv, n))
@@ -1482,13 +1487,21 @@ class RobotModel:
         A[..., :nv, nv:] = dt * A[..., nv:, nv:]
         B[..., :nv, :], B[..., nv:, :] = dt * dt * MinvS, dt * MinvS
         if nb:
-            v_next = v + dt * self.forward_dynamics(q, v, tau)
+            a = (self.forward_dynamics(q, v, tau) if contacts is None else
+                 self.constrained_forward_dynamics(q, v, tau, contacts)[0])
+            v_next = v + dt * a
             Jq, Jw = self._base_integrate_jacobians(dt * v_next)
             A[..., :nb, :] = Jw @ A[..., :nb, :]
             A[..., :nb, :nb] += Jq
             B[..., :nb, :] = Jw @ B[..., :nb, :]
         A[..., diagonal[nb:], diagonal[nb:]] += 1.0
         return A, B
+
+    def _acceleration_derivatives(self, q, v, tau, contacts):
+        """Return (dv'/dq, dv'/dv, dv'/dtau (nv generalized forces)), free or in contact."""
+        if contacts is None:
+            return self.forward_dynamics_derivatives(q, v, tau)      # dv'/dtau = M^-1
+        return self.constrained_forward_dynamics_derivatives(q, v, tau, contacts)[:3]
 
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:
         """

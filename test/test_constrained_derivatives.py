@@ -219,3 +219,45 @@ def test_a_batch_is_the_single_calls_and_names_a_bad_row():
     V[1, 7] = np.nan
     with pytest.raises(ValueError, match=r"v\[1\] is not finite at \['FL_HFE'\]"):
         model.constrained_forward_dynamics_derivatives(Q, V, T, contacts)
+
+
+@pytest.mark.parametrize('kind', sorted(CASES))
+def test_linearize_in_contact_is_the_derivative_of_the_constrained_step(kind):
+    """linearize(..., contacts=...) against differences of semi-implicit Euler in contact."""
+    model, _ = case(kind)
+    contacts = CASES[kind]
+    nb, nv, n = model.nv - model.n, model.nv, model.n
+    q, v, tau = state(model, contacts, 7, moving=True)
+    tau[:nb] = 0.0          # the base is not actuated: linearize takes all nv forces
+    u = tau[nb:]
+    dt = 0.01
+
+    def step(q, v, u):
+        dv, _ = model.constrained_forward_dynamics(q, v, u, contacts)
+        v_next = v + dt * dv
+        return model.integrate(q, v_next, dt), v_next
+    q1, v1 = step(q, v, u)
+    A, B = model.linearize(q, v, tau, dt, contacts=contacts)
+    assert A.shape == (2 * nv, 2 * nv) and B.shape == (2 * nv, n)
+    h = 1e-6
+    columns = []
+    for k in range(2 * nv + n):
+        e = np.zeros(2 * nv + n)
+        e[k] = h
+        ends = []
+        for sign in (1.0, -1.0):
+            qn, vn = step(model.integrate(q, sign * e[:nv], 1.0), v + sign * e[nv:2 * nv],
+                          u + sign * e[2 * nv:])
+            ends.append(np.concatenate([model.difference(q1, qn), vn - v1]))
+        columns.append((ends[0] - ends[1]) / (2 * h))
+    err = relative(np.hstack([A, B]), np.stack(columns, axis=1))
+    assert err < 1e-6, (kind, err)
+    d = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
+    Ac, Bc = model.linearize(q, v, tau, contacts=contacts)
+    assert np.array_equal(Ac[nv:], np.hstack([d.dv_dq, d.dv_dv]))
+    assert np.array_equal(Bc[nv:], d.dv_dtau[:, nb:]) and not Bc[:nv].any()
+    free = model.linearize(q, v, tau)
+    assert relative(free[0], Ac) > 1e-6, 'the contacts change the linearisation'
+    Q, V, T = (np.stack([x, x]) for x in (q, v, tau))
+    A2, B2 = model.linearize(Q, V, T, dt, contacts=contacts)
+    assert np.array_equal(A2[1], A) and np.array_equal(B2[1], B)
