@@ -1083,14 +1083,14 @@ class RobotModel:
         refused = native.kkt_solve(M, J, dtau_dq, dtau_dv, dQ, da_dq, da_dv, X, Y)
         if refused == 1:
             solve_mass_matrix(M, np.zeros(nv), list(self.velocity_names))  # raises, naming
-        still = [c.link for c, k in zip(contacts, np.cumsum([c.dim for c in contacts]))
-                 if not np.any(J[k - c.dim:k])]
-        if refused and still:
-            raise SingularJacobianError(
-                f'contacts {still}: no coordinate moves them (their rows of J_c are zero: '
-                'links welded to a fixed root), so their forces have no derivatives; leave '
-                'them out')
         if refused:
+            still = [c.link for c, k in zip(contacts, np.cumsum([c.dim for c in contacts]))
+                     if not np.any(J[k - c.dim:k])]
+            if still:
+                raise SingularJacobianError(
+                    f'contacts {still}: no coordinate moves them (their rows of J_c are '
+                    'zero: links welded to a fixed root), so their forces have no '
+                    'derivatives; leave them out')
             raise SingularJacobianError(
                 f'contacts {[c.link for c in contacts]}: their rows of J_c are redundant '
                 '(J_c M^-1 J_c^T has a condition number above 1e10): lambda is not unique, '

@@ -199,6 +199,11 @@ def test_redundant_contacts_are_refused_naming_them():
     with pytest.raises(SingularJacobianError, match=r"contacts \['FL_FOOT', 'FL_FOOT'\].*"
                                                     r'redundant'):
         model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
+    arm, _ = case('fixed arm')            # base_link is welded to the fixed root
+    q, v, _ = random_state(arm, 1)
+    with pytest.raises(SingularJacobianError, match=r"contacts \['base_link'\]: no "
+                                                    'coordinate moves them'):
+        arm.constrained_forward_dynamics_derivatives(q, v, np.zeros(6), ['base_link'])
 
 
 def test_a_batch_is_the_single_calls_and_names_a_bad_row():
