@@ -1070,20 +1070,26 @@ class RobotModel:
         derivatives).
         """
         batch = self._contact_batch(self.constrained_forward_dynamics_derivatives,
-                                    (q, v, tau), contacts, *_DERIVATIVE_SHAPES)
+                                    (q, v, tau), contacts, *_DERIVATIVE_SHAPES,
+                                    compiled=self._constrained_derivative_rows)
         if batch is not None:
             return ConstrainedDerivatives(*batch)
         dv, lam = self.constrained_forward_dynamics(q, v, tau, contacts)   # checks all
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
         contacts = _contacts(contacts)
-        J, da_dq, da_dv, dQ = self._contact_derivative_terms(q, v, dv, lam, contacts)
         dtau_dq, dtau_dv, M = self.inverse_dynamics_derivatives(q, v, dv)    # M: armature too
-        nv, m = self.nv, len(J)
+        full, P, packed = self._contact_paths(contacts)
+        qf, vf, af = self._unconstrained_state(full, P, q, v, dv)
+        nv, m = self.nv, lam.shape[0]
         X, Y = np.empty((nv, 3 * nv)), np.empty((m, 3 * nv))
-        refused = native.kkt_solve(M, J, dtau_dq, dtau_dv, dQ, da_dq, da_dv, X, Y)
+        axes, paths, lengths, rows, points, dims, local = packed
+        refused = native.constrained_derivatives(
+            axes, paths, lengths, nv - self.n, vf, af, full.link_poses(qf), rows, points, dims,
+            local, lam, P, full is not self, dtau_dq, dtau_dv, M, X, Y)
         if refused == 1:
             solve_mass_matrix(M, np.zeros(nv), list(self.velocity_names))  # raises, naming
         if refused:
+            J = self.contact_jacobian(q, contacts)
             still = [c.link for c, k in zip(contacts, np.cumsum([c.dim for c in contacts]))
                      if not np.any(J[k - c.dim:k])]
             if still:
@@ -1098,6 +1104,30 @@ class RobotModel:
                 'instead of a surface, or fewer points)')
         return ConstrainedDerivatives(X[:, :nv], X[:, nv:2 * nv], X[:, 2 * nv:],
                                       -Y[:, :nv], -Y[:, nv:2 * nv], -Y[:, 2 * nv:])
+
+    def _constrained_derivative_rows(self, q, v, tau, contacts):
+        """
+        Return (the six derivatives of N rows, ok) from compiled batches and one compiled call.
+
+        Constrained forward dynamics, the inverse-dynamics derivatives and the link poses
+        by their batches, then the contact terms and the KKT solve of every row in one call
+        (``constrained_derivatives_batch``); a row it refuses (ok False) is the single
+        call's, which says why.
+        """
+        contacts = _contacts(contacts)
+        dv, lam = self.constrained_forward_dynamics(q, v, tau, contacts)
+        dtau_dq, dtau_dv, M = self.inverse_dynamics_derivatives(q, v, dv)
+        full, P, packed = self._contact_paths(contacts)
+        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+        qf, vf, af = self._unconstrained_state(full, P, q, v, dv)
+        N, nv, m = q.shape[0], self.nv, lam.shape[1]
+        X, Y, ok = np.empty((N, nv, 3 * nv)), np.empty((N, m, 3 * nv)), np.zeros(N, dtype=bool)
+        axes, paths, lengths, rows, points, dims, local = packed
+        native.constrained_derivatives_batch(
+            axes, paths, lengths, nv - self.n, vf, af, full.link_poses(qf), rows, points, dims,
+            local, lam, P, full is not self, dtau_dq, dtau_dv, M, X, Y, ok)
+        return (X[:, :, :nv], X[:, :, nv:2 * nv], X[:, :, 2 * nv:], -Y[:, :, :nv],
+                -Y[:, :, nv:2 * nv], -Y[:, :, 2 * nv:]), ok
 
     def _contact_paths(self, contacts):
         """
@@ -1154,21 +1184,25 @@ class RobotModel:
             self._contact_cache[key] = cached
         return cached
 
+    def _unconstrained_state(self, full, P, q, v, dv):
+        """Return (q, v, v') of the unconstrained tree ``full`` (rows of a batch too)."""
+        if full is self:
+            return q, v, dv
+        base = q[..., :self.nq - self.n]
+        return (np.concatenate([base, self.full_configuration(q)], axis=-1), v @ P.T,
+                dv @ P.T)
+
     def _contact_derivative_terms(self, q, v, dv, lam, contacts):
         """
         Return (J_c, da_c/dq, da_c/dv, d(J_c^T lambda)/dq) at one state, this model's coordinates.
 
-        One compiled call (kernels/constrained_dynamics_derivatives.py) along the contacts'
-        paths (:meth:`_contact_paths`) from the links' poses, then projected by P:
-        J_c = J_full P.
+        The contact terms alone (the tests compare them with the readable reference): one
+        compiled call along the contacts' paths (:meth:`_contact_paths`) from the links'
+        poses, then projected by P: J_c = J_full P.
         """
         full, P, packed = self._contact_paths(contacts)
         nb = self.nv - self.n
-        if full is self:
-            qf, vf, af = q, v, dv
-        else:
-            qf = np.concatenate([q[:self.nq - self.n], self.full_configuration(q)])
-            vf, af = P @ v, P @ dv
+        qf, vf, af = self._unconstrained_state(full, P, q, v, dv)
         nf, m = full.nv, lam.shape[0]
         J, da_dq, da_dv, dQ = (np.zeros((m, nf)), np.zeros((m, nf)), np.zeros((m, nf)),
                                np.zeros((nf, nf)))

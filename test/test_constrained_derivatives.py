@@ -206,24 +206,46 @@ def test_redundant_contacts_are_refused_naming_them():
         arm.constrained_forward_dynamics_derivatives(q, v, np.zeros(6), ['base_link'])
 
 
-def test_a_batch_is_the_single_calls_and_names_a_bad_row():
-    """(N, nq), (N, nv) in: each row the single call's; a non-finite row is named."""
+@pytest.mark.parametrize('kind', sorted(CASES))
+def test_a_batch_is_one_compiled_call_of_the_single_calls_rows(kind, monkeypatch):
+    """(N, nq), (N, nv) in: each row the single call's bits, no loop of single calls."""
+    model, _ = case(kind)
+    contacts = CASES[kind]
+    m = sum(c.dim for c in contacts)
+    rows = [state(model, contacts, seed, moving=True) for seed in range(3)]
+    Q, V, T = (np.stack(x) for x in zip(*rows))
+    singles = [model.constrained_forward_dynamics_derivatives(*r, contacts) for r in rows]
+    with monkeypatch.context() as patch:
+        calls = []
+        single = native.constrained_derivatives
+        patch.setattr(native, 'constrained_derivatives', lambda *a: calls.append(a) or single(*a))
+        batch = model.constrained_forward_dynamics_derivatives(Q, V, T, contacts)
+        assert not calls, 'a batch is not a loop of single calls'
+    for k, one in enumerate(singles):
+        for name, x, y in zip(one._fields, batch, one):
+            assert np.array_equal(x[k], y), (kind, k, name)
+    assert batch.dv_dq.shape == (3, model.nv, model.nv)
+    assert batch.dlambda_dtau.shape == (3, m, model.nv)
+    one_q = model.constrained_forward_dynamics_derivatives(Q[0], V, T, contacts)
+    assert np.array_equal(one_q.dv_dq[2], model.constrained_forward_dynamics_derivatives(
+        Q[0], V[2], T[2], contacts).dv_dq), 'a 1-D q is broadcast'
+    empty = model.constrained_forward_dynamics_derivatives(Q[:0], V[:0], T[:0], contacts)
+    assert empty.dlambda_dq.shape == (0, m, model.nv)
+
+
+def test_a_batch_names_a_bad_row():
+    """A non-finite row is named; a row the solve refuses is the single call's error."""
     model, _ = case('floating quadruped')
     contacts = CASES['floating quadruped']
     rows = [state(model, contacts, seed, moving=True) for seed in range(3)]
     Q, V, T = (np.stack(x) for x in zip(*rows))
-    batch = model.constrained_forward_dynamics_derivatives(Q, V, T, contacts)
-    for k, (q, v, tau) in enumerate(rows):
-        single = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
-        for x, y in zip(batch, single):
-            assert np.array_equal(x[k], y)
-    assert batch.dv_dq.shape == (3, model.nv, model.nv)
-    assert batch.dlambda_dtau.shape == (3, 9, model.nv)
-    empty = model.constrained_forward_dynamics_derivatives(Q[:0], V[:0], T[:0], contacts)
-    assert empty.dlambda_dq.shape == (0, 9, model.nv)
-    V[1, 7] = np.nan
+    bad = V.copy()
+    bad[1, 7] = np.nan
     with pytest.raises(ValueError, match=r"v\[1\] is not finite at \['FL_HFE'\]"):
-        model.constrained_forward_dynamics_derivatives(Q, V, T, contacts)
+        model.constrained_forward_dynamics_derivatives(Q, bad, T, contacts)
+    twice = [Contact('FL_FOOT', dim=6), Contact('FL_FOOT', point=(0.0, 0.0, 0.01))]
+    with pytest.raises(SingularJacobianError, match=r'^row 0: contacts .*redundant'):
+        model.constrained_forward_dynamics_derivatives(Q, V, T, twice)
 
 
 @pytest.mark.parametrize('kind', sorted(CASES))

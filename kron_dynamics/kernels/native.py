@@ -22,6 +22,7 @@ _I = nt.int64[:, ::1]
 _R = nt.float64[:, ::1]
 _V = nt.float64[:]
 _A2 = nt.float64[:, :]
+_A3 = nt.float64[:, :, :]
 _O1 = nt.float64[::1]
 _O2 = nt.float64[:, ::1]
 _O3 = nt.float64[:, :, ::1]
@@ -241,6 +242,12 @@ SIGNATURES = {
         _R, _I, nt.int64[::1], nt.int64, _V, _V, _O3, nt.int64[::1], _R, nt.int64[::1],
         nt.int64[::1], _V, _O2, _O2, _O2, _O2)),
     'kkt_solve': ('constrained_dynamics_derivatives', (_R, _R, _A2, _A2, _R, _R, _R, _O2, _O2)),
+    'constrained_derivatives': ('constrained_dynamics_derivatives', (
+        _R, _I, nt.int64[::1], nt.int64, _V, _V, _O3, nt.int64[::1], _R, nt.int64[::1],
+        nt.int64[::1], _V, _R, nt.boolean, _A2, _A2, _A2, _O2, _O2)),
+    'constrained_derivatives_batch': ('constrained_dynamics_derivatives', (
+        _R, _I, nt.int64[::1], nt.int64, _A2, _A2, nt.float64[:, :, :, ::1], nt.int64[::1], _R,
+        nt.int64[::1], nt.int64[::1], _A2, _R, nt.boolean, _A3, _A3, _A3, _O3, _O3, _OK)),
 }
 
 
