@@ -34,7 +34,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from conftest import URDF_DIR
-from kron_dynamics import RobotModel
+from kron_dynamics import Contact, RobotModel
 from ros_harness import EVERY_STATE, NodeProcess, odometry, Probe, stamped_state, wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
@@ -178,6 +178,26 @@ def test_services_take_the_base_state(node):
                                atol=1e-12)
     assert list(res.state_names[:nv]) == [f'position/{c}' for c in model.velocity_names]
     assert list(res.input_names) == list(model.joint_names)
+    # in contact: the hand held on a surface, 5 cm along its z axis
+    res = probe.call(GetLinearization, f'/{NAME}/get_linearization', GetLinearization.Request(
+        state=effort_state, base=base, dt=0.01, contact_links=['hand'],
+        contact_points=[0.0, 0.0, 0.05], contact_dims=[6]))
+    assert res.success, res.message
+    A, B = model.linearize(q, v, np.concatenate([np.zeros(6), tau]), 0.01,
+                           contacts=[Contact('hand', (0.0, 0.0, 0.05), dim=6)])
+    np.testing.assert_allclose(np.reshape(res.a.data, (2 * nv, 2 * nv)), A, rtol=1e-10,
+                               atol=1e-10)
+    np.testing.assert_allclose(np.reshape(res.b.data, (2 * nv, model.n)), B, rtol=1e-10,
+                               atol=1e-12)
+    for fields, words in (({'contact_links': ['hand'], 'contact_dims': [4]},
+                           "request.contact_dims[0] ('hand') must be 3"),
+                          ({'contact_links': ['hand'], 'contact_points': [0.0, 1.0]},
+                           'request.contact_points must be empty or 3 numbers per contact'),
+                          ({'contact_dims': [3]}, 'need request.contact_links'),
+                          ({'contact_links': ['paw']}, "unknown link 'paw'")):
+        res = probe.call(GetLinearization, f'/{NAME}/get_linearization',
+                         GetLinearization.Request(state=effort_state, base=base, **fields))
+        assert not res.success and words in res.message, res.message
     unit = odometry(*BASE)
     unit.pose.pose.orientation.w = 3.0
     res = probe.call(GetMassMatrix, f'/{NAME}/get_mass_matrix',

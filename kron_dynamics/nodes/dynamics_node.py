@@ -51,6 +51,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from ..checks import Contact
 from ..errors import ConfigurationError, ModelError
 from ..floating_model import QUATERNION_TOLERANCE
 from ..model.rotations import matrix_to_quaternion
@@ -680,9 +681,10 @@ class DynamicsNode(Node):
             if not (math.isfinite(dt) and dt >= 0.0):
                 raise InputError(f'request.dt must be 0 (continuous) or a time step > 0, '
                                  f'got {dt}')
+            contacts = _request_contacts(request)
             q, qd = self._request_base(model, request, q, qd)
             tau = np.concatenate([np.zeros(model.nv - model.n), tau])
-            A, B = model.linearize(q, qd, tau, dt if dt > 0.0 else None)
+            A, B = model.linearize(q, qd, tau, dt if dt > 0.0 else None, contacts=contacts)
             response.state_names = ([f'position/{name}' for name in model.velocity_names]
                                     + [f'velocity/{name}' for name in model.velocity_names])
             response.input_names = list(model.joint_names)
@@ -693,6 +695,35 @@ class DynamicsNode(Node):
         if self._active is None:
             raise InputError('no robot model yet')
         return self._active
+
+
+def _request_contacts(request):
+    """Return the Contact list of a GetLinearization request, or None; InputError names why."""
+    links = list(request.contact_links)
+    points, dims = list(request.contact_points), list(request.contact_dims)
+    if not links:
+        if points or dims:
+            raise InputError('request.contact_points and request.contact_dims need '
+                             'request.contact_links (one link per contact)')
+        return None
+    if len(points) not in (0, 3 * len(links)):
+        raise InputError(f'request.contact_points must be empty or 3 numbers per contact link '
+                         f'({3 * len(links)}), got {len(points)}')
+    if len(dims) not in (0, len(links)):
+        raise InputError(f'request.contact_dims must be empty or one per contact link '
+                         f'({len(links)}), got {len(dims)}')
+    contacts = []
+    for k, link in enumerate(links):
+        point = tuple(float(x) for x in points[3 * k:3 * k + 3]) or (0.0, 0.0, 0.0)
+        if not all(math.isfinite(x) for x in point):
+            raise InputError(f'request.contact_points: the point of contact {k} ({link!r}) is '
+                             f'not finite: {list(point)}')
+        dim = int(dims[k]) if dims else 3
+        if dim not in (3, 6):
+            raise InputError(f'request.contact_dims[{k}] ({link!r}) must be 3 (a point) or 6 '
+                             f'(a surface), got {dim}')
+        contacts.append(Contact(link, point, dim))
+    return contacts
 
 
 # magnitude limits of inputs and outputs: (parameter, default, description)
