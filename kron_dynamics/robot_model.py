@@ -1083,9 +1083,10 @@ class RobotModel:
         nv, m = self.nv, lam.shape[0]
         X, Y = np.empty((nv, 3 * nv)), np.empty((m, 3 * nv))
         axes, paths, lengths, rows, points, dims, local = packed
+        poses = np.ascontiguousarray(full.link_poses(qf))       # (a no-op: the kernel's)
         refused = native.constrained_derivatives(
-            axes, paths, lengths, nv - self.n, vf, af, full.link_poses(qf), rows, points, dims,
-            local, lam, P, full is not self, dtau_dq, dtau_dv, M, X, Y)
+            axes, paths, lengths, nv - self.n, vf, af, poses, rows, points, dims, local, lam, P,
+            full is not self, dtau_dq, dtau_dv, M, X, Y)
         if refused == 1:
             solve_mass_matrix(M, np.zeros(nv), list(self.velocity_names))  # raises, naming
         if refused:
@@ -1123,9 +1124,10 @@ class RobotModel:
         N, nv, m = q.shape[0], self.nv, lam.shape[1]
         X, Y, ok = np.empty((N, nv, 3 * nv)), np.empty((N, m, 3 * nv)), np.zeros(N, dtype=bool)
         axes, paths, lengths, rows, points, dims, local = packed
+        poses = np.ascontiguousarray(full.link_poses(qf))
         native.constrained_derivatives_batch(
-            axes, paths, lengths, nv - self.n, vf, af, full.link_poses(qf), rows, points, dims,
-            local, lam, P, full is not self, dtau_dq, dtau_dv, M, X, Y, ok)
+            axes, paths, lengths, nv - self.n, vf, af, poses, rows, points, dims, local, lam, P,
+            full is not self, dtau_dq, dtau_dv, M, X, Y, ok)
         return (X[:, :, :nv], X[:, :, nv:2 * nv], X[:, :, 2 * nv:], -Y[:, :, :nv],
                 -Y[:, :, nv:2 * nv], -Y[:, :, 2 * nv:]), ok
 
@@ -1207,8 +1209,9 @@ class RobotModel:
         J, da_dq, da_dv, dQ = (np.zeros((m, nf)), np.zeros((m, nf)), np.zeros((m, nf)),
                                np.zeros((nf, nf)))
         axes, paths, lengths, rows, points, dims, local = packed
-        native.contact_derivative_terms(axes, paths, lengths, nb, vf, af, full.link_poses(qf),
-                                        rows, points, dims, local, lam, J, da_dq, da_dv, dQ)
+        native.contact_derivative_terms(axes, paths, lengths, nb, vf, af,
+                                        np.ascontiguousarray(full.link_poses(qf)), rows,
+                                        points, dims, local, lam, J, da_dq, da_dv, dQ)
         if full is self:
             return J, da_dq, da_dv, dQ
         return J @ P, da_dq @ P, da_dv @ P, P.T @ dQ @ P
@@ -1489,7 +1492,7 @@ class RobotModel:
         With ``contacts`` (as :meth:`constrained_forward_dynamics` takes them) the dynamics
         in contact: a = v' of :meth:`constrained_forward_dynamics` and M^-1 S^T its
         derivative in the joint torques, from
-        :meth:`constrained_forward_dynamics_derivatives` (a batch: row by row).
+        :meth:`constrained_forward_dynamics_derivatives` (a batch: its compiled batch).
         """
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]

@@ -58,7 +58,7 @@ def _put(out, r, c, x):
 def contact_derivative_terms(axes, paths, lengths, nb, v, a, poses, rows, points, dims, local,
                              lam, J, da_dq, da_dv, dQ):
     """
-    Write the contacts' J_c, da_c/dq, da_c/dv and d(J_c^T lambda)/dq (outputs zeroed first).
+    Write the contacts' J_c, da_c/dq, da_c/dv and d(J_c^T lambda)/dq into zeroed outputs.
 
     poses (L, 4, 4): every link's pose (``link_poses``); axes (nv, 5) per velocity
     coordinate the row of the link it moves (its joint's child link, a moving base's link),
