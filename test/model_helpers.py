@@ -69,3 +69,25 @@ def with_world_joint(xml: str, joint: str, xyz: str, rpy: str) -> str:
       <joint name="free" type="{joint}"><parent link="world"/><child link="{root}"/>
         <origin xyz="{xyz}" rpy="{rpy}"/></joint>
       <link ''' + body
+
+
+def step_differences(model, step, q, v, u, h=1e-6):
+    """
+    Return d(q+, v+)/d(q, v, u) of a step (q, v, u) -> (q+, v+) by central differences.
+
+    q moved along integrate, q+ compared by difference: the tangent-space columns that
+    linearize(..., dt) gives, (2 nv) x (2 nv + n).
+    """
+    nv = model.nv
+    q1, v1 = step(q, v, u)
+    columns = []
+    for k in range(2 * nv + len(u)):
+        e = np.zeros(2 * nv + len(u))
+        e[k] = h
+        ends = []
+        for sign in (1.0, -1.0):
+            qn, vn = step(model.integrate(q, sign * e[:nv], 1.0), v + sign * e[nv:2 * nv],
+                          u + sign * e[2 * nv:])
+            ends.append(np.concatenate([model.difference(q1, qn), vn - v1]))
+        columns.append((ends[0] - ends[1]) / (2 * h))
+    return np.stack(columns, axis=1)

@@ -31,6 +31,7 @@ from kron_dynamics.algorithms.constrained_dynamics_derivatives import (
     contact_acceleration_derivatives, contact_force_derivative, kkt_derivatives)
 from kron_dynamics.kernels import native
 from kron_dynamics.testing.random_urdf import random_urdf
+from model_helpers import step_differences
 from pinocchio_oracle import build_case, PinPair, PROXIMAL, random_state, robots_dir
 
 FRAMES = ['local_world_aligned', 'local']
@@ -263,21 +264,9 @@ def test_linearize_in_contact_is_the_derivative_of_the_constrained_step(kind):
         dv, _ = model.constrained_forward_dynamics(q, v, u, contacts)
         v_next = v + dt * dv
         return model.integrate(q, v_next, dt), v_next
-    q1, v1 = step(q, v, u)
     A, B = model.linearize(q, v, tau, dt, contacts=contacts)
     assert A.shape == (2 * nv, 2 * nv) and B.shape == (2 * nv, n)
-    h = 1e-6
-    columns = []
-    for k in range(2 * nv + n):
-        e = np.zeros(2 * nv + n)
-        e[k] = h
-        ends = []
-        for sign in (1.0, -1.0):
-            qn, vn = step(model.integrate(q, sign * e[:nv], 1.0), v + sign * e[nv:2 * nv],
-                          u + sign * e[2 * nv:])
-            ends.append(np.concatenate([model.difference(q1, qn), vn - v1]))
-        columns.append((ends[0] - ends[1]) / (2 * h))
-    err = relative(np.hstack([A, B]), np.stack(columns, axis=1))
+    err = relative(np.hstack([A, B]), step_differences(model, step, q, v, u))
     assert err < 1e-6, (kind, err)
     d = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
     Ac, Bc = model.linearize(q, v, tau, contacts=contacts)

@@ -240,21 +240,10 @@ def test_linearize_is_the_derivative_of_the_discrete_map_and_its_limit(case):
     def step(q, v, u):
         v_next = v + dt * model.forward_dynamics(q, v, np.concatenate([np.zeros(nb), u]))
         return model.integrate(q, v_next, dt), v_next
-    q1, v1 = step(q, v, tau[nb:])
     A, B = model.linearize(q, v, tau, dt)
     assert A.shape == (2 * nv, 2 * nv) and B.shape == (2 * nv, n)
-    h = 1e-6
-    columns = []
-    for k in range(2 * nv + n):
-        e = np.zeros(2 * nv + n)
-        e[k] = h
-        ends = []
-        for sign in (1.0, -1.0):
-            qn, vn = step(model.integrate(q, sign * e[:nv], 1.0), v + sign * e[nv:2 * nv],
-                          tau[nb:] + sign * e[2 * nv:])
-            ends.append(np.concatenate([model.difference(q1, qn), vn - v1]))
-        columns.append((ends[0] - ends[1]) / (2 * h))
-    close(np.hstack([A, B]), np.stack(columns, axis=1), 'discrete (A, B)', 1e-6)
+    close(np.hstack([A, B]), model_helpers.step_differences(model, step, q, v, tau[nb:]),
+          'discrete (A, B)', 1e-6)
     Ac, Bc = model.linearize(q, v, tau)
 
     def rate(d):

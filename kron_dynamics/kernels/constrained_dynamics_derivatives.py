@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from .algebra import add, chunks, cross, dot, inline, jit, mtv, mv, pjit, scl, sub
-from .forward_dynamics import cholesky_factor_into
+from .forward_dynamics import cholesky_factor_into, solve_rows, solve_rows_transposed
 
 
 @inline
@@ -201,7 +201,7 @@ def _kkt(M, J, dtau_dq, dtau_dv, dQ, da_dq, da_dv, X, Y):
     L, y = np.zeros((n, n)), np.empty(max(n, m))
     if not cholesky_factor_into(M, 1e-12, L, y):
         return 1
-    ZW = np.zeros((n, c + m))     # (Z | W), then Z - W Y in its first c columns
+    ZW = np.zeros((n, c + m))     # (Z | W)
     for i in range(n):
         for j in range(n):
             ZW[i, j] = dQ[i, j] - dtau_dq[i, j]
@@ -209,14 +209,7 @@ def _kkt(M, J, dtau_dq, dtau_dv, dQ, da_dq, da_dv, X, Y):
         ZW[i, 2 * n + i] = 1.0
         for r in range(m):
             ZW[i, c + r] = J[r, i]
-    for i in range(n):                # L^-1 (R1 | J^T), row after row
-        for k in range(i):
-            t = L[i, k]
-            for j in range(c + m):
-                ZW[i, j] -= t * ZW[k, j]
-        d = 1.0 / L[i, i]
-        for j in range(c + m):
-            ZW[i, j] *= d
+    solve_rows(L, ZW, c + m)          # L^-1 (R1 | J^T)
     D, Ld = np.empty((m, m)), np.zeros((m, m))
     for r in range(m):
         for s in range(r, m):
@@ -226,49 +219,27 @@ def _kkt(M, J, dtau_dq, dtau_dv, dQ, da_dq, da_dv, X, Y):
             D[r, s] = D[s, r] = t
     if not cholesky_factor_into(D, 1e-10, Ld, y):
         return 2
-    B = np.zeros((m, c))              # W^T Z - R2
-    for r in range(m):
+    for r in range(m):                # Y = D^-1 (W^T Z - R2)
         for j in range(n):
-            B[r, j] = da_dq[r, j]
-            B[r, n + j] = da_dv[r, j]
+            Y[r, j] = da_dq[r, j]
+            Y[r, n + j] = da_dv[r, j]
+        for j in range(2 * n, c):
+            Y[r, j] = 0.0
     for i in range(n):
         for r in range(m):
             t = ZW[i, c + r]
             for j in range(c):
-                B[r, j] += t * ZW[i, j]
-    for r in range(m):                # Ld^-1 B
-        for s in range(r):
-            t = Ld[r, s]
-            for j in range(c):
-                B[r, j] -= t * B[s, j]
-        d = 1.0 / Ld[r, r]
+                Y[r, j] += t * ZW[i, j]
+    solve_rows(Ld, Y, c)
+    solve_rows_transposed(Ld, Y, c)
+    for i in range(n):                # X = L^-T (Z - W Y)
         for j in range(c):
-            B[r, j] *= d
-    for r in range(m - 1, -1, -1):    # Y = Ld^-T (Ld^-1 B)
-        for j in range(c):
-            Y[r, j] = B[r, j]
-        for s in range(r + 1, m):
-            t = Ld[s, r]
-            for j in range(c):
-                Y[r, j] -= t * Y[s, j]
-        d = 1.0 / Ld[r, r]
-        for j in range(c):
-            Y[r, j] *= d
-    for i in range(n):                # Z - W Y
+            X[i, j] = ZW[i, j]
         for r in range(m):
             t = ZW[i, c + r]
             for j in range(c):
-                ZW[i, j] -= t * Y[r, j]
-    for i in range(n - 1, -1, -1):    # X = L^-T (Z - W Y)
-        for j in range(c):
-            X[i, j] = ZW[i, j]
-        for s in range(i + 1, n):
-            t = L[s, i]
-            for j in range(c):
-                X[i, j] -= t * X[s, j]
-        d = 1.0 / L[i, i]
-        for j in range(c):
-            X[i, j] *= d
+                X[i, j] -= t * Y[r, j]
+    solve_rows_transposed(L, X, c)
     return 0
 
 

@@ -402,6 +402,37 @@ def forward_substitute(L, Y):
             Y[i, c] = t / d
 
 
+@inline
+def solve_rows(L, Y, w):
+    """
+    Overwrite Y[:, :w] with L^-1 Y[:, :w] (L lower triangular), row by row.
+
+    Each row's updates run along contiguous rows of Y, every column at once.
+    """
+    for i in range(L.shape[0]):
+        for k in range(i):
+            f = L[i, k]
+            for c in range(w):
+                Y[i, c] -= f * Y[k, c]
+        d = 1.0 / L[i, i]
+        for c in range(w):
+            Y[i, c] *= d
+
+
+@inline
+def solve_rows_transposed(L, Y, w):
+    """Overwrite Y[:, :w] with L^-T Y[:, :w] (L lower triangular), row by row, last first."""
+    n = L.shape[0]
+    for i in range(n - 1, -1, -1):
+        for k in range(i + 1, n):
+            f = L[k, i]
+            for c in range(w):
+                Y[i, c] -= f * Y[k, c]
+        d = 1.0 / L[i, i]
+        for c in range(w):
+            Y[i, c] *= d
+
+
 @jit
 def gram(Y, first, out):
     """Write out[r, c] = column first + r of Y dotted with column first + c (symmetric)."""

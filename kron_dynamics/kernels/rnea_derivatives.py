@@ -31,7 +31,8 @@ from .crba import body_inertia, CM, CQ, CQD, CS, inertia_times, motion_subspaces
 from .floating_base import (base_frame, chain_acceleration, floating_forward_dynamics,
                             lift_configuration, moving_forward_dynamics)
 from .coupled import coupled_forward_dynamics, lift, project_derivatives
-from .forward_dynamics import cholesky_factor, forward_dynamics, ltl_in_place
+from .forward_dynamics import (cholesky_factor, forward_dynamics, ltl_in_place, solve_rows,
+                               solve_rows_transposed)
 from .kinematics import frames, load
 from .layout import ARM, INV, PARENT
 
@@ -460,22 +461,8 @@ def dense_solve(out, rcond):
             Y[i, c] = out[0, i, c]
             Y[i, n + c] = out[1, i, c]
         Y[i, 2 * n + i] = 1.0
-    for i in range(n):                      # L Z = Y
-        for k in range(i):
-            f = L[i, k]
-            for c in range(w):
-                Y[i, c] -= f * Y[k, c]
-        d = 1.0 / L[i, i]
-        for c in range(w):
-            Y[i, c] *= d
-    for i in range(n - 1, -1, -1):          # L^T X = Z
-        for k in range(i + 1, n):
-            f = L[k, i]
-            for c in range(w):
-                Y[i, c] -= f * Y[k, c]
-        d = 1.0 / L[i, i]
-        for c in range(w):
-            Y[i, c] *= d
+    solve_rows(L, Y, w)                     # L Z = Y
+    solve_rows_transposed(L, Y, w)          # L^T X = Z
     for i in range(n):
         for c in range(n):
             out[0, i, c] = -Y[i, c]
