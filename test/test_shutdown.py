@@ -105,6 +105,59 @@ def test_a_signal_during_start_up_ends_it_with_exit_0(delay):
         output(proc)
 
 
+INSIDE_RCLPY = textwrap.dedent('''
+    import os, signal, sys
+    import rclpy
+    from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+    from rclpy.node import Node
+    from std_msgs.msg import String
+    from kron_dynamics.nodes.executor import DeferringNode
+    from kron_dynamics.nodes.shutdown import Interrupted, PROCESS
+    PROCESS.install()
+    rclpy.init()
+    base = DeferringNode if sys.argv[1] == 'deferring' else Node
+
+
+    class SignalOnAdd(MutuallyExclusiveCallbackGroup):
+        def add_entity(self, entity):       # inside create_subscription, half way
+            super().add_entity(entity)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+    class Probe(base):
+        def __init__(self):
+            global built
+            super().__init__('deferring_probe')
+            built = self
+            self.create_subscription(String, 'x', print, 10, callback_group=SignalOnAdd())
+            print('not reached: the signal raises when create_subscription ends')
+
+
+    built = None
+    try:
+        Probe()
+    except Interrupted as exc:
+        print('interrupted by', exc, 'with subscriptions:', len(list(built.subscriptions)))
+    rclpy.try_shutdown()
+    print('shut down')
+''')
+
+
+def test_a_start_up_signal_inside_an_rclpy_call_raises_when_the_call_ends():
+    """
+    A SIGTERM inside create_subscription (a CI run hit one): raised when the call ends.
+
+    Raised half way, it left the node's lists inconsistent and rclpy's clean-up failed with
+    a traceback (ValueError in destroy_node); DeferringNode, the nodes' base, defers it.
+    """
+    done = subprocess.run([sys.executable, '-c', INSIDE_RCLPY, 'deferring'], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, env=isolated_env())
+    assert done.returncode == 0, done
+    assert 'interrupted by SIGTERM with subscriptions: 1' in done.stdout, done
+    assert 'shut down' in done.stdout and 'not reached' not in done.stdout, done
+    assert 'Traceback' not in done.stdout + done.stderr, done
+
+
 WATCHDOG = textwrap.dedent('''
     import ctypes, sys, time
     from kron_dynamics.nodes.shutdown import PROCESS

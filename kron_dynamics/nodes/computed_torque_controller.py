@@ -39,14 +39,13 @@ import sys
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ConfigurationError
-from .executor import run_node, warm_up
+from .executor import DeferringNode, run_node, warm_up
 from .joint_states import (FRESH_STATE_QUEUE, InputError, JointStateIndex, point_arrays,
                            StampClock, StampGuard, trajectory_from_serialized)
 from .messages import all_finite, ArrayPublisher
@@ -70,7 +69,7 @@ def feasible_scale(tau0: np.ndarray, dtau: np.ndarray, limits: np.ndarray) -> fl
     return float(np.clip(np.min(bound), 0.0, 1.0))
 
 
-class ComputedTorqueController(Node):
+class ComputedTorqueController(DeferringNode):
     """Computed-torque (inverse-dynamics) control of a URDF robot."""
 
     def __init__(self, **kwargs):

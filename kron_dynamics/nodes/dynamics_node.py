@@ -44,7 +44,6 @@ from kron_dynamics_interfaces.srv import (GetDynamics, GetKinematics, GetLineari
                                           GetMassMatrix)
 from nav_msgs.msg import Odometry
 import numpy as np
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rcl_interfaces.msg import SetParametersResult
 from sensor_msgs.msg import JointState
@@ -55,7 +54,7 @@ from ..checks import Contact
 from ..errors import ConfigurationError, ModelError
 from ..floating_model import QUATERNION_TOLERANCE
 from ..model.rotations import matrix_to_quaternion
-from .executor import run_node, warm_up
+from .executor import DeferringNode, run_node, warm_up
 from .joint_states import (InputError, JointStateIndex, point_arrays, stamp_ns, StampClock,
                            StampGuard, STATE_QUEUE, trajectory_from_serialized)
 from .messages import array_msg, ArrayPublisher
@@ -75,7 +74,7 @@ TRAJECTORY_CHUNK = 20
 TRAJECTORY_PERIOD_S = 0.001
 
 
-class DynamicsNode(Node):
+class DynamicsNode(DeferringNode):
     """Publish the dynamics of every accepted joint state; serve M and the full dynamics."""
 
     def __init__(self, **kwargs):

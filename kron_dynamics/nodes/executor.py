@@ -14,12 +14,14 @@
 
 """Running a node: executor, shutdown, start-up errors, compiled kernels loaded up front."""
 
+import functools
 import sys
 import traceback
 
 import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from ..errors import ConfigurationError, ModelError
@@ -28,6 +30,46 @@ from . import realtime
 from .shutdown import Interrupted, native_exit_handler, PROCESS
 from .parameters import ParameterTypes
 from .throttled_logger import ThrottledLogger
+
+
+class DeferringNode(Node):
+    """
+    rclpy's Node whose calls into rclpy are never cut half way by a start-up signal.
+
+    A node's constructor loads its model (seconds on a cold cache) between the calls that
+    create its publishers, subscriptions, services and parameters. A SIGINT or SIGTERM
+    there ends the start-up at once (:mod:`.shutdown`), but one that lands inside such a
+    call left the node's lists inconsistent, and rclpy's clean-up then failed with a
+    traceback (``list.remove(x): x not in list`` in ``destroy_node``). These calls run with
+    the signal deferred to their end (:meth:`.shutdown.ProcessShutdown.signals_deferred`).
+    """
+
+    def __init__(self, *args, **kwargs):
+        """Create the rclpy node (its handle and parameter services) with signals deferred."""
+        with PROCESS.signals_deferred():
+            super().__init__(*args, **kwargs)
+
+
+def _deferring(name: str):
+    """Return Node's method ``name`` run with start-up signals deferred to its end."""
+    method = getattr(Node, name)
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with PROCESS.signals_deferred():
+            return method(self, *args, **kwargs)
+    return call
+
+
+# every Node call that adds to or takes from the node's entities and parameters
+for _name in ('create_publisher', 'create_subscription', 'create_service', 'create_client',
+              'create_timer', 'create_guard_condition', 'add_waitable', 'remove_waitable',
+              'destroy_publisher', 'destroy_subscription', 'destroy_service',
+              'destroy_client', 'destroy_timer', 'declare_parameter', 'declare_parameters',
+              'undeclare_parameter', 'set_parameters', 'add_on_set_parameters_callback',
+              'add_post_set_parameters_callback', 'add_pre_set_parameters_callback'):
+    if hasattr(Node, _name):
+        setattr(DeferringNode, _name, _deferring(_name))
 
 
 def warm_up(model: RobotModel) -> None:
@@ -109,15 +151,17 @@ def run_node(node_class, args=None) -> int:
     node = executor = None
     try:
         try:
-            rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-            executor = make_executor()
+            with PROCESS.signals_deferred():        # rclpy's context in one piece
+                rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+                executor = make_executor()
             node = node_class()
             ParameterTypes(node)       # run-time changes: readable type refusals, [] accepted
             log = node.get_logger()
             route_warnings(log)
             for line in realtime.configure_node(node):
                 (log.warning if line.startswith('could not') else log.info)(line)
-            executor.add_node(node)
+            with PROCESS.signals_deferred():
+                executor.add_node(node)
             native_exit_handler(0)      # compiled now, so that clean-up need not wait for it
             PROCESS.spinning = True
             spin(executor, log)

@@ -34,12 +34,11 @@ import time
 import numpy as np
 from builtin_interfaces.msg import Time
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ..errors import ConfigurationError, ModelError, SingularMassMatrixError
-from .executor import run_node, warm_up
+from .executor import DeferringNode, run_node, warm_up
 from .parameters import declare, declare_model_parameters, per_joint, required_model
 from .throttled_logger import ThrottledLogger
 from . import realtime
@@ -82,7 +81,7 @@ def damped_steps(model, q, qd, tau, dt: float, steps: int, damping):
     return model.simulate(q, qd, tau, dt, steps, damping=damping)
 
 
-class PlantSimulator(Node):
+class PlantSimulator(DeferringNode):
     """Simulate a robot from its URDF under effort commands."""
 
     def __init__(self, **kwargs):

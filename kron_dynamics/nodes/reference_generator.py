@@ -36,14 +36,13 @@ import time
 
 from builtin_interfaces.msg import Duration, Time
 import numpy as np
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import Float64MultiArray, Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from ..errors import ConfigurationError
 from ..identification.excitation import FourierTrajectory
-from .executor import run_node
+from .executor import DeferringNode, run_node
 from .parameters import declare, per_joint
 from . import realtime
 
@@ -97,7 +96,7 @@ class QuinticPath:
         return quintic(1.0, self.waypoints[-2], self.waypoints[-1], 1.0)
 
 
-class ReferenceGenerator(Node):
+class ReferenceGenerator(DeferringNode):
     """Publish a reference trajectory point at a fixed rate."""
 
     def __init__(self, **kwargs):

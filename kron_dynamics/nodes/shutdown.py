@@ -63,7 +63,7 @@ class ProcessShutdown:
         self.installed = False
         self.exit_code = 0
         self._watchdog = None
-        self._deferring = False
+        self._deferring = 0       # depth of nested signals_deferred blocks
         self._deferred = None
 
     def install(self) -> None:
@@ -78,7 +78,7 @@ class ProcessShutdown:
         first = not self.requested.is_set()
         self.requested.set()
         if first and not self.spinning:
-            if self._deferring:          # inside a callback from native code: raise later
+            if self._deferring:     # in native code's callback or an rclpy call: raise later
                 self._deferred = signum
                 return
             raise Interrupted(signal.Signals(signum).name)
@@ -90,14 +90,19 @@ class ProcessShutdown:
 
         For code that native libraries call back into (LLVM compiling through ctypes
         callbacks): an exception raised there is only printed as "Exception ignored" with a
-        traceback, and the library goes on. Python runs signal handlers in the main thread
-        wherever it is, so blocking the signal in this thread would not keep it out.
+        traceback, and the library goes on. And for calls that change rclpy's state (a
+        node's entities, the context): an exception raised half way leaves it inconsistent,
+        and its clean-up then fails. Python runs signal handlers in the main thread wherever
+        it is, so blocking the signal in this thread would not keep it out. Blocks nest: the
+        signal raises when the outermost one ends.
         """
-        self._deferring = True
+        self._deferring += 1
         try:
             yield
         finally:
-            self._deferring = False
+            self._deferring -= 1
+        if self._deferring:
+            return
         signum, self._deferred = self._deferred, None
         if signum is not None and not self.spinning:
             raise Interrupted(signal.Signals(signum).name)
