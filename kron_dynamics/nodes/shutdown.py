@@ -20,7 +20,9 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
 
 - Before the node spins (imports, model loading, kernel compilation: seconds on a cold
   cache), the first signal raises :class:`Interrupted`, which the runner turns into exit 0
-  at once.
+  at once; but never inside a call that changes rclpy's state (``rclpy.init``, a node's
+  entities and parameters: ``executor.DeferringNode``), where it waits for the call's end,
+  so that the clean-up finds rclpy consistent.
 - While it spins, a signal only sets :attr:`ProcessShutdown.requested`; the spin loop
   checks it between callbacks, so no callback (or compiled code) is cut half way.
 - Repeated signals (``ros2 launch`` without a terminal sends SIGINT twice, to the process
