@@ -129,6 +129,12 @@ class ConstrainedDerivatives(NamedTuple):
     dlambda_dtau: Array
 
 
+def _split_derivatives(X, Y, nv: int) -> tuple:
+    """Return the six derivatives of the KKT solve's X = (dv'/dq, ...), Y = -(dlambda/dq, ...)."""
+    return (X[..., :nv], X[..., nv:2 * nv], X[..., 2 * nv:], -Y[..., :nv],
+            -Y[..., nv:2 * nv], -Y[..., 2 * nv:])
+
+
 # the shapes of a row of ConstrainedDerivatives, for an empty batch
 _DERIVATIVE_SHAPES = (('nv', 'nv'),) * 3 + (('m', 'nv'),) * 3
 
@@ -1074,21 +1080,12 @@ class RobotModel:
                                     compiled=self._constrained_derivative_rows)
         if batch is not None:
             return ConstrainedDerivatives(*batch)
-        dv, lam = self.constrained_forward_dynamics(q, v, tau, contacts)   # checks all
-        q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
         contacts = _contacts(contacts)
-        dtau_dq, dtau_dv, M = self.inverse_dynamics_derivatives(q, v, dv)    # M: armature too
-        full, P, packed = self._contact_paths(contacts)
-        qf, vf, af = self._unconstrained_state(full, P, q, v, dv)
-        nv, m = self.nv, lam.shape[0]
-        X, Y = np.empty((nv, 3 * nv)), np.empty((m, 3 * nv))
-        axes, paths, lengths, rows, points, dims, local = packed
-        poses = np.ascontiguousarray(full.link_poses(qf))       # (a no-op: the kernel's)
-        refused = native.constrained_derivatives(
-            axes, paths, lengths, nv - self.n, vf, af, poses, rows, points, dims, local, lam, P,
-            full is not self, dtau_dq, dtau_dv, M, X, Y)
+        X, Y, refused = self._derivative_solve(q, v, tau, contacts)
+        nv = self.nv
         if refused == 1:
-            solve_mass_matrix(M, np.zeros(nv), list(self.velocity_names))  # raises, naming
+            solve_mass_matrix(self.mass_matrix(q), np.zeros(nv),
+                              list(self.velocity_names))  # raises, naming the joints
         if refused:
             J = self.contact_jacobian(q, contacts)
             still = [c.link for c, k in zip(contacts, np.cumsum([c.dim for c in contacts]))
@@ -1103,33 +1100,44 @@ class RobotModel:
                 '(J_c M^-1 J_c^T has a condition number above 1e10): lambda is not unique, '
                 'so neither are its derivatives; remove the redundant rows (a point contact '
                 'instead of a surface, or fewer points)')
-        return ConstrainedDerivatives(X[:, :nv], X[:, nv:2 * nv], X[:, 2 * nv:],
-                                      -Y[:, :nv], -Y[:, nv:2 * nv], -Y[:, 2 * nv:])
+        return ConstrainedDerivatives(*_split_derivatives(X, Y, nv))
 
     def _constrained_derivative_rows(self, q, v, tau, contacts):
         """
         Return (the six derivatives of N rows, ok) from compiled batches and one compiled call.
 
-        Constrained forward dynamics, the inverse-dynamics derivatives and the link poses
-        by their batches, then the contact terms and the KKT solve of every row in one call
-        (``constrained_derivatives_batch``); a row it refuses (ok False) is the single
-        call's, which says why.
+        :meth:`_derivative_solve` on (N, ...) arrays; a row it refuses (ok False) is the
+        single call's, which says why.
         """
-        contacts = _contacts(contacts)
-        dv, lam = self.constrained_forward_dynamics(q, v, tau, contacts)
-        dtau_dq, dtau_dv, M = self.inverse_dynamics_derivatives(q, v, dv)
+        X, Y, ok = self._derivative_solve(q, v, tau, _contacts(contacts))
+        return _split_derivatives(X, Y, self.nv), ok
+
+    def _derivative_solve(self, q, v, tau, contacts):
+        """
+        Return (X, Y, refused code or per-row ok) of one state or a batch (N, ...) of them.
+
+        Constrained forward dynamics, the inverse-dynamics derivatives at its v' and the
+        link poses of the unconstrained tree (compiled, or their compiled batches), then
+        the contact terms and the KKT solve in one compiled call
+        (kernels/constrained_dynamics_derivatives.py): X = (dv'/dq, dv'/dv, dv'/dtau) and
+        Y = -(dlambda/dq, ...) side by side.
+        """
+        dv, lam = self.constrained_forward_dynamics(q, v, tau, contacts)   # checks all
+        dtau_dq, dtau_dv, M = self.inverse_dynamics_derivatives(q, v, dv)    # M: armature too
         full, P, packed = self._contact_paths(contacts)
         q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
         qf, vf, af = self._unconstrained_state(full, P, q, v, dv)
-        N, nv, m = q.shape[0], self.nv, lam.shape[1]
-        X, Y, ok = np.empty((N, nv, 3 * nv)), np.empty((N, m, 3 * nv)), np.zeros(N, dtype=bool)
-        axes, paths, lengths, rows, points, dims, local = packed
-        poses = np.ascontiguousarray(full.link_poses(qf))
-        native.constrained_derivatives_batch(
-            axes, paths, lengths, nv - self.n, vf, af, poses, rows, points, dims, local, lam, P,
-            full is not self, dtau_dq, dtau_dv, M, X, Y, ok)
-        return (X[:, :, :nv], X[:, :, nv:2 * nv], X[:, :, 2 * nv:], -Y[:, :, :nv],
-                -Y[:, :, nv:2 * nv], -Y[:, :, 2 * nv:]), ok
+        rows, nv, m = q.shape[:-1], self.nv, lam.shape[-1]
+        X, Y = np.empty(rows + (nv, 3 * nv)), np.empty(rows + (m, 3 * nv))
+        poses = np.ascontiguousarray(full.link_poses(qf))       # (a no-op: the kernel's)
+        axes, paths, lengths, link_rows, points, dims, local, cpl = packed
+        arguments = (axes, paths, lengths, nv - self.n, vf, af, poses, link_rows, points, dims,
+                     local, lam, cpl, full is not self, dtau_dq, dtau_dv, M, X, Y)
+        if not rows:
+            return X, Y, native.constrained_derivatives(*arguments)
+        ok = np.zeros(rows[0], dtype=bool)
+        native.constrained_derivatives_batch(*arguments, ok)
+        return X, Y, ok
 
     def _contact_paths(self, contacts):
         """
@@ -1176,12 +1184,17 @@ class RobotModel:
         for b, name in enumerate(self.description.joint_names):
             axes[nb + names.index(name)] = (links.index(self.description.joints[name].child_link),
                                             float(tree.revolute[b]), *tree.axis[b])
+        # P in kernels.coupled's coupling format: per row its one non-zero (column, value)
+        column = np.abs(P).argmax(axis=1)
+        cpl = np.zeros((full.nv, 3))
+        cpl[:, 0] = np.where(P.any(axis=1), column, -1)
+        cpl[:, 1] = P[np.arange(full.nv), column]
         cached = (full, P, (axes, packed, np.array([len(p) for p in paths], dtype=np.int64),
                             np.array([links.index(c.link) for c in contacts], dtype=np.int64),
                             np.array([c.point for c in contacts], dtype=float).reshape(-1, 3),
                             np.array([c.dim for c in contacts], dtype=np.int64),
                             np.array([c.reference_frame == 'local' for c in contacts],
-                                     dtype=np.int64)))
+                                     dtype=np.int64), cpl))
         if len(self._contact_cache) < 64:
             self._contact_cache[key] = cached
         return cached
@@ -1208,7 +1221,7 @@ class RobotModel:
         nf, m = full.nv, lam.shape[0]
         J, da_dq, da_dv, dQ = (np.zeros((m, nf)), np.zeros((m, nf)), np.zeros((m, nf)),
                                np.zeros((nf, nf)))
-        axes, paths, lengths, rows, points, dims, local = packed
+        axes, paths, lengths, rows, points, dims, local, _ = packed
         native.contact_derivative_terms(axes, paths, lengths, nb, vf, af,
                                         np.ascontiguousarray(full.link_poses(qf)), rows,
                                         points, dims, local, lam, J, da_dq, da_dv, dQ)

@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from .algebra import add, chunks, cross, dot, inline, jit, mtv, mv, pjit, scl, sub
+from .coupled import project_columns, project_matrix
 from .forward_dynamics import cholesky_factor_into, solve_rows, solve_rows_transposed
 
 
@@ -69,12 +70,20 @@ def contact_derivative_terms(axes, paths, lengths, nb, v, a, poses, rows, points
     (0: world axes). v, a (nv) the velocities and accelerations, lam the contact forces. J,
     da_dq, da_dv (m, nv): the contacts' rows in order; dQ (nv, nv).
     """
+    _terms(axes, paths, lengths, nb, v, a, poses, rows, points, dims, local, lam, J, da_dq,
+           da_dv, dQ)
+    return True
+
+
+@inline
+def _terms(axes, paths, lengths, nb, v, a, poses, rows, points, dims, local, lam, J, da_dq,
+           da_dv, dQ):
+    """Write every contact's rows and terms (:func:`_contact`, the contacts in order)."""
     r0 = 0
     for c in range(paths.shape[0]):
         _contact(axes, paths[c, :lengths[c]], nb, v, a, poses, poses[rows[c]], points[c],
                  dims[c], local[c] != 0, lam, r0, J, da_dq, da_dv, dQ)
         r0 += dims[c]
-    return True
 
 
 @inline
@@ -245,13 +254,14 @@ def _kkt(M, J, dtau_dq, dtau_dv, dQ, da_dq, da_dv, X, Y):
 
 @pjit
 def constrained_derivatives_batch(axes, paths, lengths, nb, VF, AF, poses, rows, points, dims,
-                                  local, lam, P, project, dtau_dq, dtau_dv, M, X, Y, ok):
+                                  local, lam, cpl, project, dtau_dq, dtau_dv, M, X, Y, ok):
     """
     Write the derivatives of N states' constrained dynamics into X, Y; ok (N) per row.
 
     Per row r: :func:`contact_derivative_terms` on the unconstrained tree (VF, AF, poses
-    (N, L, 4, 4) of its coordinates), projected by P (nf, n) when ``project`` (mimic
-    joints: J_c = J_f P, d(J_c^T lambda)/dq = P^T dQ_f P), then :func:`kkt_solve` with the
+    (N, L, 4, 4) of its coordinates), projected by P when ``project`` (mimic joints:
+    J_c = J_f P, d(J_c^T lambda)/dq = P^T dQ_f P; ``cpl`` is P in kernels.coupled's
+    coupling format, one non-zero per row), then :func:`kkt_solve` with the
     row's inverse-dynamics derivatives and M, into X[r] (n, 3n) and Y[r] (m, 3n). ok[r]
     False where the solve refuses (the single call says why). Work once per chunk; each
     row one call of :func:`_row` (not
@@ -260,58 +270,47 @@ def constrained_derivatives_batch(axes, paths, lengths, nb, VF, AF, poses, rows,
     N, n, m, nf = VF.shape[0], M.shape[1], lam.shape[1], VF.shape[1]
     K = chunks(N)
     for c in numba.prange(K):
-        work = (np.empty((m, nf)), np.empty((m, nf)), np.empty((m, nf)), np.empty((nf, nf)),
-                np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((n, n)))
+        work = _work(m, nf, n)
         for r in range(c * N // K, (c + 1) * N // K):
             ok[r] = _row(axes, paths, lengths, nb, VF[r], AF[r], poses[r], rows, points, dims,
-                         local, lam[r], P, project, dtau_dq[r], dtau_dv[r], M[r], X[r], Y[r],
+                         local, lam[r], cpl, project, dtau_dq[r], dtau_dv[r], M[r], X[r], Y[r],
                          work) == 0
     return True
 
 
 @jit
 def constrained_derivatives(axes, paths, lengths, nb, vf, af, poses, rows, points, dims, local,
-                            lam, P, project, dtau_dq, dtau_dv, M, X, Y):
+                            lam, cpl, project, dtau_dq, dtau_dv, M, X, Y):
     """
     One state's row of :func:`constrained_derivatives_batch`: 0, or why not (:func:`_kkt`).
 
     The same steps in the same order as a batch row: the same bits.
     """
     m, nf, n = lam.shape[0], vf.shape[0], M.shape[0]
-    work = (np.empty((m, nf)), np.empty((m, nf)), np.empty((m, nf)), np.empty((nf, nf)),
-            np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((n, n)))
-    return _row(axes, paths, lengths, nb, vf, af, poses, rows, points, dims, local, lam, P,
-                project, dtau_dq, dtau_dv, M, X, Y, work)
+    return _row(axes, paths, lengths, nb, vf, af, poses, rows, points, dims, local, lam, cpl,
+                project, dtau_dq, dtau_dv, M, X, Y, _work(m, nf, n))
 
 
 @jit
-def _row(axes, paths, lengths, nb, vf, af, poses, rows, points, dims, local, lam, P, project,
+def _work(m, nf, n):
+    """Return the work of :func:`_row`: the terms on the full tree, projected, zeros (n)."""
+    return (np.empty((m, nf)), np.empty((m, nf)), np.empty((m, nf)), np.empty((nf, nf)),
+            np.empty((m, n)), np.empty((m, n)), np.empty((m, n)), np.empty((n, n)),
+            np.zeros(n))
+
+
+@jit
+def _row(axes, paths, lengths, nb, vf, af, poses, rows, points, dims, local, lam, cpl, project,
          dtau_dq, dtau_dv, M, X, Y, work):
     """One row of :func:`constrained_derivatives_batch`: :func:`_kkt`'s code (0: solved)."""
-    Jf, aqf, avf, dQf, J, aq, av, dQ = work
-    m, nf, n = Jf.shape[0], Jf.shape[1], J.shape[1]
+    Jf, aqf, avf, dQf, J, aq, av, dQ, none = work
     Jf[:, :], aqf[:, :], avf[:, :], dQf[:, :] = 0.0, 0.0, 0.0, 0.0
-    r0 = 0
-    for k in range(paths.shape[0]):
-        _contact(axes, paths[k, :lengths[k]], nb, vf, af, poses, poses[rows[k]], points[k],
-                 dims[k], local[k] != 0, lam, r0, Jf, aqf, avf, dQf)
-        r0 += dims[k]
+    _terms(axes, paths, lengths, nb, vf, af, poses, rows, points, dims, local, lam, Jf, aqf,
+           avf, dQf)
     if not project:
         return _kkt(M, Jf, dtau_dq, dtau_dv, dQf, aqf, avf, X, Y)
-    for i in range(m):
-        for j in range(n):
-            s1, s2, s3 = 0.0, 0.0, 0.0
-            for f in range(nf):
-                s1 += Jf[i, f] * P[f, j]
-                s2 += aqf[i, f] * P[f, j]
-                s3 += avf[i, f] * P[f, j]
-            J[i, j], aq[i, j], av[i, j] = s1, s2, s3
-    for i in range(n):
-        for j in range(n):
-            t = 0.0
-            for f in range(nf):
-                if P[f, i] != 0.0:
-                    for g in range(nf):
-                        t += P[f, i] * dQf[f, g] * P[g, j]
-            dQ[i, j] = t
+    project_columns(cpl, Jf, J)       # J_c = J_f P, P^T dQ_f P (kernels.coupled)
+    project_columns(cpl, aqf, aq)
+    project_columns(cpl, avf, av)
+    project_matrix(cpl, dQf, none, dQ)
     return _kkt(M, J, dtau_dq, dtau_dv, dQ, aq, av, X, Y)
