@@ -24,7 +24,11 @@ batch of the same methods on this machine's cores, timed the same way
 (bench/lib/timing.per_call); agreement with the CPU (largest relative difference); the time
 to generate and to compile each robot's kernels. Targets (H100, fp64): Panda inverse
 dynamics >= 5 G states/s, M >= 1 G/s, forward dynamics >= 0.5 G/s; TALOS on a free flyer,
-inverse dynamics >= 0.5 G/s. Writes bench/results/gpu.json.
+inverse dynamics >= 0.5 G/s. Beside each rate, the memory-bound limit: the device's bandwidth
+(a large device-to-device copy, bytes read plus bytes written) over the bytes one state reads
+and writes. TALOS runs only the method of its target unless ``--all`` asks for every method
+and TALOS on a fixed base too (its written-out kernels take minutes to compile: see
+``--registers``). Writes bench/results/gpu.json.
 
 ``--registers`` needs no GPU, only numba-cuda and ptxas (the CUDA toolkit's, or the one of
 the nvidia-cuda-nvcc wheel that ``kron_dynamics[gpu]`` brings): each generated kernel
@@ -34,10 +38,12 @@ large to unroll. Writes bench/results/gpu_registers.json::
 
     .venv/bin/python bench/bench_gpu.py               # N = 2^22 states
     .venv/bin/python bench/bench_gpu.py --quick       # N = 2^18
+    .venv/bin/python bench/bench_gpu.py --all         # every method of every robot
     .venv/bin/python bench/bench_gpu.py --registers   # no GPU needed
 """
 
 import argparse
+import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
@@ -60,6 +66,9 @@ RESULTS = Path(__file__).resolve().parent / 'results'
 TARGETS = {('panda_arm', 'inverse_dynamics'): 5e9, ('panda_arm', 'mass_matrix'): 1e9,
            ('panda_arm', 'forward_dynamics'): 5e8, ('talos_floating', 'inverse_dynamics'): 5e8}
 CPU_N = 20000
+METHODS = ('inverse_dynamics', 'mass_matrix', 'forward_dynamics')
+# what each robot runs without --all: TALOS only the method of its target
+DEFAULT_METHODS = {'panda_arm': METHODS, 'talos_floating': ('inverse_dynamics',)}
 SM = (9, 0)           # the H100's compute capability, which the targets are set for
 REGISTER_ROBOTS = ('panda_arm', 'talos_floating')     # the robots of the targets
 PTXAS = {'registers': r'Used (\d+) registers', 'spill_stores': r'(\d+) bytes spill stores',
@@ -139,7 +148,15 @@ def device_time(cuda, f, repeat: int) -> float:
     return best
 
 
-def robot_rows(cuda, name: str, model, N: int, repeat: int, log, dtype=np.float64) -> dict:
+def bandwidth(cuda, repeat: int) -> float:
+    """Return the device's bytes per second of a 2 GiB device-to-device copy (read + write)."""
+    source = cuda.to_device(np.ones(1 << 28))
+    target = cuda.device_array_like(source)
+    return 2 * source.nbytes / device_time(cuda, lambda: target.copy_to_device(source), repeat)
+
+
+def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS,
+               dtype=np.float64, bytes_per_s=None) -> dict:
     """Agreement, then GPU and CPU states per second of each method."""
     from kron_dynamics.gpu import GpuModel
     gpu = GpuModel(model, dtype=dtype)
@@ -152,22 +169,39 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, dtype=np.float6
     dQ, dV, dA, dT = (cuda.to_device(np.asfortranarray(X, dtype=dtype)) for X in (Q, V, A, T))
     calls = {'inverse_dynamics': ((dQ, dV, dA), (Q, V, A)), 'mass_matrix': ((dQ,), (Q,)),
              'forward_dynamics': ((dQ, dV, dT), (Q, V, T))}
+    out_values = {'inverse_dynamics': model.nv, 'mass_matrix': model.nv ** 2,
+                  'forward_dynamics': model.nv}
     rows = {}
-    for method, (device_args, host_args) in calls.items():
+    for method in methods:
+        device_args, host_args = calls[method]
         ours = getattr(gpu, method)(*(x[:1000] for x in device_args)).copy_to_host()
         cpu = getattr(model, method)(*(x[:1000] for x in host_args))
         seconds = device_time(cuda, lambda: getattr(gpu, method)(*device_args, check=False),
                               repeat)
         cpu_seconds = per_call(lambda: getattr(model, method)(
             *(x[:CPU_N] for x in host_args)), 1.0, 5)['min_us'] * 1e-6
+        state_bytes = np.dtype(dtype).itemsize * (sum(x.shape[1] for x in host_args)
+                                                  + out_values[method])
         rows[method] = {'N': N, 'gpu_states_per_s': N / max(seconds, 1e-12),
+                        'bytes_per_state': state_bytes,
+                        'memory_bound_states_per_s': None if bytes_per_s is None
+                        else bytes_per_s / state_bytes,
                         'cpu_states_per_s': CPU_N / cpu_seconds,
                         'agreement': relerr(ours, cpu, floor=0.0),
                         'target_states_per_s': TARGETS.get((name, method))}
         log(f"  {method}: GPU {rows[method]['gpu_states_per_s']:.3g}/s, CPU "
             f"{rows[method]['cpu_states_per_s']:.3g}/s, agreement {rows[method]['agreement']:.2g}")
     return {'n': model.n, 'dtype': np.dtype(dtype).name, 'generate_s': gpu.generate_seconds,
-            'compile_s': sum(gpu.compile_seconds.values()), 'methods': rows}
+            'compile_s': sum(gpu.compile_seconds.values()),
+            'compile_s_per_kernel': dict(gpu.compile_seconds), 'methods': rows}
+
+
+def installed(distribution: str):
+    """Return the installed version of a distribution, or None."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def main(argv=None) -> int:
@@ -175,6 +209,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--quick', action='store_true', help='fewer states (smoke test)')
     parser.add_argument('--out', default=str(RESULTS), help='output directory')
+    parser.add_argument('--all', action='store_true',
+                        help='every method of every robot (TALOS: minutes of compilation)')
     parser.add_argument('--registers', action='store_true',
                         help="only ptxas -v's registers and spills of every kernel (no GPU)")
     args = parser.parse_args(argv)
@@ -199,20 +235,35 @@ def main(argv=None) -> int:
               'measured, bench/results/gpu.json left as it is')
         return 0
     N = 1 << (18 if args.quick else 22)
-    results = {}
-    for name, model in models.items():
-        log(f'{name} (n = {model.n}), N = {N}')
-        results[name] = robot_rows(cuda, name, model, N, 3 if args.quick else 10, log)
-    log(f'panda_arm in float32, N = {N}')
-    results['panda_arm_fp32'] = robot_rows(cuda, 'panda_arm_fp32', models['panda_arm'], N,
-                                           3 if args.quick else 10, log, np.float32)
+    repeat = 3 if args.quick else 10
+    bytes_per_s = bandwidth(cuda, repeat)
+    log(f'device-to-device copy: {bytes_per_s / 1e12:.2f} TB/s (read + write)')
+    plan = {name: METHODS for name in models} if args.all else DEFAULT_METHODS
+    # the Panda in fp64 and fp32 first: TALOS's kernels take the longest to compile
+    plan = [('panda_arm', 'panda_arm', plan['panda_arm'], np.float64),
+            ('panda_arm_fp32', 'panda_arm', METHODS, np.float32)] + [
+        (name, name, methods, np.float64) for name, methods in plan.items()
+        if name != 'panda_arm']
     device = cuda.get_current_device()
-    provenance.write_result(args.out, 'gpu', {
-        'quick': args.quick, 'gpu': device.name.decode() if isinstance(device.name, bytes)
-        else str(device.name), 'cpu_threads': int(os.environ.get('NUMBA_NUM_THREADS',
-                                                                 os.cpu_count())),
-        'numba': __import__('numba').__version__, 'dtype': 'float64',
-        'wall_seconds': round(time.time() - start, 1)}, {'robots': results}, log)
+    meta = {'quick': args.quick, 'gpu': device.name.decode() if isinstance(device.name, bytes)
+            else str(device.name), 'cpu_threads': int(os.environ.get('NUMBA_NUM_THREADS',
+                                                                     os.cpu_count())),
+            'numba': __import__('numba').__version__, 'numpy': np.__version__,
+            'numba_cuda': installed('numba-cuda'), 'cuda_bindings': installed('cuda-bindings'),
+            'device_copy_bytes_per_s': bytes_per_s, 'all': args.all, 'dtype': 'float64'}
+    results = {}
+    for key, name, methods, dtype in plan:
+        model = models[name]
+        # TALOS's M of 2^22 states would be 48 GB: a quarter of the states there
+        n_states = N // 4 if model.nv >= 20 and 'mass_matrix' in methods else N
+        log(f'{key} (n = {model.n}, {np.dtype(dtype).name}), N = {n_states}: '
+            f'{", ".join(methods)}')
+        results[key] = robot_rows(cuda, key, model, n_states, repeat, log, methods, dtype,
+                                  bytes_per_s)
+        # written after each robot: a run stopped by a time limit keeps what it measured
+        provenance.write_result(args.out, 'gpu', {
+            **meta, 'complete': len(results) == len(plan),
+            'wall_seconds': round(time.time() - start, 1)}, {'robots': results}, log)
     return 0
 
 

@@ -686,8 +686,10 @@ def gpu_table(r: Results) -> str:
     for robot, e in d['robots'].items():
         for method, m in e['methods'].items():
             target = m.get('target_states_per_s')
+            bound = m.get('memory_bound_states_per_s')
             rows.append([names.get(robot, robot), f'`{method}`', f"{m['N']:,}",
-                         rate(m['gpu_states_per_s']), rate(m['cpu_states_per_s']),
+                         rate(m['gpu_states_per_s']),
+                         '–' if bound is None else rate(bound), rate(m['cpu_states_per_s']),
                          f"{fmt(m['gpu_states_per_s'] / m['cpu_states_per_s'], 0)}x",
                          '–' if target is None else f'≥ {rate(target)}',
                          met(None if target is None else m['gpu_states_per_s'] >= target),
@@ -696,11 +698,18 @@ def gpu_table(r: Results) -> str:
                     for k, e in d['robots'].items()]
     meta = d['meta']
     return '\n\n'.join([
-        table(['robot', 'method', 'N', 'GPU states/s', 'CPU states/s', 'GPU / CPU', 'target',
-               'verdict', 'agreement'], rows),
+        table(['robot', 'method', 'N', 'GPU states/s', 'memory-bound limit', 'CPU states/s',
+               'GPU / CPU', 'target', 'verdict', 'agreement'], rows),
         table(['robot', 'n', 'generate [s]', 'compile [s]'], compile_rows),
-        f"GPU: {meta.get('gpu')}, {meta.get('dtype')}; CPU batch on {meta.get('cpu_threads')} "
-        f"threads of the same machine; numba {meta.get('numba')}.",
+        f"GPU: {meta.get('gpu')}, {meta.get('dtype')} (float32 where the row says so); CPU "
+        f"batch on {meta.get('cpu_threads')} threads of the same machine; numba "
+        f"{meta.get('numba')}, numba-cuda {meta.get('numba_cuda')}, NumPy {meta.get('numpy')}. "
+        'Memory-bound limit: the bandwidth of a device-to-device copy '
+        f"({(meta.get('device_copy_bytes_per_s') or 0) / 1e12:.2f} TB/s, bytes read plus "
+        'written) over the bytes one state reads and writes. Agreement: the largest relative '
+        'difference from the CPU batch (float32: from the fp64 CPU).'
+        + ('' if meta.get('complete', True) else ' A partial run: its time limit stopped it '
+           'after the rows above.'),
         source(r, 'gpu')])
 
 

@@ -128,6 +128,52 @@ def test_the_facade_serves_cuda_arrays_and_returns_a_device_array():
                                atol=1e-12 * 100)
 
 
+def _real_gpu(module: str):
+    """Return an importable GPU array library on a real GPU, or skip saying why not."""
+    if os.environ.get('KRON_DYNAMICS_GPU_TESTS') != 'device' or numba.config.ENABLE_CUDASIM:
+        pytest.skip(f'{module} arrays need a real GPU (KRON_DYNAMICS_GPU_TESTS=device); '
+                    "numba's simulator takes NumPy and its own arrays only")
+    return pytest.importorskip(module)
+
+
+def test_pytorch_cuda_tensors_in_and_out_without_a_copy():
+    """The README's example: torch CUDA tensors in, torques out that torch takes as they are."""
+    torch = _real_gpu('torch')
+    model = RobotModel.from_urdf_file(robots_dir() / 'panda_description/urdf/panda.urdf')
+    Q, V, A = _states(model, np.random.default_rng(11), N=300)
+    q, qd, qdd = (torch.as_tensor(X, device='cuda') for X in (Q, V, A))
+    out = model.inverse_dynamics(q, qd, qdd)
+    tau = torch.as_tensor(out, device='cuda')
+    assert tau.data_ptr() == out.__cuda_array_interface__['data'][0]      # no copy
+    expected = model.inverse_dynamics(Q, V, A)
+    atol = RTOL * max(1.0, float(np.max(np.abs(expected))))
+    np.testing.assert_allclose(tau.cpu().numpy(), expected, rtol=0, atol=atol)
+    # the transposed layout of the README: x.T.contiguous().T, outputs in the same layout
+    qT, qdT, qddT = (x.T.contiguous().T for x in (q, qd, qdd))
+    out = model.on_gpu().inverse_dynamics(qT, qdT, qddT)
+    assert out.flags['F_CONTIGUOUS'] and not out.flags['C_CONTIGUOUS']
+    np.testing.assert_allclose(out.copy_to_host(), expected, rtol=0, atol=atol)
+    M = torch.as_tensor(model.mass_matrix(q), device='cuda')
+    np.testing.assert_allclose(M.cpu().numpy(), model.mass_matrix(Q), rtol=0, atol=RTOL * 10)
+    with pytest.raises(ValueError, match='qd must be float64, got float32'):
+        model.on_gpu().inverse_dynamics(q, qd.float(), qdd)
+
+
+def test_cupy_arrays_in_and_out_without_a_copy():
+    cupy = _real_gpu('cupy')
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    rng = np.random.default_rng(12)
+    Q = np.stack([model.random_configuration(rng) for _ in range(200)])
+    V, A = rng.uniform(-1, 1, (2, 200, model.nv))
+    out = model.inverse_dynamics(cupy.asarray(Q), cupy.asarray(V), cupy.asarray(A))
+    tau = cupy.asarray(out)
+    assert tau.data.ptr == out.__cuda_array_interface__['data'][0]        # no copy
+    expected = model.inverse_dynamics(Q, V, A)
+    np.testing.assert_allclose(cupy.asnumpy(tau), expected, rtol=0,
+                               atol=RTOL * max(1.0, float(np.max(np.abs(expected)))))
+
+
 def test_the_source_is_cached_by_content():
     model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
     first, again = GpuModel(model), GpuModel(model)

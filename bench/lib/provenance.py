@@ -19,7 +19,9 @@ Where a benchmark result comes from: the stamp every bench script writes into it
 the bench scripts, config/ or urdf/ had uncommitted changes), the date, the machine (CPU
 model, cores, architecture, Python) and its 1-minute load average when the run ended (other
 work on a shared machine moves the timings). bench/report.py prints it under every table it
-renders, so a number in docs/ always says which code on which machine produced it.
+renders, so a number in docs/ always says which code on which machine produced it. Where
+the sources ran from a copy without ``.git`` (a lent GPU machine), the revision is what the
+sender put in ``$BENCH_REVISION`` (bench/gpu_check.sh passes it on), else 'unknown'.
 ``regenerate_docs()`` is what every bench script calls after writing its JSON.
 """
 
@@ -43,8 +45,10 @@ def git_revision() -> str:
         dirty = subprocess.run(['git', 'status', '--porcelain', '--', *SOURCES], cwd=REPO,
                                text=True, capture_output=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return 'unknown'
-    return (rev or 'unknown') + ('+dirty' if rev and dirty else '')
+        rev = dirty = ''
+    if not rev:       # a copy without .git (a lent GPU machine): the revision its sender gave
+        return os.environ.get('BENCH_REVISION', 'unknown')
+    return rev + ('+dirty' if dirty else '')
 
 
 def cpu_model() -> str:

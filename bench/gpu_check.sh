@@ -1,0 +1,56 @@
+#!/bin/bash
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+# The checks of kron_dynamics.gpu on a machine with a CUDA GPU, in one run:
+#   1. bench/bench_gpu.py (states per second against the CPU batch; gpu.json), first, while
+#      nothing else uses the GPU or the cores;
+#   2. test/test_gpu.py on the device (KRON_DYNAMICS_GPU_TESTS=device): every generated
+#      kernel against the CPU kernels, PyTorch and CuPy arrays in and out.
+# Each step runs under its own time limit, so that a slow one leaves the others their turn;
+# the logs and gpu.json go to OUTDIR (default bench/results/gpu_check).
+#
+#   bash bench/gpu_check.sh [OUTDIR]
+#   BENCH_ARGS=--quick PYTEST_ARGS='-n 8' BENCH_SECONDS=300 TEST_SECONDS=240 bash bench/gpu_check.sh
+set -u
+out=${1:-bench/results/gpu_check}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+export PYTHONUNBUFFERED=1
+{
+    date -u
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
+    "$py" - <<'PY'
+import importlib.metadata as m
+import sys
+print('python', sys.version.split()[0])
+for name in ('numpy', 'numba', 'llvmlite', 'numba-cuda', 'cuda-bindings', 'cuda-core',
+             'torch', 'cupy-cuda13x', 'cupy-cuda12x'):
+    try:
+        print(name, m.version(name))
+    except m.PackageNotFoundError:
+        pass
+from numba import cuda
+print('numba.cuda.is_available()', cuda.is_available())
+PY
+} 2>&1 | tee "$out/env.txt"
+set -o pipefail
+timeout "${BENCH_SECONDS:-300}" "$py" bench/bench_gpu.py --out "$out" ${BENCH_ARGS:-} 2>&1 \
+    | tee "$out/bench_gpu.log"
+bench=$?
+KRON_DYNAMICS_GPU_TESTS=device timeout "${TEST_SECONDS:-240}" "$py" -m pytest -q -rs \
+    -p no:cacheprovider test/test_gpu.py ${PYTEST_ARGS:-} 2>&1 | tee "$out/test_gpu.log"
+tests=$?
+echo "gpu_check: bench_gpu rc=$bench, test_gpu rc=$tests (124: its time limit)"
+exit $(( bench != 0 || tests != 0 ))
