@@ -37,8 +37,10 @@ setup(
     extras_require={'identification': ['cvxpy>=1.5', 'clarabel>=0.9', 'scs>=3.2',
                                        'rosbags>=0.10'],
                     # numba's CUDA target for kron_dynamics.gpu: the numba-cuda release whose
-                    # simulator ran test_gpu with the numba of requirements.txt (0.68.1)
-                    'gpu': ['numba-cuda[cu12]==0.30.4']},
+                    # simulator ran test_gpu with the numba of requirements.txt (0.68.1), and
+                    # which ran on an H100 with numba 0.68.0; it overloads np.row_stack, which
+                    # NumPy 2.5 no longer has (its import fails there)
+                    'gpu': ['numba-cuda[cu12]==0.30.4', 'numpy<2.5']},
     zip_safe=True,
     maintainer='kron_dynamics developers',
     maintainer_email='kron_dynamics@example.com',

@@ -19,7 +19,8 @@ Runs where a CUDA GPU is present (not numba's simulator); elsewhere it says so, 
 nothing and exits 0. For the 7-DOF Panda arm (fingers fixed, bench/lib/models.py) and TALOS
 (talos_reduced.urdf, fixed base and on a free flyer): N states already on the device, in
 Fortran order (the transposed layout: consecutive threads read consecutive addresses), each
-kernel timed with CUDA events over repeats after a warm-up, the best repeat reported; the CPU
+kernel timed with CUDA events over repeats after a warm-up, the best repeat reported, once
+into an output the caller keeps (``out=``) and once allocating its result; the CPU
 batch of the same methods on this machine's cores, timed the same way
 (bench/lib/timing.per_call); agreement with the CPU (largest relative difference); the time
 to generate and to compile each robot's kernels. Targets (H100, fp64): Panda inverse
@@ -176,20 +177,29 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
         device_args, host_args = calls[method]
         ours = getattr(gpu, method)(*(x[:1000] for x in device_args)).copy_to_host()
         cpu = getattr(model, method)(*(x[:1000] for x in host_args))
-        seconds = device_time(cuda, lambda: getattr(gpu, method)(*device_args, check=False),
-                              repeat)
+        # into a buffer the caller keeps (out=): the kernel and its launch; then a call that
+        # allocates its result, as one without out= does
+        shape = (N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv)
+        out = cuda.device_array(shape, dtype=dtype, order='F')
+        seconds = device_time(cuda, lambda: getattr(gpu, method)(*device_args, check=False,
+                                                                 out=out), repeat)
+        out = None        # its memory back before the allocating calls
+        allocating = device_time(cuda, lambda: getattr(gpu, method)(*device_args,
+                                                                    check=False), repeat)
         cpu_seconds = per_call(lambda: getattr(model, method)(
             *(x[:CPU_N] for x in host_args)), 1.0, 5)['min_us'] * 1e-6
         state_bytes = np.dtype(dtype).itemsize * (sum(x.shape[1] for x in host_args)
                                                   + out_values[method])
         rows[method] = {'N': N, 'gpu_states_per_s': N / max(seconds, 1e-12),
+                        'gpu_allocating_states_per_s': N / max(allocating, 1e-12),
                         'bytes_per_state': state_bytes,
                         'memory_bound_states_per_s': None if bytes_per_s is None
                         else bytes_per_s / state_bytes,
                         'cpu_states_per_s': CPU_N / cpu_seconds,
                         'agreement': relerr(ours, cpu, floor=0.0),
                         'target_states_per_s': TARGETS.get((name, method))}
-        log(f"  {method}: GPU {rows[method]['gpu_states_per_s']:.3g}/s, CPU "
+        log(f"  {method}: GPU {rows[method]['gpu_states_per_s']:.3g}/s (allocating "
+            f"{rows[method]['gpu_allocating_states_per_s']:.3g}/s), CPU "
             f"{rows[method]['cpu_states_per_s']:.3g}/s, agreement {rows[method]['agreement']:.2g}")
     return {'n': model.n, 'dtype': np.dtype(dtype).name, 'generate_s': gpu.generate_seconds,
             'compile_s': sum(gpu.compile_seconds.values()),

@@ -22,6 +22,7 @@
 # the logs and gpu.json go to OUTDIR (default bench/results/gpu_check).
 #
 #   bash bench/gpu_check.sh [OUTDIR]
+#   BENCH_REVISION=$(git rev-parse --short HEAD)  # where the copy's .git is not the one sent
 #   BENCH_ARGS=--quick PYTEST_ARGS='-n 8' BENCH_SECONDS=300 TEST_SECONDS=240 bash bench/gpu_check.sh
 set -u
 out=${1:-bench/results/gpu_check}
@@ -49,7 +50,7 @@ set -o pipefail
 timeout "${BENCH_SECONDS:-300}" "$py" bench/bench_gpu.py --out "$out" ${BENCH_ARGS:-} 2>&1 \
     | tee "$out/bench_gpu.log"
 bench=$?
-KRON_DYNAMICS_GPU_TESTS=device timeout "${TEST_SECONDS:-240}" "$py" -m pytest -q -rs \
+KRON_DYNAMICS_GPU_TESTS=device timeout "${TEST_SECONDS:-240}" "$py" -m pytest -v -rfEs --tb=short \
     -p no:cacheprovider test/test_gpu.py ${PYTEST_ARGS:-} 2>&1 | tee "$out/test_gpu.log"
 tests=$?
 echo "gpu_check: bench_gpu rc=$bench, test_gpu rc=$tests (124: its time limit)"

@@ -687,19 +687,22 @@ def gpu_table(r: Results) -> str:
         for method, m in e['methods'].items():
             target = m.get('target_states_per_s')
             bound = m.get('memory_bound_states_per_s')
+            into, allocating = m.get('gpu_states_per_s'), m['gpu_allocating_states_per_s']
+            best = max(into or 0.0, allocating)
             rows.append([names.get(robot, robot), f'`{method}`', f"{m['N']:,}",
-                         rate(m['gpu_states_per_s']),
+                         '–' if into is None else rate(into), rate(allocating),
                          '–' if bound is None else rate(bound), rate(m['cpu_states_per_s']),
-                         f"{fmt(m['gpu_states_per_s'] / m['cpu_states_per_s'], 0)}x",
+                         f"{fmt(best / m['cpu_states_per_s'], 0)}x",
                          '–' if target is None else f'≥ {rate(target)}',
-                         met(None if target is None else m['gpu_states_per_s'] >= target),
+                         met(None if target is None else best >= target),
                          sig(m['agreement'], 2)])
     compile_rows = [[names.get(k, k), e['n'], fmt(e['generate_s']), fmt(e['compile_s'])]
                     for k, e in d['robots'].items()]
     meta = d['meta']
     return '\n\n'.join([
-        table(['robot', 'method', 'N', 'GPU states/s', 'memory-bound limit', 'CPU states/s',
-               'GPU / CPU', 'target', 'verdict', 'agreement'], rows),
+        table(['robot', 'method', 'N', 'GPU states/s into `out=`', 'GPU states/s allocating',
+               'memory-bound limit', 'CPU states/s', 'GPU / CPU', 'target', 'verdict',
+               'agreement'], rows),
         table(['robot', 'n', 'generate [s]', 'compile [s]'], compile_rows),
         f"GPU: {meta.get('gpu')}, {meta.get('dtype')} (float32 where the row says so); CPU "
         f"batch on {meta.get('cpu_threads')} threads of the same machine; numba "
@@ -707,7 +710,12 @@ def gpu_table(r: Results) -> str:
         'Memory-bound limit: the bandwidth of a device-to-device copy '
         f"({(meta.get('device_copy_bytes_per_s') or 0) / 1e12:.2f} TB/s, bytes read plus "
         'written) over the bytes one state reads and writes. Agreement: the largest relative '
-        'difference from the CPU batch (float32: from the fp64 CPU).'
+        'difference from the CPU batch (float32: from the fp64 CPU). Into `out=`: results '
+        'written to arrays the caller keeps; allocating: each call allocates its result, as '
+        'a call without `out=` does'
+        + ('' if meta.get('out_argument', True) else
+           ' (this run predates `out=`: the allocating call alone, which then allocated its '
+           'row flags too)') + '.'
         + ('' if meta.get('complete', True) else ' A partial run: its time limit stopped it '
            'after the rows above.'),
         source(r, 'gpu')])

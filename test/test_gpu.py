@@ -406,6 +406,68 @@ def test_single_precision_is_documented_accuracy(path):
         gpu.gravity_torque(Q)
 
 
+def test_results_go_to_the_cuda_arrays_given_as_out():
+    """out=: every method writes into the caller's arrays, of any layout, and returns them."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'panda_description/urdf/panda.urdf')
+    gpu = GpuModel(model)
+    Q, V, A = _states(model, np.random.default_rng(13))
+    N, n = Q.shape
+    dQ, dV, dA = (cuda.to_device(X) for X in (Q, V, A))
+    tau_cpu = model.inverse_dynamics(Q, V, A)
+    for order in ('C', 'F'):
+        for method, args, shape, expected in (
+                ('inverse_dynamics', (dQ, dV, dA), (N, n), tau_cpu),
+                ('gravity_torque', (dQ,), (N, n), model.gravity_torque(Q)),
+                ('mass_matrix', (dQ,), (N, n, n), model.mass_matrix(Q)),
+                ('forward_dynamics', (dQ, dV, cuda.to_device(tau_cpu)), (N, n), A)):
+            out = cuda.to_device(np.full(shape, np.nan, order=order))
+            for check in (True, False):
+                result = getattr(gpu, method)(*args, out=out, check=check)
+                np.testing.assert_allclose(out.copy_to_host(), expected, rtol=0,
+                                           atol=1e-10, err_msg=f'{method} {order} {check}')
+                np.testing.assert_array_equal(result.copy_to_host(), out.copy_to_host())
+    poses = cuda.device_array((N, len(model.link_names), 4, 4))
+    com = cuda.device_array((N, 3))
+    gpu.link_poses(dQ, out=(poses, com))
+    np.testing.assert_allclose(poses.copy_to_host(), model.link_poses(Q), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(com.copy_to_host(), model.center_of_mass(Q), rtol=0, atol=1e-12)
+    J = cuda.device_array((N, 6, n))
+    gpu.jacobian(dQ, model.link_names[-1], frame='world', out=J)
+    np.testing.assert_allclose(J.copy_to_host(), model.jacobian(Q, model.link_names[-1],
+                                                                frame='world'),
+                               rtol=0, atol=1e-12)
+
+
+def test_a_bad_out_is_named():
+    model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
+    gpu = GpuModel(model)
+    Q, V, A = _states(model, np.random.default_rng(14))
+    dQ, dV, dA = (cuda.to_device(X) for X in (Q, V, A))
+    N, n = Q.shape
+    for out, message in (
+            (np.zeros((N, n)), r'inverse_dynamics: out must be a CUDA array \(the results '
+                               r'stay on the device\), got ndarray'),
+            (cuda.device_array((N, n + 1)), r'out must have shape \(6, 6\), got \(6, 7\)'),
+            (cuda.device_array((N, n), dtype=np.float32), 'out must be float64, got float32'),
+            (dV, 'out overlaps qd in device memory'),
+            (cuda.to_device(np.hstack([Q, Q]))[:, ::2], None)):
+        if message is None:     # a view apart from the inputs is fine
+            gpu.inverse_dynamics(dQ, dV, dA, out=out)
+            np.testing.assert_allclose(out.copy_to_host(), model.inverse_dynamics(Q, V, A),
+                                       rtol=0, atol=1e-10)
+            continue
+        with pytest.raises(ValueError, match=message):
+            gpu.inverse_dynamics(dQ, dV, dA, out=out)
+    both = cuda.device_array((N, 4))
+    with pytest.raises(ValueError, match='link_poses: out must be 2 CUDA arrays'):
+        gpu.link_poses(dQ, out=both)
+    poses = cuda.device_array((N, len(model.link_names), 4, 4))
+    with pytest.raises(ValueError, match=r'link_poses: out\[1\] overlaps an earlier out'):
+        gpu.link_poses(dQ, out=(poses, poses[:, 0, :3, 0]))
+    with pytest.raises(ValueError, match=r'out\[1\] must have shape \(6, 3\)'):
+        gpu.link_poses(dQ, out=(poses, both))
+
+
 def test_the_transposed_layout_gives_outputs_in_the_same_layout():
     """Fortran-ordered (N, n) inputs: consecutive threads read consecutive addresses."""
     model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')

@@ -20,8 +20,8 @@ the bench scripts, config/ or urdf/ had uncommitted changes), the date, the mach
 model, cores, architecture, Python) and its 1-minute load average when the run ended (other
 work on a shared machine moves the timings). bench/report.py prints it under every table it
 renders, so a number in docs/ always says which code on which machine produced it. Where
-the sources ran from a copy without ``.git`` (a lent GPU machine), the revision is what the
-sender put in ``$BENCH_REVISION`` (bench/gpu_check.sh passes it on), else 'unknown'.
+the sources ran from a copy whose ``.git`` is not the sender's (a lent GPU machine), the
+sender names the revision it sent in ``$BENCH_REVISION``, which then stands instead of git's.
 ``regenerate_docs()`` is what every bench script calls after writing its JSON.
 """
 
@@ -39,16 +39,16 @@ SOURCES = ['kron_dynamics', 'bench', ':(exclude)bench/results', 'config', 'urdf'
 
 def git_revision() -> str:
     """Return the short commit of the work tree, '+dirty' if the measured sources changed."""
+    if os.environ.get('BENCH_REVISION'):     # given by the sender of a copy (bench/gpu_check.sh)
+        return os.environ['BENCH_REVISION']
     try:
         rev = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO, text=True,
                              capture_output=True, timeout=10).stdout.strip()
         dirty = subprocess.run(['git', 'status', '--porcelain', '--', *SOURCES], cwd=REPO,
                                text=True, capture_output=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        rev = dirty = ''
-    if not rev:       # a copy without .git (a lent GPU machine): the revision its sender gave
-        return os.environ.get('BENCH_REVISION', 'unknown')
-    return rev + ('+dirty' if dirty else '')
+        return 'unknown'
+    return (rev or 'unknown') + ('+dirty' if rev and dirty else '')
 
 
 def cpu_model() -> str:

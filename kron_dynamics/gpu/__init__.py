@@ -25,7 +25,8 @@ kernel made on first use) with (N, nq) and (N, nv) arrays of the model's coordin
 every base (fixed, mimic joints, floating, planar). The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
-array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy.
+array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
+array given as ``out`` (a loop that reuses its buffers allocates nothing per call).
 
 Nothing here is imported until asked for; numba's CUDA target is the optional extra
 ``kron_dynamics[gpu]``. Without a GPU, numba's simulator (``NUMBA_ENABLE_CUDASIM=1``) runs
@@ -58,6 +59,29 @@ _JACOBIAN = f'void({_A2}, float64, float64, float64, int64, {_A3}, {_FLAGS})'
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
           'WORLD': WORLD, 'LOCAL': LOCAL, 'LOCAL_WORLD_ALIGNED': LOCAL_WORLD_ALIGNED}
+
+
+def _span(x):
+    """Return the [first, last) device addresses an array's elements lie in, or None."""
+    face = getattr(x, '__cuda_array_interface__', None)
+    if face is None:                   # numba's simulator: the host array it wraps
+        face = getattr(getattr(x, '_ary', None), '__array_interface__', None)
+    if face is None:
+        return None
+    shape, size = face['shape'], np.dtype(face['typestr']).itemsize
+    if 0 in shape:
+        return None
+    strides = face.get('strides') or tuple(
+        int(np.prod(shape[k + 1:])) * size for k in range(len(shape)))
+    first = face['data'][0] + sum(min(0, (n - 1) * t) for n, t in zip(shape, strides))
+    last = face['data'][0] + sum(max(0, (n - 1) * t) for n, t in zip(shape, strides)) + size
+    return first, last
+
+
+def _overlap(x, y) -> bool:
+    """Return True if two arrays' address ranges overlap (a bound: interleaved views too)."""
+    a, b = _span(x), _span(y)
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]
 
 
 def cache_directory() -> Path:
@@ -129,6 +153,7 @@ class GpuModel:
         self.compile_seconds = {}
         self._kernels = {}
         self._jacobians = {}        # link -> its kernel, generated on first use
+        self._spare_flags = None    # the flags of calls with check=False
         self._cuda = cuda
 
     def _kernel(self, name: str):
@@ -192,21 +217,60 @@ class GpuModel:
                 raise ValueError(f'{name} has {X.shape[0]} rows, q {N}')
         return arrays, N
 
-    def _output(self, shape: tuple, Q, stream):
-        """Return a new device array for results, in the model's precision and q's layout."""
-        return self._cuda.device_array(shape, dtype=self.dtype, stream=stream,
-                                       order=self._order(Q))
+    def _outputs(self, shapes: tuple, arrays: dict, stream, out, method: str) -> tuple:
+        """
+        Return the device arrays the results go to: new ones in q's layout, or ``out``.
+
+        ``out`` (one array, or a tuple where a method has several results): CUDA arrays of the
+        results' shapes in the model's precision, any layout, apart from every input.
+        """
+        if out is None:
+            order = self._order(arrays['q'])
+            return tuple(self._cuda.device_array(shape, dtype=self.dtype, stream=stream,
+                                                 order=order) for shape in shapes)
+        given = out if isinstance(out, tuple) else (out,)
+        if len(given) != len(shapes):
+            raise ValueError(f'{method}: out must be {len(shapes)} CUDA arrays (a tuple), '
+                             f'got {len(given)}')
+        outputs = []
+        for k, (x, shape) in enumerate(zip(given, shapes)):
+            name = 'out' if len(shapes) == 1 else f'out[{k}]'
+            if type(x).__module__.startswith('numba.cuda'):
+                array = x
+            elif hasattr(x, '__cuda_array_interface__'):
+                array = self._cuda.as_cuda_array(x)
+            else:
+                raise ValueError(f'{method}: {name} must be a CUDA array (the results stay on '
+                                 f'the device), got {type(x).__name__}')
+            if array.dtype != self.dtype:
+                raise ValueError(f'{method}: {name} must be {self.dtype}, got {array.dtype}')
+            if tuple(array.shape) != tuple(shape):
+                raise ValueError(f'{method}: {name} must have shape {tuple(shape)}, got '
+                                 f'{tuple(array.shape)}')
+            for other, y in [*arrays.items(), *zip(('an earlier out',) * k, outputs)]:
+                if _overlap(array, y):
+                    raise ValueError(f'{method}: {name} overlaps {other} in device memory: '
+                                     'the kernels read their inputs while they write')
+            outputs.append(array)
+        return tuple(outputs)
 
     def _launch(self, kernel, method: str, N: int, outputs: tuple, stream, check: bool,
                 *args):
         """Run a kernel over N rows into ``outputs``; with ``check``, name refused rows."""
         if N:
-            bad = self._cuda.device_array(N, dtype=np.int8, stream=stream)
+            bad = (self._cuda.device_array(N, dtype=np.int8, stream=stream) if check
+                   else self._unread_flags(N))
             blocks = (N + self.threads_per_block - 1) // self.threads_per_block
             kernel[blocks, self.threads_per_block, stream](*args, *outputs, bad)
             if check:
                 self._report(method, bad, stream)
         return outputs[0] if len(outputs) == 1 else outputs
+
+    def _unread_flags(self, N: int):
+        """Return N flags of a buffer kept between calls: with check=False nobody reads them."""
+        if self._spare_flags is None or self._spare_flags.shape[0] < N:
+            self._spare_flags = self._cuda.device_array(N, dtype=np.int8)
+        return self._spare_flags[:N]
 
     def _report(self, method: str, bad, stream) -> None:
         """Raise ValueError naming the rows a kernel refused (BAD codes 1-3)."""
@@ -223,61 +287,60 @@ class GpuModel:
                 raise ValueError(f'{method}: rows {rows[:10].tolist()}{more} have {what} '
                                  '(their results are NaN)')
 
-    def _run(self, method: str, stream, check: bool, q, qd=None, qdd=None):
+    def _run(self, method: str, stream, check: bool, out, q, qd=None, qdd=None):
         use_v, use_a, gscale = MODES[method]
         named = {'q': q, **({'qd': qd} if use_v else {}), **({'qdd': qdd} if use_a else {})}
         arrays, N = self._rows(named)
         Q = arrays['q']
-        tau = self._output((N, self.nv), Q, stream)
-        return self._launch(self._kernel('rnea'), method, N, (tau,), stream, check, Q,
+        tau = self._outputs(((N, self.nv),), arrays, stream, out, method)
+        return self._launch(self._kernel('rnea'), method, N, tau, stream, check, Q,
                             arrays.get('qd', Q), arrays.get('qdd', Q), use_v, use_a, gscale)
 
     # ----------------------------------------------------------------- methods
-    def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True):
+    def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True, out=None):
         """Return tau = M q'' + C*(q' kron q') + G per row, a device array (N, n)."""
-        return self._run('inverse_dynamics', stream, check, q, qd, qdd)
+        return self._run('inverse_dynamics', stream, check, out, q, qd, qdd)
 
-    def gravity_torque(self, q, stream=0, check: bool = True):
+    def gravity_torque(self, q, stream=0, check: bool = True, out=None):
         """Return G(q) per row, a device array (N, n)."""
-        return self._run('gravity_torque', stream, check, q)
+        return self._run('gravity_torque', stream, check, out, q)
 
-    def bias_torque(self, q, qd, stream=0, check: bool = True):
+    def bias_torque(self, q, qd, stream=0, check: bool = True, out=None):
         """Return C*(q)(q' kron q') + G(q) per row, a device array (N, n)."""
-        return self._run('bias_torque', stream, check, q, qd)
+        return self._run('bias_torque', stream, check, out, q, qd)
 
-    def coriolis_vector(self, q, qd, stream=0, check: bool = True):
+    def coriolis_vector(self, q, qd, stream=0, check: bool = True, out=None):
         """Return C*(q)(q' kron q') per row, a device array (N, n)."""
-        return self._run('coriolis_vector', stream, check, q, qd)
+        return self._run('coriolis_vector', stream, check, out, q, qd)
 
-    def mass_matrix(self, q, stream=0, check: bool = True):
+    def mass_matrix(self, q, stream=0, check: bool = True, out=None):
         """Return M(q) per row (armature included), a device array (N, n, n)."""
         arrays, N = self._rows({'q': q})
-        M = self._output((N, self.nv, self.nv), arrays['q'], stream)
-        return self._launch(self._kernel('mass_matrix'), 'mass_matrix', N, (M,), stream,
+        M = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, 'mass_matrix')
+        return self._launch(self._kernel('mass_matrix'), 'mass_matrix', N, M, stream,
                             check, arrays['q'])
 
-    def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True):
+    def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True, out=None):
         """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
-        qdd = self._output((N, self.nv), arrays['q'], stream)
-        return self._launch(self._kernel('forward_dynamics'), 'forward_dynamics', N, (qdd,),
+        qdd = self._outputs(((N, self.nv),), arrays, stream, out, 'forward_dynamics')
+        return self._launch(self._kernel('forward_dynamics'), 'forward_dynamics', N, qdd,
                             stream, check, arrays['q'], arrays['qd'], arrays['tau'])
 
-    def link_poses(self, q, stream=0, check: bool = True):
+    def link_poses(self, q, stream=0, check: bool = True, out=None):
         """Return (poses (N, L, 4, 4) in ``link_names`` order, centre of mass (N, 3)), world."""
         arrays, N = self._rows({'q': q})
-        Q = arrays['q']
-        outputs = (self._output((N, len(self.model.link_names), 4, 4), Q, stream),
-                   self._output((N, 3), Q, stream))
+        outputs = self._outputs(((N, len(self.model.link_names), 4, 4), (N, 3)), arrays,
+                                stream, out, 'link_poses')
         return self._launch(self._kernel('kinematics'), 'link_poses', N, outputs, stream,
-                            check, Q)
+                            check, arrays['q'])
 
     def center_of_mass(self, q, stream=0, check: bool = True):
         """Return the centre of mass per row (N, 3): the model's default bodies, world frame."""
         return self.link_poses(q, stream, check)[1]
 
     def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
-                 check: bool = True):
+                 check: bool = True, out=None):
         """
         Return the 6 x nv Jacobian of a link (or a point on it) per row, (N, 6, nv).
 
@@ -302,6 +365,6 @@ class GpuModel:
             kernel = self._jacobians[link] = self._cuda.jit(self._precision(_JACOBIAN))(
                 module.jacobian)
         arrays, N = self._rows({'q': q})
-        J = self._output((N, 6, self.nv), arrays['q'], stream)
-        return self._launch(kernel, 'jacobian', N, (J,), stream, check, arrays['q'],
+        J = self._outputs(((N, 6, self.nv),), arrays, stream, out, 'jacobian')
+        return self._launch(kernel, 'jacobian', N, J, stream, check, arrays['q'],
                             *map(float, local), code)
