@@ -406,36 +406,52 @@ def test_single_precision_is_documented_accuracy(path):
         gpu.gravity_torque(Q)
 
 
-def test_results_go_to_the_cuda_arrays_given_as_out():
-    """out=: every method writes into the caller's arrays, of any layout, and returns them."""
-    model = RobotModel.from_urdf_file(robots_dir() / 'panda_description/urdf/panda.urdf')
+@pytest.mark.parametrize('path, root', [('panda_description/urdf/panda.urdf', 'fixed'),
+                                        ('solo_description/robots/solo12.urdf', 'floating')])
+def test_results_go_to_the_cuda_arrays_given_as_out(path, root):
+    """
+    out=: every method writes into the caller's arrays, of any layout, and returns them.
+
+    The arrays are filled with NaN first: a GPU's fresh memory holds whatever was there, so
+    an entry a kernel left unwritten (a structural zero of M or of a Jacobian: the Panda's
+    fingers, solo12's four legs) would show.
+    """
+    model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
     gpu = GpuModel(model)
-    Q, V, A = _states(model, np.random.default_rng(13))
-    N, n = Q.shape
+    rng = np.random.default_rng(13)
+    Q = np.stack([model.random_configuration(rng) for _ in range(4)])
+    V, A = rng.uniform(-2, 2, (2, 4, model.nv))
+    N, n = V.shape
     dQ, dV, dA = (cuda.to_device(X) for X in (Q, V, A))
     tau_cpu = model.inverse_dynamics(Q, V, A)
+
+    def poisoned(shape, order='C'):
+        return cuda.to_device(np.full(shape, np.nan, order=order))
     for order in ('C', 'F'):
         for method, args, shape, expected in (
                 ('inverse_dynamics', (dQ, dV, dA), (N, n), tau_cpu),
                 ('gravity_torque', (dQ,), (N, n), model.gravity_torque(Q)),
+                ('bias_torque', (dQ, dV), (N, n), model.bias_torque(Q, V)),
+                ('coriolis_vector', (dQ, dV), (N, n), model.coriolis_vector(Q, V)),
                 ('mass_matrix', (dQ,), (N, n, n), model.mass_matrix(Q)),
                 ('forward_dynamics', (dQ, dV, cuda.to_device(tau_cpu)), (N, n), A)):
-            out = cuda.to_device(np.full(shape, np.nan, order=order))
             for check in (True, False):
+                out = poisoned(shape, order)
                 result = getattr(gpu, method)(*args, out=out, check=check)
                 np.testing.assert_allclose(out.copy_to_host(), expected, rtol=0,
                                            atol=1e-10, err_msg=f'{method} {order} {check}')
                 np.testing.assert_array_equal(result.copy_to_host(), out.copy_to_host())
-    poses = cuda.device_array((N, len(model.link_names), 4, 4))
-    com = cuda.device_array((N, 3))
+    poses, com = poisoned((N, len(model.link_names), 4, 4)), poisoned((N, 3))
     gpu.link_poses(dQ, out=(poses, com))
     np.testing.assert_allclose(poses.copy_to_host(), model.link_poses(Q), rtol=0, atol=1e-12)
     np.testing.assert_allclose(com.copy_to_host(), model.center_of_mass(Q), rtol=0, atol=1e-12)
-    J = cuda.device_array((N, 6, n))
-    gpu.jacobian(dQ, model.link_names[-1], frame='world', out=J)
-    np.testing.assert_allclose(J.copy_to_host(), model.jacobian(Q, model.link_names[-1],
-                                                                frame='world'),
-                               rtol=0, atol=1e-12)
+    for link in (model.link_names[-1], model.link_names[len(model.link_names) // 2]):
+        for frame in ('world', 'local', 'local_world_aligned'):
+            J = poisoned((N, 6, n))
+            gpu.jacobian(dQ, link, (0.1, -0.2, 0.05), frame, out=J)
+            np.testing.assert_allclose(J.copy_to_host(),
+                                       model.jacobian(Q, link, (0.1, -0.2, 0.05), frame),
+                                       rtol=0, atol=1e-12, err_msg=f'{link} {frame}')
 
 
 def test_a_bad_out_is_named():
