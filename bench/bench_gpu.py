@@ -40,11 +40,13 @@ large to unroll. Writes bench/results/gpu_registers.json::
     .venv/bin/python bench/bench_gpu.py               # N = 2^22 states
     .venv/bin/python bench/bench_gpu.py --quick       # N = 2^18
     .venv/bin/python bench/bench_gpu.py --all         # every method of every robot
+    .venv/bin/python bench/bench_gpu.py --variants    # launch shapes, the kernel cache
     .venv/bin/python bench/bench_gpu.py --registers   # no GPU needed
 """
 
 import argparse
 import importlib.metadata
+import json
 import importlib.util
 import os
 from pathlib import Path
@@ -68,6 +70,8 @@ TARGETS = {('panda_arm', 'inverse_dynamics'): 5e9, ('panda_arm', 'mass_matrix'):
            ('panda_arm', 'forward_dynamics'): 5e8, ('talos_floating', 'inverse_dynamics'): 5e8}
 CPU_N = 20000
 METHODS = ('inverse_dynamics', 'mass_matrix', 'forward_dynamics')
+VARIANT_THREADS = (64, 128, 256)
+VARIANT_REGISTERS = (None, 64, 96)
 # what each robot runs without --all: TALOS only the method of its target
 DEFAULT_METHODS = {'panda_arm': METHODS, 'talos_floating': ('inverse_dynamics',)}
 SM = (9, 0)           # the H100's compute capability, which the targets are set for
@@ -156,11 +160,8 @@ def bandwidth(cuda, repeat: int) -> float:
     return 2 * source.nbytes / device_time(cuda, lambda: target.copy_to_device(source), repeat)
 
 
-def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS,
-               dtype=np.float64, bytes_per_s=None) -> dict:
-    """Agreement, then GPU and CPU states per second of each method."""
-    from kron_dynamics.gpu import GpuModel
-    gpu = GpuModel(model, dtype=dtype)
+def states(cuda, model, N: int, dtype=np.float64) -> dict:
+    """Return {method: (device arguments, host arguments)} of N states, Fortran order."""
     rng = np.random.default_rng(0)
     Q = np.stack([model.random_configuration(rng) for _ in range(CPU_N)])
     Q = np.concatenate([Q] * (N // CPU_N + 1))[:N]
@@ -168,8 +169,95 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
     T = model.inverse_dynamics(Q[:CPU_N], V[:CPU_N], A[:CPU_N])
     T = np.concatenate([T] * (N // CPU_N + 1))[:N]
     dQ, dV, dA, dT = (cuda.to_device(np.asfortranarray(X, dtype=dtype)) for X in (Q, V, A, T))
-    calls = {'inverse_dynamics': ((dQ, dV, dA), (Q, V, A)), 'mass_matrix': ((dQ,), (Q,)),
-             'forward_dynamics': ((dQ, dV, dT), (Q, V, T))}
+    return {'inverse_dynamics': ((dQ, dV, dA), (Q, V, A)), 'mass_matrix': ((dQ,), (Q,)),
+            'forward_dynamics': ((dQ, dV, dT), (Q, V, T))}
+
+
+def variants(cuda, model, N: int, repeat: int, log) -> dict:
+    """
+    Return the Panda's rates by threads per block and register cap, into ``out=``.
+
+    The register cap is numba-cuda's ``max_registers`` (fewer registers, more threads
+    resident per multiprocessor, perhaps spills); each capped kernel is compiled anew from
+    the same generated source. What a run on a GPU decides: which launch shape the kernels
+    should take.
+    """
+    from kron_dynamics.gpu import GpuModel, SIGNATURES
+    calls = states(cuda, model, N)
+    names = {'inverse_dynamics': 'rnea', 'mass_matrix': 'mass_matrix',
+             'forward_dynamics': 'forward_dynamics'}
+    rows = []
+    for registers in VARIANT_REGISTERS:
+        gpu = GpuModel(model)
+        for method, kernel in names.items():
+            if registers is not None:     # GpuModel's compiled kernel, capped
+                gpu._kernels[kernel] = cuda.jit(SIGNATURES[kernel], max_registers=registers)(
+                    getattr(gpu._module, kernel))
+            device_args, host_args = calls[method]
+            shape = (N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv)
+            out = cuda.device_array(shape, order='F')
+            expected = getattr(model, method)(*(x[:1000] for x in host_args))
+            for threads in VARIANT_THREADS:
+                gpu.threads_per_block = threads
+                getattr(gpu, method)(*device_args, out=out)
+                agreement = relerr(out.copy_to_host()[:1000], expected, floor=0.0)
+                seconds = device_time(cuda, lambda: getattr(gpu, method)(
+                    *device_args, check=False, out=out), repeat)
+                rows.append({'method': method, 'max_registers': registers,
+                             'threads_per_block': threads, 'states_per_s': N / seconds,
+                             'agreement': agreement})
+                log(f'  {method}, max_registers {registers}, {threads} threads per block: '
+                    f'{N / seconds:.3g}/s, agreement {agreement:.2g}')
+            out = None
+    return {'N': N, 'rows': rows}
+
+
+CACHE_PROBE = """
+import json, sys, time
+from numba import cuda
+from kron_dynamics import RobotModel
+from kron_dynamics.gpu import GpuModel, SIGNATURES
+model = RobotModel.from_urdf_string(open(sys.argv[1]).read())
+gpu = GpuModel(model)
+start = time.perf_counter()
+gpu._kernels['rnea'] = cuda.jit(SIGNATURES['rnea'], cache=True)(gpu._module.rnea)
+seconds = time.perf_counter() - start
+q = cuda.to_device(model.random_configuration(__import__('numpy').random.default_rng(0))[None])
+tau = gpu.gravity_torque(q).copy_to_host()[0]
+print(json.dumps({'seconds': seconds, 'error': float(abs(tau - model.gravity_torque(
+    q.copy_to_host()[0])).max())}))
+"""
+
+
+def cache_check(xml: str, log) -> dict:
+    """
+    Return numba-cuda's on-disk kernel cache (``cache=True``) tried in two processes.
+
+    The first compiles the Panda's Newton-Euler kernel and stores it next to the generated
+    source; the second should find it there: its seconds are what a cache would leave of
+    a process's first call (TALOS: 112 s uncached).
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        urdf = Path(folder) / 'robot.urdf'
+        urdf.write_text(xml)
+        env = {**os.environ, 'KRON_DYNAMICS_CACHE': folder}
+        runs = []
+        for k in range(2):
+            done = subprocess.run([sys.executable, '-c', CACHE_PROBE, str(urdf)], env=env,
+                                  capture_output=True, text=True, timeout=300)
+            lines = done.stdout.strip().splitlines()
+            runs.append(json.loads(lines[-1]) if done.returncode == 0 and lines else
+                        {'failed': (done.stderr or done.stdout)[-2000:]})
+            log(f'  cache=True, process {k + 1}: {runs[-1]}')
+    return {'processes': runs}
+
+
+def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS,
+               dtype=np.float64, bytes_per_s=None) -> dict:
+    """Agreement, then GPU and CPU states per second of each method."""
+    from kron_dynamics.gpu import GpuModel
+    gpu = GpuModel(model, dtype=dtype)
+    calls = states(cuda, model, N, dtype)
     out_values = {'inverse_dynamics': model.nv, 'mass_matrix': model.nv ** 2,
                   'forward_dynamics': model.nv}
     rows = {}
@@ -206,6 +294,12 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
             'compile_s_per_kernel': dict(gpu.compile_seconds), 'methods': rows}
 
 
+def device_name(cuda) -> str:
+    """Return the current CUDA device's name."""
+    name = cuda.get_current_device().name
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 def installed(distribution: str):
     """Return the installed version of a distribution, or None."""
     try:
@@ -221,6 +315,10 @@ def main(argv=None) -> int:
     parser.add_argument('--out', default=str(RESULTS), help='output directory')
     parser.add_argument('--all', action='store_true',
                         help='every method of every robot (TALOS: minutes of compilation)')
+    parser.add_argument('--variants', action='store_true',
+                        help='the Panda by threads per block and register cap, and whether '
+                             "numba-cuda's cache=True keeps a kernel for the next process "
+                             '(gpu_variants.json)')
     parser.add_argument('--registers', action='store_true',
                         help="only ptxas -v's registers and spills of every kernel (no GPU)")
     args = parser.parse_args(argv)
@@ -230,7 +328,8 @@ def main(argv=None) -> int:
         print(f'[{time.time() - start:6.1f} s] {msg}', flush=True)
 
     robots = Path(find_robots_dir(log))
-    models = {'panda_arm': RobotModel.from_urdf_string(panda_urdf(robots / PANDA)),
+    panda_xml = panda_urdf(robots / PANDA)
+    models = {'panda_arm': RobotModel.from_urdf_string(panda_xml),
               'talos_fixed': RobotModel.from_urdf_file(robots / TALOS),
               'talos_floating': RobotModel.from_urdf_file(robots / TALOS,
                                                           root_joint='floating')}
@@ -246,6 +345,14 @@ def main(argv=None) -> int:
         return 0
     N = 1 << (18 if args.quick else 22)
     repeat = 3 if args.quick else 10
+    if args.variants:
+        log(f'panda_arm variants, N = {N}')
+        body = variants(cuda, models['panda_arm'], N, repeat, log)
+        body['cache'] = cache_check(panda_xml, log)
+        provenance.write_result(args.out, 'gpu_variants', {
+            'gpu': device_name(cuda), 'numba_cuda': installed('numba-cuda'),
+            'wall_seconds': round(time.time() - start, 1)}, body, log)
+        return 0
     bytes_per_s = bandwidth(cuda, repeat)
     log(f'device-to-device copy: {bytes_per_s / 1e12:.2f} TB/s (read + write)')
     plan = {name: METHODS for name in models} if args.all else DEFAULT_METHODS
@@ -254,10 +361,8 @@ def main(argv=None) -> int:
             ('panda_arm_fp32', 'panda_arm', METHODS, np.float32)] + [
         (name, name, methods, np.float64) for name, methods in plan.items()
         if name != 'panda_arm']
-    device = cuda.get_current_device()
-    meta = {'quick': args.quick, 'gpu': device.name.decode() if isinstance(device.name, bytes)
-            else str(device.name), 'cpu_threads': int(os.environ.get('NUMBA_NUM_THREADS',
-                                                                     os.cpu_count())),
+    meta = {'quick': args.quick, 'gpu': device_name(cuda),
+            'cpu_threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count())),
             'numba': __import__('numba').__version__, 'numpy': np.__version__,
             'numba_cuda': installed('numba-cuda'), 'cuda_bindings': installed('cuda-bindings'),
             'device_copy_bytes_per_s': bytes_per_s, 'all': args.all, 'dtype': 'float64'}

@@ -668,6 +668,34 @@ def gpu_registers_table(r: Results) -> str:
         f"{meta['numba_cuda']}; no GPU needed.", source(r, 'gpu_registers')])
 
 
+def gpu_variants_table(r: Results) -> str:
+    """The Panda's GPU rates by threads per block and register cap; the kernel cache tried."""
+    try:
+        d = r['gpu_variants']
+    except Missing:
+        return ('*Not measured yet: `bench/bench_gpu.py --variants` writes '
+                '`bench/results/gpu_variants.json` where a GPU is.*')
+    methods = list(dict.fromkeys(row['method'] for row in d['rows']))
+    shapes = list(dict.fromkeys((row['max_registers'], row['threads_per_block'])
+                                for row in d['rows']))
+    rate = {(row['method'], row['max_registers'], row['threads_per_block']):
+            row['states_per_s'] for row in d['rows']}
+    rows = [[str(registers or '–'), str(threads)]
+            + [f"{rate[(m, registers, threads)] / 1e9:.2f} G" if (m, registers, threads) in rate
+               else '–' for m in methods] for registers, threads in shapes]
+    cache = d.get('cache', {}).get('processes', [])
+    said = '; '.join(f"process {k + 1}: " + (f"{p['seconds']:.3g} s" if 'seconds' in p
+                                             else 'failed')
+                     for k, p in enumerate(cache))
+    return '\n\n'.join([
+        table(['max_registers', 'threads per block'] + [f'`{m}` into `out=`' for m in methods],
+              rows),
+        f"N = {d['N']:,}; GPU: {d['meta'].get('gpu')}, numba-cuda "
+        f"{d['meta'].get('numba_cuda')}. numba-cuda's `cache=True` on the Newton-Euler "
+        f"kernel, its compile time in two processes: {said or 'not tried'}.",
+        source(r, 'gpu_variants')])
+
+
 def gpu_table(r: Results) -> str:
     """The generated GPU kernels in states per second, against the CPU batch, same machine."""
     try:
@@ -844,7 +872,8 @@ PAGES = ('docs/performance.md', 'docs/reliability.md', 'README.md')
 TABLES = {make.__name__: make for make in (
     single_call_table, other_libraries_table, scaling_table, batch_table, mass_matrix_table,
     kinematics_agreement_table, kinematics_table, kinematics_batch_table, call_anatomy_table,
-    one_model_table, derivatives_table, identification_table, gpu_table, gpu_registers_table,
+    one_model_table, derivatives_table, identification_table, gpu_table, gpu_variants_table,
+    gpu_registers_table,
     startup_table, loading_table, ros_latency_table, symbolic_table, symbolic_cost_table,
     soak_table, faults_table, agreement_table, readme_block)}
 BLOCK = re.compile(r'(<!-- BEGIN generated: (\w+) -->\n)(.*?)(<!-- END generated: \2 -->)',
