@@ -155,6 +155,12 @@ def test_pytorch_cuda_tensors_in_and_out_without_a_copy():
     np.testing.assert_allclose(out.copy_to_host(), expected, rtol=0, atol=atol)
     M = torch.as_tensor(model.mass_matrix(q), device='cuda')
     np.testing.assert_allclose(M.cpu().numpy(), model.mass_matrix(Q), rtol=0, atol=RTOL * 10)
+    # out=: a tensor the caller keeps, filled in place (NaN first: nothing left unwritten)
+    buffer = torch.full_like(q, float('nan'))
+    model.on_gpu().inverse_dynamics(q, qd, qdd, out=buffer)
+    np.testing.assert_allclose(buffer.cpu().numpy(), expected, rtol=0, atol=atol)
+    with pytest.raises(ValueError, match='out overlaps qdd in device memory'):
+        model.on_gpu().inverse_dynamics(q, qd, qdd, out=qdd)
     with pytest.raises(ValueError, match='qd must be float64, got float32'):
         model.on_gpu().inverse_dynamics(q, qd.float(), qdd)
 
