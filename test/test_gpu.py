@@ -21,6 +21,7 @@ runs the same tests on a real GPU instead.
 """
 
 import os
+import re
 
 import numba
 import numpy as np
@@ -178,6 +179,15 @@ def test_cupy_arrays_in_and_out_without_a_copy():
     expected = model.inverse_dynamics(Q, V, A)
     np.testing.assert_allclose(cupy.asnumpy(tau), expected, rtol=0,
                                atol=RTOL * max(1.0, float(np.max(np.abs(expected)))))
+
+
+def test_quarter_turns_are_exact_zeros_in_the_generated_code():
+    """The Panda's rpy of pi/2 leave no cos(pi/2) = 6.1e-17 factors to multiply by."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'panda_description/urdf/panda.urdf')
+    assert any(0 < abs(x) < 1e-15 for R in model.tree.R0 for x in np.ravel(R))
+    tiny = [x for x in re.findall(r'[-+]?\d+\.\d+e-\d+', codegen.source(model))
+            if abs(float(x)) < 1e-15]
+    assert not tiny, tiny[:5]
 
 
 def test_the_source_is_cached_by_content():

@@ -48,6 +48,10 @@ from ..model.coordinates import P_BASE
 QUATERNION_TOLERANCE = 1e-3
 
 
+# a rotation entry below this is the rounding residue of a quarter turn (|cos(pi/2)| = 6e-17)
+ROTATION_RESIDUE = 1e-15
+
+
 def _num(x: float) -> str:
     """Return a float literal that reads back to the same double."""
     return repr(float(x))
@@ -216,9 +220,22 @@ class _Robot:
         return out
 
 
+def _rotation(R) -> np.ndarray:
+    """
+    Return a rotation's entries with the rounding residue of quarter turns made exact zeros.
+
+    A URDF's rpy of pi/2 gives entries of 6.1e-17 (cos(pi/2) in floating point): kept, each
+    would be a product in every state's arithmetic for a change of the results in their
+    sixteenth digit; as a zero, the product is dropped.
+    """
+    R = np.array(R, dtype=float)
+    R[np.abs(R) < ROTATION_RESIDUE] = 0.0
+    return R
+
+
 def _joint_frame(tree, i: int, qi: str, w: _Writer, V: _Vec):
     """Return (R, p) of body i in its parent at qi: literals folded into expressions."""
-    R0 = np.asarray(tree.R0[i])
+    R0 = _rotation(tree.R0[i])
     axis = np.asarray(tree.axis[i], dtype=float)
     if tree.revolute[i]:
         c, s = w.let(f'cos({qi})'), w.let(f'sin({qi})')
