@@ -58,6 +58,7 @@ import tempfile
 import time
 
 from lib import provenance
+from lib.comparison_libs import installed_version
 from lib.compare import relerr
 from lib.models import find_robots_dir, panda_urdf, PANDA, TALOS
 from lib.timing import per_call
@@ -160,6 +161,11 @@ def bandwidth(cuda, repeat: int) -> float:
     return 2 * source.nbytes / device_time(cuda, lambda: target.copy_to_device(source), repeat)
 
 
+def result_shape(model, method: str, N: int) -> tuple:
+    """Return the shape of a method's results for N states."""
+    return (N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv)
+
+
 def states(cuda, model, N: int, dtype=np.float64) -> dict:
     """Return {method: (device arguments, host arguments)} of N states, Fortran order."""
     rng = np.random.default_rng(0)
@@ -194,8 +200,7 @@ def variants(cuda, model, N: int, repeat: int, log) -> dict:
                 gpu._kernels[kernel] = cuda.jit(SIGNATURES[kernel], max_registers=registers)(
                     getattr(gpu._module, kernel))
             device_args, host_args = calls[method]
-            shape = (N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv)
-            out = cuda.device_array(shape, order='F')
+            out = cuda.device_array(result_shape(model, method, N), order='F')
             expected = getattr(model, method)(*(x[:1000] for x in host_args))
             for threads in VARIANT_THREADS:
                 gpu.threads_per_block = threads
@@ -258,8 +263,6 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
     from kron_dynamics.gpu import GpuModel
     gpu = GpuModel(model, dtype=dtype)
     calls = states(cuda, model, N, dtype)
-    out_values = {'inverse_dynamics': model.nv, 'mass_matrix': model.nv ** 2,
-                  'forward_dynamics': model.nv}
     rows = {}
     for method in methods:
         device_args, host_args = calls[method]
@@ -267,7 +270,7 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
         cpu = getattr(model, method)(*(x[:1000] for x in host_args))
         # into a buffer the caller keeps (out=): the kernel and its launch; then a call that
         # allocates its result, as one without out= does
-        shape = (N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv)
+        shape = result_shape(model, method, N)
         out = cuda.device_array(shape, dtype=dtype, order='F')
         seconds = device_time(cuda, lambda: getattr(gpu, method)(*device_args, check=False,
                                                                  out=out), repeat)
@@ -277,7 +280,7 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
         cpu_seconds = per_call(lambda: getattr(model, method)(
             *(x[:CPU_N] for x in host_args)), 1.0, 5)['min_us'] * 1e-6
         state_bytes = np.dtype(dtype).itemsize * (sum(x.shape[1] for x in host_args)
-                                                  + out_values[method])
+                                                  + int(np.prod(shape[1:])))
         rows[method] = {'N': N, 'gpu_states_per_s': N / max(seconds, 1e-12),
                         'gpu_allocating_states_per_s': N / max(allocating, 1e-12),
                         'bytes_per_state': state_bytes,
@@ -298,14 +301,6 @@ def device_name(cuda) -> str:
     """Return the current CUDA device's name."""
     name = cuda.get_current_device().name
     return name.decode() if isinstance(name, bytes) else str(name)
-
-
-def installed(distribution: str):
-    """Return the installed version of a distribution, or None."""
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def main(argv=None) -> int:
@@ -350,7 +345,7 @@ def main(argv=None) -> int:
         body = variants(cuda, models['panda_arm'], N, repeat, log)
         body['cache'] = cache_check(panda_xml, log)
         provenance.write_result(args.out, 'gpu_variants', {
-            'gpu': device_name(cuda), 'numba_cuda': installed('numba-cuda'),
+            'gpu': device_name(cuda), 'numba_cuda': installed_version('numba-cuda'),
             'wall_seconds': round(time.time() - start, 1)}, body, log)
         return 0
     bytes_per_s = bandwidth(cuda, repeat)
@@ -364,7 +359,8 @@ def main(argv=None) -> int:
     meta = {'quick': args.quick, 'gpu': device_name(cuda),
             'cpu_threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count())),
             'numba': __import__('numba').__version__, 'numpy': np.__version__,
-            'numba_cuda': installed('numba-cuda'), 'cuda_bindings': installed('cuda-bindings'),
+            'numba_cuda': installed_version('numba-cuda'),
+            'cuda_bindings': installed_version('cuda-bindings'),
             'device_copy_bytes_per_s': bytes_per_s, 'all': args.all, 'dtype': 'float64'}
     results = {}
     for key, name, methods, dtype in plan:

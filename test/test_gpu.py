@@ -132,9 +132,11 @@ def test_the_facade_serves_cuda_arrays_and_returns_a_device_array():
 def _real_gpu(module: str):
     """Return an importable GPU array library on a real GPU, or skip saying why not."""
     if os.environ.get('KRON_DYNAMICS_GPU_TESTS') != 'device' or numba.config.ENABLE_CUDASIM:
-        pytest.skip(f'{module} arrays need a real GPU (KRON_DYNAMICS_GPU_TESTS=device); '
-                    "numba's simulator takes NumPy and its own arrays only")
-    return pytest.importorskip(module)
+        pytest.skip(f'{module} arrays need a real GPU (KRON_DYNAMICS_GPU_TESTS=device, as '
+                    "bench/gpu_check.sh runs it): numba's simulator, which CI runs the GPU "
+                    'tests on, takes NumPy and its own arrays only')
+    return pytest.importorskip(module, reason=f'{module} is not installed here: this test '
+                               'passes its arrays to the GPU kernels')
 
 
 def test_pytorch_cuda_tensors_in_and_out_without_a_copy():

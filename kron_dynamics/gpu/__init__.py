@@ -175,18 +175,24 @@ class GpuModel:
                 else single_precision(text))
 
     # ----------------------------------------------------------------- arrays
+    def _on_device(self, x):
+        """Return a CUDA array as a numba device array (no copy), else None."""
+        if type(x).__module__.startswith('numba.cuda'):      # a numba device array
+            return x
+        if hasattr(x, '__cuda_array_interface__'):            # CuPy, PyTorch, ...
+            return self._cuda.as_cuda_array(x)
+        return None
+
     def _device(self, x, name: str):
         """Return x as a device array (no copy if it is one), checked: (N, nq or nv) float64."""
-        cuda = self._cuda
-        if type(x).__module__.startswith('numba.cuda'):      # a numba device array
-            array = x
-        elif hasattr(x, '__cuda_array_interface__'):          # CuPy, PyTorch, ...: no copy
-            array = cuda.as_cuda_array(x)
+        array = self._on_device(x)
+        if array is not None:
+            pass
         elif isinstance(x, (np.ndarray, list, tuple)):
             host = np.asarray(x)
             if host.dtype != self.dtype:
                 raise ValueError(f'{name} must be {self.dtype}, got {host.dtype}')
-            array = cuda.to_device(np.ascontiguousarray(host))
+            array = self._cuda.to_device(np.ascontiguousarray(host))
         else:
             raise ValueError(f'{name} must be a CUDA array (__cuda_array_interface__) or a '
                              f'NumPy array, got {type(x).__name__}')
@@ -235,11 +241,8 @@ class GpuModel:
         outputs = []
         for k, (x, shape) in enumerate(zip(given, shapes)):
             name = 'out' if len(shapes) == 1 else f'out[{k}]'
-            if type(x).__module__.startswith('numba.cuda'):
-                array = x
-            elif hasattr(x, '__cuda_array_interface__'):
-                array = self._cuda.as_cuda_array(x)
-            else:
+            array = self._on_device(x)
+            if array is None:
                 raise ValueError(f'{method}: {name} must be a CUDA array (the results stay on '
                                  f'the device), got {type(x).__name__}')
             if array.dtype != self.dtype:
