@@ -1605,7 +1605,8 @@ _COMPILED_BASE = {
         prelude=('if f_ext and max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:',
                  "    raise ValueError('f_ext is not supported for a batch: call per "
                  "configuration')"), fast_if='not f_ext', parts=3, returns=_THREE,
-        moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}', doc="""
+        moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
+        gpu='self._gpu_for(f_ext).inverse_dynamics_derivatives(q, v, dv)', doc="""
         Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.
 
         d/dq_k is the derivative along integrate(q, e_k t) with v and dv held (the base's
@@ -1623,6 +1624,7 @@ _COMPILED_BASE = {
         'floating_forward_dynamics_derivatives', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_d', 'self._derivatives_at(q, v, tau)', parts=3, returns=_THREE,
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
+        gpu='self.on_gpu().forward_dynamics_derivatives(q, v, tau)',
         doc="Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space."),
 }
 

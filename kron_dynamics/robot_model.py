@@ -1340,8 +1340,9 @@ class RobotModel:
         Return the model's GPU kernels (kron_dynamics.gpu.GpuModel), generated on first use.
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
-        forward_dynamics, link_poses, center_of_mass and jacobian given CUDA arrays run
-        there and return a device array; the other methods refuse CUDA arrays by name.
+        forward_dynamics, link_poses, center_of_mass, jacobian and the derivatives of inverse
+        and forward dynamics given CUDA arrays run there and return device arrays; the other
+        methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1357,12 +1358,16 @@ class RobotModel:
                              'for the other choice')
         return self.on_gpu().center_of_mass(q)
 
-    def _on_gpu_call(self, mode, f_ext, arrays):
-        """Run a Newton-Euler method on the GPU for CUDA-array inputs."""
+    def _gpu_for(self, f_ext):
+        """Return on_gpu() for a method given CUDA arrays; f_ext is refused by name."""
         if f_ext:
             raise ValueError('f_ext is not supported on the GPU: call per configuration on '
                              'the CPU')
-        return getattr(self.on_gpu(), _GPU_METHODS[mode])(*arrays.values())
+        return self.on_gpu()
+
+    def _on_gpu_call(self, mode, f_ext, arrays):
+        """Run a Newton-Euler method on the GPU for CUDA-array inputs."""
+        return getattr(self._gpu_for(f_ext), _GPU_METHODS[mode])(*arrays.values())
 
     def _rnea(self, mode, f_ext=None, **arrays) -> Array:
         """General path of the Newton-Euler methods: checks, batches and external wrenches."""
@@ -1437,6 +1442,8 @@ class RobotModel:
             out = np.empty(self._3nn)
             if native.rnea_derivatives(self._ints, self._reals, q, qd, qdd, out):
                 return out[0], out[1], out[2]
+        if _on_device(q):
+            return self._gpu_for(f_ext).inverse_dynamics_derivatives(q, qd, qdd)
         (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if f_ext and N is not None:
             raise ValueError('f_ext is not supported for a batch: call per configuration')
@@ -1469,6 +1476,8 @@ class RobotModel:
             out = np.empty(self._3nn)
             if native.forward_dynamics_derivatives(self._ints, self._reals, q, qd, tau, out):
                 return out[0], out[1], out[2]
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics_derivatives(q, qd, tau)
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             out = np.empty((N, *self._3nn))
@@ -2030,6 +2039,8 @@ class CoupledRobotModel(RobotModel):
                                  list(self.joint_names))
 
     def _general_inverse_dynamics_derivatives(self, q, qd, qdd, f_ext) -> tuple:
+        if _on_device(q):
+            return self._gpu_for(f_ext).inverse_dynamics_derivatives(q, qd, qdd)
         (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if N is not None:
             if f_ext:
@@ -2044,6 +2055,8 @@ class CoupledRobotModel(RobotModel):
         return self._mat(dq), self._mat(dv), self._mat(M) + np.diag(self.armature)
 
     def _general_forward_dynamics_derivatives(self, q, qd, tau) -> tuple:
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics_derivatives(q, qd, tau)
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:       # a singular M_u: the per-row loop raises the single call's error
             out = np.empty((N, 3, self._n, self._n))

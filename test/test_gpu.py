@@ -536,6 +536,107 @@ def test_a_root_joint_origin_moves_the_base_frame_as_on_the_cpu(base):
     _kinematics_agree(model, gpu, Q)
 
 
+def _derivatives_agree(model, rng, N=4):
+    """
+    Both dynamics' derivatives of CUDA arrays (the facade's route) against the CPU's.
+
+    Inverse dynamics to RTOL; forward dynamics (-M^-1 dtau/dx at q'', M^-1) within
+    1e-14 cond(M) + RTOL per row, as forward_dynamics itself (_agree).
+    """
+    Q = np.stack([model.random_configuration(rng) for _ in range(N)])
+    V, A = rng.uniform(-2, 2, (2, N, model.nv))
+    tau = model.inverse_dynamics(Q, V, A)
+    cond = np.array([np.linalg.cond(M) for M in model.mass_matrix(Q)])
+    for method, args, names, bound in (
+            ('inverse_dynamics_derivatives', (Q, V, A), ('dtau/dq', "dtau/dq'", 'M'),
+             np.full(N, RTOL)),
+            ('forward_dynamics_derivatives', (Q, V, tau), ("dq''/dq", "dq''/dq'", 'M^-1'),
+             1e-14 * cond + RTOL)):
+        ours = getattr(model, method)(*(cuda.to_device(X) for X in args))
+        cpu = getattr(model, method)(*args)
+        assert len(ours) == 3
+        for name, x, y in zip(names, ours, cpu):
+            assert not isinstance(x, np.ndarray)         # stays on the device
+            x = x.copy_to_host()
+            assert x.shape == (N, model.nv, model.nv)
+            for k in range(N):
+                scale = max(1.0, float(np.max(np.abs(y[k]))))
+                error = float(np.max(np.abs(x[k] - y[k]))) / scale
+                assert error <= bound[k], (f'{model.name}: {name} row {k} differs from the CPU '
+                                           f'by {error:.3g} > {bound[k]:.3g}')
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_derivatives_of_random_trees_equal_the_cpu(seed):
+    """Forward mode over the generated row against the CPU recursion (Carpentier-Mansard)."""
+    model, rng = model_helpers.random_model(200 + seed, armature=True,
+                                            mimic_fraction=0.4 if seed else 0.0)
+    _derivatives_agree(model, rng)
+
+
+@pytest.mark.parametrize('path, root', [('ur_description/urdf/ur5_robot.urdf', 'fixed'),
+                                        ('panda_description/urdf/panda.urdf', 'fixed'),
+                                        ('panda_description/urdf/panda.urdf', 'floating'),
+                                        ('solo_description/robots/solo12.urdf', 'floating'),
+                                        ('tiago_description/robots/tiago.urdf', 'planar')])
+def test_derivatives_of_real_robots_equal_the_cpu(path, root):
+    """Fixed, mimic (the Panda's finger), floating and planar bases: q's tangent directions."""
+    model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+    _derivatives_agree(model, np.random.default_rng(4))
+
+
+@pytest.mark.parametrize('base', ['floating', 'planar'])
+def test_derivatives_under_a_tilted_root_joint(base):
+    """Gravity turns with the base in every direction: the base columns are not zero."""
+    from kron_dynamics.testing.random_urdf import random_urdf
+    xml = model_helpers.with_world_joint(random_urdf(np.random.default_rng(15), 3),
+                                         base, '0.1 0.2 0.3', '0.4 -0.3 0.2')
+    model = RobotModel.from_urdf_string(xml)
+    rng = np.random.default_rng(2)
+    q = model.random_configuration(rng)
+    dq = model.inverse_dynamics_derivatives(q, np.zeros(model.nv), np.zeros(model.nv))[0]
+    turn = range(3, 6) if base == 'floating' else range(2, 3)
+    assert np.all(np.max(np.abs(dq[:, list(turn)]), axis=0) > 1e-3)
+    _derivatives_agree(model, rng)
+
+
+def test_inverse_dynamics_derivatives_report_rows_and_take_out():
+    """A non-finite row is named and NaN; out= takes three arrays and nothing is allocated."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
+    gpu = GpuModel(model)
+    rng = np.random.default_rng(3)
+    Q, V, A = _states(model, rng, N=3)
+    V[1, 2] = np.inf
+    with pytest.raises(ValueError, match=r'inverse_dynamics_derivatives: rows \[1\] have a '
+                                         'non-finite input'):
+        gpu.inverse_dynamics_derivatives(Q, V, A)
+    out = tuple(cuda.to_device(np.full((3, 6, 6), np.nan)) for _ in range(3))
+    result = gpu.inverse_dynamics_derivatives(Q, V, A, check=False, out=out)
+    assert all(x is y for x, y in zip(result, out))
+    assert np.isnan(out[0].copy_to_host()[1]).all() and np.isnan(out[1].copy_to_host()[1]).all()
+    good = [0, 2]
+    for x, y in zip(out, model.inverse_dynamics_derivatives(Q[good], V[good], A[good])):
+        np.testing.assert_allclose(x.copy_to_host()[good], y, rtol=0,
+                                   atol=RTOL * max(1.0, float(np.max(np.abs(y)))))
+    assert 'rnea_derivatives' in gpu.compile_seconds
+    with pytest.raises(ValueError, match='out must be 3 CUDA arrays'):
+        gpu.inverse_dynamics_derivatives(Q, V, A, out=out[:2])
+    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
+        model.inverse_dynamics_derivatives(*(cuda.to_device(X) for X in (Q, V, A)),
+                                           f_ext={model.link_names[-1]: np.ones(6)})
+
+
+def test_forward_dynamics_derivatives_name_the_singular_rows():
+    """A joint that moves no mass: M is singular, its rows are named (and NaN)."""
+    gpu = GpuModel(_massless())
+    Q = np.zeros((3, 1))
+    with pytest.raises(ValueError, match=r'forward_dynamics_derivatives: rows \[0, 1, 2\] have '
+                                         'a mass matrix that is not positive definite'):
+        gpu.forward_dynamics_derivatives(Q, Q, Q)
+    for x in gpu.forward_dynamics_derivatives(Q, Q, Q, check=False):
+        assert np.isnan(x.copy_to_host()).all()
+
+
 def test_a_model_without_movable_joints():
     """Nothing to compute on a fixed base; a floating one is the base body alone."""
     xml = ('<robot name="block"><link name="b"><inertial><mass value="2"/>'
@@ -543,6 +644,8 @@ def test_a_model_without_movable_joints():
            '</robot>')
     fixed = RobotModel.from_urdf_string(xml)
     assert GpuModel(fixed).gravity_torque(np.zeros((3, 0))).shape == (3, 0)
+    for x in GpuModel(fixed).forward_dynamics_derivatives(*np.zeros((3, 3, 0))):
+        assert x.copy_to_host().shape == (3, 0, 0)
     body = RobotModel.from_urdf_string(xml, root_joint='floating')
     gpu = GpuModel(body)
     Q = np.stack([body.random_configuration(np.random.default_rng(k)) for k in range(3)])
@@ -551,6 +654,7 @@ def test_a_model_without_movable_joints():
                                body.inverse_dynamics(Q, V, A), rtol=0, atol=1e-12)
     np.testing.assert_allclose(gpu.mass_matrix(Q).copy_to_host(), body.mass_matrix(Q),
                                rtol=0, atol=1e-12)
+    _derivatives_agree(body, np.random.default_rng(11))
 
 
 @pytest.mark.parametrize('path, root', [('ur_description/urdf/ur5_robot.urdf', 'fixed'),
@@ -565,7 +669,6 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     link = model.link_names[-1]
     for call in (lambda: model.coriolis_star(dQ), lambda: model.coriolis_matrix(dQ, dV),
                  lambda: model.kinetic_energy(dQ, dV), lambda: model.hessian(dQ, link),
-                 lambda: model.regressor(dQ, dV, dV),
-                 lambda: model.inverse_dynamics_derivatives(dQ, dV, dV)):
+                 lambda: model.regressor(dQ, dV, dV)):
         with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
             call()

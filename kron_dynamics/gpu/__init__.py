@@ -21,7 +21,9 @@ content's hash, compiles each kernel on its first call and serves batches:
 ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
 ``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)`` (the link's
-kernel made on first use) with (N, nq) and (N, nv) arrays of the model's coordinates, on
+kernel made on first use), ``inverse_dynamics_derivatives(Q, QD, QDD)`` and
+``forward_dynamics_derivatives(Q, QD, TAU)`` (forward mode over the generated code,
+:mod:`kron_dynamics.gpu.tangent`) with (N, nq) and (N, nv) arrays of the model's coordinates, on
 every base (fixed, mimic joints, floating, planar). The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
@@ -56,6 +58,8 @@ SIGNATURES = {
     'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
 }
 _JACOBIAN = f'void({_A2}, float64, float64, float64, int64, {_A3}, {_FLAGS})'
+_DERIVATIVES = f'void({_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_FLAGS})'
+_MINUS_SOLVE = f'void({_A3}, {_A3}, {_A3}, {_FLAGS})'
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
           'WORLD': WORLD, 'LOCAL': LOCAL, 'LOCAL_WORLD_ALIGNED': LOCAL_WORLD_ALIGNED}
@@ -153,6 +157,7 @@ class GpuModel:
         self.compile_seconds = {}
         self._kernels = {}
         self._jacobians = {}        # link -> its kernel, generated on first use
+        self._derivatives = None    # the kernels of .tangent, generated on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._cuda = cuda
 
@@ -341,6 +346,66 @@ class GpuModel:
     def center_of_mass(self, q, stream=0, check: bool = True):
         """Return the centre of mass per row (N, 3): the model's default bodies, world frame."""
         return self.link_poses(q, stream, check)[1]
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, stream=0, check: bool = True,
+                                     out=None):
+        """
+        Return (dtau/dq, dtau/dq', M) per row, device arrays (N, nv, nv) each: [t, i, k].
+
+        Forward mode over the generated Newton-Euler row (:mod:`kron_dynamics.gpu.tangent`),
+        2 nv passes per state, exact to rounding; q's directions on a moving base as the
+        CPU's (along integrate(q, e_k t)). The kernel is generated and compiled on first use
+        (``compile_seconds['rnea_derivatives']``); M is :meth:`mass_matrix`'s. ``out``: a
+        tuple of three CUDA arrays.
+        """
+        arrays, N = self._rows({'q': q, 'qd': qd, 'qdd': qdd})
+        return self._derivatives_at(arrays, N, arrays['qdd'], stream, check, out,
+                                    'inverse_dynamics_derivatives')
+
+    def forward_dynamics_derivatives(self, q, qd, tau, stream=0, check: bool = True,
+                                     out=None):
+        """
+        Return (dq''/dq, dq''/dq', M^-1) per row at q'' = forward_dynamics: (N, nv, nv) each.
+
+        dq''/dx = -M^-1 dtau/dx with :meth:`inverse_dynamics_derivatives` at that q''
+        (Carpentier and Mansard, 2018), then a Cholesky solve per row: three kernels and a
+        scratch q''. Rows whose M is not positive definite are named (and NaN).
+        """
+        arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
+        method = 'forward_dynamics_derivatives'
+        qdd = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream)
+        self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check,
+                     arrays['q'], arrays['qd'], arrays['tau'])
+        outputs = self._derivatives_at(arrays, N, qdd, stream, check, out, method)
+        self._launch(self._derivative_kernel('minus_solve'), method, N, outputs, stream,
+                     check)
+        return outputs
+
+    def _derivative_kernel(self, name: str):
+        """Return a kernel of :mod:`.tangent`, generated and compiled on first use."""
+        if self._derivatives is None:
+            from .tangent import derivatives_source
+            start = time.perf_counter()
+            _, _, module = _cached_module(self._precision(derivatives_source(self.model)),
+                                          'derivatives')
+            self._derivatives = {
+                'rnea_derivatives': self._cuda.jit(self._precision(_DERIVATIVES))(
+                    module.rnea_derivatives),
+                'minus_solve': self._cuda.jit(self._precision(_MINUS_SOLVE))(
+                    module.minus_solve)}
+            self.compile_seconds['rnea_derivatives'] = time.perf_counter() - start
+        return self._derivatives[name]
+
+    def _derivatives_at(self, arrays: dict, N: int, qdd, stream, check: bool, out,
+                        method: str) -> tuple:
+        """Write (dtau/dq, dtau/dq', M) at (q, q', qdd) into new arrays or ``out``."""
+        shape = (N, self.nv, self.nv)
+        outputs = self._outputs((shape,) * 3, arrays, stream, out, method)
+        self._launch(self._derivative_kernel('rnea_derivatives'), method, N, outputs[:2],
+                     stream, check, arrays['q'], arrays['qd'], qdd)
+        self._launch(self._kernel('mass_matrix'), method, N, outputs[2:], stream, check,
+                     arrays['q'])
+        return outputs
 
     def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
                  check: bool = True, out=None):

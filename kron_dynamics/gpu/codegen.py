@@ -467,6 +467,22 @@ def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, 
     no result stays live to the end (a refused row's are overwritten); else after the checks.
     """
     loads, deferred = reads
+    checks = _checks(robot, outputs, positive_definite)
+    head = [f'def {name}({arguments}):',
+            '    t = cuda.grid(1)',
+            '    if t >= Q.shape[0]:',
+            '        return',
+            '    nonfinite = 0',
+            *(['    notpd = 0'] if positive_definite else []),
+            *loads]
+    body = _sink(body, deferred)
+    if early:
+        return head + _hoist(body, out) + checks + ['    BAD[t] = 0']
+    return head + body + checks + ['    BAD[t] = 0'] + out
+
+
+def _checks(robot: _Robot, outputs: list, positive_definite: bool) -> list:
+    """Return the checks that end a kernel, in BAD order 1, 3, 2 (:func:`_kernel`)."""
     nan = []
     for o in outputs:
         if isinstance(o, tuple):        # loops over a block of the row
@@ -483,17 +499,7 @@ def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, 
                    '        BAD[t] = 3', '        return']
     if positive_definite:
         checks += ['    if notpd > 0:', *nan, '        BAD[t] = 2', '        return']
-    head = [f'def {name}({arguments}):',
-            '    t = cuda.grid(1)',
-            '    if t >= Q.shape[0]:',
-            '        return',
-            '    nonfinite = 0',
-            *(['    notpd = 0'] if positive_definite else []),
-            *loads]
-    body = _sink(body, deferred)
-    if early:
-        return head + _hoist(body, out) + checks + ['    BAD[t] = 0']
-    return head + body + checks + ['    BAD[t] = 0'] + out
+    return checks
 
 
 _NAME = re.compile(r'[A-Za-z_]\w*')

@@ -1,0 +1,282 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The derivatives of the generated Newton-Euler row, by forward mode over its lines.
+
+:func:`derivatives_source` writes ``rnea_derivatives(Q, QD, QDD, DQ, DV, BAD)``: the row of
+:mod:`kron_dynamics.gpu.codegen` (the recursion of ``algorithms/rnea.py``, 002), every line
+``x = e`` preceded by the line of its tangent ``g_x = de`` (:func:`tangent_lines`, the chain
+rule of each operation: sums, products, quotients, cos, sin, sqrt), the whole run once per
+direction of the model's tangent space, nv of q then nv of q': DQ[t, i, k] = dtau_i/dq_k,
+DV[t, i, k] = dtau_i/dq'_k, exact to rounding (no step size), what the CPU's recursion
+(Carpentier and Mansard, 2018) computes. Mimic joints differentiate through their lift
+(q = B u + d is a line like any other). On a moving base, the configuration's directions are
+the CPU's and Pinocchio's, along integrate(q, e_k t): the base turned about its own axes (a
+quaternion moves by q (0, e/2), (cos, sin) by (-sin, cos)) and moved along them, which the
+forces in base axes do not depend on (their columns are zero, as on the CPU).
+"""
+
+import ast
+import re
+
+from .codegen import (_add, _checks, _loads, _mul, _neg, _p, _packed, _Robot, _rnea_row, _sink,
+                      _Vec, _Writer)
+
+# an assignment of the generated code: indent, target, operator, expression
+_LINE = re.compile(r'(\s*)([A-Za-z_]\w*) (\+?=) (.+)')
+_TRIG = re.compile(r'(cos|sin)\(([A-Za-z_]\w*)\)')
+
+
+def _div(a: str, b: str) -> str:
+    return '0.0' if a == '0.0' else f'{_p(a)} / {_p(b)}'
+
+
+class _Tangents:
+    """The tangent of each name assigned so far: a name, or none (a zero tangent)."""
+
+    def __init__(self, seeds: dict):
+        self.seeds = seeds            # an input's name -> its seed's name
+        self.active = {}              # name -> the name of its tangent
+
+    def of(self, node) -> str:
+        """Return the tangent of an expression (its chain rule), '0.0' if it has none."""
+        text = ast.unparse
+        if isinstance(node, ast.Constant):
+            return '0.0'
+        if isinstance(node, ast.Name):
+            return self.active.get(node.id, '0.0')
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            d = self.of(node.operand)
+            return _neg(d) if isinstance(node.op, ast.USub) else d
+        if isinstance(node, ast.BinOp):
+            a, b = node.left, node.right
+            da, db = self.of(a), self.of(b)
+            if isinstance(node.op, ast.Add):
+                return _add(da, db)
+            if isinstance(node.op, ast.Sub):
+                return _add(da, _neg(db))
+            if isinstance(node.op, ast.Mult):
+                return _add(_mul(da, text(b)), _mul(text(a), db))
+            if isinstance(node.op, ast.Div):          # (da - (a / b) db) / b
+                return _div(_add(da, _neg(_mul(text(node), db))), text(b))
+        if isinstance(node, ast.IfExp):
+            da, db = self.of(node.body), self.of(node.orelse)
+            return da if da == db else f'({da} if {text(node.test)} else {db})'
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                len(node.args) == 1:
+            x = node.args[0]
+            dx = self.of(x)
+            if dx == '0.0':
+                return '0.0'
+            name = node.func.id
+            if name == 'sin':
+                return _mul(f'cos({text(x)})', dx)
+            if name == 'cos':
+                return _neg(_mul(f'sin({text(x)})', dx))
+            if name == 'sqrt':
+                return _div(dx, f'2.0 * {text(node)}')
+        if isinstance(node, ast.Subscript):          # a load: its seed is given by name
+            return '0.0'
+        raise ValueError(f'no tangent rule for {ast.unparse(node)!r}')
+
+    def assign(self, indent: str, name: str, tangent: str) -> list:
+        """Return the line setting name's tangent (none for a zero one)."""
+        if tangent == '0.0':
+            self.active.pop(name, None)
+            return []
+        self.active[name] = f'g_{name}'
+        return [f'{indent}g_{name} = {tangent}']
+
+
+def tangent_lines(lines: list, seeds: dict) -> tuple:
+    """
+    Return (lines with their tangents, the tangents) of straight-line generated code.
+
+    Each assignment is preceded by its tangent's (which reads the values before it, so
+    that ``x = x + y`` and ``b = b / s`` are differentiated as written). ``seeds``: an
+    input's name -> the name of its tangent, set where it is read (``x = X[t, k]`` and its
+    finiteness check keep the seed). A pair ``c = cos(x)``, ``s = sin(x)`` (a joint's
+    angle) gives its tangents after both, from each other. Lines ``g_x = ...`` are given
+    tangents (a moving base's), counters (``nonfinite``) have none.
+    """
+    T = _Tangents(seeds)
+    out = []
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        k += 1
+        match = _LINE.fullmatch(line)
+        if match is None:
+            raise ValueError(f'no tangent rule for the line {line!r}')
+        indent, name, op, expr = match.groups()
+        if name.startswith('g_'):
+            T.active[name[2:]] = name
+            out.append(line)
+            continue
+        if name == 'nonfinite':
+            out.append(line)
+            continue
+        if op != '=':
+            raise ValueError(f'no tangent rule for the line {line!r}')
+        if name in seeds:                             # an input, as it is read
+            T.active[name] = seeds[name]
+            out.append(line)
+            continue
+        trig = _TRIG.fullmatch(expr)
+        pair = _LINE.fullmatch(lines[k]) if trig and k < len(lines) else None
+        other = _TRIG.fullmatch(pair.group(4)) if pair else None
+        if other and other.group(1) == 'sin' and trig.group(1) == 'cos' and \
+                other.group(2) == trig.group(2) and pair.group(2) != trig.group(2):
+            c, s, dx = name, pair.group(2), T.active.get(trig.group(2), '0.0')
+            out += [line, lines[k]]
+            out += T.assign(indent, c, _neg(_mul(s, dx)))
+            out += T.assign(indent, s, _mul(c, dx))
+            k += 1
+            continue
+        out += T.assign(indent, name, T.of(ast.parse(expr, mode='eval').body))
+        out.append(line)
+    return out, T
+
+
+def _base_seeds(robot: _Robot, seed) -> list:
+    """Return the tangent lines of a moving base's orientation along its turn directions."""
+    if robot.base == 'floating':          # q (0, e / 2): (x, y, z, w) = b3..b6, e = seeds 3..5
+        x, y, z, w_ = 'b3', 'b4', 'b5', 'b6'
+        e = [seed(3), seed(4), seed(5)]
+        return [f'    g_b3 = 0.5 * ({w_} * {e[0]} + {y} * {e[2]} - {z} * {e[1]})',
+                f'    g_b4 = 0.5 * ({w_} * {e[1]} + {z} * {e[0]} - {x} * {e[2]})',
+                f'    g_b5 = 0.5 * ({w_} * {e[2]} + {x} * {e[1]} - {y} * {e[0]})',
+                f'    g_b6 = -0.5 * ({x} * {e[0]} + {y} * {e[1]} + {z} * {e[2]})']
+    return [f'    g_b2 = -(b3 * {seed(2)})', f'    g_b3 = b2 * {seed(2)}']   # (cos, sin)
+
+
+def derivatives_source(model) -> str:
+    """Return the numba-cuda source of ``rnea_derivatives(Q, QD, QDD, DQ, DV, BAD)``."""
+    robot = _Robot(model)
+    nbv, n = robot.nbv, robot.n
+    nv = nbv + n
+    w = _Writer()
+    V = _Vec(w)
+    (loads, deferred), joints, base = _loads(robot, w, V, {'v': ('QD', None),
+                                                           'a': ('QDD', None)})
+    tau = _rnea_row(robot, w, V, joints, base, '1.0')
+
+    def seed(direction: int) -> str:
+        return f's{direction}'
+    seeds = {**{f'u{k}': seed(nbv + k) for k in range(n)},
+             **{f'ud{k}': seed(nv + nbv + k) for k in range(n)},
+             **{f'bv{k}': seed(nv + k) for k in range(nbv)}}
+    if base is not None:              # after the orientation is read, before its norm
+        at = next(k for k, line in enumerate(loads) if line.startswith('    bnorm = '))
+        loads = loads[:at] + _base_seeds(robot, seed) + loads[at:]
+    lines, T = tangent_lines(loads + _sink(w.lines, deferred), seeds)
+    results = [T.of(ast.parse(x, mode='eval').body) for x in tau]
+    loop = [f'    for d in range({2 * nv}):',
+            *(f'        {seed(j)} = 1.0 if d == {j} else 0.0' for j in range(2 * nv)),
+            *('    ' + line for line in lines),
+            *(f'        r{i} = {x}' for i, x in enumerate(results)),
+            f'        if d < {nv}:',
+            *(f'            DQ[t, {i}, d] = r{i}' for i in range(nv)),
+            '        else:',
+            *(f'            DV[t, {i}, d - {nv}] = r{i}' for i in range(nv))] if nv else []
+    head = ['def rnea_derivatives(Q, QD, QDD, DQ, DV, BAD):',
+            '    t = cuda.grid(1)',
+            '    if t >= Q.shape[0]:',
+            '        return',
+            '    nonfinite = 0',
+            '    bnorm = 1.0']
+    checks = _checks(robot, [('DQ', (nv, nv)), ('DV', (nv, nv))], False)
+    lines = ['# Generated by kron_dynamics.gpu.tangent for one robot: do not edit.',
+             f'# robot {robot.name!r}, joints {robot.names}',
+             'from math import cos, isfinite, nan, sin, sqrt',
+             '',
+             'from numba import cuda',
+             'from numba import float64 as real',
+             '',
+             '',
+             *head, *loop, *checks, '    BAD[t] = 0',
+             '',
+             '',
+             *_minus_solve(nv)]
+    return '\n'.join(lines) + '\n'
+
+
+def _minus_solve(nv: int) -> list:
+    """
+    Return ``minus_solve(DQ, DV, M, BAD)``: DQ, DV <- -M^-1 DQ, -M^-1 DV and M <- M^-1.
+
+    What turns (dtau/dq, dtau/dq', M) at q'' = forward_dynamics(q, q', tau) into the forward
+    dynamics' derivatives (dq''/dx = -M^-1 dtau/dx; Carpentier and Mansard, 2018), per row:
+    a Cholesky factorization in a per-thread array (M not positive definite: BAD 2, NaN),
+    then a solve per column.
+    """
+    size = nv * (nv + 1) // 2
+    nan = ['            for ck in range(nv_):', '                DQ[t, ci, ck] = nan',
+           '                DV[t, ci, ck] = nan', '                M[t, ci, ck] = nan']
+    return ['def minus_solve(DQ, DV, M, BAD):',
+            '    t = cuda.grid(1)',
+            '    if t >= M.shape[0]:',
+            '        return',
+            f'    nv_ = {nv}',
+            f'    chol = cuda.local.array({max(size, 1)}, real)',
+            f'    rhs = cuda.local.array({max(nv, 1)}, real)',
+            '    notpd = 0',
+            '    for cj in range(nv_):',
+            '        for ci in range(cj, nv_):',
+            f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
+            '    for cj in range(nv_):',
+            f'        cd = chol[{_packed("cj", "cj")}]',
+            '        for ck in range(cj):',
+            f'            cd -= chol[{_packed("cj", "ck")}] * chol[{_packed("cj", "ck")}]',
+            '        notpd += 0 if cd > 0.0 else 1',
+            '        cd = sqrt(cd if cd > 0.0 else 1.0)',
+            f'        chol[{_packed("cj", "cj")}] = cd',
+            '        for ci in range(cj + 1, nv_):',
+            f'            cs = chol[{_packed("ci", "cj")}]',
+            '            for ck in range(cj):',
+            f'                cs -= chol[{_packed("ci", "ck")}] * chol[{_packed("cj", "ck")}]',
+            f'            chol[{_packed("ci", "cj")}] = cs / cd',
+            '    if notpd > 0:',
+            '        for ci in range(nv_):',
+            *nan,
+            '        BAD[t] = 2',
+            '        return',
+            '    for which in range(3):             # DQ, DV, then the columns of 1 into M',
+            '        for cc in range(nv_):',
+            '            for ci in range(nv_):',
+            '                if which == 0:',
+            '                    rhs[ci] = -DQ[t, ci, cc]',
+            '                elif which == 1:',
+            '                    rhs[ci] = -DV[t, ci, cc]',
+            '                else:',
+            '                    rhs[ci] = 1.0 if ci == cc else 0.0',
+            '            for ci in range(nv_):',
+            '                cs = rhs[ci]',
+            '                for ck in range(ci):',
+            f'                    cs -= chol[{_packed("ci", "ck")}] * rhs[ck]',
+            f'                rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+            '            for ci in range(nv_ - 1, -1, -1):',
+            '                cs = rhs[ci]',
+            '                for ck in range(ci + 1, nv_):',
+            f'                    cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
+            f'                rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+            '            for ci in range(nv_):',
+            '                if which == 0:',
+            '                    DQ[t, ci, cc] = rhs[ci]',
+            '                elif which == 1:',
+            '                    DV[t, ci, cc] = rhs[ci]',
+            '                else:',
+            '                    M[t, ci, cc] = rhs[ci]',
+            '    BAD[t] = 0']
