@@ -25,11 +25,14 @@ batch of the same methods on this machine's cores, timed the same way
 (bench/lib/timing.per_call); agreement with the CPU (largest relative difference); the time
 to generate and to compile each robot's kernels. Targets (H100, fp64): Panda inverse
 dynamics >= 5 G states/s, M >= 1 G/s, forward dynamics >= 0.5 G/s; TALOS on a free flyer,
-inverse dynamics >= 0.5 G/s. Beside each rate, the memory-bound limit: the device's bandwidth
-(a large device-to-device copy, bytes read plus bytes written) over the bytes one state reads
-and writes. TALOS runs only the method of its target unless ``--all`` asks for every method
-and TALOS on a fixed base too (its written-out kernels take minutes to compile: see
-``--registers``). Writes bench/results/gpu.json.
+inverse dynamics >= 0.5 G/s. Then the Panda's derivatives of inverse and forward dynamics
+(three nv x nv results per state, forward mode over the generated row; an eighth of the
+states; no target: the issue's anchor is GRiD's 11 M/s for forward-dynamics gradients),
+last so that a cut run has the targets' rows. Beside each rate, the memory-bound limit: the
+device's bandwidth (a large device-to-device copy, bytes read plus bytes written) over the
+bytes one state reads and writes. TALOS runs only the method of its target unless
+``--all`` asks for every method and TALOS on a fixed base too (its written-out kernels take
+minutes to compile: see ``--registers``). Writes bench/results/gpu.json.
 
 ``--registers`` needs no GPU, only numba-cuda and ptxas (the CUDA toolkit's, or the one of
 the nvidia-cuda-nvcc wheel that ``kron_dynamics[gpu]`` brings): each generated kernel
@@ -71,6 +74,7 @@ TARGETS = {('panda_arm', 'inverse_dynamics'): 5e9, ('panda_arm', 'mass_matrix'):
            ('panda_arm', 'forward_dynamics'): 5e8, ('talos_floating', 'inverse_dynamics'): 5e8}
 CPU_N = 20000
 METHODS = ('inverse_dynamics', 'mass_matrix', 'forward_dynamics')
+DERIVATIVES = ('inverse_dynamics_derivatives', 'forward_dynamics_derivatives')
 VARIANT_THREADS = (64, 128, 256)
 VARIANT_REGISTERS = (None, 64, 96)
 # what each robot runs without --all: TALOS only the method of its target
@@ -98,14 +102,17 @@ def kernel_registers(model, assembler: str, log) -> dict:
     first call of the kernel waits for, less the driver's loading.
     """
     from numba import cuda
-    from kron_dynamics.gpu import SIGNATURES
+    from kron_dynamics.gpu import DERIVATIVE_SIGNATURES, SIGNATURES
     from kron_dynamics.gpu.codegen import source
-    text = source(model)
+    from kron_dynamics.gpu.tangent import derivatives_source
+    text, derivatives = source(model), derivatives_source(model)
     namespace = {}
     exec(compile(text, f'<{model.name} kernels>', 'exec'), namespace)
-    out = {'lines': text.count('\n')}
+    exec(compile(derivatives, f'<{model.name} derivatives>', 'exec'), namespace)
+    out = {'lines': text.count('\n'), 'derivative_lines': derivatives.count('\n')}
+    signatures = {**SIGNATURES, **DERIVATIVE_SIGNATURES}
     with tempfile.TemporaryDirectory() as folder:
-        for name, signature in SIGNATURES.items():
+        for name, signature in signatures.items():
             begin = time.perf_counter()
             ptx, _ = cuda.compile_ptx(namespace[name], signature, cc=SM)
             path = Path(folder) / f'{name}.ptx'
@@ -162,8 +169,10 @@ def bandwidth(cuda, repeat: int) -> float:
 
 
 def result_shape(model, method: str, N: int) -> tuple:
-    """Return the shape of a method's results for N states."""
-    return (N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv)
+    """Return the shapes of a method's results for N states (the derivatives: three)."""
+    if method in DERIVATIVES:
+        return ((N, model.nv, model.nv),) * 3
+    return ((N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv),)
 
 
 def states(cuda, model, N: int, dtype=np.float64) -> dict:
@@ -176,7 +185,14 @@ def states(cuda, model, N: int, dtype=np.float64) -> dict:
     T = np.concatenate([T] * (N // CPU_N + 1))[:N]
     dQ, dV, dA, dT = (cuda.to_device(np.asfortranarray(X, dtype=dtype)) for X in (Q, V, A, T))
     return {'inverse_dynamics': ((dQ, dV, dA), (Q, V, A)), 'mass_matrix': ((dQ,), (Q,)),
-            'forward_dynamics': ((dQ, dV, dT), (Q, V, T))}
+            'forward_dynamics': ((dQ, dV, dT), (Q, V, T)),
+            'inverse_dynamics_derivatives': ((dQ, dV, dA), (Q, V, A)),
+            'forward_dynamics_derivatives': ((dQ, dV, dT), (Q, V, T))}
+
+
+def _parts(x) -> tuple:
+    """Return a method's results as a tuple (the derivatives return three)."""
+    return x if isinstance(x, tuple) else (x,)
 
 
 def variants(cuda, model, N: int, repeat: int, log) -> dict:
@@ -200,7 +216,7 @@ def variants(cuda, model, N: int, repeat: int, log) -> dict:
                 gpu._kernels[kernel] = cuda.jit(SIGNATURES[kernel], max_registers=registers)(
                     getattr(gpu._module, kernel))
             device_args, host_args = calls[method]
-            out = cuda.device_array(result_shape(model, method, N), order='F')
+            out = cuda.device_array(result_shape(model, method, N)[0], order='F')
             expected = getattr(model, method)(*(x[:1000] for x in host_args))
             for threads in VARIANT_THREADS:
                 gpu.threads_per_block = threads
@@ -266,12 +282,14 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
     rows = {}
     for method in methods:
         device_args, host_args = calls[method]
-        ours = getattr(gpu, method)(*(x[:1000] for x in device_args)).copy_to_host()
-        cpu = getattr(model, method)(*(x[:1000] for x in host_args))
+        ours = _parts(getattr(gpu, method)(*(x[:1000] for x in device_args)))
+        cpu = _parts(getattr(model, method)(*(x[:1000] for x in host_args)))
+        agreement = max(relerr(x.copy_to_host(), y, floor=0.0) for x, y in zip(ours, cpu))
         # into a buffer the caller keeps (out=): the kernel and its launch; then a call that
         # allocates its result, as one without out= does
-        shape = result_shape(model, method, N)
-        out = cuda.device_array(shape, dtype=dtype, order='F')
+        shapes = result_shape(model, method, N)
+        out = tuple(cuda.device_array(shape, dtype=dtype, order='F') for shape in shapes)
+        out = out if len(out) > 1 else out[0]
         seconds = device_time(cuda, lambda: getattr(gpu, method)(*device_args, check=False,
                                                                  out=out), repeat)
         out = None        # its memory back before the allocating calls
@@ -280,14 +298,15 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
         cpu_seconds = per_call(lambda: getattr(model, method)(
             *(x[:CPU_N] for x in host_args)), 1.0, 5)['min_us'] * 1e-6
         state_bytes = np.dtype(dtype).itemsize * (sum(x.shape[1] for x in host_args)
-                                                  + int(np.prod(shape[1:])))
+                                                  + sum(int(np.prod(shape[1:]))
+                                                        for shape in shapes))
         rows[method] = {'N': N, 'gpu_states_per_s': N / max(seconds, 1e-12),
                         'gpu_allocating_states_per_s': N / max(allocating, 1e-12),
                         'bytes_per_state': state_bytes,
                         'memory_bound_states_per_s': None if bytes_per_s is None
                         else bytes_per_s / state_bytes,
                         'cpu_states_per_s': CPU_N / cpu_seconds,
-                        'agreement': relerr(ours, cpu, floor=0.0),
+                        'agreement': agreement,
                         'target_states_per_s': TARGETS.get((name, method))}
         log(f"  {method}: GPU {rows[method]['gpu_states_per_s']:.3g}/s (allocating "
             f"{rows[method]['gpu_allocating_states_per_s']:.3g}/s), CPU "
@@ -355,7 +374,8 @@ def main(argv=None) -> int:
     plan = [('panda_arm', 'panda_arm', plan['panda_arm'], np.float64),
             ('panda_arm_fp32', 'panda_arm', METHODS, np.float32)] + [
         (name, name, methods, np.float64) for name, methods in plan.items()
-        if name != 'panda_arm']
+        if name != 'panda_arm'] + [
+        ('panda_arm_derivatives', 'panda_arm', DERIVATIVES, np.float64)]
     meta = {'quick': args.quick, 'gpu': device_name(cuda),
             'cpu_threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count())),
             'numba': __import__('numba').__version__, 'numpy': np.__version__,
@@ -367,6 +387,8 @@ def main(argv=None) -> int:
         model = models[name]
         # TALOS's M of 2^22 states would be 48 GB: a quarter of the states there
         n_states = N // 4 if model.nv >= 20 and 'mass_matrix' in methods else N
+        if methods == DERIVATIVES:        # 3 x 49 results per state: 1.2 kB
+            n_states = N // 8
         log(f'{key} (n = {model.n}, {np.dtype(dtype).name}), N = {n_states}: '
             f'{", ".join(methods)}')
         results[key] = robot_rows(cuda, key, model, n_states, repeat, log, methods, dtype,

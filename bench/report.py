@@ -655,10 +655,11 @@ GPU_ROBOTS = {'panda_arm': 'Panda arm (7 DOF, fingers fixed)', 'talos_fixed': 'T
 def gpu_registers_table(r: Results) -> str:
     """Registers per thread and bytes spilled of every generated kernel (ptxas -v, sm_90)."""
     d = r['gpu_registers']
-    kernels = ('rnea', 'mass_matrix', 'forward_dynamics', 'kinematics')
+    kernels = ('rnea', 'mass_matrix', 'forward_dynamics', 'kinematics', 'rnea_derivatives',
+               'mass_matrix_derivative', 'minus_solve')
     rows = [[GPU_ROBOTS.get(robot, robot), fmt(e['lines'])]
             + [f"{k['registers']} / {fmt(k['spill_stores'])} / {fmt(k['compile_s'], 0)}"
-               for k in (e[x] for x in kernels)]
+               if k else '–' for k in (e.get(x) for x in kernels)]
             for robot, e in d['robots'].items()]
     meta = d['meta']
     return '\n\n'.join([
@@ -706,7 +707,8 @@ def gpu_table(r: Results) -> str:
                 '(without one it says so and writes nothing); the correctness of the '
                 "generated code is tested on every run of `make test`, on numba's CUDA "
                 'simulator.*')
-    names = {**GPU_ROBOTS, 'panda_arm_fp32': 'Panda arm, float32'}
+    names = {**GPU_ROBOTS, 'panda_arm_fp32': 'Panda arm, float32',
+             'panda_arm_derivatives': 'Panda arm, derivatives'}
 
     def rate(x):
         return f'{x / 1e9:.2f} G' if x >= 1e9 else f'{x / 1e6:.1f} M'

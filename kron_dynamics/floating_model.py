@@ -1560,7 +1560,7 @@ _COMPILED_BASE = {
     'mass_matrix_derivative': _BaseRow(
         'q: ArrayLike', ('q',), 'moving_mass_matrix_derivative', '', 'q', 'self._shape_dm',
         'self._mass_matrix_derivative_readable(q)', moving=f'self._planar, self._pk, {{}}, {_TOL}',
-        doc="""
+        gpu='self.on_gpu().mass_matrix_derivative(q)', doc="""
         Return dM/dq [i, j, k] = dM_ij/dq_k along integrate(q, e_k t): 0 for the base.
 
         One compiled call (``kernels.floating_base.moving_mass_matrix_derivative``): the

@@ -1340,9 +1340,9 @@ class RobotModel:
         Return the model's GPU kernels (kron_dynamics.gpu.GpuModel), generated on first use.
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
-        forward_dynamics, link_poses, center_of_mass, jacobian and the derivatives of inverse
-        and forward dynamics given CUDA arrays run there and return device arrays; the other
-        methods refuse CUDA arrays by name.
+        forward_dynamics, link_poses, center_of_mass, jacobian, the derivatives of inverse
+        and forward dynamics, mass_matrix_derivative and gravity_derivative given CUDA arrays
+        run there and return device arrays; the other methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1573,12 +1573,16 @@ class RobotModel:
             out = np.empty(self._nnn3)
             if native.mass_matrix_derivative(self._ints, self._reals, q, out):
                 return out
+        if _on_device(q):
+            return self.on_gpu().mass_matrix_derivative(q)
         (q,), N = self._inputs(q=q)
         return self._run(native.mass_matrix_derivative, native.mass_matrix_derivative_batch, N,
                          self._nnn3, q)
 
     def gravity_derivative(self, q: ArrayLike) -> Array:
         """Return dG/dq, n x n with [i, k] = dG_i/dq_k (N x n x n for a batch)."""
+        if _on_device(q):
+            return self.on_gpu().gravity_derivative(q)
         zero = np.zeros(self.nv)
         return self.inverse_dynamics_derivatives(q, zero, zero)[0]
 
@@ -2079,6 +2083,8 @@ class CoupledRobotModel(RobotModel):
             if native.coupled_mass_matrix_derivative(self._fints, self._freals, self._cpl, q,
                                                      out):
                 return out
+        if _on_device(q):
+            return self.on_gpu().mass_matrix_derivative(q)
         (u,), N = self._inputs(q=q)
         if N is not None:
             out = np.empty((N, *self._nnn3))

@@ -538,10 +538,10 @@ def test_a_root_joint_origin_moves_the_base_frame_as_on_the_cpu(base):
 
 def _derivatives_agree(model, rng, N=4):
     """
-    Both dynamics' derivatives of CUDA arrays (the facade's route) against the CPU's.
+    Check the derivatives of CUDA arrays (the facade's route) against the CPU's, by row.
 
-    Inverse dynamics to RTOL; forward dynamics (-M^-1 dtau/dx at q'', M^-1) within
-    1e-14 cond(M) + RTOL per row, as forward_dynamics itself (_agree).
+    Inverse dynamics, dM/dq and dG/dq to RTOL; forward dynamics (-M^-1 dtau/dx at q'',
+    M^-1) within 1e-14 cond(M) + RTOL per row, as forward_dynamics itself (_agree).
     """
     Q = np.stack([model.random_configuration(rng) for _ in range(N)])
     V, A = rng.uniform(-2, 2, (2, N, model.nv))
@@ -555,15 +555,25 @@ def _derivatives_agree(model, rng, N=4):
         ours = getattr(model, method)(*(cuda.to_device(X) for X in args))
         cpu = getattr(model, method)(*args)
         assert len(ours) == 3
-        for name, x, y in zip(names, ours, cpu):
-            assert not isinstance(x, np.ndarray)         # stays on the device
-            x = x.copy_to_host()
-            assert x.shape == (N, model.nv, model.nv)
-            for k in range(N):
-                scale = max(1.0, float(np.max(np.abs(y[k]))))
-                error = float(np.max(np.abs(x[k] - y[k]))) / scale
-                assert error <= bound[k], (f'{model.name}: {name} row {k} differs from the CPU '
-                                           f'by {error:.3g} > {bound[k]:.3g}')
+        _same_rows(model, zip(names, ours, cpu), bound)
+    # dM/dq (forward mode over the CRBA) and dG/dq
+    _same_rows(model, [('dM/dq', model.mass_matrix_derivative(cuda.to_device(Q)),
+                        model.mass_matrix_derivative(Q)),
+                       ('dG/dq', model.gravity_derivative(cuda.to_device(Q)),
+                        model.gravity_derivative(Q))], np.full(N, RTOL))
+
+
+def _same_rows(model, results, bound):
+    """Assert device results equal the CPU's row by row, relative to each row's largest."""
+    for name, x, y in results:
+        assert not isinstance(x, np.ndarray)         # stays on the device
+        x = x.copy_to_host()
+        assert x.shape == y.shape
+        for k in range(len(y)):
+            scale = max(1.0, float(np.max(np.abs(y[k]), initial=0.0)))
+            error = float(np.max(np.abs(x[k] - y[k]), initial=0.0)) / scale
+            assert error <= bound[k], (f'{model.name}: {name} row {k} differs from the CPU '
+                                       f'by {error:.3g} > {bound[k]:.3g}')
 
 
 @pytest.mark.parametrize('seed', range(3))

@@ -21,10 +21,11 @@ content's hash, compiles each kernel on its first call and serves batches:
 ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
 ``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)`` (the link's
-kernel made on first use), ``inverse_dynamics_derivatives(Q, QD, QDD)`` and
-``forward_dynamics_derivatives(Q, QD, TAU)`` (forward mode over the generated code,
-:mod:`kron_dynamics.gpu.tangent`) with (N, nq) and (N, nv) arrays of the model's coordinates, on
-every base (fixed, mimic joints, floating, planar). The arrays may be anything with
+kernel made on first use), ``inverse_dynamics_derivatives(Q, QD, QDD)``,
+``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)`` and
+``gravity_derivative(Q)`` (forward mode over the generated code,
+:mod:`kron_dynamics.gpu.tangent`) with (N, nq) and (N, nv) arrays of the model's
+coordinates, on every base (fixed, mimic joints, floating, planar). The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
@@ -58,8 +59,11 @@ SIGNATURES = {
     'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
 }
 _JACOBIAN = f'void({_A2}, float64, float64, float64, int64, {_A3}, {_FLAGS})'
-_DERIVATIVES = f'void({_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_FLAGS})'
-_MINUS_SOLVE = f'void({_A3}, {_A3}, {_A3}, {_FLAGS})'
+DERIVATIVE_SIGNATURES = {
+    'rnea_derivatives': f'void({_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_FLAGS})',
+    'mass_matrix_derivative': f'void({_A2}, float64[:, :, :, :], {_FLAGS})',
+    'minus_solve': f'void({_A3}, {_A3}, {_A3}, {_FLAGS})',
+}
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
           'WORLD': WORLD, 'LOCAL': LOCAL, 'LOCAL_WORLD_ALIGNED': LOCAL_WORLD_ALIGNED}
@@ -157,7 +161,7 @@ class GpuModel:
         self.compile_seconds = {}
         self._kernels = {}
         self._jacobians = {}        # link -> its kernel, generated on first use
-        self._derivatives = None    # the kernels of .tangent, generated on first use
+        self._derivatives = None    # the module of .tangent's kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._cuda = cuda
 
@@ -382,19 +386,44 @@ class GpuModel:
         return outputs
 
     def _derivative_kernel(self, name: str):
-        """Return a kernel of :mod:`.tangent`, generated and compiled on first use."""
-        if self._derivatives is None:
-            from .tangent import derivatives_source
+        """Return a kernel of :mod:`.tangent`, generated and compiled on its first use."""
+        kernel = self._kernels.get(name)
+        if kernel is None:
             start = time.perf_counter()
-            _, _, module = _cached_module(self._precision(derivatives_source(self.model)),
-                                          'derivatives')
-            self._derivatives = {
-                'rnea_derivatives': self._cuda.jit(self._precision(_DERIVATIVES))(
-                    module.rnea_derivatives),
-                'minus_solve': self._cuda.jit(self._precision(_MINUS_SOLVE))(
-                    module.minus_solve)}
-            self.compile_seconds['rnea_derivatives'] = time.perf_counter() - start
-        return self._derivatives[name]
+            if self._derivatives is None:
+                from .tangent import derivatives_source
+                _, _, self._derivatives = _cached_module(
+                    self._precision(derivatives_source(self.model)), 'derivatives')
+            kernel = self._cuda.jit(self._precision(DERIVATIVE_SIGNATURES[name]))(
+                getattr(self._derivatives, name))
+            self.compile_seconds[name] = time.perf_counter() - start
+            self._kernels[name] = kernel
+        return kernel
+
+    def mass_matrix_derivative(self, q, stream=0, check: bool = True, out=None):
+        """
+        Return dM/dq per row, a device array (N, nv, nv, nv): [t, i, j, k] = dM_ij/dq_k.
+
+        Forward mode over the generated CRBA (nv passes per state); a moving base's
+        directions along integrate(q, e_k t), which M in base axes does not depend on (zero).
+        """
+        arrays, N = self._rows({'q': q})
+        DM = self._outputs(((N, self.nv, self.nv, self.nv),), arrays, stream, out,
+                           'mass_matrix_derivative')
+        return self._launch(self._derivative_kernel('mass_matrix_derivative'),
+                            'mass_matrix_derivative', N, DM, stream, check, arrays['q'])
+
+    def gravity_derivative(self, q, stream=0, check: bool = True, out=None):
+        """Return dG/dq per row, a device array (N, nv, nv): dtau/dq at q' = q'' = 0."""
+        arrays, N = self._rows({'q': q})
+        method = 'gravity_derivative'
+        DG = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, method)[0]
+        zero = self._cuda.to_device(np.zeros((N, self.nv), dtype=self.dtype), stream=stream)
+        scratch = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype,
+                                          stream=stream)
+        self._launch(self._derivative_kernel('rnea_derivatives'), method, N, (DG, scratch),
+                     stream, check, arrays['q'], zero, zero)
+        return DG
 
     def _derivatives_at(self, arrays: dict, N: int, qdd, stream, check: bool, out,
                         method: str) -> tuple:

@@ -31,8 +31,8 @@ forces in base axes do not depend on (their columns are zero, as on the CPU).
 import ast
 import re
 
-from .codegen import (_add, _checks, _loads, _mul, _neg, _p, _packed, _Robot, _rnea_row, _sink,
-                      _Vec, _Writer)
+from .codegen import (_add, _checks, _loads, _mass_matrix_rows, _mul, _neg, _p, _packed, _Robot,
+                      _rnea_row, _sink, _Vec, _Writer)
 
 # an assignment of the generated code: indent, target, operator, expression
 _LINE = re.compile(r'(\s*)([A-Za-z_]\w*) (\+?=) (.+)')
@@ -162,54 +162,96 @@ def _base_seeds(robot: _Robot, seed) -> list:
     return [f'    g_b2 = -(b3 * {seed(2)})', f'    g_b3 = b2 * {seed(2)}']   # (cos, sin)
 
 
-def derivatives_source(model) -> str:
-    """Return the numba-cuda source of ``rnea_derivatives(Q, QD, QDD, DQ, DV, BAD)``."""
-    robot = _Robot(model)
+def _seed(direction: int) -> str:
+    return f's{direction}'
+
+
+def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: list,
+                  results: list, directions: int, rates: bool, stores, outputs: list) -> list:
+    """
+    Return a kernel running ``body`` with its tangents once per direction (:func:`_kernel`).
+
+    Direction d seeds q along d (d < nv), or with ``rates`` q' along d - nv. ``results``:
+    the expressions whose tangents ``stores(names)`` writes (lines of the loop, names r0,
+    r1, ... bound to them); ``outputs``: the blocks a refused row fills with NaN.
+    """
     nbv, n = robot.nbv, robot.n
     nv = nbv + n
-    w = _Writer()
-    V = _Vec(w)
-    (loads, deferred), joints, base = _loads(robot, w, V, {'v': ('QD', None),
-                                                           'a': ('QDD', None)})
-    tau = _rnea_row(robot, w, V, joints, base, '1.0')
-
-    def seed(direction: int) -> str:
-        return f's{direction}'
-    seeds = {**{f'u{k}': seed(nbv + k) for k in range(n)},
-             **{f'ud{k}': seed(nv + nbv + k) for k in range(n)},
-             **{f'bv{k}': seed(nv + k) for k in range(nbv)}}
-    if base is not None:              # after the orientation is read, before its norm
+    loads, deferred = reads
+    seeds = {**{f'u{k}': _seed(nbv + k) for k in range(n)},
+             **({f'ud{k}': _seed(nv + nbv + k) for k in range(n)} if rates else {}),
+             **({f'bv{k}': _seed(nv + k) for k in range(nbv)} if rates else {})}
+    if robot.base != 'fixed':         # after the orientation is read, before its norm
         at = next(k for k, line in enumerate(loads) if line.startswith('    bnorm = '))
-        loads = loads[:at] + _base_seeds(robot, seed) + loads[at:]
-    lines, T = tangent_lines(loads + _sink(w.lines, deferred), seeds)
-    results = [T.of(ast.parse(x, mode='eval').body) for x in tau]
-    loop = [f'    for d in range({2 * nv}):',
-            *(f'        {seed(j)} = 1.0 if d == {j} else 0.0' for j in range(2 * nv)),
+        loads = loads[:at] + _base_seeds(robot, _seed) + loads[at:]
+    lines, T = tangent_lines(loads + _sink(body, deferred), seeds)
+    tangents = [T.of(ast.parse(x, mode='eval').body) for x in results]
+    loop = [f'    for d in range({directions}):',
+            *(f'        {_seed(j)} = 1.0 if d == {j} else 0.0' for j in range(directions)),
             *('    ' + line for line in lines),
-            *(f'        r{i} = {x}' for i, x in enumerate(results)),
-            f'        if d < {nv}:',
-            *(f'            DQ[t, {i}, d] = r{i}' for i in range(nv)),
-            '        else:',
-            *(f'            DV[t, {i}, d - {nv}] = r{i}' for i in range(nv))] if nv else []
-    head = ['def rnea_derivatives(Q, QD, QDD, DQ, DV, BAD):',
+            *(f'        r{i} = {x}' for i, x in enumerate(tangents)),
+            *stores([f'r{i}' for i in range(len(tangents))])] if directions else []
+    head = [f'def {name}({arguments}):',
             '    t = cuda.grid(1)',
             '    if t >= Q.shape[0]:',
             '        return',
             '    nonfinite = 0',
             '    bnorm = 1.0']
-    checks = _checks(robot, [('DQ', (nv, nv)), ('DV', (nv, nv))], False)
+    return head + loop + _checks(robot, outputs, False) + ['    BAD[t] = 0']
+
+
+def _rnea_derivatives_kernel(robot: _Robot) -> list:
+    """Return ``rnea_derivatives(Q, QD, QDD, DQ, DV, BAD)``: dtau/dq, dtau/dq'."""
+    w = _Writer()
+    V = _Vec(w)
+    reads, joints, base = _loads(robot, w, V, {'v': ('QD', None), 'a': ('QDD', None)})
+    tau = _rnea_row(robot, w, V, joints, base, '1.0')
+    nv = robot.nbv + robot.n
+
+    def stores(r: list) -> list:
+        return [f'        if d < {nv}:',
+                *(f'            DQ[t, {i}, d] = {x}' for i, x in enumerate(r)),
+                '        else:',
+                *(f'            DV[t, {i}, d - {nv}] = {x}' for i, x in enumerate(r))]
+    return _forward_mode(robot, 'rnea_derivatives', 'Q, QD, QDD, DQ, DV, BAD', reads,
+                         w.lines, tau, 2 * nv, True, stores,
+                         [('DQ', (nv, nv)), ('DV', (nv, nv))])
+
+
+def _mass_matrix_derivative_kernel(robot: _Robot) -> list:
+    """Return ``mass_matrix_derivative(Q, DM, BAD)``: DM[t, i, j, k] = dM_ij/dq_k."""
+    w = _Writer()
+    V = _Vec(w)
+    reads, joints, base = _loads(robot, w, V, {})
+    M = _mass_matrix_rows(robot, w, V, joints, base, {})
+    nv = robot.nbv + robot.n
+    keys = [(a, b) for a in range(nv) for b in range(a + 1)]
+
+    def stores(r: list) -> list:
+        return [line for (a, b), x in zip(keys, r)
+                for line in ([f'        DM[t, {a}, {b}, d] = {x}']
+                             + ([f'        DM[t, {b}, {a}, d] = {x}'] if a != b else []))]
+    return _forward_mode(robot, 'mass_matrix_derivative', 'Q, DM, BAD', reads, w.lines,
+                         [M[key] for key in keys], nv, False, stores, [('DM', (nv, nv, nv))])
+
+
+def derivatives_source(model) -> str:
+    """
+    Return the numba-cuda source of the derivative kernels of one robot.
+
+    ``rnea_derivatives(Q, QD, QDD, DQ, DV, BAD)``, ``mass_matrix_derivative(Q, DM, BAD)``
+    and ``minus_solve(DQ, DV, M, BAD)``.
+    """
+    robot = _Robot(model)
     lines = ['# Generated by kron_dynamics.gpu.tangent for one robot: do not edit.',
              f'# robot {robot.name!r}, joints {robot.names}',
              'from math import cos, isfinite, nan, sin, sqrt',
              '',
              'from numba import cuda',
-             'from numba import float64 as real',
-             '',
-             '',
-             *head, *loop, *checks, '    BAD[t] = 0',
-             '',
-             '',
-             *_minus_solve(nv)]
+             'from numba import float64 as real']
+    for kernel in (_rnea_derivatives_kernel(robot), _mass_matrix_derivative_kernel(robot),
+                   _minus_solve(robot.nbv + robot.n)):
+        lines += ['', ''] + kernel
     return '\n'.join(lines) + '\n'
 
 
