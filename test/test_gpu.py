@@ -399,18 +399,26 @@ def test_the_looped_solve_of_a_large_tree_is_the_written_out_one(monkeypatch):
 @pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',
                                   'panda_description/urdf/panda.urdf'])
 def test_single_precision_is_documented_accuracy(path):
-    """float32 kernels: tau, M, poses, Jacobians to 2e-6 of fp64; q'' to 1e-6 cond(M)."""
+    """
+    float32 kernels against fp64 on the CPU.
+
+    tau, M, poses, Jacobians, dtau/dq, dtau/dq' and dM/dq to 2e-6; q'' and the forward
+    dynamics' derivatives to 1e-6 cond(M).
+    """
     model = RobotModel.from_urdf_file(robots_dir() / path)
     gpu = GpuModel(model, dtype=np.float32)
     Q, V, A = _states(model, np.random.default_rng(7), N=8)
     tau = model.inverse_dynamics(Q, V, A)
     single = [x.astype(np.float32) for x in (Q, V, A, tau)]
+    derivatives = zip(('dtau/dq', "dtau/dq'", 'M'), gpu.inverse_dynamics_derivatives(*single[:3]),
+                      model.inverse_dynamics_derivatives(Q, V, A))
     for method, ours, cpu in (
             ('inverse_dynamics', gpu.inverse_dynamics(*single[:3]), tau),
             ('mass_matrix', gpu.mass_matrix(single[0]), model.mass_matrix(Q)),
             ('link_poses', gpu.link_poses(single[0])[0], model.link_poses(Q)),
             ('jacobian', gpu.jacobian(single[0], model.link_names[-2]),
-             model.jacobian(Q, model.link_names[-2]))):
+             model.jacobian(Q, model.link_names[-2])), *derivatives,
+            ('dM/dq', gpu.mass_matrix_derivative(single[0]), model.mass_matrix_derivative(Q))):
         ours = ours.copy_to_host()
         assert ours.dtype == np.float32, method
         error = float(np.max(np.abs(ours - cpu))) / max(1.0, float(np.max(np.abs(cpu))))
@@ -420,6 +428,10 @@ def test_single_precision_is_documented_accuracy(path):
     for k in range(len(Q)):
         error = np.max(np.abs(qdd[k] - A[k])) / max(1.0, float(np.max(np.abs(A[k]))))
         assert error <= 1e-6 * np.linalg.cond(M[k]), f'row {k}: {error:.3g}'
+    cond = np.array([np.linalg.cond(x) for x in M])
+    _same_rows(model, zip(("dq''/dq", "dq''/dq'", 'M^-1'), gpu.forward_dynamics_derivatives(
+        single[0], single[1], single[3]), model.forward_dynamics_derivatives(Q, V, tau)),
+        1e-6 * cond)
     with pytest.raises(ValueError, match='q must be float32, got float64'):
         gpu.gravity_torque(Q)
 
