@@ -733,20 +733,24 @@ def _rnea_kernel(robot: _Robot) -> list:
                    out, [f'TAU[t, {k}]' for k in range(nv)])
 
 
-def _mass_matrix_kernel(robot: _Robot) -> list:
+def _mass_matrix_row(robot: _Robot) -> tuple:
+    """Return (reads, body lines, M[(a, b)] for a >= b, nv) of one row's mass matrix."""
     w = _Writer()
     V = _Vec(w)
     reads, joints, base = _loads(robot, w, V, {})
     M = _mass_matrix_rows(robot, w, V, joints, base, {})
-    nv = robot.nbv + robot.n
+    return reads, w.lines, M, robot.nbv + robot.n
+
+
+def _mass_matrix_kernel(robot: _Robot) -> list:
+    reads, body, M, nv = _mass_matrix_row(robot)
     out = []
     for a in range(nv):
         for b in range(a + 1):
             out.append(f'    M[t, {a}, {b}] = {M[(a, b)]}')
             if a != b:
                 out.append(f'    M[t, {b}, {a}] = {M[(a, b)]}')
-    return _kernel(robot, 'mass_matrix', 'Q, M, BAD', reads, w.lines, out,
-                   [('M', (nv, nv))])
+    return _kernel(robot, 'mass_matrix', 'Q, M, BAD', reads, body, out, [('M', (nv, nv))])
 
 
 def _packed(row: str, column: str) -> str:
@@ -754,12 +758,8 @@ def _packed(row: str, column: str) -> str:
     return f'{row} * ({row} + 1) // 2 + {column}'
 
 
-def _looped_solve(nv: int) -> list:
-    """
-    Return q'' = L^-T L^-1 rhs in loops over the packed M in ``chol`` (factored in place).
-
-    The operations of the written-out solve, in the same order (each sum left to right).
-    """
+def _looped_factor(nv: int) -> list:
+    """Return the in-place Cholesky factorization of the packed M in ``chol`` (BAD 2 counted)."""
     return [f'    for cj in range({nv}):',
             f'        cd = chol[{_packed("cj", "cj")}]',
             '        for ck in range(cj):',
@@ -771,8 +771,12 @@ def _looped_solve(nv: int) -> list:
             f'            cs = chol[{_packed("ci", "cj")}]',
             '            for ck in range(cj):',
             f'                cs -= chol[{_packed("ci", "ck")}] * chol[{_packed("cj", "ck")}]',
-            f'            chol[{_packed("ci", "cj")}] = cs / cd',
-            f'    for ci in range({nv}):',
+            f'            chol[{_packed("ci", "cj")}] = cs / cd']
+
+
+def _looped_substitution(nv: int) -> list:
+    """Return rhs <- L^-T L^-1 rhs in loops, L factored in ``chol``."""
+    return [f'    for ci in range({nv}):',
             '        cs = rhs[ci]',
             '        for ck in range(ci):',
             f'            cs -= chol[{_packed("ci", "ck")}] * rhs[ck]',
@@ -781,9 +785,17 @@ def _looped_solve(nv: int) -> list:
             '        cs = rhs[ci]',
             f'        for ck in range(ci + 1, {nv}):',
             f'            cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
-            f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
-            f'    for ci in range({nv}):',
-            '        QDD[t, ci] = rhs[ci]']
+            f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]']
+
+
+def _looped_solve(nv: int) -> list:
+    """
+    Return q'' = L^-T L^-1 rhs in loops over the packed M in ``chol`` (factored in place).
+
+    The operations of the written-out solve, in the same order (each sum left to right).
+    """
+    return (_looped_factor(nv) + _looped_substitution(nv)
+            + [f'    for ci in range({nv}):', '        QDD[t, ci] = rhs[ci]'])
 
 
 # the largest nv whose Cholesky solve is written out; above it, M is stored as it is computed

@@ -31,8 +31,9 @@ forces in base axes do not depend on (their columns are zero, as on the CPU).
 import ast
 import re
 
-from .codegen import (_add, _checks, _loads, _mass_matrix_rows, _mul, _neg, _p, _packed, _Robot,
-                      _rnea_row, _sink, _Vec, _Writer)
+from .codegen import (_add, _checks, _loads, _looped_factor, _looped_substitution,
+                      _mass_matrix_row, _mul, _neg, _p, _packed, _Robot, _rnea_row, _sink, _Vec,
+                      _Writer)
 
 # an assignment of the generated code: indent, target, operator, expression
 _LINE = re.compile(r'(\s*)([A-Za-z_]\w*) (\+?=) (.+)')
@@ -220,18 +221,14 @@ def _rnea_derivatives_kernel(robot: _Robot) -> list:
 
 def _mass_matrix_derivative_kernel(robot: _Robot) -> list:
     """Return ``mass_matrix_derivative(Q, DM, BAD)``: DM[t, i, j, k] = dM_ij/dq_k."""
-    w = _Writer()
-    V = _Vec(w)
-    reads, joints, base = _loads(robot, w, V, {})
-    M = _mass_matrix_rows(robot, w, V, joints, base, {})
-    nv = robot.nbv + robot.n
+    reads, body, M, nv = _mass_matrix_row(robot)
     keys = [(a, b) for a in range(nv) for b in range(a + 1)]
 
     def stores(r: list) -> list:
         return [line for (a, b), x in zip(keys, r)
                 for line in ([f'        DM[t, {a}, {b}, d] = {x}']
                              + ([f'        DM[t, {b}, {a}, d] = {x}'] if a != b else []))]
-    return _forward_mode(robot, 'mass_matrix_derivative', 'Q, DM, BAD', reads, w.lines,
+    return _forward_mode(robot, 'mass_matrix_derivative', 'Q, DM, BAD', reads, body,
                          [M[key] for key in keys], nv, False, stores, [('DM', (nv, nv, nv))])
 
 
@@ -265,56 +262,35 @@ def _minus_solve(nv: int) -> list:
     then a solve per column.
     """
     size = nv * (nv + 1) // 2
-    nan = ['            for ck in range(nv_):', '                DQ[t, ci, ck] = nan',
+    nan = [f'            for ck in range({nv}):', '                DQ[t, ci, ck] = nan',
            '                DV[t, ci, ck] = nan', '                M[t, ci, ck] = nan']
     return ['def minus_solve(DQ, DV, M, BAD):',
             '    t = cuda.grid(1)',
             '    if t >= M.shape[0]:',
             '        return',
-            f'    nv_ = {nv}',
             f'    chol = cuda.local.array({max(size, 1)}, real)',
             f'    rhs = cuda.local.array({max(nv, 1)}, real)',
             '    notpd = 0',
-            '    for cj in range(nv_):',
-            '        for ci in range(cj, nv_):',
+            f'    for cj in range({nv}):',
+            f'        for ci in range(cj, {nv}):',
             f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
-            '    for cj in range(nv_):',
-            f'        cd = chol[{_packed("cj", "cj")}]',
-            '        for ck in range(cj):',
-            f'            cd -= chol[{_packed("cj", "ck")}] * chol[{_packed("cj", "ck")}]',
-            '        notpd += 0 if cd > 0.0 else 1',
-            '        cd = sqrt(cd if cd > 0.0 else 1.0)',
-            f'        chol[{_packed("cj", "cj")}] = cd',
-            '        for ci in range(cj + 1, nv_):',
-            f'            cs = chol[{_packed("ci", "cj")}]',
-            '            for ck in range(cj):',
-            f'                cs -= chol[{_packed("ci", "ck")}] * chol[{_packed("cj", "ck")}]',
-            f'            chol[{_packed("ci", "cj")}] = cs / cd',
+            *_looped_factor(nv),
             '    if notpd > 0:',
-            '        for ci in range(nv_):',
+            f'        for ci in range({nv}):',
             *nan,
             '        BAD[t] = 2',
             '        return',
             '    for which in range(3):             # DQ, DV, then the columns of 1 into M',
-            '        for cc in range(nv_):',
-            '            for ci in range(nv_):',
+            f'        for cc in range({nv}):',
+            f'            for ci in range({nv}):',
             '                if which == 0:',
             '                    rhs[ci] = -DQ[t, ci, cc]',
             '                elif which == 1:',
             '                    rhs[ci] = -DV[t, ci, cc]',
             '                else:',
             '                    rhs[ci] = 1.0 if ci == cc else 0.0',
-            '            for ci in range(nv_):',
-            '                cs = rhs[ci]',
-            '                for ck in range(ci):',
-            f'                    cs -= chol[{_packed("ci", "ck")}] * rhs[ck]',
-            f'                rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
-            '            for ci in range(nv_ - 1, -1, -1):',
-            '                cs = rhs[ci]',
-            '                for ck in range(ci + 1, nv_):',
-            f'                    cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
-            f'                rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
-            '            for ci in range(nv_):',
+            *('        ' + line for line in _looped_substitution(nv)),
+            f'            for ci in range({nv}):',
             '                if which == 0:',
             '                    DQ[t, ci, cc] = rhs[ci]',
             '                elif which == 1:',
