@@ -776,6 +776,8 @@ class MovingBase:
 
     def kinetic_energy(self, q: ArrayLike, v: ArrayLike) -> float | Array:
         """Return T = v^T M(q) v / 2 (an (N,) array for a batch: M by the compiled batch)."""
+        if _on_device(q):
+            return self.on_gpu().kinetic_energy(q, v)
         if np.ndim(q) < 2 and np.ndim(v) < 2:
             v = self._vector(v, self.nv, 'v')
             return 0.5 * float(v @ self.mass_matrix(q) @ v)
@@ -784,6 +786,8 @@ class MovingBase:
 
     def potential_energy(self, q: ArrayLike) -> float | Array:
         """Return V = -m g . c: the whole robot's mass at its centre (world frame; batches)."""
+        if _on_device(q):
+            return self.on_gpu().potential_energy(q)
         V = -self.total_mass * (self.center_of_mass(q) @ self.gravity)
         return float(V) if np.ndim(V) == 0 else V
 

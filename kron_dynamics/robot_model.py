@@ -1341,8 +1341,9 @@ class RobotModel:
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
         forward_dynamics, link_poses, center_of_mass, jacobian, the derivatives of inverse
-        and forward dynamics, mass_matrix_derivative and gravity_derivative given CUDA arrays
-        run there and return device arrays; the other methods refuse CUDA arrays by name.
+        and forward dynamics, mass_matrix_derivative, gravity_derivative, kinetic_energy and
+        potential_energy given CUDA arrays run there and return device arrays; the other
+        methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1588,6 +1589,8 @@ class RobotModel:
 
     def kinetic_energy(self, q: ArrayLike, qd: ArrayLike) -> float | Array:
         """T = 1/2 q'^T M(q) q' (000 eq. 93), armature included (an (N,) array for a batch)."""
+        if _on_device(q):
+            return self.on_gpu().kinetic_energy(q, qd)
         (q, qd), N = self._inputs(q=q, qd=qd)
         M = self.mass_matrix(q)
         if N is not None:
@@ -1601,6 +1604,8 @@ class RobotModel:
         That is -m g . c with m and c the mass and the compiled centre of mass of the moving
         bodies (:meth:`center_of_mass`); ``_potential_energy_readable`` sums over the bodies.
         """
+        if _on_device(q):
+            return self.on_gpu().potential_energy(q)
         mass = self._moving_mass
         if mass == 0.0:         # nothing moves that has mass: V is 0 (the centre is undefined)
             (q,), N = self._inputs(q=q)
@@ -2210,6 +2215,7 @@ def _gpu_method(self, name: str, arrays: tuple, others: tuple):
 # the _PROJECTED methods that the GPU serves: (self, name, arrays, other arguments) -> result
 _GPU_ROUTES = {
     'gravity_torque': _gpu_method, 'bias_torque': _gpu_method, 'coriolis_vector': _gpu_method,
+    'potential_energy': _gpu_method,
     'link_poses': lambda self, name, arrays, others: self.on_gpu().link_poses(arrays[0])[0],
     'center_of_mass': lambda self, name, arrays, others: self._gpu_center_of_mass(
         arrays[0], bool(others[0])),

@@ -556,8 +556,8 @@ def _derivatives_agree(model, rng, N=4):
     """
     Check the derivatives of CUDA arrays (the facade's route) against the CPU's, by row.
 
-    Inverse dynamics, dM/dq and dG/dq to RTOL; forward dynamics (-M^-1 dtau/dx at q'',
-    M^-1) within 1e-14 cond(M) + RTOL per row, as forward_dynamics itself (_agree).
+    Inverse dynamics, dM/dq, dG/dq and the energies to RTOL; forward dynamics (-M^-1 dtau/dx
+    at q'', M^-1) within 1e-14 cond(M) + RTOL per row, as forward_dynamics itself (_agree).
     """
     Q = np.stack([model.random_configuration(rng) for _ in range(N)])
     V, A = rng.uniform(-2, 2, (2, N, model.nv))
@@ -572,11 +572,15 @@ def _derivatives_agree(model, rng, N=4):
         cpu = getattr(model, method)(*args)
         assert len(ours) == 3
         _same_rows(model, zip(names, ours, cpu), bound)
-    # dM/dq (forward mode over the CRBA) and dG/dq
-    _same_rows(model, [('dM/dq', model.mass_matrix_derivative(cuda.to_device(Q)),
+    # dM/dq (forward mode over the CRBA) and dG/dq; the energies, to RTOL of each row's
+    dQ, dV = cuda.to_device(Q), cuda.to_device(V)
+    _same_rows(model, [('dM/dq', model.mass_matrix_derivative(dQ),
                         model.mass_matrix_derivative(Q)),
-                       ('dG/dq', model.gravity_derivative(cuda.to_device(Q)),
-                        model.gravity_derivative(Q))], np.full(N, RTOL))
+                       ('dG/dq', model.gravity_derivative(dQ), model.gravity_derivative(Q)),
+                       ('kinetic energy', model.kinetic_energy(dQ, dV),
+                        model.kinetic_energy(Q, V)),
+                       ('potential energy', model.potential_energy(dQ),
+                        model.potential_energy(Q))], np.full(N, RTOL))
 
 
 def _same_rows(model, results, bound):
@@ -636,6 +640,8 @@ def test_inverse_dynamics_derivatives_report_rows_and_take_out():
     with pytest.raises(ValueError, match=r'inverse_dynamics_derivatives: rows \[1\] have a '
                                          'non-finite input'):
         gpu.inverse_dynamics_derivatives(Q, V, A)
+    with pytest.raises(ValueError, match=r'kinetic_energy: rows \[1\] have a non-finite'):
+        gpu.kinetic_energy(Q, V)
     out = tuple(cuda.to_device(np.full((3, 6, 6), np.nan)) for _ in range(3))
     result = gpu.inverse_dynamics_derivatives(Q, V, A, check=False, out=out)
     assert all(x is y for x, y in zip(result, out))
@@ -661,6 +667,8 @@ def test_a_model_without_movable_joints():
     assert GpuModel(fixed).gravity_torque(np.zeros((3, 0))).shape == (3, 0)
     for x in GpuModel(fixed).forward_dynamics_derivatives(*np.zeros((3, 3, 0))):
         assert x.copy_to_host().shape == (3, 0, 0)
+    assert (GpuModel(fixed).kinetic_energy(*np.zeros((2, 3, 0))).copy_to_host() == 0).all()
+    assert (GpuModel(fixed).potential_energy(np.zeros((3, 0))).copy_to_host() == 0).all()
     body = RobotModel.from_urdf_string(xml, root_joint='floating')
     gpu = GpuModel(body)
     Q = np.stack([body.random_configuration(np.random.default_rng(k)) for k in range(3)])
@@ -683,7 +691,7 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
     for call in (lambda: model.coriolis_star(dQ), lambda: model.coriolis_matrix(dQ, dV),
-                 lambda: model.kinetic_energy(dQ, dV), lambda: model.hessian(dQ, link),
+                 lambda: model.hessian(dQ, link),
                  lambda: model.regressor(dQ, dV, dV)):
         with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
             call()

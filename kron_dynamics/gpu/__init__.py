@@ -24,7 +24,8 @@ content's hash, compiles each kernel on its first call and serves batches:
 kernel made on first use), ``inverse_dynamics_derivatives(Q, QD, QDD)``,
 ``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)`` and
 ``gravity_derivative(Q)`` (forward mode over the generated code,
-:mod:`kron_dynamics.gpu.tangent`) with (N, nq) and (N, nv) arrays of the model's
+:mod:`kron_dynamics.gpu.tangent`), ``kinetic_energy(Q, QD)`` and ``potential_energy(Q)``
+with (N, nq) and (N, nv) arrays of the model's
 coordinates, on every base (fixed, mimic joints, floating, planar). The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
@@ -57,6 +58,8 @@ SIGNATURES = {
     'mass_matrix': f'void({_A2}, {_A3}, {_FLAGS})',
     'forward_dynamics': f'void({_A2}, {_A2}, {_A2}, {_A2}, {_FLAGS})',
     'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
+    'quadratic': f'void({_A3}, {_A2}, float64[:], {_FLAGS})',
+    'potential': f'void({_A2}, float64[:], {_FLAGS})',
 }
 _JACOBIAN = f'void({_A2}, float64, float64, float64, int64, {_A3}, {_FLAGS})'
 DERIVATIVE_SIGNATURES = {
@@ -350,6 +353,28 @@ class GpuModel:
     def center_of_mass(self, q, stream=0, check: bool = True):
         """Return the centre of mass per row (N, 3): the model's default bodies, world frame."""
         return self.link_poses(q, stream, check)[1]
+
+    def kinetic_energy(self, q, qd, stream=0, check: bool = True, out=None):
+        """Return T = 1/2 q'^T M(q) q' per row (armature included), a device array (N,)."""
+        arrays, N = self._rows({'q': q, 'qd': qd})
+        method = 'kinetic_energy'
+        T = self._outputs(((N,),), arrays, stream, out, method)
+        M = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype, stream=stream)
+        self._launch(self._kernel('mass_matrix'), method, N, (M,), stream, check, arrays['q'])
+        return self._launch(self._kernel('quadratic'), method, N, T, stream, check, M,
+                            arrays['qd'])
+
+    def potential_energy(self, q, stream=0, check: bool = True, out=None):
+        """Return V = -m g . c per row (the bodies of :meth:`center_of_mass`), (N,)."""
+        arrays, N = self._rows({'q': q})
+        method = 'potential_energy'
+        E = self._outputs(((N,),), arrays, stream, out, method)
+        poses = self._cuda.device_array((N, len(self.model.link_names), 4, 4),
+                                        dtype=self.dtype, stream=stream)
+        com = self._cuda.device_array((N, 3), dtype=self.dtype, stream=stream)
+        self._launch(self._kernel('kinematics'), method, N, (poses, com), stream, check,
+                     arrays['q'])
+        return self._launch(self._kernel('potential'), method, N, E, stream, check, com)
 
     def inverse_dynamics_derivatives(self, q, qd, qdd, stream=0, check: bool = True,
                                      out=None):

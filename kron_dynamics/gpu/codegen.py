@@ -1036,4 +1036,45 @@ def source(model) -> str:
     mass = float(np.sum(tree.mass)) + (robot.root_inertia[0] if include_root else 0.0)
     lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),
                                            model.description.frames, include_root, mass)
+    lines += ['', ''] + _energy_kernels(robot, mass)
     return '\n'.join(lines) + '\n'
+
+
+def _energy_kernels(robot: _Robot, mass: float) -> list:
+    """
+    Return ``quadratic(M, V, T, BAD)`` and ``potential(C, E, BAD)``, what the energies add.
+
+    T = 1/2 v^T M v of a row of M (000 eq. 93; a non-finite v: BAD 1, NaN); E = -m g . c of
+    a row of the centre of mass c (world), m the mass it weighs (0 if nothing has mass).
+    """
+    nv = robot.nbv + robot.n
+    g = robot.tree.gravity
+    weight = _add(*(_mul(_num(g[a]), f'C[t, {a}]') for a in range(3)))
+    energy = _mul(_num(-mass), weight) if mass != 0.0 else '0.0'
+    return ['def quadratic(M, V, T, BAD):',
+            '    t = cuda.grid(1)',
+            '    if t >= M.shape[0]:',
+            '        return',
+            '    nonfinite = 0',
+            f'    for i in range({nv}):',
+            '        nonfinite += 0 if isfinite(V[t, i]) else 1',
+            '    if nonfinite > 0:',
+            '        T[t] = nan',
+            '        BAD[t] = 1',
+            '        return',
+            '    total = 0.0',
+            f'    for i in range({nv}):',
+            '        row = 0.0',
+            f'        for j in range({nv}):',
+            '            row += M[t, i, j] * V[t, j]',
+            '        total += V[t, i] * row',
+            '    T[t] = 0.5 * total',
+            '    BAD[t] = 0',
+            '',
+            '',
+            'def potential(C, E, BAD):',
+            '    t = cuda.grid(1)',
+            '    if t >= C.shape[0]:',
+            '        return',
+            f'    E[t] = {energy}',
+            '    BAD[t] = 0']
