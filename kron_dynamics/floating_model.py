@@ -1591,6 +1591,7 @@ _COMPILED_BASE = {
         "frame: str = 'local_world_aligned'", ('q',), 'moving_hessian', '', 'q',
         'self._shape_h', 'self._hessian_readable(q, link, point, frame)', prelude=_SITE,
         fast_if='code >= 0 and point is None',
+        gpu='self.on_gpu().hessian(q, link, point, frame)',
         moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code', doc="""
         Return the 6 x nv^2 Hessian of :meth:`jacobian`: H[:, s*nv + k] = dJ[:, s]/dq_k.

@@ -1340,10 +1340,10 @@ class RobotModel:
         Return the model's GPU kernels (kron_dynamics.gpu.GpuModel), generated on first use.
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
-        forward_dynamics, link_poses, center_of_mass, jacobian, the derivatives of inverse
-        and forward dynamics, mass_matrix_derivative, gravity_derivative, kinetic_energy and
-        potential_energy given CUDA arrays run there and return device arrays; the other
-        methods refuse CUDA arrays by name.
+        forward_dynamics, link_poses, center_of_mass, jacobian, hessian, the derivatives of
+        inverse and forward dynamics, mass_matrix_derivative, gravity_derivative,
+        kinetic_energy and potential_energy given CUDA arrays run there and return device
+        arrays; the other methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1743,7 +1743,7 @@ _COMPILED = {
         """),
     'hessian': _Row(
         f'q: ArrayLike, link: str, {_FRAME_PARAMS}', ('q',), 'hessian', 'self._6nn',
-        site='frame', doc="""
+        site='frame', gpu='self.on_gpu().hessian(q, link, point, frame)', doc="""
         Return the 6 x n^2 Hessian of :meth:`jacobian`: H[:, s*n + k] = dJ[:, s]/dq_k.
 
         Khang's derivative (000 eq. 5) of the Jacobian in the same frame: in
@@ -2216,6 +2216,7 @@ def _gpu_method(self, name: str, arrays: tuple, others: tuple):
 _GPU_ROUTES = {
     'gravity_torque': _gpu_method, 'bias_torque': _gpu_method, 'coriolis_vector': _gpu_method,
     'potential_energy': _gpu_method,
+    'hessian': lambda self, name, arrays, others: self.on_gpu().hessian(arrays[0], *others),
     'link_poses': lambda self, name, arrays, others: self.on_gpu().link_poses(arrays[0])[0],
     'center_of_mass': lambda self, name, arrays, others: self._gpu_center_of_mass(
         arrays[0], bool(others[0])),

@@ -556,8 +556,9 @@ def _derivatives_agree(model, rng, N=4):
     """
     Check the derivatives of CUDA arrays (the facade's route) against the CPU's, by row.
 
-    Inverse dynamics, dM/dq, dG/dq and the energies to RTOL; forward dynamics (-M^-1 dtau/dx
-    at q'', M^-1) within 1e-14 cond(M) + RTOL per row, as forward_dynamics itself (_agree).
+    Inverse dynamics, dM/dq, dG/dq, the energies and the last link's Hessian to RTOL;
+    forward dynamics (-M^-1 dtau/dx at q'', M^-1) within 1e-14 cond(M) + RTOL per row, as
+    forward_dynamics itself (_agree).
     """
     Q = np.stack([model.random_configuration(rng) for _ in range(N)])
     V, A = rng.uniform(-2, 2, (2, N, model.nv))
@@ -581,6 +582,14 @@ def _derivatives_agree(model, rng, N=4):
                         model.kinetic_energy(Q, V)),
                        ('potential energy', model.potential_energy(dQ),
                         model.potential_energy(Q))], np.full(N, RTOL))
+    # a link's Hessian (forward mode over its Jacobian kernel), every frame, with a point
+    link = model.link_names[-1]
+    for frame in ('local_world_aligned', 'world', 'local'):
+        for point in (None, (0.1, -0.2, 0.05)):
+            _same_rows(model, [(f'hessian {frame} {point}',
+                                model.hessian(dQ, link, point=point, frame=frame),
+                                model.hessian(Q, link, point=point, frame=frame))],
+                       np.full(N, RTOL))
 
 
 def _same_rows(model, results, bound):
@@ -691,7 +700,8 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
     for call in (lambda: model.coriolis_star(dQ), lambda: model.coriolis_matrix(dQ, dV),
-                 lambda: model.hessian(dQ, link),
-                 lambda: model.regressor(dQ, dV, dV)):
+                 lambda: model.regressor(dQ, dV, dV),
+                 lambda: model.jacobian_derivative(dQ, dV, link),
+                 lambda: model.acceleration(dQ, dV, dV, link)):
         with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
             call()

@@ -20,8 +20,9 @@ Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in
 content's hash, compiles each kernel on its first call and serves batches:
 ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
-``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)`` (the link's
-kernel made on first use), ``inverse_dynamics_derivatives(Q, QD, QDD)``,
+``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)`` and
+``hessian(Q, link, point, frame)`` (the link's kernels made on first use),
+``inverse_dynamics_derivatives(Q, QD, QDD)``,
 ``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)`` and
 ``gravity_derivative(Q)`` (forward mode over the generated code,
 :mod:`kron_dynamics.gpu.tangent`), ``kinetic_energy(Q, QD)`` and ``potential_energy(Q)``
@@ -164,6 +165,7 @@ class GpuModel:
         self.compile_seconds = {}
         self._kernels = {}
         self._jacobians = {}        # link -> its kernel, generated on first use
+        self._hessians = {}         # link -> its Hessian's kernel, generated on first use
         self._derivatives = None    # the module of .tangent's kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._cuda = cuda
@@ -461,14 +463,30 @@ class GpuModel:
                      arrays['q'])
         return outputs
 
-    def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
-                 check: bool = True, out=None):
+    def hessian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
+                check: bool = True, out=None):
         """
-        Return the 6 x nv Jacobian of a link (or a point on it) per row, (N, 6, nv).
+        Return the 6 x nv^2 Hessian of :meth:`jacobian` per row, (N, 6, nv^2).
 
-        Frames as on the CPU (``'local_world_aligned'``, ``'world'``, ``'local'``, or
-        Pinocchio's spellings). The link's kernel is generated and compiled on first use.
+        H[t, :, s nv + k] = dJ[:, s]/dq_k along integrate(q, e_k t), as on the CPU: forward
+        mode over the link's Jacobian kernel (:mod:`kron_dynamics.gpu.tangent`), generated
+        and compiled on first use.
         """
+        code, local = self._link_point(link, point, frame)
+        kernel = self._hessians.get(link)
+        if kernel is None:
+            from .tangent import hessian_source
+            source = self._precision(hessian_source(self.model, link))
+            _, _, module = _cached_module(source, 'hessian')
+            kernel = self._hessians[link] = self._cuda.jit(self._precision(_JACOBIAN))(
+                module.hessian)
+        arrays, N = self._rows({'q': q})
+        H = self._outputs(((N, 6, self.nv * self.nv),), arrays, stream, out, 'hessian')
+        return self._launch(kernel, 'hessian', N, H, stream, check, arrays['q'],
+                            *map(float, local), code)
+
+    def _link_point(self, link: str, point, frame: str) -> tuple:
+        """Return (the frame's code, the point) of a Jacobian call, checked."""
         try:
             code = FRAMES[frame]
         except (KeyError, TypeError):
@@ -480,6 +498,17 @@ class GpuModel:
         local = np.zeros(3) if point is None else np.asarray(point, dtype=float).reshape(-1)
         if local.shape != (3,) or not np.all(np.isfinite(local)):
             raise ValueError(f'point must be 3 finite numbers (link frame), got {point!r}')
+        return code, local
+
+    def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
+                 check: bool = True, out=None):
+        """
+        Return the 6 x nv Jacobian of a link (or a point on it) per row, (N, 6, nv).
+
+        Frames as on the CPU (``'local_world_aligned'``, ``'world'``, ``'local'``, or
+        Pinocchio's spellings). The link's kernel is generated and compiled on first use.
+        """
+        code, local = self._link_point(link, point, frame)
         kernel = self._jacobians.get(link)
         if kernel is None:
             source = self._precision(jacobian_source(self.model, link))
