@@ -164,8 +164,7 @@ class GpuModel:
         self.source_path, self.cached, self._module = _cached_module(source, 'kernels')
         self.compile_seconds = {}
         self._kernels = {}
-        self._jacobians = {}        # link -> its kernel, generated on first use
-        self._hessians = {}         # link -> its Hessian's kernel, generated on first use
+        self._link_kernels = {}     # (jacobian or hessian, link) -> its kernel, made on use
         self._derivatives = None    # the module of .tangent's kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._cuda = cuda
@@ -472,21 +471,12 @@ class GpuModel:
         mode over the link's Jacobian kernel (:mod:`kron_dynamics.gpu.tangent`), generated
         and compiled on first use.
         """
-        code, local = self._link_point(link, point, frame)
-        kernel = self._hessians.get(link)
-        if kernel is None:
-            from .tangent import hessian_source
-            source = self._precision(hessian_source(self.model, link))
-            _, _, module = _cached_module(source, 'hessian')
-            kernel = self._hessians[link] = self._cuda.jit(self._precision(_JACOBIAN))(
-                module.hessian)
-        arrays, N = self._rows({'q': q})
-        H = self._outputs(((N, 6, self.nv * self.nv),), arrays, stream, out, 'hessian')
-        return self._launch(kernel, 'hessian', N, H, stream, check, arrays['q'],
-                            *map(float, local), code)
+        return self._per_link('hessian', q, link, point, frame, stream, check, out,
+                              self.nv * self.nv)
 
-    def _link_point(self, link: str, point, frame: str) -> tuple:
-        """Return (the frame's code, the point) of a Jacobian call, checked."""
+    def _per_link(self, name: str, q, link: str, point, frame: str, stream, check: bool, out,
+                  columns: int):
+        """Run a link's ``jacobian`` or ``hessian`` kernel (made on first use): (N, 6, columns)."""
         try:
             code = FRAMES[frame]
         except (KeyError, TypeError):
@@ -498,7 +488,20 @@ class GpuModel:
         local = np.zeros(3) if point is None else np.asarray(point, dtype=float).reshape(-1)
         if local.shape != (3,) or not np.all(np.isfinite(local)):
             raise ValueError(f'point must be 3 finite numbers (link frame), got {point!r}')
-        return code, local
+        kernel = self._link_kernels.get((name, link))
+        if kernel is None:
+            if name == 'jacobian':
+                source = jacobian_source(self.model, link)
+            else:
+                from .tangent import hessian_source
+                source = hessian_source(self.model, link)
+            _, _, module = _cached_module(self._precision(source), name)
+            kernel = self._link_kernels[(name, link)] = self._cuda.jit(
+                self._precision(_JACOBIAN))(getattr(module, name))
+        arrays, N = self._rows({'q': q})
+        result = self._outputs(((N, 6, columns),), arrays, stream, out, name)
+        return self._launch(kernel, name, N, result, stream, check, arrays['q'],
+                            *map(float, local), code)
 
     def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
                  check: bool = True, out=None):
@@ -508,14 +511,4 @@ class GpuModel:
         Frames as on the CPU (``'local_world_aligned'``, ``'world'``, ``'local'``, or
         Pinocchio's spellings). The link's kernel is generated and compiled on first use.
         """
-        code, local = self._link_point(link, point, frame)
-        kernel = self._jacobians.get(link)
-        if kernel is None:
-            source = self._precision(jacobian_source(self.model, link))
-            _, _, module = _cached_module(source, 'jacobian')
-            kernel = self._jacobians[link] = self._cuda.jit(self._precision(_JACOBIAN))(
-                module.jacobian)
-        arrays, N = self._rows({'q': q})
-        J = self._outputs(((N, 6, self.nv),), arrays, stream, out, 'jacobian')
-        return self._launch(kernel, 'jacobian', N, J, stream, check, arrays['q'],
-                            *map(float, local), code)
+        return self._per_link('jacobian', q, link, point, frame, stream, check, out, self.nv)
