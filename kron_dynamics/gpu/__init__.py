@@ -59,7 +59,7 @@ SIGNATURES = {
     'mass_matrix': f'void({_A2}, {_A3}, {_FLAGS})',
     'forward_dynamics': f'void({_A2}, {_A2}, {_A2}, {_A2}, {_FLAGS})',
     'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
-    'quadratic': f'void({_A3}, {_A2}, float64[:], {_FLAGS})',
+    'kinetic': f'void({_A2}, {_A2}, float64[:], {_FLAGS})',
     'potential': f'void({_A2}, float64[:], {_FLAGS})',
 }
 _JACOBIAN = f'void({_A2}, float64, float64, float64, int64, {_A3}, {_FLAGS})'
@@ -67,6 +67,7 @@ DERIVATIVE_SIGNATURES = {
     'rnea_derivatives': f'void({_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_FLAGS})',
     'mass_matrix_derivative': f'void({_A2}, float64[:, :, :, :], {_FLAGS})',
     'minus_solve': f'void({_A3}, {_A3}, {_A3}, {_FLAGS})',
+    'gravity_derivative': f'void({_A2}, {_A3}, {_FLAGS})',
 }
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
@@ -143,10 +144,10 @@ class GpuModel:
 
     ``source_path``: the generated file; ``cached``: whether it was already on disk;
     ``generate_seconds``: what writing it took; ``compile_seconds``: {kernel: seconds} of the
-    kernels of SIGNATURES compiled so far (a link's Jacobian kernel, written and compiled on
-    its first use, is not in it). Each kernel is compiled on the first call that needs it: a large
-    tree's forward dynamics takes minutes to compile (docs/performance.md, GPU), which a user
-    of its inverse dynamics alone should not wait for.
+    kernels of SIGNATURES and DERIVATIVE_SIGNATURES compiled so far (a link's kernels, written
+    and compiled on their first use, are not in it). Each kernel is compiled on the first call
+    that needs it: a large tree's forward dynamics takes minutes to compile
+    (docs/performance.md, GPU), which a user of its inverse dynamics alone should not wait for.
     """
 
     def __init__(self, model, threads_per_block: int = 128, dtype=np.float64):
@@ -170,12 +171,24 @@ class GpuModel:
         self._cuda = cuda
 
     def _kernel(self, name: str):
-        """Return the compiled kernel ``name`` of SIGNATURES, compiling it on first use."""
+        """
+        Return the kernel ``name``, compiled on first use.
+
+        A kernel of SIGNATURES is the model's module's; one of DERIVATIVE_SIGNATURES is in the
+        module of :mod:`.tangent`'s kernels, generated (or found in the cache) on first use.
+        """
         kernel = self._kernels.get(name)
         if kernel is None:
             start = time.perf_counter()
-            kernel = self._cuda.jit(self._precision(SIGNATURES[name]))(
-                getattr(self._module, name))
+            if name in SIGNATURES:
+                module, signature = self._module, SIGNATURES[name]
+            else:
+                if self._derivatives is None:
+                    from .tangent import derivatives_source
+                    _, _, self._derivatives = _cached_module(
+                        self._precision(derivatives_source(self.model)), 'derivatives')
+                module, signature = self._derivatives, DERIVATIVE_SIGNATURES[name]
+            kernel = self._cuda.jit(self._precision(signature))(getattr(module, name))
             self.compile_seconds[name] = time.perf_counter() - start
             self._kernels[name] = kernel
         return kernel
@@ -358,24 +371,16 @@ class GpuModel:
     def kinetic_energy(self, q, qd, stream=0, check: bool = True, out=None):
         """Return T = 1/2 q'^T M(q) q' per row (armature included), a device array (N,)."""
         arrays, N = self._rows({'q': q, 'qd': qd})
-        method = 'kinetic_energy'
-        T = self._outputs(((N,),), arrays, stream, out, method)
-        M = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype, stream=stream)
-        self._launch(self._kernel('mass_matrix'), method, N, (M,), stream, check, arrays['q'])
-        return self._launch(self._kernel('quadratic'), method, N, T, stream, check, M,
-                            arrays['qd'])
+        T = self._outputs(((N,),), arrays, stream, out, 'kinetic_energy')
+        return self._launch(self._kernel('kinetic'), 'kinetic_energy', N, T, stream, check,
+                            arrays['q'], arrays['qd'])
 
     def potential_energy(self, q, stream=0, check: bool = True, out=None):
         """Return V = -m g . c per row (the bodies of :meth:`center_of_mass`), (N,)."""
         arrays, N = self._rows({'q': q})
-        method = 'potential_energy'
-        E = self._outputs(((N,),), arrays, stream, out, method)
-        poses = self._cuda.device_array((N, len(self.model.link_names), 4, 4),
-                                        dtype=self.dtype, stream=stream)
-        com = self._cuda.device_array((N, 3), dtype=self.dtype, stream=stream)
-        self._launch(self._kernel('kinematics'), method, N, (poses, com), stream, check,
-                     arrays['q'])
-        return self._launch(self._kernel('potential'), method, N, E, stream, check, com)
+        E = self._outputs(((N,),), arrays, stream, out, 'potential_energy')
+        return self._launch(self._kernel('potential'), 'potential_energy', N, E, stream,
+                            check, arrays['q'])
 
     def inverse_dynamics_derivatives(self, q, qd, qdd, stream=0, check: bool = True,
                                      out=None):
@@ -407,24 +412,9 @@ class GpuModel:
         self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check,
                      arrays['q'], arrays['qd'], arrays['tau'])
         outputs = self._derivatives_at(arrays, N, qdd, stream, check, out, method)
-        self._launch(self._derivative_kernel('minus_solve'), method, N, outputs, stream,
+        self._launch(self._kernel('minus_solve'), method, N, outputs, stream,
                      check)
         return outputs
-
-    def _derivative_kernel(self, name: str):
-        """Return a kernel of :mod:`.tangent`, generated and compiled on its first use."""
-        kernel = self._kernels.get(name)
-        if kernel is None:
-            start = time.perf_counter()
-            if self._derivatives is None:
-                from .tangent import derivatives_source
-                _, _, self._derivatives = _cached_module(
-                    self._precision(derivatives_source(self.model)), 'derivatives')
-            kernel = self._cuda.jit(self._precision(DERIVATIVE_SIGNATURES[name]))(
-                getattr(self._derivatives, name))
-            self.compile_seconds[name] = time.perf_counter() - start
-            self._kernels[name] = kernel
-        return kernel
 
     def mass_matrix_derivative(self, q, stream=0, check: bool = True, out=None):
         """
@@ -436,27 +426,28 @@ class GpuModel:
         arrays, N = self._rows({'q': q})
         DM = self._outputs(((N, self.nv, self.nv, self.nv),), arrays, stream, out,
                            'mass_matrix_derivative')
-        return self._launch(self._derivative_kernel('mass_matrix_derivative'),
+        return self._launch(self._kernel('mass_matrix_derivative'),
                             'mass_matrix_derivative', N, DM, stream, check, arrays['q'])
 
     def gravity_derivative(self, q, stream=0, check: bool = True, out=None):
-        """Return dG/dq per row, a device array (N, nv, nv): dtau/dq at q' = q'' = 0."""
+        """
+        Return dG/dq per row, a device array (N, nv, nv): dtau/dq at q' = q'' = 0.
+
+        Forward mode over the generated Newton-Euler row without velocities and
+        accelerations (nv passes per state), q's directions as
+        :meth:`inverse_dynamics_derivatives`'.
+        """
         arrays, N = self._rows({'q': q})
-        method = 'gravity_derivative'
-        DG = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, method)[0]
-        zero = self._cuda.to_device(np.zeros((N, self.nv), dtype=self.dtype), stream=stream)
-        scratch = self._cuda.device_array((N, self.nv, self.nv), dtype=self.dtype,
-                                          stream=stream)
-        self._launch(self._derivative_kernel('rnea_derivatives'), method, N, (DG, scratch),
-                     stream, check, arrays['q'], zero, zero)
-        return DG
+        DG = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, 'gravity_derivative')
+        return self._launch(self._kernel('gravity_derivative'), 'gravity_derivative', N, DG,
+                            stream, check, arrays['q'])
 
     def _derivatives_at(self, arrays: dict, N: int, qdd, stream, check: bool, out,
                         method: str) -> tuple:
         """Write (dtau/dq, dtau/dq', M) at (q, q', qdd) into new arrays or ``out``."""
         shape = (N, self.nv, self.nv)
         outputs = self._outputs((shape,) * 3, arrays, stream, out, method)
-        self._launch(self._derivative_kernel('rnea_derivatives'), method, N, outputs[:2],
+        self._launch(self._kernel('rnea_derivatives'), method, N, outputs[:2],
                      stream, check, arrays['q'], arrays['qd'], qdd)
         self._launch(self._kernel('mass_matrix'), method, N, outputs[2:], stream, check,
                      arrays['q'])

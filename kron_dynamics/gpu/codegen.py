@@ -468,17 +468,20 @@ def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, 
     """
     loads, deferred = reads
     checks = _checks(robot, outputs, positive_definite)
-    head = [f'def {name}({arguments}):',
-            '    t = cuda.grid(1)',
-            '    if t >= Q.shape[0]:',
-            '        return',
-            '    nonfinite = 0',
-            *(['    notpd = 0'] if positive_definite else []),
-            *loads]
+    head = head_lines(name, arguments) + (['    notpd = 0'] if positive_definite else []) + loads
     body = _sink(body, deferred)
     if early:
         return head + _hoist(body, out) + checks + ['    BAD[t] = 0']
     return head + body + checks + ['    BAD[t] = 0'] + out
+
+
+def head_lines(name: str, arguments: str) -> list:
+    """Return a row kernel's first lines: its thread's row t (none past Q's), no bad input."""
+    return [f'def {name}({arguments}):',
+            '    t = cuda.grid(1)',
+            '    if t >= Q.shape[0]:',
+            '        return',
+            '    nonfinite = 0']
 
 
 def _checks(robot: _Robot, outputs: list, positive_definite: bool) -> list:
@@ -535,7 +538,7 @@ def _hoist(body: list, out: list) -> list:
             last[assigned.group(1)] = index
     after = {}
     for line in out:
-        reads = _NAME.findall(line.split(' = ', 1)[1])
+        reads = _NAME.findall(re.split(r' \+?= ', line, maxsplit=1)[1])
         after.setdefault(max((last[x] for x in reads if x in last), default=-1), []).append(line)
     lines = after.get(-1, [])
     for index, line in enumerate(body):
@@ -549,6 +552,16 @@ def _read(name: str, load: str) -> list:
     return [f'    {name} = {load}',
             f'    nonfinite += 0 if isfinite({name}) else 1',
             f'    {name} = {name} if isfinite({name}) else 0.0']
+
+
+def quaternion_rotation(x: str, y: str, z: str, w: str) -> list:
+    """Return the rotation matrix of a unit quaternion (x, y, z, w) as expressions."""
+    return [[f'1.0 - 2.0 * ({y} * {y} + {z} * {z})', f'2.0 * ({x} * {y} - {z} * {w})',
+             f'2.0 * ({x} * {z} + {y} * {w})'],
+            [f'2.0 * ({x} * {y} + {z} * {w})', f'1.0 - 2.0 * ({x} * {x} + {z} * {z})',
+             f'2.0 * ({y} * {z} - {x} * {w})'],
+            [f'2.0 * ({x} * {z} - {y} * {w})', f'2.0 * ({y} * {z} + {x} * {w})',
+             f'1.0 - 2.0 * ({x} * {x} + {y} * {y})']]
 
 
 def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
@@ -600,13 +613,7 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
         for x in names:
             w.set(x, f'{x} / bscale')
         if robot.base == 'floating':
-            x, y, z, s_ = names
-            Rq = [[f'1.0 - 2.0 * ({y} * {y} + {z} * {z})', f'2.0 * ({x} * {y} - {z} * {s_})',
-                   f'2.0 * ({x} * {z} + {y} * {s_})'],
-                  [f'2.0 * ({x} * {y} + {z} * {s_})', f'1.0 - 2.0 * ({x} * {x} + {z} * {z})',
-                   f'2.0 * ({y} * {z} - {x} * {s_})'],
-                  [f'2.0 * ({x} * {z} - {y} * {s_})', f'2.0 * ({y} * {z} + {x} * {s_})',
-                   f'1.0 - 2.0 * ({x} * {x} + {y} * {y})']]
+            Rq = quaternion_rotation(*names)
             twist = lambda r: (r[0:3], r[3:6])        # noqa: E731
         else:
             c, s_ = names
@@ -733,11 +740,15 @@ def _rnea_kernel(robot: _Robot) -> list:
                    out, [f'TAU[t, {k}]' for k in range(nv)])
 
 
-def _mass_matrix_row(robot: _Robot) -> tuple:
-    """Return (reads, body lines, M[(a, b)] for a >= b, nv) of one row's mass matrix."""
+def _mass_matrix_row(robot: _Robot, arrays: dict | None = None) -> tuple:
+    """
+    Return (reads, body lines, M[(a, b)] for a >= b, nv) of one row's mass matrix.
+
+    ``arrays``: what else the row reads (:func:`_loads`), q' for the kinetic energy.
+    """
     w = _Writer()
     V = _Vec(w)
-    reads, joints, base = _loads(robot, w, V, {})
+    reads, joints, base = _loads(robot, w, V, arrays or {})
     M = _mass_matrix_rows(robot, w, V, joints, base, {})
     return reads, w.lines, M, robot.nbv + robot.n
 
@@ -850,9 +861,12 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
 
 
 def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root: bool,
-                       mass: float) -> list:
+                       mass: float, energy: bool = False) -> list:
     """
     Write every link's pose (world: the base pose first on a moving base) and the CoM.
+
+    With ``energy``, ``potential(Q, E, BAD)`` instead: no poses (``links`` empty), the
+    potential energy -m g . c of the CoM c (000 eq. 94; 0 if nothing has mass).
 
     Body by body in the tree's order (the loader's: depth first, parents first): a body's
     frame in the root frame, then the poses of its links and its term of the CoM sum, so
@@ -900,6 +914,11 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root
               for a in range(3)]
     com = V.scale(V.bind(moment), _num(1.0 / mass) if mass > 0 else 'nan')
     _, com = world([[_num(float(a == b)) for b in range(3)] for a in range(3)], com)
+    if energy:
+        g = tree.gravity
+        weight = _add(*(_mul(_num(g[a]), com[a]) for a in range(3)))
+        out = [f'    E[t] = {_mul(_num(-mass), weight) if mass != 0.0 else "0.0"}']
+        return _kernel(robot, 'potential', 'Q, E, BAD', reads, w.lines, out, ['E[t]'])
     out += [f'    C[t, {a}] = {com[a]}' for a in range(3)]
     return _kernel(robot, 'kinematics', 'Q, P, C, BAD', reads, w.lines, out,
                    [('P', (len(links), 4, 4)), ('C', (3,))])
@@ -935,7 +954,7 @@ def jacobian_source(model, link: str) -> str:
     LOCAL_WORLD_ALIGNED (world axes at the point), WORLD (Pinocchio's: the velocity of the
     point at the world origin, v + p x w) or LOCAL (the link's axes).
     """
-    robot, reads, body, columns = _jacobian_row(model, link)
+    robot, reads, body, columns, _ = _jacobian_row(model, link)
     nv = robot.nbv + robot.n
     out = []
     for c in range(nv):
@@ -963,9 +982,10 @@ def jacobian_source(model, link: str) -> str:
 
 def _jacobian_row(model, link: str) -> tuple:
     """
-    Return (robot, reads, body lines, columns) of a link's Jacobian (:func:`jacobian_source`).
+    Return (robot, reads, body lines, columns, R) of a link's Jacobian (:func:`jacobian_source`).
 
-    columns[c][frame]: the six expressions of column c in each frame (linear, then angular).
+    columns[c][frame]: the six expressions of column c in each frame (linear, then angular);
+    R: the link's rotation in the world (3 x 3 expressions).
     """
     robot = _Robot(model)
     tree = robot.tree
@@ -1024,7 +1044,7 @@ def _jacobian_row(model, link: str) -> tuple:
         local = (V.mtv(Rworld, lin), V.mtv(Rworld, ang))
         columns.append({WORLD: world + ang, LOCAL: local[0] + local[1],
                         LOCAL_WORLD_ALIGNED: lin + ang})
-    return robot, reads, w.lines, columns
+    return robot, reads, w.lines, columns, Rworld
 
 
 def source(model) -> str:
@@ -1050,45 +1070,26 @@ def source(model) -> str:
     mass = float(np.sum(tree.mass)) + (robot.root_inertia[0] if include_root else 0.0)
     lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),
                                            model.description.frames, include_root, mass)
-    lines += ['', ''] + _energy_kernels(robot, mass)
+    lines += ['', ''] + _kinetic_kernel(robot)
+    lines += ['', ''] + _kinematics_kernel(robot, [], model.description.frames, include_root,
+                                           mass, energy=True)
     return '\n'.join(lines) + '\n'
 
 
-def _energy_kernels(robot: _Robot, mass: float) -> list:
+def _kinetic_kernel(robot: _Robot) -> list:
     """
-    Return ``quadratic(M, V, T, BAD)`` and ``potential(C, E, BAD)``, what the energies add.
+    Return ``kinetic(Q, QD, T, BAD)``: T = 1/2 v^T M v (000 eq. 93) on the generated CRBA.
 
-    T = 1/2 v^T M v of a row of M (000 eq. 93; a non-finite v: BAD 1, NaN); E = -m g . c of
-    a row of the centre of mass c (world), m the mass it weighs (0 if nothing has mass).
+    Each entry of M is weighed by its velocities as soon as it is written (its term added
+    to the sum), so that neither M nor the sum's terms stay live; a non-finite v: BAD 1.
     """
-    nv = robot.nbv + robot.n
-    g = robot.tree.gravity
-    weight = _add(*(_mul(_num(g[a]), f'C[t, {a}]') for a in range(3)))
-    energy = _mul(_num(-mass), weight) if mass != 0.0 else '0.0'
-    return ['def quadratic(M, V, T, BAD):',
-            '    t = cuda.grid(1)',
-            '    if t >= M.shape[0]:',
-            '        return',
-            '    nonfinite = 0',
-            f'    for i in range({nv}):',
-            '        nonfinite += 0 if isfinite(V[t, i]) else 1',
-            '    if nonfinite > 0:',
-            '        T[t] = nan',
-            '        BAD[t] = 1',
-            '        return',
-            '    total = 0.0',
-            f'    for i in range({nv}):',
-            '        row = 0.0',
-            f'        for j in range({nv}):',
-            '            row += M[t, i, j] * V[t, j]',
-            '        total += V[t, i] * row',
-            '    T[t] = 0.5 * total',
-            '    BAD[t] = 0',
-            '',
-            '',
-            'def potential(C, E, BAD):',
-            '    t = cuda.grid(1)',
-            '    if t >= C.shape[0]:',
-            '        return',
-            f'    E[t] = {energy}',
-            '    BAD[t] = 0']
+    reads, body, M, nv = _mass_matrix_row(robot, {'v': ('QD', None)})
+    v = [f'bv{k}' for k in range(robot.nbv)] + [f'ud{k}' for k in range(robot.n)]
+    terms = ['    energy = 0.0']
+    for a in range(nv):
+        for b in range(a + 1):
+            if M[(a, b)] != '0.0':
+                weight = _mul(_num(0.5 if a == b else 1.0), f'{v[a]} * {v[b]}')
+                terms.append(f'    energy += {_mul(M[(a, b)], weight)}')
+    return _kernel(robot, 'kinetic', 'Q, QD, T, BAD', reads, _hoist(body, terms),
+                   ['    T[t] = energy'], ['T[t]'])
