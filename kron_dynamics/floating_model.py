@@ -1178,6 +1178,8 @@ class MovingBase:
         'local_world_aligned': the classical acceleration at v' = 0; 'local': its derivative
         in the link's moving axes; 'world': that of the spatial velocity at the world origin.
         """
+        if _on_device(q):
+            return self.on_gpu().jacobian_derivative_times_velocity(q, v, link, point, frame)
         frame = frame_name(frame)
         if point is None and max(np.ndim(q), np.ndim(v)) == 2:     # the compiled batches
             if frame == 'local_world_aligned':
@@ -1486,6 +1488,7 @@ _COMPILED_BASE = {
         "frame: str = 'local_world_aligned'", ('q', 'v'), 'moving_jacobian_derivative',
         '', 'q, v', 'self._6nv', 'self._jacobian_derivative(q, v, link, point, frame)',
         prelude=_SITE, fast_if='code >= 0 and point is None',
+        gpu='self.on_gpu().jacobian_derivative(q, v, link, point, frame)',
         moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code', doc="""
         Return J'(q, v), 6 x nv: the time derivative of :meth:`jacobian` (same frame).
@@ -1575,6 +1578,7 @@ _COMPILED_BASE = {
         "None, frame: str = 'local_world_aligned'", ('q', 'v', 'dv'), 'moving_acceleration',
         '', 'q, v, dv', '_SHAPE_6', 'self._acceleration_readable(q, v, dv, link, point, frame)',
         prelude=_SITE, fast_if='code >= 0 and point is None',
+        gpu='self.on_gpu().acceleration(q, v, dv, link, point, frame)',
         moving=f'self._sites, self._origin, self._planar, self._pk, {{}}, {_TOL}, k, '
         '_ORIGIN3, code', doc="""
         Return the classical acceleration of a link point (6: linear, angular).

@@ -734,6 +734,8 @@ class RobotModel:
         J q'' + J' q' is then the time derivative of the velocity J q' that frame gives; in
         'local_world_aligned' it is the classical acceleration at q'' = 0.
         """
+        if _on_device(q):
+            return self.on_gpu().jacobian_derivative_times_velocity(q, qd, link, point, frame)
         (q, qd), N = self._inputs(q=q, qd=qd)
         return np.einsum('...ij,...j->...i', self.jacobian_derivative(q, qd, link, point, frame),
                          qd)
@@ -1340,10 +1342,11 @@ class RobotModel:
         Return the model's GPU kernels (kron_dynamics.gpu.GpuModel), generated on first use.
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
-        forward_dynamics, link_poses, center_of_mass, jacobian, hessian, the derivatives of
-        inverse and forward dynamics, mass_matrix_derivative, gravity_derivative,
-        kinetic_energy and potential_energy given CUDA arrays run there and return device
-        arrays; the other methods refuse CUDA arrays by name.
+        forward_dynamics, link_poses, center_of_mass, jacobian, hessian, jacobian_derivative,
+        jacobian_derivative_times_velocity, acceleration, the derivatives of inverse and
+        forward dynamics, mass_matrix_derivative, gravity_derivative, kinetic_energy and
+        potential_energy given CUDA arrays run there and return device arrays; the other
+        methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1719,7 +1722,8 @@ _COMPILED = {
         """),
     'jacobian_derivative': _Row(
         f'q: ArrayLike, qd: ArrayLike, link: str, {_FRAME_PARAMS}', ('q', 'qd'),
-        'jacobian_derivative', 'self._6n', site='frame', doc="""
+        'jacobian_derivative', 'self._6n', site='frame',
+        gpu='self.on_gpu().jacobian_derivative(q, qd, link, point, frame)', doc="""
         Return J'(q, q') = dJ/dt, the time derivative of :meth:`jacobian` (same frame).
 
         J' = H (E_n kron q') (000 eq. 8) with H the :meth:`hessian` of the same frame, and
@@ -1728,7 +1732,8 @@ _COMPILED = {
         """),
     'acceleration': _Row(
         f'q: ArrayLike, qd: ArrayLike, qdd: ArrayLike, link: str, {_FRAME_PARAMS}',
-        ('q', 'qd', 'qdd'), 'acceleration', '6', site='frame', prelude=(
+        ('q', 'qd', 'qdd'), 'acceleration', '6', site='frame',
+        gpu='self.on_gpu().acceleration(q, qd, qdd, link, point, frame)', prelude=(
             'if isinstance(frame, str) and FRAMES.get(frame) == WORLD:',
             '    raise ValueError("acceleration: frame \'world\' has no classical acceleration '
             '(its linear part is not a point\'s velocity); use \'local_world_aligned\' or '
@@ -2216,6 +2221,10 @@ def _gpu_method(self, name: str, arrays: tuple, others: tuple):
 _GPU_ROUTES = {
     'gravity_torque': _gpu_method, 'bias_torque': _gpu_method, 'coriolis_vector': _gpu_method,
     'potential_energy': _gpu_method,
+    'jacobian_derivative': lambda self, name, arrays, others: self.on_gpu().jacobian_derivative(
+        *arrays, *others),
+    'acceleration': lambda self, name, arrays, others: self.on_gpu().acceleration(
+        *arrays, *others),
     'hessian': lambda self, name, arrays, others: self.on_gpu().hessian(arrays[0], *others),
     'link_poses': lambda self, name, arrays, others: self.on_gpu().link_poses(arrays[0])[0],
     'center_of_mass': lambda self, name, arrays, others: self._gpu_center_of_mass(

@@ -406,8 +406,8 @@ def test_single_precision_is_documented_accuracy(path):
     """
     float32 kernels against fp64 on the CPU.
 
-    tau, M, poses, Jacobians, dtau/dq, dtau/dq' and dM/dq to 2e-6; q'' and the forward
-    dynamics' derivatives to 1e-6 cond(M).
+    tau, M, poses, Jacobians, dtau/dq, dtau/dq', dM/dq, J' and accelerations to 2e-6; q''
+    and the forward dynamics' derivatives to 1e-6 cond(M).
     """
     model = RobotModel.from_urdf_file(robots_dir() / path)
     gpu = GpuModel(model, dtype=np.float32)
@@ -422,7 +422,11 @@ def test_single_precision_is_documented_accuracy(path):
             ('link_poses', gpu.link_poses(single[0])[0], model.link_poses(Q)),
             ('jacobian', gpu.jacobian(single[0], model.link_names[-2]),
              model.jacobian(Q, model.link_names[-2])), *derivatives,
-            ('dM/dq', gpu.mass_matrix_derivative(single[0]), model.mass_matrix_derivative(Q))):
+            ('dM/dq', gpu.mass_matrix_derivative(single[0]), model.mass_matrix_derivative(Q)),
+            ("J'", gpu.jacobian_derivative(single[0], single[1], model.link_names[-2]),
+             model.jacobian_derivative(Q, V, model.link_names[-2])),
+            ('acceleration', gpu.acceleration(*single[:3], model.link_names[-2]),
+             model.acceleration(Q, V, A, model.link_names[-2]))):
         ours = ours.copy_to_host()
         assert ours.dtype == np.float32, method
         error = float(np.max(np.abs(ours - cpu))) / max(1.0, float(np.max(np.abs(cpu))))
@@ -582,13 +586,27 @@ def _derivatives_agree(model, rng, N=4):
                         model.kinetic_energy(Q, V)),
                        ('potential energy', model.potential_energy(dQ),
                         model.potential_energy(Q))], np.full(N, RTOL))
-    # a link's Hessian (forward mode over its Jacobian kernel), every frame, with a point
+    # a link's Hessian (forward mode over its Jacobian kernel, nv directions) and its rates
+    # (one direction, along q'), every frame, with a point; the classical acceleration
     link = model.link_names[-1]
+    dA = cuda.to_device(A)
     for frame in ('local_world_aligned', 'world', 'local'):
         for point in (None, (0.1, -0.2, 0.05)):
             _same_rows(model, [(f'hessian {frame} {point}',
                                 model.hessian(dQ, link, point=point, frame=frame),
-                                model.hessian(Q, link, point=point, frame=frame))],
+                                model.hessian(Q, link, point=point, frame=frame)),
+                               (f"J' {frame} {point}",
+                                model.jacobian_derivative(dQ, dV, link, point, frame),
+                                model.jacobian_derivative(Q, V, link, point, frame)),
+                               (f"J' q' {frame} {point}",
+                                model.jacobian_derivative_times_velocity(dQ, dV, link, point,
+                                                                         frame),
+                                model.jacobian_derivative_times_velocity(Q, V, link, point,
+                                                                         frame))]
+                       + ([] if frame == 'world' else
+                          [(f'acceleration {frame} {point}',
+                            model.acceleration(dQ, dV, dA, link, point, frame),
+                            model.acceleration(Q, V, A, link, point, frame))]),
                        np.full(N, RTOL))
 
 
@@ -651,6 +669,13 @@ def test_inverse_dynamics_derivatives_report_rows_and_take_out():
         gpu.inverse_dynamics_derivatives(Q, V, A)
     with pytest.raises(ValueError, match=r'kinetic_energy: rows \[1\] have a non-finite'):
         gpu.kinetic_energy(Q, V)
+    link = model.link_names[-1]
+    with pytest.raises(ValueError, match=r'jacobian_derivative: rows \[1\] have a non-fin'):
+        gpu.jacobian_derivative(Q, V, link)
+    V[1, 2], A[2, 0] = 0.0, np.nan
+    with pytest.raises(ValueError, match=r'acceleration: rows \[2\] have a non-finite'):
+        gpu.acceleration(Q, V, A, link, frame='local')
+    A[2, 0], V[1, 2] = 0.0, np.inf
     out = tuple(cuda.to_device(np.full((3, 6, 6), np.nan)) for _ in range(3))
     result = gpu.inverse_dynamics_derivatives(Q, V, A, check=False, out=out)
     assert all(x is y for x, y in zip(result, out))
@@ -700,8 +725,8 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
     for call in (lambda: model.coriolis_star(dQ), lambda: model.coriolis_matrix(dQ, dV),
-                 lambda: model.regressor(dQ, dV, dV),
-                 lambda: model.jacobian_derivative(dQ, dV, link),
-                 lambda: model.acceleration(dQ, dV, dV, link)):
+                 lambda: model.regressor(dQ, dV, dV)):
         with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
             call()
+    with pytest.raises(ValueError, match="acceleration: frame 'world' has no classical"):
+        model.acceleration(dQ, dV, dV, link, frame='world')

@@ -20,8 +20,10 @@ Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in
 content's hash, compiles each kernel on its first call and serves batches:
 ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
-``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)`` and
-``hessian(Q, link, point, frame)`` (the link's kernels made on first use),
+``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)``,
+``hessian(Q, link, point, frame)``, ``jacobian_derivative(Q, QD, link, point, frame)``,
+``jacobian_derivative_times_velocity`` and ``acceleration(Q, QD, QDD, link, point, frame)``
+(the link's kernels made on first use),
 ``inverse_dynamics_derivatives(Q, QD, QDD)``,
 ``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)`` and
 ``gravity_derivative(Q)`` (forward mode over the generated code,
@@ -62,7 +64,16 @@ SIGNATURES = {
     'kinetic': f'void({_A2}, {_A2}, float64[:], {_FLAGS})',
     'potential': f'void({_A2}, float64[:], {_FLAGS})',
 }
-_JACOBIAN = f'void({_A2}, float64, float64, float64, int64, {_A3}, {_FLAGS})'
+# a link's kernels (made on first use): (module of .codegen or .tangent, signature)
+_POINT = 'float64, float64, float64, int64'
+LINK_SIGNATURES = {
+    'jacobian': ('jacobian', f'void({_A2}, {_POINT}, {_A3}, {_FLAGS})'),
+    'hessian': ('hessian', f'void({_A2}, {_POINT}, {_A3}, {_FLAGS})'),
+    'jacobian_derivative': ('rates', f'void({_A2}, {_A2}, {_POINT}, {_A3}, {_FLAGS})'),
+    'jacobian_derivative_times_velocity': ('rates',
+                                           f'void({_A2}, {_A2}, {_POINT}, {_A2}, {_FLAGS})'),
+    'acceleration': ('rates', f'void({_A2}, {_A2}, {_A2}, {_POINT}, {_A2}, {_FLAGS})'),
+}
 DERIVATIVE_SIGNATURES = {
     'rnea_derivatives': f'void({_A2}, {_A2}, {_A2}, {_A3}, {_A3}, {_FLAGS})',
     'mass_matrix_derivative': f'void({_A2}, float64[:, :, :, :], {_FLAGS})',
@@ -165,7 +176,8 @@ class GpuModel:
         self.source_path, self.cached, self._module = _cached_module(source, 'kernels')
         self.compile_seconds = {}
         self._kernels = {}
-        self._link_kernels = {}     # (jacobian or hessian, link) -> its kernel, made on use
+        self._link_kernels = {}     # (kernel, link) -> its kernel, made on first use
+        self._link_modules = {}     # (module, link) -> the module, generated on first use
         self._derivatives = None    # the module of .tangent's kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._cuda = cuda
@@ -462,12 +474,12 @@ class GpuModel:
         mode over the link's Jacobian kernel (:mod:`kron_dynamics.gpu.tangent`), generated
         and compiled on first use.
         """
-        return self._per_link('hessian', q, link, point, frame, stream, check, out,
-                              self.nv * self.nv)
+        return self._per_link('hessian', {'q': q}, link, point, frame, stream, check, out,
+                              (6, self.nv * self.nv))
 
-    def _per_link(self, name: str, q, link: str, point, frame: str, stream, check: bool, out,
-                  columns: int):
-        """Run a link's ``jacobian`` or ``hessian`` kernel (made on first use): (N, 6, columns)."""
+    def _per_link(self, name: str, named: dict, link: str, point, frame: str, stream,
+                  check: bool, out, shape: tuple):
+        """Run a link's kernel ``name`` of LINK_SIGNATURES (made on first use): (N, *shape)."""
         try:
             code = FRAMES[frame]
         except (KeyError, TypeError):
@@ -479,19 +491,25 @@ class GpuModel:
         local = np.zeros(3) if point is None else np.asarray(point, dtype=float).reshape(-1)
         if local.shape != (3,) or not np.all(np.isfinite(local)):
             raise ValueError(f'point must be 3 finite numbers (link frame), got {point!r}')
+        if name == 'acceleration' and code == WORLD:
+            raise ValueError("acceleration: frame 'world' has no classical acceleration (its "
+                             "linear part is not a point's velocity); use "
+                             "'local_world_aligned' or 'local'")
         kernel = self._link_kernels.get((name, link))
         if kernel is None:
-            if name == 'jacobian':
-                source = jacobian_source(self.model, link)
-            else:
-                from .tangent import hessian_source
-                source = hessian_source(self.model, link)
-            _, _, module = _cached_module(self._precision(source), name)
+            kind, signature = LINK_SIGNATURES[name]
+            module = self._link_modules.get((kind, link))
+            if module is None:
+                from . import tangent
+                write = {'jacobian': jacobian_source, 'hessian': tangent.hessian_source,
+                         'rates': tangent.rates_source}[kind]
+                _, _, module = _cached_module(self._precision(write(self.model, link)), kind)
+                self._link_modules[(kind, link)] = module
             kernel = self._link_kernels[(name, link)] = self._cuda.jit(
-                self._precision(_JACOBIAN))(getattr(module, name))
-        arrays, N = self._rows({'q': q})
-        result = self._outputs(((N, 6, columns),), arrays, stream, out, name)
-        return self._launch(kernel, name, N, result, stream, check, arrays['q'],
+                self._precision(signature))(getattr(module, name))
+        arrays, N = self._rows(named)
+        result = self._outputs(((N, *shape),), arrays, stream, out, name)
+        return self._launch(kernel, name, N, result, stream, check, *arrays.values(),
                             *map(float, local), code)
 
     def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
@@ -502,4 +520,36 @@ class GpuModel:
         Frames as on the CPU (``'local_world_aligned'``, ``'world'``, ``'local'``, or
         Pinocchio's spellings). The link's kernel is generated and compiled on first use.
         """
-        return self._per_link('jacobian', q, link, point, frame, stream, check, out, self.nv)
+        return self._per_link('jacobian', {'q': q}, link, point, frame, stream, check, out,
+                              (6, self.nv))
+
+    def jacobian_derivative(self, q, qd, link: str, point=None,
+                            frame: str = 'local_world_aligned', stream=0, check: bool = True,
+                            out=None):
+        """
+        Return J'(q, q'), the time derivative of :meth:`jacobian` per row, (N, 6, nv).
+
+        J'[:, s] = sum_k H[:, s nv + k] q'_k (000 eq. 8), as on the CPU: one forward pass
+        along q' over the link's Jacobian kernel (:func:`.tangent.rates_source`).
+        """
+        return self._per_link('jacobian_derivative', {'q': q, 'qd': qd}, link, point, frame,
+                              stream, check, out, (6, self.nv))
+
+    def jacobian_derivative_times_velocity(self, q, qd, link: str, point=None,
+                                           frame: str = 'local_world_aligned', stream=0,
+                                           check: bool = True, out=None):
+        """Return J'(q, q') q' per row (N, 6), :meth:`jacobian_derivative`'s frames."""
+        return self._per_link('jacobian_derivative_times_velocity', {'q': q, 'qd': qd}, link,
+                              point, frame, stream, check, out, (6,))
+
+    def acceleration(self, q, qd, qdd, link: str, point=None,
+                     frame: str = 'local_world_aligned', stream=0, check: bool = True,
+                     out=None):
+        """
+        Return the classical acceleration of a link or point per row (N, 6), linear first.
+
+        J q'' + J' q' in world axes ('local_world_aligned'), or turned into the link's axes
+        ('local', 000 eq. 59); 'world' is refused, as on the CPU.
+        """
+        return self._per_link('acceleration', {'q': q, 'qd': qd, 'qdd': qdd}, link, point,
+                              frame, stream, check, out, (6,))

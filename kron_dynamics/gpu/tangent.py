@@ -26,15 +26,17 @@ DV[t, i, k] = dtau_i/dq'_k, exact to rounding (no step size), what the CPU's rec
 the CPU's and Pinocchio's, along integrate(q, e_k t): the base turned about its own axes (a
 quaternion moves by q (0, e/2), (cos, sin) by (-sin, cos)) and moved along them, which the
 forces in base axes do not depend on (their columns are zero, as on the CPU), and a Jacobian
-in world axes does. The same transform gives ``mass_matrix_derivative(Q, DM, BAD)`` (the
-CRBA) and, per link, ``hessian(Q, px, py, pz, frame, H, BAD)`` (the link's Jacobian).
+in world axes does. The same transform gives ``gravity_derivative(Q, DG, BAD)``,
+``mass_matrix_derivative(Q, DM, BAD)`` (the CRBA) and, per link,
+``hessian(Q, px, py, pz, frame, H, BAD)`` (the link's Jacobian, nv directions) and
+:func:`rates_source`'s J', J' q' and the classical acceleration (one direction, along q').
 """
 
 import ast
 import re
 
 from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_factor, _looped_substitution,
-                      _mass_matrix_row, _mul, _neg, _p, _packed, _Robot, _rnea_row, _sink,
+                      _mass_matrix_row, _mul, _neg, _p, _packed, _read, _Robot, _rnea_row, _sink,
                       _Vec, _Writer, head_lines, LOCAL, LOCAL_WORLD_ALIGNED,
                       quaternion_rotation, WORLD)
 
@@ -340,6 +342,63 @@ def hessian_source(model, link: str) -> str:
     kernel = _forward_mode(robot, 'hessian', 'Q, px, py, pz, frame, H, BAD', reads, body,
                            results, nv, False, stores, [('H', (6, nv * nv))])
     return _module(robot, link, [kernel])
+
+
+def _rates(count: int, name: str, array: str) -> tuple:
+    """Return (names, load lines) of a row of ``array`` read before the loop, checked."""
+    names = [f'{name}{k}' for k in range(count)]
+    return names, [x for k in range(count) for x in _read(names[k], f'{array}[t, {k}]')]
+
+
+def rates_source(model, link: str) -> str:
+    """
+    Return the numba-cuda source of a link's time derivatives, one forward pass along q'.
+
+    ``jacobian_derivative(Q, QD, px, py, pz, frame, JD, BAD)``: J'(q, q') (N, 6, nv) =
+    H (E kron q') (000 eq. 8), the tangent of the link's Jacobian (codegen's) along q' (on a
+    moving base along integrate(q, v t), the CPU's); ``jacobian_derivative_times_velocity(Q,
+    QD, px, py, pz, frame, JV, BAD)``: J' q' (N, 6); ``acceleration(Q, QD, QDD, px, py, pz,
+    frame, A, BAD)``: J q'' + J' q' in world axes (000 eqs. 52, 62, 66), turned into the
+    link's axes for LOCAL (000 eq. 59, the starred Hessian). One pass per state, not nv.
+    """
+    robot, reads, body, columns, R = _link_rows(model, link)
+    nv = robot.nbv + robot.n
+    v, load_v = _rates(nv, 'vel', 'QD')
+    results = [x for c in range(nv) for f in _FRAMES for x in columns[c][f]]
+
+    def derivative(r: list) -> list:
+        return _by_frame(lambda f: [f'            JD[t, {i}, {c}] = {r[(c * 3 + f) * 6 + i]}'
+                                    for c in range(nv) for i in range(6)])
+
+    def times_velocity(r: list) -> list:
+        return _by_frame(lambda f: [
+            f'            JV[t, {i}] = '
+            + _add(*(_mul(r[(c * 3 + f) * 6 + i], v[c]) for c in range(nv)))
+            for i in range(6)])
+    kernels = [_forward_mode(robot, 'jacobian_derivative',
+                             'Q, QD, px, py, pz, frame, JD, BAD', reads, body, results, 1,
+                             False, derivative, [('JD', (6, nv))], v, load_v),
+               _forward_mode(robot, 'jacobian_derivative_times_velocity',
+                             'Q, QD, px, py, pz, frame, JV, BAD', reads, body, results, 1,
+                             False, times_velocity, [('JV', (6,))], v, load_v)]
+    a, load_a = _rates(nv, 'acc', 'QDD')
+    aligned = [x for c in range(nv) for x in columns[c][LOCAL_WORLD_ALIGNED]]
+
+    def acceleration(r: list) -> list:
+        world = [_add(*(_mul(columns[c][LOCAL_WORLD_ALIGNED][i], a[c]) for c in range(nv)),
+                      *(_mul(r[c * 6 + i], v[c]) for c in range(nv))) for i in range(6)]
+        lines = [f'        w{i} = {x}' for i, x in enumerate(world)]
+        local = [_add(*(_mul(R[k][i], f'w{3 * part + k}') for k in range(3)))
+                 for part in (0, 1) for i in range(3)]      # R^T (linear, angular)
+        return lines + [f'        if frame == {LOCAL}:',
+                        *(f'            A[t, {i}] = {x}' for i, x in enumerate(local)),
+                        '        else:',
+                        *(f'            A[t, {i}] = w{i}' for i in range(6))]
+    kernels.append(_forward_mode(robot, 'acceleration',
+                                 'Q, QD, QDD, px, py, pz, frame, A, BAD', reads, body,
+                                 aligned, 1, False, acceleration, [('A', (6,))], v,
+                                 load_v + load_a))
+    return _module(robot, link, kernels)
 
 
 def _minus_solve(nv: int) -> list:
