@@ -1550,7 +1550,8 @@ _COMPILED_BASE = {
     'coriolis_star': _BaseRow(
         'q: ArrayLike, method: str | None = None', ('q',), 'moving_coriolis_star', '', 'q',
         'self._shape_star', 'self._coriolis_star_readable(q)',
-        moving=f'self._planar, self._pk, {{}}, {_TOL}', prelude=(
+        moving=f'self._planar, self._pk, {{}}, {_TOL}', gpu='self.on_gpu().coriolis_star(q)',
+        prelude=(
             'if method is not None:',
             "    raise ValueError(f'coriolis_star: method {method!r} is for a fixed base; a "
             "moving base has the default only (method=None)')"), doc="""

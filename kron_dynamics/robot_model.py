@@ -1332,6 +1332,8 @@ class RobotModel:
 
     def christoffel(self, q: ArrayLike) -> Array:
         """Christoffel symbols of the first kind, n x n^2 (reshape(n, n, n) gives [i, j, k])."""
+        if _on_device(q):
+            return self.on_gpu().christoffel(q)
         C = self.coriolis_star(q)
         n = self.nv
         C3 = C.reshape(C.shape[:-2] + (n, n, n))
@@ -1343,10 +1345,11 @@ class RobotModel:
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
         forward_dynamics, link_poses, center_of_mass, jacobian, hessian, jacobian_derivative,
-        jacobian_derivative_times_velocity, acceleration, the derivatives of inverse and
-        forward dynamics, mass_matrix_derivative, gravity_derivative, kinetic_energy and
-        potential_energy given CUDA arrays run there and return device arrays; the other
-        methods refuse CUDA arrays by name.
+        jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
+        coriolis_matrix (a fixed base's), the derivatives of inverse and forward dynamics,
+        mass_matrix_derivative, gravity_derivative, kinetic_energy and potential_energy given
+        CUDA arrays run there and return device arrays; the other methods refuse CUDA arrays
+        by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1800,7 +1803,8 @@ _COMPILED = {
     'coriolis_star': _Row(
         'q: ArrayLike, method: str | None = None', ('q',), 'coriolis_star', 'self._nnn',
         prelude=('if method is not None:',
-                 '    return self._readable_coriolis_star(q, method)'), doc="""
+                 '    return self._readable_coriolis_star(q, method)'),
+        gpu='self.on_gpu().coriolis_star(q)', doc="""
         C*(q), n x n^2 (000 eq. 101): C*[i, j*n + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i.
 
         ``method``: None (compiled, from the spatial derivatives of the CRBA terms) or
@@ -1808,6 +1812,7 @@ _COMPILED = {
         """),
     'coriolis_matrix': _Row(
         'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'coriolis_matrix', 'self._nn',
+        gpu='self.on_gpu().coriolis_matrix(q, qd)',
         doc="Return the n x n Coriolis matrix C: M' - 2C is skew, C q' = C*(q' kron q')."),
     'coriolis_vector': _Row(
         'q: ArrayLike, qd: ArrayLike', ('q', 'qd'), 'rnea', 'self._n', mode='CORIOLIS',
@@ -2217,10 +2222,21 @@ def _gpu_method(self, name: str, arrays: tuple, others: tuple):
     return getattr(self.on_gpu(), name)(*arrays)
 
 
+def _gpu_default(method, name: str, run, *arrays):
+    """Return run(*arrays) for CUDA arrays where ``method`` is None (the GPU's only one)."""
+    if method is not None:
+        raise ValueError(f'{name}: method {method!r} runs on the CPU; CUDA arrays take the '
+                         'default (method=None)')
+    return run(*arrays)
+
+
 # the _PROJECTED methods that the GPU serves: (self, name, arrays, other arguments) -> result
 _GPU_ROUTES = {
     'gravity_torque': _gpu_method, 'bias_torque': _gpu_method, 'coriolis_vector': _gpu_method,
     'potential_energy': _gpu_method,
+    'coriolis_star': lambda self, name, arrays, others: _gpu_default(
+        others[0], name, self.on_gpu().coriolis_star, arrays[0]),
+    'coriolis_matrix': _gpu_method,
     'jacobian_derivative': lambda self, name, arrays, others: self.on_gpu().jacobian_derivative(
         *arrays, *others),
     'acceleration': lambda self, name, arrays, others: self.on_gpu().acceleration(

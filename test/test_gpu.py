@@ -585,7 +585,11 @@ def _derivatives_agree(model, rng, N=4):
                        ('kinetic energy', model.kinetic_energy(dQ, dV),
                         model.kinetic_energy(Q, V)),
                        ('potential energy', model.potential_energy(dQ),
-                        model.potential_energy(Q))], np.full(N, RTOL))
+                        model.potential_energy(Q)),
+                       ('C*', model.coriolis_star(dQ), model.coriolis_star(Q)),
+                       ('Christoffel', model.christoffel(dQ), model.christoffel(Q))]
+               + ([('C', model.coriolis_matrix(dQ, dV), model.coriolis_matrix(Q, V))]
+                  if model.base == 'fixed' else []), np.full(N, RTOL))
     # a link's Hessian (forward mode over its Jacobian kernel, nv directions) and its rates
     # (one direction, along q'), every frame, with a point; the classical acceleration
     link = model.link_names[-1]
@@ -626,8 +630,10 @@ def _same_rows(model, results, bound):
 @pytest.mark.parametrize('seed', range(3))
 def test_derivatives_of_random_trees_equal_the_cpu(seed):
     """Forward mode over the generated row against the CPU recursion (Carpentier-Mansard)."""
-    model, rng = model_helpers.random_model(200 + seed, armature=True,
+    model, rng = model_helpers.random_model(200 + seed, min_joints=5, armature=True,
                                             mimic_fraction=0.4 if seed else 0.0)
+    Q = np.stack([model.random_configuration(rng) for _ in range(2)])
+    assert np.max(np.abs(model.mass_matrix_derivative(Q))) > 1e-3      # something to check
     _derivatives_agree(model, rng)
 
 
@@ -724,9 +730,14 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     V = np.zeros((2, model.nv))
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
-    for call in (lambda: model.coriolis_star(dQ), lambda: model.coriolis_matrix(dQ, dV),
-                 lambda: model.regressor(dQ, dV, dV)):
+    calls = [lambda: model.regressor(dQ, dV, dV)]
+    if root != 'fixed':         # Pinocchio's C of a moving base
+        calls.append(lambda: model.coriolis_matrix(dQ, dV))
+    for call in calls:
         with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
             call()
+    if root == 'fixed':
+        with pytest.raises(ValueError, match="is a CUDA array|method 'hessian' runs on the CPU"):
+            model.coriolis_star(dQ, method='hessian')
     with pytest.raises(ValueError, match="acceleration: frame 'world' has no classical"):
         model.acceleration(dQ, dV, dV, link, frame='world')

@@ -25,8 +25,9 @@ content's hash, compiles each kernel on its first call and serves batches:
 ``jacobian_derivative_times_velocity`` and ``acceleration(Q, QD, QDD, link, point, frame)``
 (the link's kernels made on first use),
 ``inverse_dynamics_derivatives(Q, QD, QDD)``,
-``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)`` and
-``gravity_derivative(Q)`` (forward mode over the generated code,
+``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)``,
+``gravity_derivative(Q)``, ``coriolis_star(Q)``, ``christoffel(Q)`` and (a fixed base's)
+``coriolis_matrix(Q, QD)`` (forward mode over the generated code,
 :mod:`kron_dynamics.gpu.tangent`), ``kinetic_energy(Q, QD)`` and ``potential_energy(Q)``
 with (N, nq) and (N, nv) arrays of the model's
 coordinates, on every base (fixed, mimic joints, floating, planar). The arrays may be anything with
@@ -79,6 +80,8 @@ DERIVATIVE_SIGNATURES = {
     'mass_matrix_derivative': f'void({_A2}, float64[:, :, :, :], {_FLAGS})',
     'minus_solve': f'void({_A3}, {_A3}, {_A3}, {_FLAGS})',
     'gravity_derivative': f'void({_A2}, {_A3}, {_FLAGS})',
+    'coriolis_tensor': f'void({_A2}, float64, float64, float64, {_A3}, {_FLAGS})',
+    'coriolis_matrix': f'void({_A2}, {_A2}, {_A3}, {_FLAGS})',
 }
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
@@ -453,6 +456,42 @@ class GpuModel:
         DG = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, 'gravity_derivative')
         return self._launch(self._kernel('gravity_derivative'), 'gravity_derivative', N, DG,
                             stream, check, arrays['q'])
+
+    def coriolis_star(self, q, stream=0, check: bool = True, out=None):
+        """
+        Return C*(q) per row, a device array (N, nv, nv^2), the CPU's for each base.
+
+        A fixed base (mimic joints in u): C*[i, j nv + k] = dM_ij/dq_k - 1/2 dM_kj/dq_i (000
+        eq. 101), forward mode over the generated CRBA; a moving base: the symmetric matrix
+        of the quadratic form h - G (quasi-velocities), forward mode over Newton-Euler.
+        """
+        return self._coriolis_tensor('coriolis_star', q, (1.0, 0.0, -0.5), stream, check, out)
+
+    def christoffel(self, q, stream=0, check: bool = True, out=None):
+        """Return the Christoffel symbols of the first kind per row, (N, nv, nv^2)."""
+        return self._coriolis_tensor('christoffel', q, (0.5, 0.5, -0.5), stream, check, out)
+
+    def _coriolis_tensor(self, method: str, q, coefficients: tuple, stream, check: bool,
+                         out):
+        arrays, N = self._rows({'q': q})
+        X = self._outputs(((N, self.nv, self.nv * self.nv),), arrays, stream, out, method)
+        return self._launch(self._kernel('coriolis_tensor'), method, N, X, stream, check,
+                            arrays['q'], *coefficients)
+
+    def coriolis_matrix(self, q, qd, stream=0, check: bool = True, out=None):
+        """
+        Return C(q, q') = sum_k Gamma[:, :, k] q'_k per row (N, nv, nv): a fixed base's.
+
+        M' - 2C is skew and C q' = C*(q' kron q'). A moving base's (Pinocchio's, from the
+        bodies' spatial Jacobians) has no GPU kernel: ValueError.
+        """
+        if self.model.base != 'fixed':
+            raise ValueError('coriolis_matrix: a moving base\'s (Pinocchio\'s form) runs on '
+                             'the CPU only; coriolis_star and christoffel run on the GPU')
+        arrays, N = self._rows({'q': q, 'qd': qd})
+        C = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, 'coriolis_matrix')
+        return self._launch(self._kernel('coriolis_matrix'), 'coriolis_matrix', N, C, stream,
+                            check, arrays['q'], arrays['qd'])
 
     def _derivatives_at(self, arrays: dict, N: int, qdd, stream, check: bool, out,
                         method: str) -> tuple:

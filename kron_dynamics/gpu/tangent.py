@@ -173,24 +173,28 @@ def _seed(direction: int) -> str:
 
 
 def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: list,
-                  results: list, directions: int, rates: bool, stores, outputs: list,
-                  along: list | None = None, before: tuple = ()) -> list:
+                  results: list, directions: int, wrt: str, stores, outputs: list,
+                  along: list | None = None, before: tuple = (), outer: str = '') -> list:
     """
     Return a kernel running ``body`` with its tangents once per direction (:func:`_kernel`).
 
-    Direction d seeds q along d (d < nv), or with ``rates`` q' along d - nv. ``results``:
-    the expressions whose tangents ``stores(names)`` writes (lines of the loop, names r0,
-    r1, ... bound to them); ``outputs``: the blocks a refused row fills with NaN.
-    ``along``: one direction instead, q's seeds these expressions (the tangent along them);
-    ``before``: lines before the loop (what ``along`` and ``stores`` read).
+    ``wrt`` 'q': direction d seeds q along d; 'qv': q along d (d < nv), then q' along
+    d - nv; 'v': q' along d. ``results``: the expressions whose tangents ``stores(names)``
+    writes (lines of the loop, names r0, r1, ... bound to them); ``outputs``: the blocks a
+    refused row fills with NaN. ``along``: one direction instead, its seeds these
+    expressions (the tangent along them); ``before``: lines before the loop (what ``along``
+    and ``stores`` read); ``outer``: a loop around the loop of directions (``for ...:``).
     """
     nbv, n = robot.nbv, robot.n
     nv = nbv + n
     loads, deferred = reads
-    seeds = {**{f'u{k}': _seed(nbv + k) for k in range(n)},
-             **({f'ud{k}': _seed(nv + nbv + k) for k in range(n)} if rates else {}),
-             **({f'bv{k}': _seed(nv + k) for k in range(nbv)} if rates else {})}
-    if robot.base != 'fixed':         # after the orientation is read, before its norm
+    first = {'q': None, 'qv': nv, 'v': 0}[wrt]       # the direction of q'_0, if q' has them
+    seeds = {**({f'u{k}': _seed(nbv + k) for k in range(n)} if wrt != 'v' else {}),
+             **({f'ud{k}': _seed(first + nbv + k) for k in range(n)} if first is not None
+                else {}),
+             **({f'bv{k}': _seed(first + k) for k in range(nbv)} if first is not None
+                else {})}
+    if robot.base != 'fixed' and wrt != 'v':    # after the orientation is read, before its norm
         at = next(k for k, line in enumerate(loads) if line.startswith('    bnorm = '))
         loads = loads[:at] + _base_seeds(robot, _seed) + loads[at:]
     lines, T = tangent_lines(loads + _sink(body, deferred), seeds)
@@ -202,6 +206,8 @@ def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: 
             *('    ' + line for line in lines),
             *(f'        r{i} = {x}' for i, x in enumerate(tangents)),
             *stores([f'r{i}' for i in range(len(tangents))])] if directions else []
+    if outer and loop:
+        loop = [f'    {outer}'] + ['    ' + line for line in loop]
     return (head_lines(name, arguments) + ['    bnorm = 1.0', *before] + loop
             + _checks(robot, outputs, False) + ['    BAD[t] = 0'])
 
@@ -220,7 +226,7 @@ def _rnea_derivatives_kernel(robot: _Robot) -> list:
                 '        else:',
                 *(f'            DV[t, {i}, d - {nv}] = {x}' for i, x in enumerate(r))]
     return _forward_mode(robot, 'rnea_derivatives', 'Q, QD, QDD, DQ, DV, BAD', reads,
-                         w.lines, tau, 2 * nv, True, stores,
+                         w.lines, tau, 2 * nv, 'qv', stores,
                          [('DQ', (nv, nv)), ('DV', (nv, nv))])
 
 
@@ -235,7 +241,7 @@ def _gravity_derivative_kernel(robot: _Robot) -> list:
     def stores(r: list) -> list:
         return [f'        DG[t, {i}, d] = {x}' for i, x in enumerate(r)]
     return _forward_mode(robot, 'gravity_derivative', 'Q, DG, BAD', reads, w.lines, tau, nv,
-                         False, stores, [('DG', (nv, nv))])
+                         'q', stores, [('DG', (nv, nv))])
 
 
 def _mass_matrix_derivative_kernel(robot: _Robot) -> list:
@@ -248,7 +254,79 @@ def _mass_matrix_derivative_kernel(robot: _Robot) -> list:
                 for line in ([f'        DM[t, {a}, {b}, d] = {x}']
                              + ([f'        DM[t, {b}, {a}, d] = {x}'] if a != b else []))]
     return _forward_mode(robot, 'mass_matrix_derivative', 'Q, DM, BAD', reads, body,
-                         [M[key] for key in keys], nv, False, stores, [('DM', (nv, nv, nv))])
+                         [M[key] for key in keys], nv, 'q', stores, [('DM', (nv, nv, nv))])
+
+
+def _coriolis_tensor_kernel(robot: _Robot) -> list:
+    """
+    Return ``coriolis_tensor(Q, alpha, beta, gamma, X, BAD)``, X (N, nv, nv^2).
+
+    A fixed base (mimic joints in u): X[i, j nv + k] = alpha dM_ij/dq_k + beta dM_ik/dq_j +
+    gamma dM_jk/dq_i, from forward mode over the CRBA (nv passes): C* (000 eq. 101) is
+    (1, 0, -1/2), the Christoffel symbols (1/2, 1/2, -1/2). A moving base has no partial
+    derivatives to take (quasi-velocities): X is the symmetric matrix of the quadratic form
+    h - G, as on the CPU, whatever the coefficients: 1/2 d(h - G)/dv_j at v = e_k, forward
+    mode over the Newton-Euler row without gravity (nv^2 passes, k in the outer loop).
+    """
+    nv = robot.nbv + robot.n
+    outputs = [('X', (nv, nv * nv))]
+    arguments = 'Q, alpha, beta, gamma, X, BAD'
+    if robot.base == 'fixed':
+        reads, body, M, nv = _mass_matrix_row(robot)
+        keys = [(a, b) for a in range(nv) for b in range(a + 1)]
+
+        def stores(r: list) -> list:
+            lines = []
+            for (a, b), x in zip(keys, r):
+                for p, q in sorted({(a, b), (b, a)}):      # dM_pq/dq_d = x
+                    lines += [f'        X[t, {p}, {q * nv} + d] += alpha * {x}',
+                              f'        X[t, {p}, d * {nv} + {q}] += beta * {x}',
+                              f'        X[t, d, {p * nv + q}] += gamma * {x}']
+            return lines
+        zero = [f'    for i0 in range({nv}):', f'        for i1 in range({nv * nv}):',
+                '            X[t, i0, i1] = 0.0']
+        return _forward_mode(robot, 'coriolis_tensor', arguments, reads, body,
+                             [M[key] for key in keys], nv, 'q', stores, outputs, before=zero)
+    w = _Writer()
+    V = _Vec(w)
+    reads, joints, base = _loads(robot, w, V, {'v': ('QD', None)})
+    h = _rnea_row(robot, w, V, joints, base, '0.0')
+
+    def symmetric(r: list) -> list:
+        return [f'        X[t, {i}, d * {nv} + kk] = 0.5 * {x}' for i, x in enumerate(r)]
+    kernel = _forward_mode(robot, 'coriolis_tensor', arguments, reads, w.lines, h, nv, 'v',
+                           symmetric, outputs, outer=f'for kk in range({nv}):')
+    # v = e_kk: the row's loads of q' read the unit vector
+    return [_UNIT.sub(r'(1.0 if kk == \1 else 0.0)', line) for line in kernel]
+
+
+_UNIT = re.compile(r'QD\[t, (\d+)\]')
+
+
+def _coriolis_matrix_kernel(robot: _Robot) -> list:
+    """
+    Return ``coriolis_matrix(Q, QD, C, BAD)`` of a fixed base: C = sum_k Gamma[:, :, k] q'_k.
+
+    The Christoffel symbols of :func:`_coriolis_tensor_kernel` contracted with q' as dM/dq
+    comes, direction by direction (M' - 2C skew, C q' = C*(q' kron q')).
+    """
+    reads, body, M, nv = _mass_matrix_row(robot)
+    v, load_v = _rates(nv, 'vel', 'QD')
+    keys = [(a, b) for a in range(nv) for b in range(a + 1)]
+
+    def stores(r: list) -> list:
+        lines = []
+        for (a, b), x in zip(keys, r):
+            for p, q in sorted({(a, b), (b, a)}):          # dM_pq/dq_d = x
+                lines += [f'        C[t, {p}, {q}] += 0.5 * {x} * QD[t, d]',
+                          f'        C[t, {p}, d] += 0.5 * {x} * {v[q]}',
+                          f'        C[t, d, {p}] -= 0.5 * {x} * {v[q]}']
+        return lines
+    zero = [f'    for i0 in range({nv}):', f'        for i1 in range({nv}):',
+            '            C[t, i0, i1] = 0.0']
+    return _forward_mode(robot, 'coriolis_matrix', 'Q, QD, C, BAD', reads, body,
+                         [M[key] for key in keys], nv, 'q', stores, [('C', (nv, nv))],
+                         before=[*load_v, *zero])
 
 
 def derivatives_source(model) -> str:
@@ -256,7 +334,9 @@ def derivatives_source(model) -> str:
     Return the numba-cuda source of the derivative kernels of one robot.
 
     ``rnea_derivatives(Q, QD, QDD, DQ, DV, BAD)``, ``gravity_derivative(Q, DG, BAD)``,
-    ``mass_matrix_derivative(Q, DM, BAD)`` and ``minus_solve(DQ, DV, M, BAD)``.
+    ``mass_matrix_derivative(Q, DM, BAD)``, ``coriolis_tensor(Q, alpha, beta, gamma, X,
+    BAD)``, on a fixed base ``coriolis_matrix(Q, QD, C, BAD)``, and
+    ``minus_solve(DQ, DV, M, BAD)``.
     """
     robot = _Robot(model)
     lines = ['# Generated by kron_dynamics.gpu.tangent for one robot: do not edit.',
@@ -265,9 +345,11 @@ def derivatives_source(model) -> str:
              '',
              'from numba import cuda',
              'from numba import float64 as real']
-    for kernel in (_rnea_derivatives_kernel(robot), _gravity_derivative_kernel(robot),
-                   _mass_matrix_derivative_kernel(robot),
-                   _minus_solve(robot.nbv + robot.n)):
+    kernels = [_rnea_derivatives_kernel(robot), _gravity_derivative_kernel(robot),
+               _mass_matrix_derivative_kernel(robot), _coriolis_tensor_kernel(robot)]
+    if robot.base == 'fixed':
+        kernels.append(_coriolis_matrix_kernel(robot))
+    for kernel in [*kernels, _minus_solve(robot.nbv + robot.n)]:
         lines += ['', ''] + kernel
     return '\n'.join(lines) + '\n'
 
@@ -340,7 +422,7 @@ def hessian_source(model, link: str) -> str:
                                     f'{r[(c * 3 + f) * 6 + i]}'
                                     for c in range(nv) for i in range(6)])
     kernel = _forward_mode(robot, 'hessian', 'Q, px, py, pz, frame, H, BAD', reads, body,
-                           results, nv, False, stores, [('H', (6, nv * nv))])
+                           results, nv, 'q', stores, [('H', (6, nv * nv))])
     return _module(robot, link, [kernel])
 
 
@@ -377,10 +459,10 @@ def rates_source(model, link: str) -> str:
             for i in range(6)])
     kernels = [_forward_mode(robot, 'jacobian_derivative',
                              'Q, QD, px, py, pz, frame, JD, BAD', reads, body, results, 1,
-                             False, derivative, [('JD', (6, nv))], v, load_v),
+                             'q', derivative, [('JD', (6, nv))], v, load_v),
                _forward_mode(robot, 'jacobian_derivative_times_velocity',
                              'Q, QD, px, py, pz, frame, JV, BAD', reads, body, results, 1,
-                             False, times_velocity, [('JV', (6,))], v, load_v)]
+                             'q', times_velocity, [('JV', (6,))], v, load_v)]
     a, load_a = _rates(nv, 'acc', 'QDD')
     aligned = [x for c in range(nv) for x in columns[c][LOCAL_WORLD_ALIGNED]]
 
@@ -396,7 +478,7 @@ def rates_source(model, link: str) -> str:
                         *(f'            A[t, {i}] = w{i}' for i in range(6))]
     kernels.append(_forward_mode(robot, 'acceleration',
                                  'Q, QD, QDD, px, py, pz, frame, A, BAD', reads, body,
-                                 aligned, 1, False, acceleration, [('A', (6,))], v,
+                                 aligned, 1, 'q', acceleration, [('A', (6,))], v,
                                  load_v + load_a))
     return _module(robot, link, kernels)
 
