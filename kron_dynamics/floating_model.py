@@ -1267,6 +1267,7 @@ class MovingBase:
                                   frame: str = 'local_world_aligned', part: str = 'full',
                                   damping: float = 0.0) -> Array:
         """Return Lambda = (J M^-1 J^T)^-1 of a link or point (arguments as on a fixed base)."""
+        _host_only(q, 'q', 'operational_space_inertia')       # J and M would run on the GPU
         rows = _PARTS.get(part) if isinstance(part, str) else None
         if rows is None:
             raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
@@ -1513,7 +1514,7 @@ _COMPILED_BASE = {
         'q: ArrayLike, link: str', ('q',), 'moving_link_pose', '', 'q', '_SHAPE_44',
         'self._link_pose_readable(q, link)', prelude=(
             'try:', '    k = self._site_rows[link]', 'except (KeyError, TypeError):',
-            '    k = -1'), fast_if='k >= 0',
+            '    k = -1'), fast_if='k >= 0', gpu='self.on_gpu().link_pose(q, link)',
         moving=f'self._sites, {_MOVING_BASE}, {{}}, {_TOL}, k',
         doc='Return the 4x4 pose of a link in the world.'),
     'link_poses': _BaseRow(
@@ -1533,7 +1534,7 @@ _COMPILED_BASE = {
     'center_of_mass_jacobian': _BaseRow(
         'q: ArrayLike, include_root: bool = True', ('q',), 'moving_center_of_mass_jacobian',
         '', 'q', 'self._shape_3v', 'self._center_of_mass_jacobian_readable(q)',
-        moving=f'{_MOVING_BASE}, {{}}, {_TOL}',
+        moving=f'{_MOVING_BASE}, {{}}, {_TOL}', gpu='self.on_gpu().center_of_mass_jacobian(q)',
         doc='Return the 3 x nv Jacobian of :meth:`center_of_mass` (world axes).'),
     'centroidal_momentum_matrix': _BaseRow(
         'q: ArrayLike', ('q',), 'moving_centroidal_momentum_matrix', '', 'q', 'self._6nv',

@@ -1344,12 +1344,12 @@ class RobotModel:
         Return the model's GPU kernels (kron_dynamics.gpu.GpuModel), generated on first use.
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
-        forward_dynamics, link_poses, center_of_mass, jacobian, hessian, jacobian_derivative,
-        jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
-        coriolis_matrix (a fixed base's), the derivatives of inverse and forward dynamics,
-        mass_matrix_derivative, gravity_derivative, kinetic_energy and potential_energy given
-        CUDA arrays run there and return device arrays; the other methods refuse CUDA arrays
-        by name.
+        forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
+        jacobian, hessian, jacobian_derivative, jacobian_derivative_times_velocity,
+        acceleration, coriolis_star, christoffel, coriolis_matrix (a fixed base's), the
+        derivatives of inverse and forward dynamics, mass_matrix_derivative,
+        gravity_derivative, kinetic_energy and potential_energy given CUDA arrays run there
+        and return device arrays; the other methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1357,13 +1357,13 @@ class RobotModel:
             gpu = self.__dict__['_gpu'] = GpuModel(self, threads_per_block)
         return gpu
 
-    def _gpu_center_of_mass(self, q, include_root: bool):
-        """Return the centre of mass of CUDA-array states (the GPU has the default bodies)."""
+    def _gpu_center_of_mass(self, q, include_root: bool, method: str = 'center_of_mass'):
+        """Return the CoM (or its Jacobian) of CUDA-array states: the default bodies."""
         if include_root != (self.base != 'fixed'):
-            raise ValueError('center_of_mass on the GPU counts the default bodies '
+            raise ValueError(f'{method} on the GPU counts the default bodies '
                              f'(include_root={self.base != "fixed"} here); call it on the CPU '
                              'for the other choice')
-        return self.on_gpu().center_of_mass(q)
+        return getattr(self.on_gpu(), method)(q)
 
     def _gpu_for(self, f_ext):
         """Return on_gpu() for a method given CUDA arrays; f_ext is refused by name."""
@@ -1699,7 +1699,8 @@ _FRAME_PARAMS = "point: ArrayLike | None = None, frame: str = 'local_world_align
 _ROOT = ('root = bool(include_root)',)
 _COMPILED = {
     'link_pose': _Row(
-        'q: ArrayLike, link: str', ('q',), 'link_pose', '_SHAPE_44', site='link', doc="""
+        'q: ArrayLike, link: str', ('q',), 'link_pose', '_SHAPE_44', site='link',
+        gpu='self.on_gpu().link_pose(q, link)', doc="""
         Return the pose of a link frame in the root frame as a 4 x 4 homogeneous transform.
 
         ``T[:3, :3]`` is the link's orientation R and ``T[:3, 3]`` its origin p, so that a
@@ -1772,7 +1773,8 @@ _COMPILED = {
         """),
     'center_of_mass_jacobian': _Row(
         'q: ArrayLike, include_root: bool = False', ('q',), 'center_of_mass_jacobian',
-        '(3, self._n)', post=', root', prelude=_ROOT, runner='_run_com', doc="""
+        '(3, self._n)', post=', root', prelude=_ROOT, runner='_run_com',
+        gpu="self._gpu_center_of_mass(q, root, 'center_of_mass_jacobian')", doc="""
         Return the 3 x n Jacobian of :meth:`center_of_mass`: sum m_i J_TGi / m (000 eq. 45).
 
         ``include_root`` as for :meth:`center_of_mass` (the root's mass only scales it).
@@ -1995,6 +1997,8 @@ class CoupledRobotModel(RobotModel):
     # these general paths (checks, batches, GPU arrays, the readable alternatives)
     def _general_link_pose(self, q, link) -> Array:
         self._frame(link)
+        if _on_device(q):
+            return self.on_gpu().link_pose(q, link)
         (u,), _ = self._inputs(q=q)
         return self._full.link_pose(self._lift(u), link)
 
@@ -2245,6 +2249,8 @@ _GPU_ROUTES = {
     'link_poses': lambda self, name, arrays, others: self.on_gpu().link_poses(arrays[0])[0],
     'center_of_mass': lambda self, name, arrays, others: self._gpu_center_of_mass(
         arrays[0], bool(others[0])),
+    'center_of_mass_jacobian': lambda self, name, arrays, others: self._gpu_center_of_mass(
+        arrays[0], bool(others[0]), name),
 }
 
 

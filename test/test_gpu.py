@@ -587,6 +587,10 @@ def _derivatives_agree(model, rng, N=4):
                        ('potential energy', model.potential_energy(dQ),
                         model.potential_energy(Q)),
                        ('C*', model.coriolis_star(dQ), model.coriolis_star(Q)),
+                       ('J_c', model.center_of_mass_jacobian(dQ),
+                        model.center_of_mass_jacobian(Q)),
+                       ('a link pose', model.link_pose(dQ, model.link_names[-1]),
+                        model.link_pose(Q, model.link_names[-1])),
                        ('Christoffel', model.christoffel(dQ), model.christoffel(Q))]
                + ([('C', model.coriolis_matrix(dQ, dV), model.coriolis_matrix(Q, V))]
                   if model.base == 'fixed' else []), np.full(N, RTOL))
@@ -730,7 +734,9 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     V = np.zeros((2, model.nv))
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
-    calls = [lambda: model.regressor(dQ, dV, dV)]
+    calls = [lambda: model.regressor(dQ, dV, dV),
+             lambda: model.operational_space_inertia(dQ, link),
+             lambda: model.centroidal_momentum_matrix(dQ)]
     if root != 'fixed':         # Pinocchio's C of a moving base
         calls.append(lambda: model.coriolis_matrix(dQ, dV))
     for call in calls:

@@ -20,7 +20,8 @@ Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in
 content's hash, compiles each kernel on its first call and serves batches:
 ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
-``link_poses(Q)`` (and the centre of mass), ``jacobian(Q, link, point, frame)``,
+``link_poses(Q)`` (and the centre of mass, ``link_pose(Q, link)``),
+``center_of_mass_jacobian(Q)``, ``jacobian(Q, link, point, frame)``,
 ``hessian(Q, link, point, frame)``, ``jacobian_derivative(Q, QD, link, point, frame)``,
 ``jacobian_derivative_times_velocity`` and ``acceleration(Q, QD, QDD, link, point, frame)``
 (the link's kernels made on first use),
@@ -50,8 +51,8 @@ import time
 import numpy as np
 
 from ..errors import ModelError
-from .codegen import (jacobian_source, LOCAL, LOCAL_WORLD_ALIGNED, single_precision,
-                      source as kernel_source, WORLD)
+from .codegen import (_Robot, center_of_mass_bodies, jacobian_source, LOCAL,
+                      LOCAL_WORLD_ALIGNED, single_precision, source as kernel_source, WORLD)
 
 # method -> (use q', use q'', gravity scale)
 MODES = {'inverse_dynamics': (1, 1, 1.0), 'gravity_torque': (0, 0, 1.0),
@@ -82,6 +83,7 @@ DERIVATIVE_SIGNATURES = {
     'gravity_derivative': f'void({_A2}, {_A3}, {_FLAGS})',
     'coriolis_tensor': f'void({_A2}, float64, float64, float64, {_A3}, {_FLAGS})',
     'coriolis_matrix': f'void({_A2}, {_A2}, {_A3}, {_FLAGS})',
+    'center_of_mass_jacobian': f'void({_A2}, {_A3}, {_FLAGS})',
 }
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
@@ -171,6 +173,7 @@ class GpuModel:
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f'dtype must be float64 or float32, got {self.dtype}')
         self.model, self.n, self.nq, self.nv = model, model.n, model.nq, model.nv
+        self._robot = _Robot(model)
         self.threads_per_block = int(threads_per_block)
         start = time.perf_counter()
         source = self._precision(kernel_source(model))
@@ -382,6 +385,27 @@ class GpuModel:
     def center_of_mass(self, q, stream=0, check: bool = True):
         """Return the centre of mass per row (N, 3): the model's default bodies, world frame."""
         return self.link_poses(q, stream, check)[1]
+
+    def center_of_mass_jacobian(self, q, stream=0, check: bool = True, out=None):
+        """
+        Return the Jacobian of :meth:`center_of_mass` per row, (N, 3, nv), world axes.
+
+        Forward mode over the generated centre of mass (nv passes); a moving base's columns
+        along integrate(q, e_k t), so that c' = J_c v as on the CPU.
+        """
+        if center_of_mass_bodies(self._robot)[1] == 0.0:
+            raise ValueError('center_of_mass_jacobian: the bodies counted have no mass')
+        arrays, N = self._rows({'q': q})
+        J = self._outputs(((N, 3, self.nv),), arrays, stream, out, 'center_of_mass_jacobian')
+        return self._launch(self._kernel('center_of_mass_jacobian'), 'center_of_mass_jacobian',
+                            N, J, stream, check, arrays['q'])
+
+    def link_pose(self, q, link: str, stream=0, check: bool = True):
+        """Return a link's pose per row (N, 4, 4), world: a view of :meth:`link_poses`'."""
+        names = list(self.model.link_names)
+        if not isinstance(link, str) or link not in names:
+            raise ModelError(f'unknown link {link!r}; links are {names}')
+        return self.link_poses(q, stream, check)[0][:, names.index(link)]
 
     def kinetic_energy(self, q, qd, stream=0, check: bool = True, out=None):
         """Return T = 1/2 q'^T M(q) q' per row (armature included), a device array (N,)."""

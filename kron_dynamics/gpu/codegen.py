@@ -860,19 +860,45 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
                    [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
 
 
-def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root: bool,
-                       mass: float, energy: bool = False) -> list:
+def center_of_mass_bodies(robot: _Robot) -> tuple:
+    """Return (include_root, mass) of the GPU's centre of mass: the CPU's default bodies."""
+    # a fixed base leaves the mass welded to the root out of the CoM (as its CPU default)
+    include_root = robot.base != 'fixed'
+    mass = float(np.sum(robot.tree.mass)) + (robot.root_inertia[0] if include_root else 0.0)
+    return include_root, mass
+
+
+def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, energy: bool = False
+                       ) -> list:
     """
-    Write every link's pose (world: the base pose first on a moving base) and the CoM.
+    Return ``kinematics(Q, P, C, BAD)``: every link's pose (world) and the CoM.
 
     With ``energy``, ``potential(Q, E, BAD)`` instead: no poses (``links`` empty), the
     potential energy -m g . c of the CoM c (000 eq. 94; 0 if nothing has mass).
-
-    Body by body in the tree's order (the loader's: depth first, parents first): a body's
-    frame in the root frame, then the poses of its links and its term of the CoM sum, so
-    that only the frames on the path to the current body stay live (all of them did when
-    the poses and the sum came after the last frame).
     """
+    reads, body, out, com = kinematics_row(robot, links, frames_of)
+    _, mass = center_of_mass_bodies(robot)
+    if energy:
+        g = robot.tree.gravity
+        weight = _add(*(_mul(_num(g[a]), com[a]) for a in range(3)))
+        out = [f'    E[t] = {_mul(_num(-mass), weight) if mass != 0.0 else "0.0"}']
+        return _kernel(robot, 'potential', 'Q, E, BAD', reads, body, out, ['E[t]'])
+    out += [f'    C[t, {a}] = {com[a]}' for a in range(3)]
+    return _kernel(robot, 'kinematics', 'Q, P, C, BAD', reads, body, out,
+                   [('P', (len(links), 4, 4)), ('C', (3,))])
+
+
+def kinematics_row(robot: _Robot, links: list, frames_of: dict) -> tuple:
+    """
+    Return (reads, body, pose stores, CoM) of the poses of ``links`` (world) and the CoM.
+
+    The CoM of :func:`center_of_mass_bodies`' bodies, world frame (a moving base's pose
+    first). Body by body in the tree's order (the loader's: depth first, parents first): a
+    body's frame in the root frame, then the poses of its links and its term of the CoM
+    sum, so that only the frames on the path to the current body stay live (all of them
+    did when the poses and the sum came after the last frame).
+    """
+    include_root, mass = center_of_mass_bodies(robot)
     w = _Writer()
     V = _Vec(w)
     reads, joints, base = _loads(robot, w, V, {})
@@ -914,14 +940,7 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, include_root
               for a in range(3)]
     com = V.scale(V.bind(moment), _num(1.0 / mass) if mass > 0 else 'nan')
     _, com = world([[_num(float(a == b)) for b in range(3)] for a in range(3)], com)
-    if energy:
-        g = tree.gravity
-        weight = _add(*(_mul(_num(g[a]), com[a]) for a in range(3)))
-        out = [f'    E[t] = {_mul(_num(-mass), weight) if mass != 0.0 else "0.0"}']
-        return _kernel(robot, 'potential', 'Q, E, BAD', reads, w.lines, out, ['E[t]'])
-    out += [f'    C[t, {a}] = {com[a]}' for a in range(3)]
-    return _kernel(robot, 'kinematics', 'Q, P, C, BAD', reads, w.lines, out,
-                   [('P', (len(links), 4, 4)), ('C', (3,))])
+    return reads, w.lines, out, com
 
 
 # reference frames of a Jacobian, as the CPU kernels number them (kernels/layout.py)
@@ -1064,15 +1083,10 @@ def source(model) -> str:
              'from numba import float64 as real']
     for kernel in (_rnea_kernel, _mass_matrix_kernel, _forward_dynamics_kernel):
         lines += ['', ''] + kernel(robot)
-    # a fixed base leaves the mass welded to the root out of the CoM (as its CPU default)
-    include_root = robot.base != 'fixed'
-    tree = robot.tree
-    mass = float(np.sum(tree.mass)) + (robot.root_inertia[0] if include_root else 0.0)
     lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),
-                                           model.description.frames, include_root, mass)
+                                           model.description.frames)
     lines += ['', ''] + _kinetic_kernel(robot)
-    lines += ['', ''] + _kinematics_kernel(robot, [], model.description.frames, include_root,
-                                           mass, energy=True)
+    lines += ['', ''] + _kinematics_kernel(robot, [], model.description.frames, energy=True)
     return '\n'.join(lines) + '\n'
 
 
