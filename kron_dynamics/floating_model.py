@@ -732,6 +732,8 @@ class MovingBase:
         dropped), projected on the model's coordinates as the forces are: one compiled call
         (``kernels.floating_base.moving_regressor``), batches too.
         """
+        if _on_device(q):
+            return self.on_gpu().regressor(q, v, dv)
         if self._pk is not None and _plain(q, v, dv):
             out = _empty((self.nv, self._regressor_columns))
             if native.moving_regressor(self._ints, self._reals, self._origin, self._planar,

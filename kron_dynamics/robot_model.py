@@ -517,6 +517,8 @@ class RobotModel:
             Y = np.empty(self._nY)
             if native.regressor(self._ints, self._reals, q, qd, qdd, Y):
                 return Y
+        if _on_device(q):
+            return self.on_gpu().regressor(q, qd, qdd)
         (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         return self._run(native.regressor, native.regressor_batch, N, self._nY, q, qd, qdd)
 
@@ -1346,8 +1348,8 @@ class RobotModel:
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
         jacobian, hessian, jacobian_derivative, jacobian_derivative_times_velocity,
-        acceleration, coriolis_star, christoffel, coriolis_matrix (a fixed base's), the
-        derivatives of inverse and forward dynamics, mass_matrix_derivative,
+        acceleration, coriolis_star, christoffel, coriolis_matrix (a fixed base's),
+        regressor, the derivatives of inverse and forward dynamics, mass_matrix_derivative,
         gravity_derivative, kinetic_energy and potential_energy given CUDA arrays run there
         and return device arrays; the other methods refuse CUDA arrays by name.
         """
@@ -2091,6 +2093,8 @@ class CoupledRobotModel(RobotModel):
 
     def regressor(self, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike) -> Array:
         """Return Y_u = B^T Y(B u + d, B u', B u''), n x 10 nb (every body of the tree)."""
+        if _on_device(q):
+            return self.on_gpu().regressor(q, qd, qdd)
         (u, ud, udd), _ = self._inputs(q=q, qd=qd, qdd=qdd)
         Y = self._full.regressor(self._lift(u), self._lift_rate(ud), self._lift_rate(udd))
         return self._joint_map.Bt @ Y

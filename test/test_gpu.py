@@ -406,8 +406,8 @@ def test_single_precision_is_documented_accuracy(path):
     """
     float32 kernels against fp64 on the CPU.
 
-    tau, M, poses, Jacobians, dtau/dq, dtau/dq', dM/dq, J' and accelerations to 2e-6; q''
-    and the forward dynamics' derivatives to 1e-6 cond(M).
+    tau, M, poses, Jacobians, dtau/dq, dtau/dq', dM/dq, J', accelerations and the regressor
+    to 2e-6; q'' and the forward dynamics' derivatives to 1e-6 cond(M).
     """
     model = RobotModel.from_urdf_file(robots_dir() / path)
     gpu = GpuModel(model, dtype=np.float32)
@@ -426,7 +426,8 @@ def test_single_precision_is_documented_accuracy(path):
             ("J'", gpu.jacobian_derivative(single[0], single[1], model.link_names[-2]),
              model.jacobian_derivative(Q, V, model.link_names[-2])),
             ('acceleration', gpu.acceleration(*single[:3], model.link_names[-2]),
-             model.acceleration(Q, V, A, model.link_names[-2]))):
+             model.acceleration(Q, V, A, model.link_names[-2])),
+            ('regressor', gpu.regressor(*single[:3]), model.regressor(Q, V, A))):
         ours = ours.copy_to_host()
         assert ours.dtype == np.float32, method
         error = float(np.max(np.abs(ours - cpu))) / max(1.0, float(np.max(np.abs(cpu))))
@@ -587,6 +588,8 @@ def _derivatives_agree(model, rng, N=4):
                        ('potential energy', model.potential_energy(dQ),
                         model.potential_energy(Q)),
                        ('C*', model.coriolis_star(dQ), model.coriolis_star(Q)),
+                       ('regressor', model.regressor(dQ, dV, cuda.to_device(A)),
+                        model.regressor(Q, V, A)),
                        ('J_c', model.center_of_mass_jacobian(dQ),
                         model.center_of_mass_jacobian(Q)),
                        ('a link pose', model.link_pose(dQ, model.link_names[-1]),
@@ -734,8 +737,7 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     V = np.zeros((2, model.nv))
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
-    calls = [lambda: model.regressor(dQ, dV, dV),
-             lambda: model.operational_space_inertia(dQ, link),
+    calls = [lambda: model.operational_space_inertia(dQ, link),
              lambda: model.centroidal_momentum_matrix(dQ)]
     if root != 'fixed':         # Pinocchio's C of a moving base
         calls.append(lambda: model.coriolis_matrix(dQ, dV))

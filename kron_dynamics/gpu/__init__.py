@@ -27,8 +27,9 @@ content's hash, compiles each kernel on its first call and serves batches:
 (the link's kernels made on first use),
 ``inverse_dynamics_derivatives(Q, QD, QDD)``,
 ``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)``,
-``gravity_derivative(Q)``, ``coriolis_star(Q)``, ``christoffel(Q)`` and (a fixed base's)
-``coriolis_matrix(Q, QD)`` (forward mode over the generated code,
+``gravity_derivative(Q)``, ``coriolis_star(Q)``, ``christoffel(Q)``, (a fixed base's)
+``coriolis_matrix(Q, QD)`` and ``regressor(Q, QD, QDD)`` (forward mode over the generated
+code,
 :mod:`kron_dynamics.gpu.tangent`), ``kinetic_energy(Q, QD)`` and ``potential_energy(Q)``
 with (N, nq) and (N, nv) arrays of the model's
 coordinates, on every base (fixed, mimic joints, floating, planar). The arrays may be anything with
@@ -84,6 +85,7 @@ DERIVATIVE_SIGNATURES = {
     'coriolis_tensor': f'void({_A2}, float64, float64, float64, {_A3}, {_FLAGS})',
     'coriolis_matrix': f'void({_A2}, {_A2}, {_A3}, {_FLAGS})',
     'center_of_mass_jacobian': f'void({_A2}, {_A3}, {_FLAGS})',
+    'regressor': f'void({_A2}, {_A2}, {_A2}, {_A3}, {_FLAGS})',
 }
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
@@ -399,6 +401,20 @@ class GpuModel:
         J = self._outputs(((N, 3, self.nv),), arrays, stream, out, 'center_of_mass_jacobian')
         return self._launch(self._kernel('center_of_mass_jacobian'), 'center_of_mass_jacobian',
                             N, J, stream, check, arrays['q'])
+
+    def regressor(self, q, qd, qdd, stream=0, check: bool = True, out=None):
+        """
+        Return the joint torque regressor Y per row, (N, nv, 10 nb), the CPU's columns.
+
+        tau = Y pi + armature q'' with pi the bodies' inertial parameters (the CPU's
+        ``dynamic_parameters().ravel()``): the generated Newton-Euler row over parameters as
+        variables, once per parameter (:func:`.tangent._regressor_kernel`).
+        """
+        arrays, N = self._rows({'q': q, 'qd': qd, 'qdd': qdd})
+        bodies = self.model.tree.n + (self.model.base != 'fixed')
+        Y = self._outputs(((N, self.nv, 10 * bodies),), arrays, stream, out, 'regressor')
+        return self._launch(self._kernel('regressor'), 'regressor', N, Y, stream, check,
+                            arrays['q'], arrays['qd'], arrays['qdd'])
 
     def link_pose(self, q, link: str, stream=0, check: bool = True):
         """Return a link's pose per row (N, 4, 4), world: a view of :meth:`link_poses`'."""

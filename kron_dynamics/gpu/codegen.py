@@ -273,7 +273,7 @@ def _depth_first(tree, outward, inward) -> None:
 
 
 def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root: tuple,
-                  frames: dict | None = None) -> tuple:
+                  frames: dict | None = None, parameters=None) -> tuple:
     """
     Write the recursion of algorithms/rnea.py depth first; return (tau, f0, m0).
 
@@ -285,6 +285,8 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
     thread needs grow with the tree's depth, not with its size (written outward pass first,
     every body's wrench is live at once, which spills registers on a large tree). The sums
     are the breadth-first form's, in the same order, so the results are the same bits.
+    ``parameters``: body i -> its inertial parameters (m, m c, I about the origin) as
+    expressions (:func:`_parameter_wrench`), instead of the tree's as literals.
     """
     frames = {} if frames is None else frames
     motion, F, M = {}, {}, {}
@@ -307,12 +309,15 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
             Wi, DWi = win, dwin
             Ai = V.add(ao, zqdd, V.scale(V.cross(win, zqd), '2.0'))
         motion[i] = (Wi, DWi, Ai)
-        com = _literals(tree.com[i])
-        inertia = np.asarray(tree.inertia[i])
-        inertia = [[_num(inertia[a, b]) for b in range(3)] for a in range(3)]
-        ac = V.add(Ai, V.cross(DWi, com), V.cross(Wi, V.cross(Wi, com)))
-        Fi = V.scale(ac, _num(tree.mass[i]))
-        Mi = V.add(V.mv(inertia, DWi), V.cross(Wi, V.mv(inertia, Wi)), V.cross(com, Fi))
+        if parameters is not None:
+            Fi, Mi = _parameter_wrench(V, parameters(i), Wi, DWi, Ai)
+        else:
+            com = _literals(tree.com[i])
+            inertia = np.asarray(tree.inertia[i])
+            inertia = [[_num(inertia[a, b]) for b in range(3)] for a in range(3)]
+            ac = V.add(Ai, V.cross(DWi, com), V.cross(Wi, V.cross(Wi, com)))
+            Fi = V.scale(ac, _num(tree.mass[i]))
+            Mi = V.add(V.mv(inertia, DWi), V.cross(Wi, V.mv(inertia, Wi)), V.cross(com, Fi))
         # the inward steps add the children's wrenches: named accumulators
         F[i] = [f'f{i}_{a}' for a in range(3)]
         M[i] = [f'm{i}_{a}' for a in range(3)]
@@ -335,6 +340,18 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
 
     _depth_first(tree, outward, inward)
     return tau, wrench0[0], wrench0[1]
+
+
+def _parameter_wrench(V: _Vec, parameters: tuple, w, dw, a) -> tuple:
+    """
+    Return (F, M about the origin) of a body of inertial parameters (m, h = m c, I_o).
+
+    F = m a + dw x h + w x (w x h), M = I_o dw + w x I_o w + h x a: linear in the
+    parameters (algorithms/regressor.body_regressor), body frame.
+    """
+    m, h, I_o = parameters
+    F = V.add(V.scale(a, m), V.cross(dw, h), V.cross(w, V.cross(w, h)))
+    return F, V.add(V.mv(I_o, dw), V.cross(w, V.mv(I_o, w)), V.cross(h, a))
 
 
 def _body_wrench(w: _Writer, V: _Vec, mass: float, com, inertia, wb, dwb, ab):
@@ -656,8 +673,12 @@ def _planar(robot: _Robot, force, moment) -> list:
 
 
 def _rnea_row(robot: _Robot, w: _Writer, V: _Vec, joints, base, gscale: str,
-              frames: dict | None = None) -> list:
-    """Write Newton-Euler of one row; return the model's generalized forces (nv)."""
+              frames: dict | None = None, parameters=None) -> list:
+    """
+    Write Newton-Euler of one row; return the model's generalized forces (nv).
+
+    ``parameters``: as :func:`_newton_euler`'s, the base body's at -1.
+    """
     q, qd, qdd = joints
     minus_g = _gravity_root(robot, w, V, base, gscale)
     if base is None:
@@ -665,12 +686,15 @@ def _rnea_row(robot: _Robot, w: _Writer, V: _Vec, joints, base, gscale: str,
     else:        # 004 app. B: a = v' + w x v, the base origin's classical acceleration
         _, vb, wb, dvb, dwb, _ = base
         root = (wb, dwb, V.add(dvb, V.cross(wb, vb), minus_g))
-    tau, f0, m0 = _newton_euler(robot.tree, w, V, q, qd, qdd, root, frames)
+    tau, f0, m0 = _newton_euler(robot.tree, w, V, q, qd, qdd, root, frames, parameters)
     joint_forces = robot.project(w, tau)
     if base is None:
         return joint_forces
-    mass, com, inertia = robot.root_inertia
-    fb, mb = _body_wrench(w, V, mass, com, inertia, *root)
+    if parameters is not None:
+        fb, mb = _parameter_wrench(V, parameters(-1), *root)
+    else:
+        mass, com, inertia = robot.root_inertia
+        fb, mb = _body_wrench(w, V, mass, com, inertia, *root)
     return _planar(robot, V.add(fb, f0), V.add(mb, m0)) + joint_forces
 
 
