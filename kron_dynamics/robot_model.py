@@ -596,6 +596,8 @@ class RobotModel:
             raise TypeError(f'integrate(q, v, dt=1.0) got unexpected argument(s) '
                             f'{sorted(unknown)}')
         dt = _finite_scalar(args[0] if args else kwargs.get('dt', 1.0), 'dt')
+        if _on_device(q):
+            return self.on_gpu().integrate(q, v, dt)
         return self._integrate(q, v, dt)
 
     def _integrate(self, q, v, dt: float) -> Array:
@@ -1349,9 +1351,10 @@ class RobotModel:
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
         jacobian, hessian, jacobian_derivative, jacobian_derivative_times_velocity,
         acceleration, coriolis_star, christoffel, coriolis_matrix (a fixed base's),
-        regressor, the derivatives of inverse and forward dynamics, mass_matrix_derivative,
-        gravity_derivative, kinetic_energy and potential_energy given CUDA arrays run there
-        and return device arrays; the other methods refuse CUDA arrays by name.
+        regressor, integrate, the derivatives of inverse and forward dynamics,
+        mass_matrix_derivative, gravity_derivative, kinetic_energy and potential_energy given
+        CUDA arrays run there and return device arrays; the other methods refuse CUDA arrays
+        by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:

@@ -590,6 +590,7 @@ def _derivatives_agree(model, rng, N=4):
                        ('C*', model.coriolis_star(dQ), model.coriolis_star(Q)),
                        ('regressor', model.regressor(dQ, dV, cuda.to_device(A)),
                         model.regressor(Q, V, A)),
+                       ('integrate', model.integrate(dQ, dV, 0.3), model.integrate(Q, V, 0.3)),
                        ('J_c', model.center_of_mass_jacobian(dQ),
                         model.center_of_mass_jacobian(Q)),
                        ('a link pose', model.link_pose(dQ, model.link_names[-1]),
@@ -749,3 +750,21 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
             model.coriolis_star(dQ, method='hessian')
     with pytest.raises(ValueError, match="acceleration: frame 'world' has no classical"):
         model.acceleration(dQ, dV, dV, link, frame='world')
+
+
+@pytest.mark.parametrize('path, root', [('solo_description/robots/solo12.urdf', 'floating'),
+                                        ('tiago_description/robots/tiago.urdf', 'planar')])
+def test_integrate_on_both_sides_of_the_series_threshold(path, root):
+    """Integrate q (+) v dt as the CPU does: base turns of 0, below 1e-6 rad and above it."""
+    model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+    rng = np.random.default_rng(21)
+    turn = slice(3, 6) if root == 'floating' else slice(2, 3)
+    Q = np.stack([model.random_configuration(rng) for _ in range(5)])
+    V = rng.uniform(-2, 2, (5, model.nv))
+    for k, size in enumerate((0.0, 1e-9, 5e-7, 2e-6, 1.0)):
+        V[k, turn] *= size
+    _same_rows(model, [('integrate', model.integrate(cuda.to_device(Q), cuda.to_device(V), 0.5),
+                        model.integrate(Q, V, 0.5))], np.full(5, RTOL))
+    Q[2, -1] = np.nan
+    with pytest.raises(ValueError, match=r'integrate: rows \[2\] have a non-finite input'):
+        model.on_gpu().integrate(Q, V)

@@ -17,22 +17,18 @@ Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in
 
 ``model.on_gpu()`` (or :class:`GpuModel` (model)) writes the robot's kernels
 (:mod:`kron_dynamics.gpu.codegen`), caches their source on disk under a name made of its
-content's hash, compiles each kernel on its first call and serves batches:
-``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
+content's hash, compiles each kernel on its first call and serves batches of (N, nq) and
+(N, nv) arrays of the model's coordinates, on every base (fixed, mimic joints, floating,
+planar): ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
-``link_poses(Q)`` (and the centre of mass, ``link_pose(Q, link)``),
-``center_of_mass_jacobian(Q)``, ``jacobian(Q, link, point, frame)``,
-``hessian(Q, link, point, frame)``, ``jacobian_derivative(Q, QD, link, point, frame)``,
-``jacobian_derivative_times_velocity`` and ``acceleration(Q, QD, QDD, link, point, frame)``
-(the link's kernels made on first use),
-``inverse_dynamics_derivatives(Q, QD, QDD)``,
-``forward_dynamics_derivatives(Q, QD, TAU)``, ``mass_matrix_derivative(Q)``,
-``gravity_derivative(Q)``, ``coriolis_star(Q)``, ``christoffel(Q)``, (a fixed base's)
-``coriolis_matrix(Q, QD)`` and ``regressor(Q, QD, QDD)`` (forward mode over the generated
-code,
-:mod:`kron_dynamics.gpu.tangent`), ``kinetic_energy(Q, QD)`` and ``potential_energy(Q)``
-with (N, nq) and (N, nv) arrays of the model's
-coordinates, on every base (fixed, mimic joints, floating, planar). The arrays may be anything with
+``link_poses(Q)`` (the centre of mass too; ``link_pose(Q, link)``), ``kinetic_energy(Q,
+QD)``, ``potential_energy(Q)`` and ``integrate(Q, V, dt)``; per link (its kernels made on
+first use) ``jacobian``, ``hessian``, ``jacobian_derivative``,
+``jacobian_derivative_times_velocity`` and ``acceleration``; and by forward mode over the
+generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives``,
+``forward_dynamics_derivatives``, ``mass_matrix_derivative``, ``gravity_derivative``,
+``center_of_mass_jacobian``, ``coriolis_star``, ``christoffel``, (a fixed base's)
+``coriolis_matrix`` and ``regressor``. The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
@@ -65,6 +61,7 @@ SIGNATURES = {
     'forward_dynamics': f'void({_A2}, {_A2}, {_A2}, {_A2}, {_FLAGS})',
     'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
     'kinetic': f'void({_A2}, {_A2}, float64[:], {_FLAGS})',
+    'integrate': f'void({_A2}, {_A2}, float64, {_A2}, {_FLAGS})',
     'potential': f'void({_A2}, float64[:], {_FLAGS})',
 }
 # a link's kernels (made on first use): (module of .codegen or .tangent, signature)
@@ -422,6 +419,13 @@ class GpuModel:
         if not isinstance(link, str) or link not in names:
             raise ModelError(f'unknown link {link!r}; links are {names}')
         return self.link_poses(q, stream, check)[0][:, names.index(link)]
+
+    def integrate(self, q, v, dt: float = 1.0, stream=0, check: bool = True, out=None):
+        """Return q (+) v dt per row (N, nq), Pinocchio's ``integrate`` as on the CPU."""
+        arrays, N = self._rows({'q': q, 'v': v})
+        Q = self._outputs(((N, self.nq),), arrays, stream, out, 'integrate')
+        return self._launch(self._kernel('integrate'), 'integrate', N, Q, stream, check,
+                            arrays['q'], arrays['v'], float(dt))
 
     def kinetic_energy(self, q, qd, stream=0, check: bool = True, out=None):
         """Return T = 1/2 q'^T M(q) q' per row (armature included), a device array (N,)."""

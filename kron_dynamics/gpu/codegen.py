@@ -625,8 +625,7 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
         # off it, the row is refused after the body, which runs on the raw values
         names = [f'b{k}' for k in orientation]
         lines.append(f'    bnorm = sqrt({" + ".join(f"{x} * {x}" for x in names)})')
-        lines.append(f'    bscale = bnorm if abs(bnorm - 1.0) <= '
-                     f'{_num(QUATERNION_TOLERANCE)} else 1.0')
+        lines += _unit_scale()
         for x in names:
             w.set(x, f'{x} / bscale')
         if robot.base == 'floating':
@@ -1110,8 +1109,89 @@ def source(model) -> str:
     lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),
                                            model.description.frames)
     lines += ['', ''] + _kinetic_kernel(robot)
+    lines += ['', ''] + _integrate_kernel(robot)
     lines += ['', ''] + _kinematics_kernel(robot, [], model.description.frames, energy=True)
     return '\n'.join(lines) + '\n'
+
+
+def _unit_scale() -> list:
+    """Return the line of the norm a base orientation is divided by (1 where refused)."""
+    return [f'    bscale = bnorm if abs(bnorm - 1.0) <= {_num(QUATERNION_TOLERANCE)} else 1.0']
+
+
+def _integrate_kernel(robot: _Robot) -> list:
+    """
+    Return ``integrate(Q, V, dt, OUT, BAD)``: q (+) v dt, Pinocchio's ``integrate``.
+
+    The joints by v dt; a moving base along the exponential of its twist (body axes), the
+    quaternion times exp(w dt / 2) with the input's sign kept, (cos, sin) turned: the
+    formulas (and series below 1e-6 rad) of the CPU's ``kernels.floating_base.
+    moving_integrate``; the orientation normalised first (off unit length by more than the
+    tolerance: BAD 3).
+    """
+    nbq, nbv, n = robot.nbq, robot.nbv, robot.n
+    lines = ['def integrate(Q, V, dt, OUT, BAD):',
+             '    t = cuda.grid(1)',
+             '    if t >= Q.shape[0]:',
+             '        return',
+             '    nonfinite = 0 if isfinite(dt) else 1',
+             f'    for k in range({nbq + n}):',
+             '        nonfinite += 0 if isfinite(Q[t, k]) else 1',
+             f'    for k in range({nbv + n}):',
+             '        nonfinite += 0 if isfinite(V[t, k]) else 1',
+             f'    for k in range({n}):',
+             f'        OUT[t, {nbq} + k] = Q[t, {nbq} + k] + V[t, {nbv} + k] * dt']
+    outputs = [('OUT', (nbq + n,))]
+    if robot.base == 'fixed':
+        return lines + _checks(robot, outputs, False) + ['    BAD[t] = 0']
+    if robot.base == 'planar':
+        lines += ['    vx, vy, w = V[t, 0] * dt, V[t, 1] * dt, V[t, 2] * dt',
+                  '    theta = abs(w)']
+    else:
+        lines += ['    vx, vy, vz = V[t, 0] * dt, V[t, 1] * dt, V[t, 2] * dt',
+                  '    wx, wy, wz = V[t, 3] * dt, V[t, 4] * dt, V[t, 5] * dt',
+                  '    theta = sqrt(wx * wx + wy * wy + wz * wz)']
+    lines += ['    if theta < 1e-6:        # the series of _exp6',
+              '        b, c = 0.5 - theta * theta / 24.0, 1.0 / 6.0 - theta * theta / 120.0',
+              '    else:',
+              '        b = (1.0 - cos(theta)) / (theta * theta)',
+              '        c = (theta - sin(theta)) / (theta * theta * theta)']
+    if robot.base == 'planar':
+        lines += ['    co, si = Q[t, 2], Q[t, 3]',
+                  '    bnorm = sqrt(co * co + si * si)',
+                  *_unit_scale(),
+                  '    co, si = co / bscale, si / bscale',
+                  '    px = vx - b * w * vy - c * w * w * vx      # (I + b W + c W^2) v',
+                  '    py = vy + b * w * vx - c * w * w * vy',
+                  '    OUT[t, 0] = Q[t, 0] + co * px - si * py',
+                  '    OUT[t, 1] = Q[t, 1] + si * px + co * py',
+                  '    OUT[t, 2] = co * cos(w) - si * sin(w)      # (cos, sin) of the angle + w',
+                  '    OUT[t, 3] = si * cos(w) + co * sin(w)']
+    else:
+        R = quaternion_rotation('x1', 'y1', 'z1', 'w1')
+        lines += ['    x1, y1, z1, w1 = Q[t, 3], Q[t, 4], Q[t, 5], Q[t, 6]',
+                  '    bnorm = sqrt(x1 * x1 + y1 * y1 + z1 * z1 + w1 * w1)',
+                  *_unit_scale(),
+                  '    x1, y1, z1, w1 = x1 / bscale, y1 / bscale, z1 / bscale, w1 / bscale',
+                  '    cx, cy, cz = wy * vz - wz * vy, wz * vx - wx * vz, wx * vy - wy * vx',
+                  '    ccx, ccy, ccz = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx',
+                  '    p0, p1, p2 = vx + b * cx + c * ccx, vy + b * cy + c * ccy, '
+                  'vz + b * cz + c * ccz',
+                  *(f'    OUT[t, {r}] = Q[t, {r}] + ({R[r][0]}) * p0 + ({R[r][1]}) * p1 + '
+                    f'({R[r][2]}) * p2' for r in range(3)),
+                  '    s = (0.5 - theta * theta / 48.0 if theta < 1e-6 else '
+                  'sin(0.5 * theta) / theta)',
+                  '    x2, y2, z2, w2 = s * wx, s * wy, s * wz, cos(0.5 * theta)',
+                  '    x = w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2',
+                  '    y = w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2',
+                  '    z = w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2',
+                  '    w = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2',
+                  '    norm = sqrt(x * x + y * y + z * z + w * w)',
+                  '    if x * x1 + y * y1 + z * z1 + w * w1 < 0.0:       # keep the input\'s sign',
+                  '        norm = -norm',
+                  '    OUT[t, 3], OUT[t, 4], OUT[t, 5], OUT[t, 6] = x / norm, y / norm, z / norm, '
+                  'w / norm']
+    return lines + _checks(robot, outputs, False) + ['    BAD[t] = 0']
 
 
 def _kinetic_kernel(robot: _Robot) -> list:
