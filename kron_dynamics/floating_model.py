@@ -1541,6 +1541,7 @@ _COMPILED_BASE = {
     'centroidal_momentum_matrix': _BaseRow(
         'q: ArrayLike', ('q',), 'moving_centroidal_momentum_matrix', '', 'q', 'self._6nv',
         'self._centroidal_momentum_matrix_readable(q)',
+        gpu='self.on_gpu().centroidal_momentum_matrix(q)',
         moving=f'{_MOVING_BASE}, {{}}, {_TOL}', doc="""
         Return the centroidal momentum matrix A_G (6 x nv), Pinocchio's ``ccrba``.
 

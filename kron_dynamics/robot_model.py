@@ -1349,12 +1349,12 @@ class RobotModel:
 
         inverse_dynamics, gravity_torque, bias_torque, coriolis_vector, mass_matrix,
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
-        jacobian, hessian, jacobian_derivative, jacobian_derivative_times_velocity,
-        acceleration, coriolis_star, christoffel, coriolis_matrix (a fixed base's),
-        regressor, integrate, the derivatives of inverse and forward dynamics,
-        mass_matrix_derivative, gravity_derivative, kinetic_energy and potential_energy given
-        CUDA arrays run there and return device arrays; the other methods refuse CUDA arrays
-        by name.
+        centroidal_momentum_matrix, jacobian, hessian, jacobian_derivative,
+        jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
+        coriolis_matrix (a fixed base's), regressor, integrate, the derivatives of inverse
+        and forward dynamics, mass_matrix_derivative, gravity_derivative, kinetic_energy and
+        potential_energy given CUDA arrays run there and return device arrays; the other
+        methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -1786,7 +1786,8 @@ _COMPILED = {
         Pinocchio: ``jacobianCenterOfMass``.
         """),
     'centroidal_momentum_matrix': _Row(
-        'q: ArrayLike', ('q',), 'centroidal_momentum_matrix', 'self._6n', prelude=(
+        'q: ArrayLike', ('q',), 'centroidal_momentum_matrix', 'self._6n',
+        gpu='self.on_gpu().centroidal_momentum_matrix(q)', prelude=(
             'if self._moving_mass == 0.0:',
             "    raise ValueError('centroidal momentum matrix: the moving bodies have no mass "
             "(no centre of mass)')"), doc="""
@@ -2247,7 +2248,7 @@ _GPU_ROUTES = {
     'potential_energy': _gpu_method,
     'coriolis_star': lambda self, name, arrays, others: _gpu_default(
         others[0], name, self.on_gpu().coriolis_star, arrays[0]),
-    'coriolis_matrix': _gpu_method,
+    'coriolis_matrix': _gpu_method, 'centroidal_momentum_matrix': _gpu_method,
     'jacobian_derivative': lambda self, name, arrays, others: self.on_gpu().jacobian_derivative(
         *arrays, *others),
     'acceleration': lambda self, name, arrays, others: self.on_gpu().acceleration(

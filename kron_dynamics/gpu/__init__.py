@@ -27,7 +27,8 @@ first use) ``jacobian``, ``hessian``, ``jacobian_derivative``,
 ``jacobian_derivative_times_velocity`` and ``acceleration``; and by forward mode over the
 generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives``,
 ``forward_dynamics_derivatives``, ``mass_matrix_derivative``, ``gravity_derivative``,
-``center_of_mass_jacobian``, ``coriolis_star``, ``christoffel``, (a fixed base's)
+``center_of_mass_jacobian``, ``centroidal_momentum_matrix``, ``coriolis_star``,
+``christoffel``, (a fixed base's)
 ``coriolis_matrix`` and ``regressor``. The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
@@ -83,6 +84,7 @@ DERIVATIVE_SIGNATURES = {
     'coriolis_matrix': f'void({_A2}, {_A2}, {_A3}, {_FLAGS})',
     'center_of_mass_jacobian': f'void({_A2}, {_A3}, {_FLAGS})',
     'regressor': f'void({_A2}, {_A2}, {_A2}, {_A3}, {_FLAGS})',
+    'centroidal': f'void({_A2}, {_A3}, {_FLAGS})',
 }
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
@@ -412,6 +414,22 @@ class GpuModel:
         Y = self._outputs(((N, self.nv, 10 * bodies),), arrays, stream, out, 'regressor')
         return self._launch(self._kernel('regressor'), 'regressor', N, Y, stream, check,
                             arrays['q'], arrays['qd'], arrays['qdd'])
+
+    def centroidal_momentum_matrix(self, q, stream=0, check: bool = True, out=None):
+        """
+        Return A_G per row (N, 6, nv): (linear, angular momentum about the CoM) = A_G v.
+
+        The bodies of :meth:`center_of_mass`, world axes (Pinocchio's ``ccrba``, as on the
+        CPU): forward mode over the generated kinematics (:mod:`.tangent`), nv passes.
+        """
+        if center_of_mass_bodies(self._robot)[1] == 0.0:
+            raise ValueError('centroidal momentum matrix: the moving bodies have no mass '
+                             '(no centre of mass)')
+        arrays, N = self._rows({'q': q})
+        A = self._outputs(((N, 6, self.nv),), arrays, stream, out,
+                          'centroidal_momentum_matrix')
+        return self._launch(self._kernel('centroidal'), 'centroidal_momentum_matrix', N, A,
+                            stream, check, arrays['q'])
 
     def link_pose(self, q, link: str, stream=0, check: bool = True):
         """Return a link's pose per row (N, 4, 4), world: a view of :meth:`link_poses`'."""

@@ -911,9 +911,14 @@ def _kinematics_kernel(robot: _Robot, links: list, frames_of: dict, energy: bool
                    [('P', (len(links), 4, 4)), ('C', (3,))])
 
 
-def kinematics_row(robot: _Robot, links: list, frames_of: dict) -> tuple:
+def kinematics_row(robot: _Robot, links: list, frames_of: dict, bodies: list | None = None
+                   ) -> tuple:
     """
     Return (reads, body, pose stores, CoM) of the poses of ``links`` (world) and the CoM.
+
+    ``bodies``: a list that gets (mass, centre of mass, rotation, inertia about the centre of
+    mass in body axes) of each of the CoM's bodies, world frame (what the centroidal
+    momentum sums).
 
     The CoM of :func:`center_of_mass_bodies`' bodies, world frame (a moving base's pose
     first). Body by body in the tree's order (the loader's: depth first, parents first): a
@@ -951,6 +956,8 @@ def kinematics_row(robot: _Robot, links: list, frames_of: dict) -> tuple:
         _root_frame(tree, w, V, joints[0], frames, Rw, pw, i)
         poses(i)
         term = V.add(pw[i], V.mv(Rw[i], _literals(tree.com[i])))
+        if bodies is not None:
+            bodies.append((float(tree.mass[i]), *world(Rw[i], term)[::-1], tree.inertia[i]))
         for a in range(3):
             x = _mul(_num(tree.mass[i]), term[a])
             if _is_literal(x):
@@ -962,7 +969,11 @@ def kinematics_row(robot: _Robot, links: list, frames_of: dict) -> tuple:
     moment = [_add(*([] if sums[a] is None else [sums[a]]), _num(constant[a] + float(root[a])))
               for a in range(3)]
     com = V.scale(V.bind(moment), _num(1.0 / mass) if mass > 0 else 'nan')
-    _, com = world([[_num(float(a == b)) for b in range(3)] for a in range(3)], com)
+    identity = [[_num(float(a == b)) for b in range(3)] for a in range(3)]
+    _, com = world(identity, com)
+    if bodies is not None and include_root:
+        m, c, inertia = robot.root_inertia
+        bodies.append((float(m), *world(identity, _literals(c))[::-1], inertia))
     return reads, w.lines, out, com
 
 
