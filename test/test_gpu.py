@@ -719,6 +719,9 @@ def test_a_model_without_movable_joints():
         assert x.copy_to_host().shape == (3, 0, 0)
     assert (GpuModel(fixed).kinetic_energy(*np.zeros((2, 3, 0))).copy_to_host() == 0).all()
     assert (GpuModel(fixed).potential_energy(np.zeros((3, 0))).copy_to_host() == 0).all()
+    for method in ('center_of_mass_jacobian', 'centroidal_momentum_matrix'):
+        with pytest.raises(ValueError, match='have no mass'):      # nothing moves
+            getattr(GpuModel(fixed), method)(np.zeros((3, 0)))
     body = RobotModel.from_urdf_string(xml, root_joint='floating')
     gpu = GpuModel(body)
     Q = np.stack([body.random_configuration(np.random.default_rng(k)) for k in range(3)])
@@ -743,6 +746,8 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     calls = [lambda: model.operational_space_inertia(dQ, link)]
     if root != 'fixed':         # Pinocchio's C of a moving base
         calls.append(lambda: model.coriolis_matrix(dQ, dV))
+        with pytest.raises(ValueError, match="coriolis_matrix: a moving base's"):
+            model.on_gpu().coriolis_matrix(dQ, dV)
     for call in calls:
         with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
             call()

@@ -272,21 +272,11 @@ def _coriolis_tensor_kernel(robot: _Robot) -> list:
     outputs = [('X', (nv, nv * nv))]
     arguments = 'Q, alpha, beta, gamma, X, BAD'
     if robot.base == 'fixed':
-        reads, body, M, nv = _mass_matrix_row(robot)
-        keys = [(a, b) for a in range(nv) for b in range(a + 1)]
-
-        def stores(r: list) -> list:
-            lines = []
-            for (a, b), x in zip(keys, r):
-                for p, q in sorted({(a, b), (b, a)}):      # dM_pq/dq_d = x
-                    lines += [f'        X[t, {p}, {q * nv} + d] += alpha * {x}',
-                              f'        X[t, {p}, d * {nv} + {q}] += beta * {x}',
-                              f'        X[t, d, {p * nv + q}] += gamma * {x}']
-            return lines
-        zero = [f'    for i0 in range({nv}):', f'        for i1 in range({nv * nv}):',
-                '            X[t, i0, i1] = 0.0']
-        return _forward_mode(robot, 'coriolis_tensor', arguments, reads, body,
-                             [M[key] for key in keys], nv, 'q', stores, outputs, before=zero)
+        return _over_mass_matrix_derivative(
+            robot, 'coriolis_tensor', arguments, ('X', (nv, nv * nv)),
+            lambda p, q, x: [f'        X[t, {p}, {q * nv} + d] += alpha * {x}',
+                             f'        X[t, {p}, d * {nv} + {q}] += beta * {x}',
+                             f'        X[t, d, {p * nv + q}] += gamma * {x}'])
     w = _Writer()
     V = _Vec(w)
     reads, joints, base = _loads(robot, w, V, {'v': ('QD', None)})
@@ -310,23 +300,34 @@ def _coriolis_matrix_kernel(robot: _Robot) -> list:
     The Christoffel symbols of :func:`_coriolis_tensor_kernel` contracted with q' as dM/dq
     comes, direction by direction (M' - 2C skew, C q' = C*(q' kron q')).
     """
-    reads, body, M, nv = _mass_matrix_row(robot)
+    nv = robot.nbv + robot.n
     v, load_v = _rates(nv, 'vel', 'QD')
+    return _over_mass_matrix_derivative(
+        robot, 'coriolis_matrix', 'Q, QD, C, BAD', ('C', (nv, nv)),
+        lambda p, q, x: [f'        C[t, {p}, {q}] += 0.5 * {x} * QD[t, d]',
+                         f'        C[t, {p}, d] += 0.5 * {x} * {v[q]}',
+                         f'        C[t, d, {p}] -= 0.5 * {x} * {v[q]}'], load_v)
+
+
+def _over_mass_matrix_derivative(robot: _Robot, name: str, arguments: str, block: tuple,
+                                 terms, before: list = ()) -> list:
+    """
+    Return a kernel summing ``terms(p, q, x)`` over dM_pq/dq_d = x into ``block``, zeroed.
+
+    Forward mode over the generated CRBA (nv directions d); ``block`` = (array, (rows,
+    columns)) of each state; ``before``: lines before the zeroing (loads the terms read).
+    """
+    reads, body, M, nv = _mass_matrix_row(robot)
     keys = [(a, b) for a in range(nv) for b in range(a + 1)]
+    array, (rows, columns) = block
 
     def stores(r: list) -> list:
-        lines = []
-        for (a, b), x in zip(keys, r):
-            for p, q in sorted({(a, b), (b, a)}):          # dM_pq/dq_d = x
-                lines += [f'        C[t, {p}, {q}] += 0.5 * {x} * QD[t, d]',
-                          f'        C[t, {p}, d] += 0.5 * {x} * {v[q]}',
-                          f'        C[t, d, {p}] -= 0.5 * {x} * {v[q]}']
-        return lines
-    zero = [f'    for i0 in range({nv}):', f'        for i1 in range({nv}):',
-            '            C[t, i0, i1] = 0.0']
-    return _forward_mode(robot, 'coriolis_matrix', 'Q, QD, C, BAD', reads, body,
-                         [M[key] for key in keys], nv, 'q', stores, [('C', (nv, nv))],
-                         before=[*load_v, *zero])
+        return [line for (a, b), x in zip(keys, r) for p, q in sorted({(a, b), (b, a)})
+                for line in terms(p, q, x)]
+    zero = [f'    for i0 in range({rows}):', f'        for i1 in range({columns}):',
+            f'            {array}[t, i0, i1] = 0.0']
+    return _forward_mode(robot, name, arguments, reads, body, [M[key] for key in keys], nv,
+                         'q', stores, [block], before=[*before, *zero])
 
 
 def _center_of_mass_jacobian_kernel(robot: _Robot, frames_of: dict) -> list:
