@@ -849,6 +849,8 @@ class MovingBase:
 
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         """Return v (nv) with integrate(q0, v) = q1 (Pinocchio's ``difference``)."""
+        if _on_device(q0):
+            return self.on_gpu().difference(q0, q1)
         if type(q0) is _ND and q0.dtype is _F64 and q0.ndim == 1 and type(q1) is _ND \
                 and q1.dtype is _F64 and q1.ndim == 1:
             out = _empty(self._nv)

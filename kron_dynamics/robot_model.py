@@ -607,6 +607,8 @@ class RobotModel:
 
     def difference(self, q0: ArrayLike, q1: ArrayLike) -> Array:
         """Return v (nv) with integrate(q0, v, 1) = q1 (Pinocchio's ``difference``)."""
+        if _on_device(q0):
+            return self.on_gpu().difference(q0, q1)
         (q0, q1), N = self._inputs(q0=q0, q1=q1)
         return q1 - q0
 
@@ -1351,10 +1353,10 @@ class RobotModel:
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
         centroidal_momentum_matrix, jacobian, hessian, jacobian_derivative,
         jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
-        coriolis_matrix (a fixed base's), regressor, integrate, the derivatives of inverse
-        and forward dynamics, mass_matrix_derivative, gravity_derivative, kinetic_energy and
-        potential_energy given CUDA arrays run there and return device arrays; the other
-        methods refuse CUDA arrays by name.
+        coriolis_matrix (a fixed base's), regressor, integrate, difference, the derivatives of
+        inverse and forward dynamics, mass_matrix_derivative, gravity_derivative,
+        kinetic_energy and potential_energy given CUDA arrays run there and return device
+        arrays; the other methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:

@@ -761,7 +761,7 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
 @pytest.mark.parametrize('path, root', [('solo_description/robots/solo12.urdf', 'floating'),
                                         ('tiago_description/robots/tiago.urdf', 'planar')])
 def test_integrate_on_both_sides_of_the_series_threshold(path, root):
-    """Integrate q (+) v dt as the CPU does: base turns of 0, below 1e-6 rad and above it."""
+    """Integrate q (+) v dt and difference as the CPU does: turns of 0, below 1e-6 rad, more."""
     model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
     rng = np.random.default_rng(21)
     turn = slice(3, 6) if root == 'floating' else slice(2, 3)
@@ -771,6 +771,17 @@ def test_integrate_on_both_sides_of_the_series_threshold(path, root):
         V[k, turn] *= size
     _same_rows(model, [('integrate', model.integrate(cuda.to_device(Q), cuda.to_device(V), 0.5),
                         model.integrate(Q, V, 0.5))], np.full(5, RTOL))
-    Q[2, -1] = np.nan
-    with pytest.raises(ValueError, match=r'integrate: rows \[2\] have a non-finite input'):
+    # difference, its inverse: back to V dt, across the same threshold (and a larger turn)
+    Q1 = model.integrate(Q, V, 0.5)
+    V[4, turn] *= 1.4 if root == 'floating' else 2.9
+    Q1[4] = model.integrate(Q[4], V[4], 0.5)
+    _same_rows(model, [('difference', model.difference(cuda.to_device(Q), cuda.to_device(Q1)),
+                        model.difference(Q, Q1))], np.full(5, RTOL))
+    Q[2, -1], V[3, turn.start] = np.nan, np.inf
+    with pytest.raises(ValueError, match=r'integrate: rows \[2, 3\] have a non-finite input'):
         model.on_gpu().integrate(Q, V)
+    with pytest.raises(ValueError, match=r'difference: rows \[2\] have a non-finite input'):
+        model.on_gpu().difference(Q, Q1)
+    Q1[1, turn.start + 1] += 0.1        # a quaternion or (cos, sin) off unit length
+    with pytest.raises(ValueError, match=r'difference: rows \[1\] have a base orientation'):
+        model.on_gpu().difference(Q[:2], Q1[:2])

@@ -22,8 +22,8 @@ content's hash, compiles each kernel on its first call and serves batches of (N,
 planar): ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
 ``link_poses(Q)`` (the centre of mass too; ``link_pose(Q, link)``), ``kinetic_energy(Q,
-QD)``, ``potential_energy(Q)`` and ``integrate(Q, V, dt)``; per link (its kernels made on
-first use) ``jacobian``, ``hessian``, ``jacobian_derivative``,
+QD)``, ``potential_energy(Q)``, ``integrate(Q, V, dt)`` and ``difference(Q0, Q1)``; per
+link (its kernels made on first use) ``jacobian``, ``hessian``, ``jacobian_derivative``,
 ``jacobian_derivative_times_velocity`` and ``acceleration``; and by forward mode over the
 generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives``,
 ``forward_dynamics_derivatives``, ``mass_matrix_derivative``, ``gravity_derivative``,
@@ -63,6 +63,7 @@ SIGNATURES = {
     'kinematics': f'void({_A2}, float64[:, :, :, :], {_A2}, {_FLAGS})',
     'kinetic': f'void({_A2}, {_A2}, float64[:], {_FLAGS})',
     'integrate': f'void({_A2}, {_A2}, float64, {_A2}, {_FLAGS})',
+    'difference': f'void({_A2}, {_A2}, {_A2}, {_FLAGS})',
     'potential': f'void({_A2}, float64[:], {_FLAGS})',
 }
 # a link's kernels (made on first use): (module of .codegen or .tangent, signature)
@@ -243,7 +244,7 @@ class GpuModel:
                              f'NumPy array, got {type(x).__name__}')
         if array.dtype != self.dtype:
             raise ValueError(f'{name} must be {self.dtype}, got {array.dtype}')
-        width, names = ((self.nq, self.model.configuration_names) if name == 'q'
+        width, names = ((self.nq, self.model.configuration_names) if name in ('q', 'q0', 'q1')
                         else (self.nv, self.model.velocity_names))
         if len(array.shape) != 2 or array.shape[1] != width:
             raise ValueError(f'{name} must have shape (N, {width}) (one state per row: '
@@ -276,7 +277,7 @@ class GpuModel:
         results' shapes in the model's precision, any layout, apart from every input.
         """
         if out is None:
-            order = self._order(arrays['q'])
+            order = self._order(next(iter(arrays.values())))      # q's (q0's)
             return tuple(self._cuda.device_array(shape, dtype=self.dtype, stream=stream,
                                                  order=order) for shape in shapes)
         given = out if isinstance(out, tuple) else (out,)
@@ -444,6 +445,13 @@ class GpuModel:
         Q = self._outputs(((N, self.nq),), arrays, stream, out, 'integrate')
         return self._launch(self._kernel('integrate'), 'integrate', N, Q, stream, check,
                             arrays['q'], arrays['v'], float(dt))
+
+    def difference(self, q0, q1, stream=0, check: bool = True, out=None):
+        """Return v with integrate(q0, v) = q1 per row (N, nv), Pinocchio's ``difference``."""
+        arrays, N = self._rows({'q0': q0, 'q1': q1})
+        V = self._outputs(((N, self.nv),), arrays, stream, out, 'difference')
+        return self._launch(self._kernel('difference'), 'difference', N, V, stream, check,
+                            arrays['q0'], arrays['q1'])
 
     def kinetic_energy(self, q, qd, stream=0, check: bool = True, out=None):
         """Return T = 1/2 q'^T M(q) q' per row (armature included), a device array (N,)."""
