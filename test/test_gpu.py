@@ -783,5 +783,8 @@ def test_integrate_on_both_sides_of_the_series_threshold(path, root):
     with pytest.raises(ValueError, match=r'difference: rows \[2\] have a non-finite input'):
         model.on_gpu().difference(Q, Q1)
     Q1[1, turn.start + 1] += 0.1        # a quaternion or (cos, sin) off unit length
-    with pytest.raises(ValueError, match=r'difference: rows \[1\] have a base orientation'):
+    Q1[0, slice(3, 7) if root == 'floating' else slice(2, 4)] = 0.0            # or zero
+    with pytest.raises(ValueError, match=r'difference: rows \[0, 1\] have a base orient'):
         model.on_gpu().difference(Q[:2], Q1[:2])
+    with pytest.raises(ValueError, match=r'integrate: rows \[0\] have a base orientation'):
+        model.on_gpu().integrate(Q1[:1], V[:1])

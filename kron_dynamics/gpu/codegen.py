@@ -1200,6 +1200,7 @@ def _integrate_kernel(robot: _Robot) -> list:
                   '    z = w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2',
                   '    w = w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2',
                   '    norm = sqrt(x * x + y * y + z * z + w * w)',
+                  '    norm = norm if norm > 0.0 else 1.0     # a zero quaternion: refused',
                   '    if x * x1 + y * y1 + z * z1 + w * w1 < 0.0:       # keep the input\'s sign',
                   '        norm = -norm',
                   '    OUT[t, 3], OUT[t, 4], OUT[t, 5], OUT[t, 6] = x / norm, y / norm, z / norm, '
@@ -1266,8 +1267,8 @@ def _difference_kernel(robot: _Robot) -> list:
               '        x, y, z, w = -x, -y, -z, -w',
               '    s = sqrt(x * x + y * y + z * z)',
               '    theta = 2.0 * atan2(s, w)',
-              '    k = 2.0 / w if s < 1e-12 else theta / s       # rotation vector k (x, y, z)',
-              '    r0, r1, r2 = k * x, k * y, k * z',
+              '    k = theta / s if s >= 1e-12 else (2.0 / w if w != 0.0 else 0.0)',
+              '    r0, r1, r2 = k * x, k * y, k * z                # the rotation vector',
               '    e0, e1, e2 = Q1[t, 0] - Q0[t, 0], Q1[t, 1] - Q0[t, 1], Q1[t, 2] - Q0[t, 2]',
               *(f'    p{i} = ({R0[0][i]}) * e0 + ({R0[1][i]}) * e1 + ({R0[2][i]}) * e2'
                 for i in range(3)),
