@@ -1142,18 +1142,13 @@ def _integrate_kernel(robot: _Robot) -> list:
     tolerance: BAD 3).
     """
     nbq, nbv, n = robot.nbq, robot.nbv, robot.n
-    lines = ['def integrate(Q, V, dt, OUT, BAD):',
-             '    t = cuda.grid(1)',
-             '    if t >= Q.shape[0]:',
-             '        return',
-             '    nonfinite = 0 if isfinite(dt) else 1',
-             f'    for k in range({nbq + n}):',
-             '        nonfinite += 0 if isfinite(Q[t, k]) else 1',
-             f'    for k in range({nbv + n}):',
-             '        nonfinite += 0 if isfinite(V[t, k]) else 1',
-             *_refuse_nonfinite('OUT', nbq + n),
-             f'    for k in range({n}):',
-             f'        OUT[t, {nbq} + k] = Q[t, {nbq} + k] + V[t, {nbv} + k] * dt']
+    lines = _step_head('integrate(Q, V, dt, OUT, BAD)', 'Q', [
+        '    nonfinite = 0 if isfinite(dt) else 1',
+        f'    for k in range({nbq + n}):',
+        '        nonfinite += 0 if isfinite(Q[t, k]) else 1',
+        f'    for k in range({nbv + n}):',
+        '        nonfinite += 0 if isfinite(V[t, k]) else 1'], ('OUT', nbq + n),
+        f'        OUT[t, {nbq} + k] = Q[t, {nbq} + k] + V[t, {nbv} + k] * dt', n)
     outputs = [('OUT', (nbq + n,))]
     if robot.base == 'fixed':
         return lines + _checks(robot, outputs, False) + ['    BAD[t] = 0']
@@ -1217,16 +1212,11 @@ def _difference_kernel(robot: _Robot) -> list:
     moving_difference``; both orientations normalised (off unit length: BAD 3).
     """
     nbq, nbv, n = robot.nbq, robot.nbv, robot.n
-    lines = ['def difference(Q0, Q1, V, BAD):',
-             '    t = cuda.grid(1)',
-             '    if t >= Q0.shape[0]:',
-             '        return',
-             '    nonfinite = 0',
-             f'    for k in range({nbq + n}):',
-             '        nonfinite += 0 if isfinite(Q0[t, k]) and isfinite(Q1[t, k]) else 1',
-             *_refuse_nonfinite('V', nbv + n),
-             f'    for k in range({n}):',
-             f'        V[t, {nbv} + k] = Q1[t, {nbq} + k] - Q0[t, {nbq} + k]']
+    lines = _step_head('difference(Q0, Q1, V, BAD)', 'Q0', [
+        '    nonfinite = 0',
+        f'    for k in range({nbq + n}):',
+        '        nonfinite += 0 if isfinite(Q0[t, k]) and isfinite(Q1[t, k]) else 1'],
+        ('V', nbv + n), f'        V[t, {nbv} + k] = Q1[t, {nbq} + k] - Q0[t, {nbq} + k]', n)
     outputs = [('V', (nbv + n,))]
     if robot.base == 'fixed':
         return lines + _checks(robot, outputs, False) + ['    BAD[t] = 0']
@@ -1280,13 +1270,27 @@ def _difference_kernel(robot: _Robot) -> list:
     return lines + _checks(robot, outputs, False) + ['    BAD[t] = 0']
 
 
-def _refuse_nonfinite(array: str, size: int) -> list:
-    """Return the lines that refuse a row with a non-finite input before any math (BAD 1)."""
-    return ['    if nonfinite > 0:',
+def _step_head(signature: str, rows: str, counts: list, out: tuple, joint: str,
+               n: int) -> list:
+    """
+    Return the head of integrate and difference: ``counts`` the non-finite inputs.
+
+    A row with one is refused before any math (BAD 1, ``out`` = (array, size) NaN); then
+    the joints' entries, ``joint`` for each k < n.
+    """
+    array, size = out
+    return [f'def {signature}:',
+            '    t = cuda.grid(1)',
+            f'    if t >= {rows}.shape[0]:',
+            '        return',
+            *counts,
+            '    if nonfinite > 0:',
             f'        for i0 in range({size}):',
             f'            {array}[t, i0] = nan',
             '        BAD[t] = 1',
-            '        return']
+            '        return',
+            f'    for k in range({n}):',
+            joint]
 
 
 def _both_units() -> list:
