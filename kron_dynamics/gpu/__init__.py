@@ -345,6 +345,14 @@ class GpuModel:
         return self._launch(self._kernel('rnea'), method, N, tau, stream, check, Q,
                             arrays.get('qd', Q), arrays.get('qdd', Q), use_v, use_a, gscale)
 
+    def _run_kernel(self, kernel: str, method: str, named: dict, shape: tuple, stream,
+                    check: bool, out, *extra):
+        """Run ``kernel`` on the rows of ``named``, then ``extra``, into (N, *shape)."""
+        arrays, N = self._rows(named)
+        result = self._outputs(((N, *shape),), arrays, stream, out, method)
+        return self._launch(self._kernel(kernel), method, N, result, stream, check,
+                            *arrays.values(), *extra)
+
     # ----------------------------------------------------------------- methods
     def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True, out=None):
         """Return tau = M q'' + C*(q' kron q') + G per row, a device array (N, n)."""
@@ -364,17 +372,13 @@ class GpuModel:
 
     def mass_matrix(self, q, stream=0, check: bool = True, out=None):
         """Return M(q) per row (armature included), a device array (N, n, n)."""
-        arrays, N = self._rows({'q': q})
-        M = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, 'mass_matrix')
-        return self._launch(self._kernel('mass_matrix'), 'mass_matrix', N, M, stream,
-                            check, arrays['q'])
+        return self._run_kernel('mass_matrix', 'mass_matrix', {'q': q}, (self.nv, self.nv),
+                                stream, check, out)
 
     def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True, out=None):
         """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
-        arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
-        qdd = self._outputs(((N, self.nv),), arrays, stream, out, 'forward_dynamics')
-        return self._launch(self._kernel('forward_dynamics'), 'forward_dynamics', N, qdd,
-                            stream, check, arrays['q'], arrays['qd'], arrays['tau'])
+        return self._run_kernel('forward_dynamics', 'forward_dynamics',
+                                {'q': q, 'qd': qd, 'tau': tau}, (self.nv,), stream, check, out)
 
     def link_poses(self, q, stream=0, check: bool = True, out=None):
         """Return (poses (N, L, 4, 4) in ``link_names`` order, centre of mass (N, 3)), world."""
@@ -397,10 +401,8 @@ class GpuModel:
         """
         if center_of_mass_bodies(self._robot)[1] == 0.0:
             raise ValueError('center_of_mass_jacobian: the bodies counted have no mass')
-        arrays, N = self._rows({'q': q})
-        J = self._outputs(((N, 3, self.nv),), arrays, stream, out, 'center_of_mass_jacobian')
-        return self._launch(self._kernel('center_of_mass_jacobian'), 'center_of_mass_jacobian',
-                            N, J, stream, check, arrays['q'])
+        return self._run_kernel('center_of_mass_jacobian', 'center_of_mass_jacobian',
+                                {'q': q}, (3, self.nv), stream, check, out)
 
     def regressor(self, q, qd, qdd, stream=0, check: bool = True, out=None):
         """
@@ -410,11 +412,9 @@ class GpuModel:
         ``dynamic_parameters().ravel()``): the generated Newton-Euler row over parameters as
         variables, once per parameter (:func:`.tangent._regressor_kernel`).
         """
-        arrays, N = self._rows({'q': q, 'qd': qd, 'qdd': qdd})
         bodies = self.model.tree.n + (self.model.base != 'fixed')
-        Y = self._outputs(((N, self.nv, 10 * bodies),), arrays, stream, out, 'regressor')
-        return self._launch(self._kernel('regressor'), 'regressor', N, Y, stream, check,
-                            arrays['q'], arrays['qd'], arrays['qdd'])
+        return self._run_kernel('regressor', 'regressor', {'q': q, 'qd': qd, 'qdd': qdd},
+                                (self.nv, 10 * bodies), stream, check, out)
 
     def centroidal_momentum_matrix(self, q, stream=0, check: bool = True, out=None):
         """
@@ -426,11 +426,8 @@ class GpuModel:
         if center_of_mass_bodies(self._robot)[1] == 0.0:
             raise ValueError('centroidal momentum matrix: the moving bodies have no mass '
                              '(no centre of mass)')
-        arrays, N = self._rows({'q': q})
-        A = self._outputs(((N, 6, self.nv),), arrays, stream, out,
-                          'centroidal_momentum_matrix')
-        return self._launch(self._kernel('centroidal'), 'centroidal_momentum_matrix', N, A,
-                            stream, check, arrays['q'])
+        return self._run_kernel('centroidal', 'centroidal_momentum_matrix', {'q': q},
+                                (6, self.nv), stream, check, out)
 
     def link_pose(self, q, link: str, stream=0, check: bool = True):
         """Return a link's pose per row (N, 4, 4), world: a view of :meth:`link_poses`'."""
@@ -441,31 +438,23 @@ class GpuModel:
 
     def integrate(self, q, v, dt: float = 1.0, stream=0, check: bool = True, out=None):
         """Return q (+) v dt per row (N, nq), Pinocchio's ``integrate`` as on the CPU."""
-        arrays, N = self._rows({'q': q, 'v': v})
-        Q = self._outputs(((N, self.nq),), arrays, stream, out, 'integrate')
-        return self._launch(self._kernel('integrate'), 'integrate', N, Q, stream, check,
-                            arrays['q'], arrays['v'], float(dt))
+        return self._run_kernel('integrate', 'integrate', {'q': q, 'v': v}, (self.nq,),
+                                stream, check, out, float(dt))
 
     def difference(self, q0, q1, stream=0, check: bool = True, out=None):
         """Return v with integrate(q0, v) = q1 per row (N, nv), Pinocchio's ``difference``."""
-        arrays, N = self._rows({'q0': q0, 'q1': q1})
-        V = self._outputs(((N, self.nv),), arrays, stream, out, 'difference')
-        return self._launch(self._kernel('difference'), 'difference', N, V, stream, check,
-                            arrays['q0'], arrays['q1'])
+        return self._run_kernel('difference', 'difference', {'q0': q0, 'q1': q1}, (self.nv,),
+                                stream, check, out)
 
     def kinetic_energy(self, q, qd, stream=0, check: bool = True, out=None):
         """Return T = 1/2 q'^T M(q) q' per row (armature included), a device array (N,)."""
-        arrays, N = self._rows({'q': q, 'qd': qd})
-        T = self._outputs(((N,),), arrays, stream, out, 'kinetic_energy')
-        return self._launch(self._kernel('kinetic'), 'kinetic_energy', N, T, stream, check,
-                            arrays['q'], arrays['qd'])
+        return self._run_kernel('kinetic', 'kinetic_energy', {'q': q, 'qd': qd}, (), stream,
+                                check, out)
 
     def potential_energy(self, q, stream=0, check: bool = True, out=None):
         """Return V = -m g . c per row (the bodies of :meth:`center_of_mass`), (N,)."""
-        arrays, N = self._rows({'q': q})
-        E = self._outputs(((N,),), arrays, stream, out, 'potential_energy')
-        return self._launch(self._kernel('potential'), 'potential_energy', N, E, stream,
-                            check, arrays['q'])
+        return self._run_kernel('potential', 'potential_energy', {'q': q}, (), stream, check,
+                                out)
 
     def inverse_dynamics_derivatives(self, q, qd, qdd, stream=0, check: bool = True,
                                      out=None):
@@ -508,11 +497,8 @@ class GpuModel:
         Forward mode over the generated CRBA (nv passes per state); a moving base's
         directions along integrate(q, e_k t), which M in base axes does not depend on (zero).
         """
-        arrays, N = self._rows({'q': q})
-        DM = self._outputs(((N, self.nv, self.nv, self.nv),), arrays, stream, out,
-                           'mass_matrix_derivative')
-        return self._launch(self._kernel('mass_matrix_derivative'),
-                            'mass_matrix_derivative', N, DM, stream, check, arrays['q'])
+        return self._run_kernel('mass_matrix_derivative', 'mass_matrix_derivative', {'q': q},
+                                (self.nv,) * 3, stream, check, out)
 
     def gravity_derivative(self, q, stream=0, check: bool = True, out=None):
         """
@@ -522,10 +508,8 @@ class GpuModel:
         accelerations (nv passes per state), q's directions as
         :meth:`inverse_dynamics_derivatives`'.
         """
-        arrays, N = self._rows({'q': q})
-        DG = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, 'gravity_derivative')
-        return self._launch(self._kernel('gravity_derivative'), 'gravity_derivative', N, DG,
-                            stream, check, arrays['q'])
+        return self._run_kernel('gravity_derivative', 'gravity_derivative', {'q': q},
+                                (self.nv, self.nv), stream, check, out)
 
     def coriolis_star(self, q, stream=0, check: bool = True, out=None):
         """
@@ -543,10 +527,8 @@ class GpuModel:
 
     def _coriolis_tensor(self, method: str, q, coefficients: tuple, stream, check: bool,
                          out):
-        arrays, N = self._rows({'q': q})
-        X = self._outputs(((N, self.nv, self.nv * self.nv),), arrays, stream, out, method)
-        return self._launch(self._kernel('coriolis_tensor'), method, N, X, stream, check,
-                            arrays['q'], *coefficients)
+        return self._run_kernel('coriolis_tensor', method, {'q': q}, (self.nv, self.nv ** 2),
+                                stream, check, out, *coefficients)
 
     def coriolis_matrix(self, q, qd, stream=0, check: bool = True, out=None):
         """
@@ -558,10 +540,8 @@ class GpuModel:
         if self.model.base != 'fixed':
             raise ValueError('coriolis_matrix: a moving base\'s (Pinocchio\'s form) runs on '
                              'the CPU only; coriolis_star and christoffel run on the GPU')
-        arrays, N = self._rows({'q': q, 'qd': qd})
-        C = self._outputs(((N, self.nv, self.nv),), arrays, stream, out, 'coriolis_matrix')
-        return self._launch(self._kernel('coriolis_matrix'), 'coriolis_matrix', N, C, stream,
-                            check, arrays['q'], arrays['qd'])
+        return self._run_kernel('coriolis_matrix', 'coriolis_matrix', {'q': q, 'qd': qd},
+                                (self.nv, self.nv), stream, check, out)
 
     def _derivatives_at(self, arrays: dict, N: int, qdd, stream, check: bool, out,
                         method: str) -> tuple:

@@ -585,7 +585,8 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
     """
     Write the loads of a row; return ((header loads, deferred loads), joints, base).
 
-    ``arrays``: 'q' -> 'Q', and 'v', 'a' -> (array, flag or None): a flag of 0 reads zeros.
+    ``arrays``: 'q' -> 'Q', and 'v', 'a' -> (array, flag or None): a flag of 0 reads zeros;
+    an array may be a function of the column giving the expression to read instead.
     joints: the tree's (q, q', q'') lifted from u; base: None on a fixed base, else
     (rotation R of the base in the world as expressions, v_b, w_b, v_b', w_b') in base axes.
     """
@@ -603,7 +604,7 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
         if array is None:
             return ['0.0'] * count
         for k in range(count):
-            load = f'{array}[t, {first + k}]'
+            load = array(first + k) if callable(array) else f'{array}[t, {first + k}]'
             read = _read(f'{prefix}{k}', f'{load} if {flag} else 0.0' if flag else load)
             if later:
                 deferred.append((f'{prefix}{k}', read))

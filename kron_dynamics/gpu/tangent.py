@@ -279,18 +279,14 @@ def _coriolis_tensor_kernel(robot: _Robot) -> list:
                              f'        X[t, d, {p * nv + q}] += gamma * {x}'])
     w = _Writer()
     V = _Vec(w)
-    reads, joints, base = _loads(robot, w, V, {'v': ('QD', None)})
+    unit = {'v': (lambda k: f'(1.0 if kk == {k} else 0.0)', None)}     # v = e_kk
+    reads, joints, base = _loads(robot, w, V, unit)
     h = _rnea_row(robot, w, V, joints, base, '0.0')
 
     def symmetric(r: list) -> list:
         return [f'        X[t, {i}, d * {nv} + kk] = 0.5 * {x}' for i, x in enumerate(r)]
-    kernel = _forward_mode(robot, 'coriolis_tensor', arguments, reads, w.lines, h, nv, 'v',
-                           symmetric, outputs, outer=f'for kk in range({nv}):')
-    # v = e_kk: the row's loads of q' read the unit vector
-    return [_UNIT.sub(r'(1.0 if kk == \1 else 0.0)', line) for line in kernel]
-
-
-_UNIT = re.compile(r'QD\[t, (\d+)\]')
+    return _forward_mode(robot, 'coriolis_tensor', arguments, reads, w.lines, h, nv, 'v',
+                         symmetric, outputs, outer=f'for kk in range({nv}):')
 
 
 def _coriolis_matrix_kernel(robot: _Robot) -> list:
