@@ -200,7 +200,7 @@ def _exp6(twist: np.ndarray) -> np.ndarray:
         A, Bc, Cc = 1.0 - theta ** 2 / 6, 0.5 - theta ** 2 / 24, 1.0 / 6 - theta ** 2 / 120
     else:
         A = math.sin(theta) / theta
-        Bc = (1.0 - math.cos(theta)) / theta ** 2
+        Bc = 2.0 * (math.sin(0.5 * theta) / theta) ** 2       # (1 - cos t) / t^2, exactly
         Cc = (theta - math.sin(theta)) / theta ** 3
     T = np.eye(4)
     T[:3, :3] = np.eye(3) + A * W + Bc * W @ W
@@ -224,7 +224,7 @@ def _log6(T: np.ndarray) -> np.ndarray:
     if theta < 1e-6:
         D = 1.0 / 12 + theta ** 2 / 720
     else:
-        D = (1.0 - theta * math.sin(theta) / (2.0 * (1.0 - math.cos(theta)))) / theta ** 2
+        D = (1.0 - 0.5 * theta / math.tan(0.5 * theta)) / theta ** 2
     V_inv = np.eye(3) - 0.5 * W + D * W @ W
     return np.concatenate([V_inv @ T[:3, 3], w])
 

@@ -1041,7 +1041,8 @@ def moving_integrate(planar, q, v, dt, tol, out):
     if theta < 1e-6:        # the series of _exp6
         b, c = 0.5 - theta * theta / 24.0, 1.0 / 6.0 - theta * theta / 120.0
     else:
-        b = (1.0 - np.cos(theta)) / (theta * theta)
+        sh = np.sin(0.5 * theta) / theta      # b = (1 - cos t) / t^2, no cancellation
+        b = 2.0 * sh * sh
         c = (theta - np.sin(theta)) / (theta * theta * theta)
     if planar:
         co, si = q[2], q[3]
@@ -1477,7 +1478,7 @@ def moving_difference(planar, q0, q1, tol, out):
         if theta < 1e-6:
             d = 1.0 / 12.0 + theta * theta / 720.0
         else:
-            d = (1.0 - theta * np.sin(theta) / (2.0 * (1.0 - np.cos(theta)))) / (theta * theta)
+            d = (1.0 - 0.5 * theta / np.tan(0.5 * theta)) / (theta * theta)      # see _log6
         out[0] = px + 0.5 * w * py - d * w * w * px      # (I - W / 2 + d W^2) p
         out[1] = py - 0.5 * w * px - d * w * w * py
         out[2] = w
@@ -1509,7 +1510,7 @@ def moving_difference(planar, q0, q1, tol, out):
     if theta < 1e-6:
         d = 1.0 / 12.0 + theta * theta / 720.0
     else:
-        d = (1.0 - theta * np.sin(theta) / (2.0 * (1.0 - np.cos(theta)))) / (theta * theta)
+        d = (1.0 - 0.5 * theta / np.tan(0.5 * theta)) / (theta * theta)      # see _log6
     c1 = cross(r, p)
     c2 = cross(r, c1)
     for i in range(3):                  # (I - W / 2 + d W^2) p, then the rotation vector
@@ -2232,7 +2233,8 @@ def base_integrate_jacobians(planar, W, Jq, Jw):
             b, c = 0.5 - theta * theta / 24.0, 1.0 / 6.0 - theta * theta / 120.0
         else:
             a = np.sin(theta) / theta
-            b = (1.0 - np.cos(theta)) / (theta * theta)
+            sh = np.sin(0.5 * theta) / theta      # b = (1 - cos t) / t^2, no cancellation
+            b = 2.0 * sh * sh
             c = (theta - np.sin(theta)) / (theta * theta * theta)
         S[:, :] = 0.0
         _put_skew(S, 0, 0, mw, 1.0)
