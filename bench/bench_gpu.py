@@ -113,8 +113,6 @@ def kernel_registers(model, assembler: str, log) -> dict:
     signatures = {**SIGNATURES, **DERIVATIVE_SIGNATURES}
     with tempfile.TemporaryDirectory() as folder:
         for name, signature in signatures.items():
-            if name not in namespace:       # coriolis_matrix: a fixed base's only
-                continue
             begin = time.perf_counter()
             ptx, _ = cuda.compile_ptx(namespace[name], signature, cc=SM)
             path = Path(folder) / f'{name}.ptx'

@@ -1506,7 +1506,8 @@ _COMPILED_BASE = {
     'coriolis_matrix': _BaseRow(
         'q: ArrayLike, v: ArrayLike', ('q', 'v'), 'moving_coriolis_matrix', '', 'q, v',
         'self._shape_m', 'self._coriolis_matrix_readable(q, v)',
-        moving=f'self._planar, self._pk, {{}}, {_TOL}', doc="""
+        moving=f'self._planar, self._pk, {{}}, {_TOL}',
+        gpu='self.on_gpu().coriolis_matrix(q, v)', doc="""
         Return the nv x nv Coriolis matrix C: M' - 2C is skew and C v = h(q, v) - G(q).
 
         With quasi-velocities C is not the Christoffel form: it is Pinocchio's

@@ -1353,7 +1353,7 @@ class RobotModel:
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
         centroidal_momentum_matrix, jacobian, hessian, jacobian_derivative,
         jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
-        coriolis_matrix (a fixed base's), regressor, integrate, difference, the derivatives of
+        coriolis_matrix, regressor, integrate, difference, the derivatives of
         inverse and forward dynamics, mass_matrix_derivative, gravity_derivative,
         kinetic_energy and potential_energy given CUDA arrays run there and return device
         arrays; the other methods refuse CUDA arrays by name.

@@ -28,8 +28,7 @@ link (its kernels made on first use) ``jacobian``, ``hessian``, ``jacobian_deriv
 generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives``,
 ``forward_dynamics_derivatives``, ``mass_matrix_derivative``, ``gravity_derivative``,
 ``center_of_mass_jacobian``, ``centroidal_momentum_matrix``, ``coriolis_star``,
-``christoffel``, (a fixed base's)
-``coriolis_matrix`` and ``regressor``. The arrays may be anything with
+``christoffel``, ``coriolis_matrix`` and ``regressor``. The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
@@ -532,14 +531,12 @@ class GpuModel:
 
     def coriolis_matrix(self, q, qd, stream=0, check: bool = True, out=None):
         """
-        Return C(q, q') = sum_k Gamma[:, :, k] q'_k per row (N, nv, nv): a fixed base's.
+        Return the Coriolis matrix C(q, q') per row (N, nv, nv), the CPU's on every base.
 
-        M' - 2C is skew and C q' = C*(q' kron q'). A moving base's (Pinocchio's, from the
-        bodies' spatial Jacobians) has no GPU kernel: ValueError.
+        M' - 2C is skew and C q' the bias without gravity. A fixed base's: sum_k Gamma[:, :,
+        k] q'_k (C q' = C*(q' kron q')); a moving base's, Pinocchio's form: 1/2 dh/dv plus
+        1/2 M[:, base] ad(v_b) in the base's columns (``tangent._moving_coriolis_matrix_kernel``).
         """
-        if self.model.base != 'fixed':
-            raise ValueError('coriolis_matrix: a moving base\'s (Pinocchio\'s form) runs on '
-                             'the CPU only; coriolis_star and christoffel run on the GPU')
         return self._run_kernel('coriolis_matrix', 'coriolis_matrix', {'q': q, 'qd': qd},
                                 (self.nv, self.nv), stream, check, out)
 

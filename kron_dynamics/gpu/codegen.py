@@ -586,7 +586,8 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
     Write the loads of a row; return ((header loads, deferred loads), joints, base).
 
     ``arrays``: 'q' -> 'Q', and 'v', 'a' -> (array, flag or None): a flag of 0 reads zeros;
-    an array may be a function of the column giving the expression to read instead.
+    an array may be a function of the column giving the expression to read instead (None:
+    a literal zero, folded away).
     joints: the tree's (q, q', q'') lifted from u; base: None on a fixed base, else
     (rotation R of the base in the world as expressions, v_b, w_b, v_b', w_b') in base axes.
     """
@@ -603,14 +604,19 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
         array, flag = arrays.get(key, (None, None))
         if array is None:
             return ['0.0'] * count
+        names = []
         for k in range(count):
             load = array(first + k) if callable(array) else f'{array}[t, {first + k}]'
+            if load is None:
+                names.append('0.0')
+                continue
             read = _read(f'{prefix}{k}', f'{load} if {flag} else 0.0' if flag else load)
             if later:
                 deferred.append((f'{prefix}{k}', read))
             else:
                 lines.extend(read)
-        return [f'{prefix}{k}' for k in range(count)]
+            names.append(f'{prefix}{k}')
+        return names
     for k in range(n):
         deferred.append((f'u{k}', _read(f'u{k}', f'Q[t, {nbq + k}]')))
     ud, udd = rates('ud', 'v', n, nbv, True), rates('udd', 'a', n, nbv, True)

@@ -174,7 +174,8 @@ def _seed(direction: int) -> str:
 
 def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: list,
                   results: list, directions: int, wrt: str, stores, outputs: list,
-                  along: list | None = None, before: tuple = (), outer: str = '') -> list:
+                  along: list | None = None, before: tuple = (), outer: str = '',
+                  more: tuple = ()) -> list:
     """
     Return a kernel running ``body`` with its tangents once per direction (:func:`_kernel`).
 
@@ -183,7 +184,9 @@ def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: 
     writes (lines of the loop, names r0, r1, ... bound to them); ``outputs``: the blocks a
     refused row fills with NaN. ``along``: one direction instead, its seeds these
     expressions (the tangent along them); ``before``: lines before the loop (what ``along``
-    and ``stores`` read); ``outer``: a loop around the loop of directions (``for ...:``).
+    and ``stores`` read); ``outer``: a loop around the loop of directions (``for ...:``);
+    ``more``: (variable, expression) pairs, the tangents of further loaded variables along
+    direction d (expressions of d and the inputs).
     """
     nbv, n = robot.nbv, robot.n
     nv = nbv + n
@@ -193,7 +196,8 @@ def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: 
              **({f'ud{k}': _seed(first + nbv + k) for k in range(n)} if first is not None
                 else {}),
              **({f'bv{k}': _seed(first + k) for k in range(nbv)} if first is not None
-                else {})}
+                else {}),
+             **{name: f'sa{i}' for i, (name, _) in enumerate(more)}}
     if robot.base != 'fixed' and wrt != 'v':    # after the orientation is read, before its norm
         at = next(k for k, line in enumerate(loads) if line.startswith('    bnorm = '))
         loads = loads[:at] + _base_seeds(robot, _seed) + loads[at:]
@@ -203,6 +207,7 @@ def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: 
                    [f'1.0 if d == {j} else 0.0' for j in range(directions)])
     loop = [f'    for d in range({directions}):',
             *(f'        {_seed(j)} = {x}' for j, x in enumerate(seed_values)),
+            *(f'        sa{i} = {x}' for i, (_, x) in enumerate(more)),
             *('    ' + line for line in lines),
             *(f'        r{i} = {x}' for i, x in enumerate(tangents)),
             *stores([f'r{i}' for i in range(len(tangents))])] if directions else []
@@ -291,11 +296,14 @@ def _coriolis_tensor_kernel(robot: _Robot) -> list:
 
 def _coriolis_matrix_kernel(robot: _Robot) -> list:
     """
-    Return ``coriolis_matrix(Q, QD, C, BAD)`` of a fixed base: C = sum_k Gamma[:, :, k] q'_k.
+    Return ``coriolis_matrix(Q, QD, C, BAD)``: a fixed base's C = sum_k Gamma[:, :, k] q'_k.
 
     The Christoffel symbols of :func:`_coriolis_tensor_kernel` contracted with q' as dM/dq
-    comes, direction by direction (M' - 2C skew, C q' = C*(q' kron q')).
+    comes, direction by direction (M' - 2C skew, C q' = C*(q' kron q')). A moving base's:
+    :func:`_moving_coriolis_matrix_kernel`.
     """
+    if robot.base != 'fixed':
+        return _moving_coriolis_matrix_kernel(robot)
     nv = robot.nbv + robot.n
     v, load_v = _rates(nv, 'vel', 'QD')
     return _over_mass_matrix_derivative(
@@ -303,6 +311,49 @@ def _coriolis_matrix_kernel(robot: _Robot) -> list:
         lambda p, q, x: [f'        C[t, {p}, {q}] += 0.5 * {x} * QD[t, d]',
                          f'        C[t, {p}, d] += 0.5 * {x} * {v[q]}',
                          f'        C[t, d, {p}] -= 0.5 * {x} * {v[q]}'], load_v)
+
+
+def _moving_coriolis_matrix_kernel(robot: _Robot) -> list:
+    """
+    Return ``coriolis_matrix(Q, QD, C, BAD)`` of a moving base: Pinocchio's form, by columns.
+
+    The CPU's sum over the bodies, J^T (I J' + B(I, V) J) (``algorithms.coriolis_matrix``),
+    applied to u is a Newton-Euler pass whose velocity products are V x (S u) and whose
+    forces I a + B(I, V) U; it differs from the symmetric (Christoffel) half of the
+    Newton-Euler row's dh/dv only through the base's own term (v_b x u_b, one joint of six or
+    three freedoms; a 1-DOF joint's S v x S u is zero), which every body sees as the same
+    spatial acceleration of the base:
+
+        C u = 1/2 dh/dv u + 1/2 M[:, base] (v_b x u_b),
+
+    one forward-mode pass per column u = e_d: q' along e_d, the base's acceleration along
+    v_b x e_d (the twists' bracket ad(v_b), base axes), of the row without gravity.
+    """
+    nbv, nv = robot.nbv, robot.nbv + robot.n
+    w = _Writer()
+    V = _Vec(w)
+    base_only = {'v': ('QD', None), 'a': (lambda k: '0.0' if k < nbv else None, None)}
+    reads, joints, base = _loads(robot, w, V, base_only)
+    h = _rnea_row(robot, w, V, joints, base, '0.0')
+    v = [f'QD[t, {k}]' for k in range(nbv)]
+    if robot.base == 'floating':      # ad(v_b) = [[w x, v x], [0, w x]] (linear first)
+        def cross(a, j):              # column j of a x, as {row: expression}
+            return {(j + 1) % 3: a[(j + 2) % 3], (j + 2) % 3: f'(-{a[(j + 1) % 3]})'}
+        columns = [cross(v[3:], j) for j in range(3)]
+        columns += [{**cross(v[:3], j), **{3 + i: x for i, x in cross(v[3:], j).items()}}
+                    for j in range(3)]
+    else:                             # (x, y, turn): the angular row is zero
+        columns = [{1: v[2]}, {0: f'(-{v[2]})'}, {0: v[1], 1: f'(-{v[0]})'}]
+
+    def entry(k: int) -> str:         # (ad(v_b) e_d)_k
+        terms = [f'{col[k]} if d == {j} else ' for j, col in enumerate(columns) if k in col]
+        return '(' + ''.join(terms) + '0.0)' if terms else '0.0'
+
+    def stores(r: list) -> list:
+        return [f'        C[t, {i}, d] = 0.5 * {x}' for i, x in enumerate(r)]
+    return _forward_mode(robot, 'coriolis_matrix', 'Q, QD, C, BAD', reads, w.lines, h, nv,
+                         'v', stores, [('C', (nv, nv))],
+                         more=tuple((f'ba{k}', entry(k)) for k in range(nbv)))
 
 
 def _over_mass_matrix_derivative(robot: _Robot, name: str, arguments: str, block: tuple,
@@ -430,8 +481,8 @@ def derivatives_source(model) -> str:
     ``rnea_derivatives(Q, QD, QDD, DQ, DV, BAD)``, ``gravity_derivative(Q, DG, BAD)``,
     ``mass_matrix_derivative(Q, DM, BAD)``, ``coriolis_tensor(Q, alpha, beta, gamma, X,
     BAD)``, ``center_of_mass_jacobian(Q, JC, BAD)``, ``regressor(Q, QD, QDD, Y, BAD)``,
-    ``centroidal(Q, A, BAD)``, on a fixed base ``coriolis_matrix(Q, QD, C, BAD)``, and
-    ``minus_solve(DQ, DV, M, BAD)``.
+    ``centroidal(Q, A, BAD)``, ``coriolis_matrix(Q, QD, C, BAD)`` and ``minus_solve(DQ, DV,
+    M, BAD)``.
     """
     robot = _Robot(model)
     lines = ['# Generated by kron_dynamics.gpu.tangent for one robot: do not edit.',
@@ -444,9 +495,7 @@ def derivatives_source(model) -> str:
                _mass_matrix_derivative_kernel(robot), _coriolis_tensor_kernel(robot),
                _center_of_mass_jacobian_kernel(robot, model.description.frames),
                _regressor_kernel(robot), _centroidal_kernel(robot, model.description.frames)]
-    if robot.base == 'fixed':
-        kernels.append(_coriolis_matrix_kernel(robot))
-    for kernel in [*kernels, _minus_solve(robot.nbv + robot.n)]:
+    for kernel in [*kernels, _coriolis_matrix_kernel(robot), _minus_solve(robot.nbv + robot.n)]:
         lines += ['', ''] + kernel
     return '\n'.join(lines) + '\n'
 
