@@ -1271,7 +1271,9 @@ class MovingBase:
                                   frame: str = 'local_world_aligned', part: str = 'full',
                                   damping: float = 0.0) -> Array:
         """Return Lambda = (J M^-1 J^T)^-1 of a link or point (arguments as on a fixed base)."""
-        _host_only(q, 'q', 'operational_space_inertia')       # J and M would run on the GPU
+        if _on_device(q):
+            return self.on_gpu().operational_space_inertia(q, link, point, frame, part,
+                                                           damping)
         rows = _PARTS.get(part) if isinstance(part, str) else None
         if rows is None:
             raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')

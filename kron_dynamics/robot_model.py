@@ -782,6 +782,9 @@ class RobotModel:
         SingularMassMatrixError when M is. ``damping`` > 0 gives the damped inverse
         (J M^-1 J^T + damping^2 E)^-1, defined everywhere.
         """
+        if _on_device(q):
+            return self.on_gpu().operational_space_inertia(q, link, point, frame, part,
+                                                           damping)
         rows = _PARTS.get(part) if isinstance(part, str) else None
         if rows is None:
             raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
@@ -1353,10 +1356,10 @@ class RobotModel:
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
         centroidal_momentum_matrix, jacobian, hessian, jacobian_derivative,
         jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
-        coriolis_matrix, regressor, integrate, difference, the derivatives of
-        inverse and forward dynamics, mass_matrix_derivative, gravity_derivative,
-        kinetic_energy and potential_energy given CUDA arrays run there and return device
-        arrays; the other methods refuse CUDA arrays by name.
+        coriolis_matrix, regressor, operational_space_inertia, integrate, difference, the
+        derivatives of inverse and forward dynamics, mass_matrix_derivative,
+        gravity_derivative, kinetic_energy and potential_energy given CUDA arrays run there
+        and return device arrays; the other methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:

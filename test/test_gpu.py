@@ -31,7 +31,7 @@ if os.environ.get('KRON_DYNAMICS_GPU_TESTS') != 'device':
     numba.config.ENABLE_CUDASIM = 1       # before numba.cuda is first imported
 from numba import cuda  # noqa: E402
 
-from kron_dynamics import ModelError, RobotModel  # noqa: E402
+from kron_dynamics import Contact, ModelError, RobotModel, SingularJacobianError  # noqa: E402,E501
 from kron_dynamics.gpu import codegen, GpuModel, MODES  # noqa: E402
 import model_helpers  # noqa: E402
 from pinocchio_oracle import robots_dir  # noqa: E402
@@ -386,8 +386,12 @@ def test_the_looped_solve_of_a_large_tree_is_the_written_out_one(monkeypatch):
     looped = GpuModel(model)
     monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 10 ** 6)
     written = GpuModel(model)
-    assert 'cuda.local.array' in looped.source_path.read_text()
-    assert 'cuda.local.array' not in written.source_path.read_text()
+
+    def forward_dynamics(gpu):          # the kernel's text (others have local arrays)
+        return next(x for x in gpu.source_path.read_text().split('\ndef ')
+                    if x.startswith('forward_dynamics('))
+    assert 'cuda.local.array' in forward_dynamics(looped)
+    assert 'cuda.local.array' not in forward_dynamics(written)
     ours = looped.forward_dynamics(Q, V, tau).copy_to_host()
     np.testing.assert_array_equal(ours, written.forward_dynamics(Q, V, tau).copy_to_host())
     np.testing.assert_allclose(ours, A, rtol=0, atol=1e-9)
@@ -733,6 +737,92 @@ def test_a_model_without_movable_joints():
     _derivatives_agree(body, np.random.default_rng(11))
 
 
+@pytest.mark.parametrize('path, root, link', [
+    ('ur_description/urdf/ur5_robot.urdf', 'fixed', 'wrist_3_link'),
+    ('panda_description/urdf/panda.urdf', 'fixed', 'panda_hand'),          # a mimic finger
+    ('solo_description/robots/solo12.urdf', 'floating', 'FL_FOOT'),
+    ('tiago_description/robots/tiago.urdf', 'planar', 'arm_7_link'),
+    (None, 'fixed', None)])
+def test_operational_space_inertia_equals_the_cpu_and_names_singular_rows(path, root, link):
+    """
+    Lambda = (J M^-1 J^T + d^2 E)^-1 per row as the CPU's, every part, damped or not, a point.
+
+    Within 1e-14 cond(Lambda) + RTOL of each row (an inverse: its rounding grows with the
+    condition number); a row the CPU refuses as singular (cond > 1e8) is named, and NaN.
+    """
+    from kron_dynamics.algorithms.operational_space import RCOND
+    from kron_dynamics.gpu import TASK_RCOND
+    assert TASK_RCOND == RCOND
+    if path is None:                    # a random tree with mimic joints, its deepest link
+        model, rng = model_helpers.random_model(208, min_joints=6, armature=True,
+                                                mimic_fraction=0.3)
+        link = model.link_names[-1]
+    else:
+        model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+        rng = np.random.default_rng(8)
+    Q = np.stack([model.random_configuration(rng) for _ in range(4)])
+    dQ = cuda.to_device(Q)
+    compared = 0
+    for part in ('full', 'linear', 'angular'):
+        for damping, point in ((0.0, None), (0.3, (0.05, -0.1, 0.2))):
+            try:
+                cpu = model.operational_space_inertia(Q, link, point, part=part,
+                                                      damping=damping)
+            except SingularJacobianError:       # then the GPU names the rows too
+                with pytest.raises(SingularJacobianError, match='operational_space_inertia: '
+                                   r'rows \[.*\] have a singular J M\^-1 J\^T'):
+                    model.operational_space_inertia(dQ, link, point, part=part,
+                                                    damping=damping)
+                continue
+            cond = np.array([np.linalg.cond(x) for x in cpu])
+            _same_rows(model, [(f'Lambda {part} {damping}',
+                                model.operational_space_inertia(dQ, link, point, part=part,
+                                                                damping=damping), cpu)],
+                       1e-14 * cond + RTOL)
+            compared += 1
+    assert compared >= 4            # the damped ones and an undamped one at least
+    with pytest.raises(ValueError, match=r"part must be one of \['full', 'linear', 'angular'\]"):
+        model.on_gpu().operational_space_inertia(Q, link, part='upper')
+    with pytest.raises(ValueError, match='damping must be a finite number >= 0'):
+        model.operational_space_inertia(dQ, link, damping=-1.0)
+
+
+def test_operational_space_inertia_refuses_the_rows_the_cpu_refuses():
+    """
+    The UR5's elbow straightened among good rows: cond(J M^-1 J^T) across 1e8, by eigenvalues.
+
+    At elbow angles e the smallest eigenvalue is about 2.3e-3 e^2 of the largest: e = 0 is
+    singular, 1e-3 rad is refused with a positive smallest eigenvalue (a refusal by the
+    diagonal, or by the sign alone, would take it), 1e-2 rad is kept (cond 4e6).
+    """
+    from kron_dynamics.algorithms.operational_space import RCOND
+    model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
+    rng = np.random.default_rng(5)
+    Q = np.stack([model.random_configuration(rng) for _ in range(5)])
+    for k, elbow in ((1, 0.0), (2, 1e-3), (3, 1e-2)):
+        Q[k] = [0.3, -1.0, elbow, -0.5, 0.7, 0.2]
+    link, point = 'wrist_3_link', (0.1, 0.2, 0.3)
+    refused, smallest = [], []
+    for k, q in enumerate(Q):
+        J, M = model.jacobian(q, link, point), model.mass_matrix(q)
+        ev = np.linalg.eigvalsh(J @ np.linalg.solve(M, J.T))
+        smallest.append(ev[0] / ev[-1])
+        try:
+            model.operational_space_inertia(q, link, point)
+        except SingularJacobianError:
+            refused.append(k)
+    assert refused == [1, 2] and 0.0 < smallest[2] <= RCOND < smallest[3] < 1e-6, smallest
+    with pytest.raises(SingularJacobianError, match=r'operational_space_inertia: rows \[1, 2\] '
+                                                    r'have a singular J M\^-1 J\^T'):
+        model.operational_space_inertia(cuda.to_device(Q), link, point)
+    got = model.on_gpu().operational_space_inertia(Q, link, point, check=False).copy_to_host()
+    assert np.isnan(got[refused]).all()
+    for k in (0, 3, 4):
+        cpu = model.operational_space_inertia(Q[k], link, point)
+        bound = (1e-14 * np.linalg.cond(cpu) + RTOL) * max(1.0, np.abs(cpu).max())
+        assert np.abs(got[k] - cpu).max() <= bound, k
+
+
 @pytest.mark.parametrize('path, root', [('ur_description/urdf/ur5_robot.urdf', 'fixed'),
                                         ('panda_description/urdf/panda.urdf', 'fixed'),
                                         ('solo_description/robots/solo12.urdf', 'floating')])
@@ -744,7 +834,7 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
     with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
-        model.operational_space_inertia(dQ, link)
+        model.contact_jacobian(dQ, [Contact(link)])
     if root == 'fixed':
         with pytest.raises(ValueError, match="is a CUDA array|method 'hessian' runs on the CPU"):
             model.coriolis_star(dQ, method='hessian')

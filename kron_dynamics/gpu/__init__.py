@@ -28,7 +28,8 @@ link (its kernels made on first use) ``jacobian``, ``hessian``, ``jacobian_deriv
 generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives``,
 ``forward_dynamics_derivatives``, ``mass_matrix_derivative``, ``gravity_derivative``,
 ``center_of_mass_jacobian``, ``centroidal_momentum_matrix``, ``coriolis_star``,
-``christoffel``, ``coriolis_matrix`` and ``regressor``. The arrays may be anything with
+``christoffel``, ``coriolis_matrix`` and ``regressor``; ``operational_space_inertia`` from the
+Jacobian and M kernels and a solve per row. The arrays may be anything with
 ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
@@ -47,7 +48,7 @@ import time
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import ModelError, SingularJacobianError
 from .codegen import (_Robot, center_of_mass_bodies, jacobian_source, LOCAL,
                       LOCAL_WORLD_ALIGNED, single_precision, source as kernel_source, WORLD)
 
@@ -64,7 +65,12 @@ SIGNATURES = {
     'integrate': f'void({_A2}, {_A2}, float64, {_A2}, {_FLAGS})',
     'difference': f'void({_A2}, {_A2}, {_A2}, {_FLAGS})',
     'potential': f'void({_A2}, float64[:], {_FLAGS})',
+    'task_inertia': f'void({_A3}, {_A3}, int64, float64, float64, {_A3}, {_FLAGS})',
 }
+# operational_space_inertia's refusal: the CPU's algorithms.operational_space.RCOND (a test
+# checks they agree), J M^-1 J^T with a condition number above 1e8; its task rows by part
+TASK_RCOND = 1e-8
+PARTS = {'full': (0, 6), 'linear': (0, 3), 'angular': (3, 3)}
 # a link's kernels (made on first use): (module of .codegen or .tangent, signature)
 _POINT = 'float64, float64, float64, int64'
 LINK_SIGNATURES = {
@@ -321,10 +327,18 @@ class GpuModel:
         return self._spare_flags[:N]
 
     def _report(self, method: str, bad, stream) -> None:
-        """Raise ValueError naming the rows a kernel refused (BAD codes 1-3)."""
+        """Raise ValueError naming the rows a kernel refused (BAD codes 1-4)."""
         flags = bad.copy_to_host(stream=stream)
         if stream:
             stream.synchronize()
+        singular = np.nonzero(flags == 4)[0]
+        if singular.size and not np.any((flags >= 1) & (flags <= 3)):
+            more = f' and {singular.size - 10} more' if singular.size > 10 else ''
+            raise SingularJacobianError(
+                f'{method}: rows {singular[:10].tolist()}{more} have a singular J M^-1 J^T '
+                f'(condition number above {1 / TASK_RCOND:.3g}: a kinematic singularity, or '
+                'fewer joints than task directions move the link; their results are NaN); use '
+                "fewer task rows (part='linear' or 'angular') or pass damping > 0")
         for code, what in ((1, 'a non-finite input'),
                            (2, 'a mass matrix that is not positive definite'),
                            (3, 'a base orientation (quaternion or cos, sin) whose norm is '
@@ -539,6 +553,34 @@ class GpuModel:
         """
         return self._run_kernel('coriolis_matrix', 'coriolis_matrix', {'q': q, 'qd': qd},
                                 (self.nv, self.nv), stream, check, out)
+
+    def operational_space_inertia(self, q, link: str, point=None,
+                                  frame: str = 'local_world_aligned', part: str = 'full',
+                                  damping: float = 0.0, stream=0, check: bool = True,
+                                  out=None):
+        """
+        Return Lambda = (J M^-1 J^T + damping^2 E)^-1 per row, (N, 6, 6) or (N, 3, 3).
+
+        J of :meth:`jacobian` (its rows by ``part``: 'full', 'linear', 'angular'), M of
+        :meth:`mass_matrix`, then one kernel per row as the CPU's: rows whose J M^-1 J^T has a
+        condition number above 1e8 are named (SingularJacobianError) and NaN.
+        """
+        if not isinstance(part, str) or part not in PARTS:
+            raise ValueError(f'part must be one of {list(PARTS)}, got {part!r}')
+        try:
+            damping = float(damping)
+        except (TypeError, ValueError):
+            damping = -1.0
+        if not (np.isfinite(damping) and damping >= 0.0):
+            raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+        arrays, N = self._rows({'q': q})
+        first, size = PARTS[part]
+        method = 'operational_space_inertia'
+        result = self._outputs(((N, size, size),), arrays, stream, out, method)
+        J = self.jacobian(arrays['q'], link, point, frame, stream, check)
+        M = self.mass_matrix(arrays['q'], stream, check)
+        return self._launch(self._kernel('task_inertia'), method, N, result, stream, check,
+                            M, J, first, damping, TASK_RCOND)
 
     def _derivatives_at(self, arrays: dict, N: int, qdd, stream, check: bool, out,
                         method: str) -> tuple:

@@ -839,6 +839,125 @@ def _looped_solve(nv: int) -> list:
             + [f'    for ci in range({nv}):', '        QDD[t, ci] = rhs[ci]'])
 
 
+def _task_inertia_kernel(nv: int) -> list:
+    """
+    Return ``task_inertia(M, J, row0, damping, rcond, OUT, BAD)``: (J M^-1 J^T + d^2 E)^-1.
+
+    The CPU's ``kernels.forward_dynamics.task_inertia`` per row, m = OUT.shape[1] task rows of
+    J from row0: M = L L^T (not positive definite: BAD 2), Y = L^-1 J^T, A = Y^T Y + d^2 E;
+    refused (BAD 4, NaN) where A's smallest eigenvalue is at most rcond times its largest
+    (cyclic Jacobi rotations until the off-diagonal is below 1e-17 of A's norm: eigenvalues
+    to rounding of the largest, as LAPACK's); then A^-1 by Cholesky, column by column.
+    """
+    size = nv * (nv + 1) // 2
+    nan = ['        for ci in range(m):', '            for cj in range(m):',
+           '                OUT[t, ci, cj] = nan']
+    return ['def task_inertia(M, J, row0, damping, rcond, OUT, BAD):',
+            '    t = cuda.grid(1)',
+            '    if t >= M.shape[0]:',
+            '        return',
+            '    m = OUT.shape[1]',
+            f'    chol = cuda.local.array({max(size, 21)}, real)',
+            f'    rhs = cuda.local.array({max(nv, 6)}, real)',
+            f'    Y = cuda.local.array({max(6 * nv, 1)}, real)',
+            '    A = cuda.local.array(36, real)',
+            '    E = cuda.local.array(36, real)',
+            '    notpd = 0',
+            f'    for cj in range({nv}):',
+            f'        for ci in range(cj, {nv}):',
+            f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
+            *_looped_factor(nv),
+            '    if notpd > 0:',
+            *nan,
+            '        BAD[t] = 2',
+            '        return',
+            '    for r in range(m):                  # Y[:, r] = L^-1 J[row0 + r]^T',
+            f'        for ci in range({nv}):',
+            '            cs = J[t, row0 + r, ci]',
+            '            for ck in range(ci):',
+            f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * 6 + r]',
+            f'            Y[ci * 6 + r] = cs / chol[{_packed("ci", "ci")}]',
+            '    scale = 0.0',
+            '    for r in range(m):                  # A = Y^T Y + d^2 E, and a copy E',
+            '        for s in range(r + 1):',
+            '            cs = damping * damping if s == r else 0.0',
+            f'            for ci in range({nv}):',
+            '                cs += Y[ci * 6 + r] * Y[ci * 6 + s]',
+            '            A[r * 6 + s] = cs',
+            '            A[s * 6 + r] = cs',
+            '            E[r * 6 + s] = cs',
+            '            E[s * 6 + r] = cs',
+            '            scale += cs * cs if s == r else 2.0 * cs * cs',
+            '    for sweep in range(60):             # cyclic Jacobi: E -> diag(eigenvalues)',
+            '        off = 0.0',
+            '        for r in range(m):',
+            '            for s in range(r):',
+            '                off += E[r * 6 + s] * E[r * 6 + s]',
+            '        if not off > 1e-34 * scale:',
+            '            break',
+            '        for p in range(m):',
+            '            for p2 in range(p + 1, m):',
+            '                apq = E[p * 6 + p2]',
+            '                if abs(apq) <= 1e-150 * (abs(E[p * 6 + p]) + abs(E[p2 * 6 + p2])):',
+            '                    E[p * 6 + p2] = 0.0         # negligible (|theta| bounded)',
+            '                    E[p2 * 6 + p] = 0.0',
+            '                else:',
+            '                    theta = (E[p2 * 6 + p2] - E[p * 6 + p]) / (2.0 * apq)',
+            '                    at = abs(theta)             # tan of the angle, the smaller root',
+            '                    tr = 1.0 / (at + sqrt(at * at + 1.0))',
+            '                    tr = tr if theta >= 0.0 else -tr',
+            '                    co = 1.0 / sqrt(tr * tr + 1.0)',
+            '                    si = tr * co',
+            '                    for k in range(m):          # E J, then J^T (E J)',
+            '                        ekp, ekq = E[k * 6 + p], E[k * 6 + p2]',
+            '                        E[k * 6 + p] = co * ekp - si * ekq',
+            '                        E[k * 6 + p2] = si * ekp + co * ekq',
+            '                    for k in range(m):',
+            '                        epk, eqk = E[p * 6 + k], E[p2 * 6 + k]',
+            '                        E[p * 6 + k] = co * epk - si * eqk',
+            '                        E[p2 * 6 + k] = si * epk + co * eqk',
+            '    low, high = E[0], E[0]',
+            '    for r in range(1, m):',
+            '        low = min(low, E[r * 6 + r])',
+            '        high = max(high, E[r * 6 + r])',
+            '    if not (high > 0.0 and low > rcond * high):',
+            *nan,
+            '        BAD[t] = 4',
+            '        return',
+            '    for cj in range(m):                 # A = La La^T, in chol',
+            '        cd = A[cj * 6 + cj]',
+            '        for ck in range(cj):',
+            f'            cd -= chol[{_packed("cj", "ck")}] * chol[{_packed("cj", "ck")}]',
+            '        notpd += 0 if cd > 0.0 else 1',
+            '        cd = sqrt(cd if cd > 0.0 else 1.0)',
+            f'        chol[{_packed("cj", "cj")}] = cd',
+            '        for ci in range(cj + 1, m):',
+            '            cs = A[ci * 6 + cj]',
+            '            for ck in range(cj):',
+            f'                cs -= chol[{_packed("ci", "ck")}] * chol[{_packed("cj", "ck")}]',
+            f'            chol[{_packed("ci", "cj")}] = cs / cd',
+            '    if notpd > 0:',
+            *nan,
+            '        BAD[t] = 4',
+            '        return',
+            '    for cc in range(m):                 # A^-1, column by column',
+            '        for ci in range(m):',
+            '            rhs[ci] = 1.0 if ci == cc else 0.0',
+            '        for ci in range(m):',
+            '            cs = rhs[ci]',
+            '            for ck in range(ci):',
+            f'                cs -= chol[{_packed("ci", "ck")}] * rhs[ck]',
+            f'            rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+            '        for ci in range(m - 1, -1, -1):',
+            '            cs = rhs[ci]',
+            '            for ck in range(ci + 1, m):',
+            f'                cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
+            f'            rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+            '        for ci in range(m):',
+            '            OUT[t, ci, cc] = rhs[ci]',
+            '    BAD[t] = 0']
+
+
 # the largest nv whose Cholesky solve is written out; above it, M is stored as it is computed
 # into a per-thread (local memory) array and solved in loops. ptxas -v (sm_90): chains of 10
 # and 12 joints spill alike either way (their recursions do), a 12-DOF tree less written out;
@@ -1109,11 +1228,13 @@ def _jacobian_row(model, link: str) -> tuple:
 
 def source(model) -> str:
     """
-    Return the numba-cuda source of a fixed-base model's kernels (one module per robot).
+    Return the numba-cuda source of a model's main kernels (one module per robot).
 
-    ``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)``, ``mass_matrix(Q, M, BAD)`` and
-    ``forward_dynamics(Q, QD, TAU, QDD, BAD)``; ``model``: a RobotModel with a fixed base
-    (mimic joints included), whose tree, joint order, coupling and armature are written in.
+    ``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)``, ``mass_matrix(Q, M, BAD)``,
+    ``forward_dynamics(Q, QD, TAU, QDD, BAD)``, ``kinematics``, ``kinetic``, ``integrate``,
+    ``difference``, ``potential`` and ``task_inertia`` (the signatures: ``gpu.SIGNATURES``);
+    ``model``: a RobotModel on any base (mimic joints included), whose tree, joint order,
+    coupling and armature are written in.
     """
     robot = _Robot(model)
     lines = ['# Generated by kron_dynamics.gpu.codegen for one robot: do not edit.',
@@ -1130,6 +1251,7 @@ def source(model) -> str:
     lines += ['', ''] + _integrate_kernel(robot)
     lines += ['', ''] + _difference_kernel(robot)
     lines += ['', ''] + _kinematics_kernel(robot, [], model.description.frames, energy=True)
+    lines += ['', ''] + _task_inertia_kernel(robot.nbv + robot.n)
     return '\n'.join(lines) + '\n'
 
 
