@@ -40,6 +40,20 @@ BASE_TYPES = ('floating', 'planar')
 DEFAULT_BASE_BOX = 1.0      # random_configuration: base translation in [-1, 1] m per axis
 
 
+def _task_arguments(part, damping) -> tuple[slice, float]:
+    """Check operational_space_inertia's part and damping; return (its rows, damping)."""
+    rows = _PARTS.get(part) if isinstance(part, str) else None
+    if rows is None:
+        raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
+    try:
+        damping = float(damping)
+    except (TypeError, ValueError):
+        damping = -1.0
+    if not (np.isfinite(damping) and damping >= 0.0):
+        raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+    return rows, damping
+
+
 def _wrenches(f_ext, check_link: Callable) -> list:
     """
     Check f_ext ({link: (fx, fy, fz, mx, my, mz)}); return [(link, wrench array)].

@@ -62,8 +62,9 @@ from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 from .written_out import parameter_names, write_out
-from .checks import (_body_parameters, _host_only, _on_device, _PARTS, _step_arguments,
-                     _wrenches, argument_names, ArrayChecker, BASE_TYPES, frame_name)
+from .checks import (_body_parameters, _host_only, _on_device, _step_arguments,
+                     _task_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
+                     frame_name)
 
 Array = NDArray[np.float64]
 
@@ -1274,15 +1275,7 @@ class MovingBase:
         if _on_device(q):
             return self.on_gpu().operational_space_inertia(q, link, point, frame, part,
                                                            damping)
-        rows = _PARTS.get(part) if isinstance(part, str) else None
-        if rows is None:
-            raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
-        try:
-            damping = float(damping)
-        except (TypeError, ValueError):
-            damping = -1.0
-        if not (np.isfinite(damping) and damping >= 0.0):
-            raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+        rows, damping = _task_arguments(part, damping)
         if np.ndim(q) == 2:
             return self._task_inertias(q, link, point, frame, part, damping)
         J, M = self.jacobian(q, link, point, frame)[rows], self.mass_matrix(q)

@@ -52,8 +52,8 @@ from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia, RCOND as OPERATIONAL_RCOND
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
-                     _on_device, _PARTS, _step_arguments, _wrenches, argument_names, ArrayChecker,
-                     BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX)
+                     _on_device, _PARTS, _step_arguments, _task_arguments, _wrenches,
+                     argument_names, ArrayChecker, BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
@@ -768,6 +768,8 @@ class RobotModel:
                              + ('' if root else ' (include_root=True adds the mass welded '
                                 'to the root)')) from None
 
+    _task_arguments = staticmethod(_task_arguments)       # the GPU's checks too
+
     def operational_space_inertia(self, q: ArrayLike, link: str,
                                   point: ArrayLike | None = None,
                                   frame: str = 'local_world_aligned', part: str = 'full',
@@ -785,15 +787,7 @@ class RobotModel:
         if _on_device(q):
             return self.on_gpu().operational_space_inertia(q, link, point, frame, part,
                                                            damping)
-        rows = _PARTS.get(part) if isinstance(part, str) else None
-        if rows is None:
-            raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
-        try:
-            damping = float(damping)
-        except (TypeError, ValueError):
-            damping = -1.0
-        if not (np.isfinite(damping) and damping >= 0.0):
-            raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+        rows, damping = _task_arguments(part, damping)
         self._site(link)
         self._point3(point)
         _frame_code(frame)

@@ -68,9 +68,8 @@ SIGNATURES = {
     'task_inertia': f'void({_A3}, {_A3}, int64, float64, float64, {_A3}, {_FLAGS})',
 }
 # operational_space_inertia's refusal: the CPU's algorithms.operational_space.RCOND (a test
-# checks they agree), J M^-1 J^T with a condition number above 1e8; its task rows by part
+# checks they agree), J M^-1 J^T with a condition number above 1e8
 TASK_RCOND = 1e-8
-PARTS = {'full': (0, 6), 'linear': (0, 3), 'angular': (3, 3)}
 # a link's kernels (made on first use): (module of .codegen or .tangent, signature)
 _POINT = 'float64, float64, float64, int64'
 LINK_SIGNATURES = {
@@ -565,16 +564,9 @@ class GpuModel:
         :meth:`mass_matrix`, then one kernel per row as the CPU's: rows whose J M^-1 J^T has a
         condition number above 1e8 are named (SingularJacobianError) and NaN.
         """
-        if not isinstance(part, str) or part not in PARTS:
-            raise ValueError(f'part must be one of {list(PARTS)}, got {part!r}')
-        try:
-            damping = float(damping)
-        except (TypeError, ValueError):
-            damping = -1.0
-        if not (np.isfinite(damping) and damping >= 0.0):
-            raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+        rows, damping = self.model._task_arguments(part, damping)      # the CPU's checks
         arrays, N = self._rows({'q': q})
-        first, size = PARTS[part]
+        first, size = rows.start, rows.stop - rows.start
         method = 'operational_space_inertia'
         result = self._outputs(((N, size, size),), arrays, stream, out, method)
         J = self.jacobian(arrays['q'], link, point, frame, stream, check)
