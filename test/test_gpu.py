@@ -785,6 +785,10 @@ def test_operational_space_inertia_equals_the_cpu_and_names_singular_rows(path, 
         model.on_gpu().operational_space_inertia(Q, link, part='upper')
     with pytest.raises(ValueError, match='damping must be a finite number >= 0'):
         model.operational_space_inertia(dQ, link, damping=-1.0)
+    Q[2, -1] = np.nan                   # named under the method called, not its kernels'
+    with pytest.raises(ValueError, match=r'operational_space_inertia: rows \[2\] have a '
+                                         'non-finite input'):
+        model.operational_space_inertia(cuda.to_device(Q), link, damping=0.3)
 
 
 def test_operational_space_inertia_refuses_the_rows_the_cpu_refuses():

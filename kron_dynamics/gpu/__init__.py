@@ -569,8 +569,10 @@ class GpuModel:
         first, size = rows.start, rows.stop - rows.start
         method = 'operational_space_inertia'
         result = self._outputs(((N, size, size),), arrays, stream, out, method)
-        J = self.jacobian(arrays['q'], link, point, frame, stream, check)
-        M = self.mass_matrix(arrays['q'], stream, check)
+        J = self._per_link('jacobian', arrays, link, point, frame, stream, check, None,
+                           (6, self.nv), method)
+        M = self._run_kernel('mass_matrix', method, arrays, (self.nv, self.nv), stream, check,
+                             None)
         return self._launch(self._kernel('task_inertia'), method, N, result, stream, check,
                             M, J, first, damping, TASK_RCOND)
 
@@ -598,8 +600,12 @@ class GpuModel:
                               (6, self.nv * self.nv))
 
     def _per_link(self, name: str, named: dict, link: str, point, frame: str, stream,
-                  check: bool, out, shape: tuple):
-        """Run a link's kernel ``name`` of LINK_SIGNATURES (made on first use): (N, *shape)."""
+                  check: bool, out, shape: tuple, method: str = ''):
+        """
+        Run a link's kernel ``name`` of LINK_SIGNATURES (made on first use): (N, *shape).
+
+        ``method``: the name refused rows are reported under (the kernel's by default).
+        """
         try:
             code = FRAMES[frame]
         except (KeyError, TypeError):
@@ -628,9 +634,9 @@ class GpuModel:
             kernel = self._link_kernels[(name, link)] = self._cuda.jit(
                 self._precision(signature))(getattr(module, name))
         arrays, N = self._rows(named)
-        result = self._outputs(((N, *shape),), arrays, stream, out, name)
-        return self._launch(kernel, name, N, result, stream, check, *arrays.values(),
-                            *map(float, local), code)
+        result = self._outputs(((N, *shape),), arrays, stream, out, method or name)
+        return self._launch(kernel, method or name, N, result, stream, check,
+                            *arrays.values(), *map(float, local), code)
 
     def jacobian(self, q, link: str, point=None, frame: str = 'local_world_aligned', stream=0,
                  check: bool = True, out=None):
