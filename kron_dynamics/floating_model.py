@@ -929,6 +929,8 @@ class MovingBase:
         Runge-Kutta-Munthe-Kaas, so fourth order on the manifold as RK4 is on a fixed base.
         Returns (q, v) after ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0).
         """
+        if _on_device(q):
+            return self.on_gpu().simulate(q, v, tau, dt, steps, damping)
         dt, steps = _step_arguments(dt, steps)
         if type(q) is _ND and q.dtype is _F64 and q.ndim == 1 and type(v) is _ND \
                 and v.dtype is _F64 and v.ndim == 1 and type(tau) is _ND \

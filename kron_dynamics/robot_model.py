@@ -769,6 +769,7 @@ class RobotModel:
                                 'to the root)')) from None
 
     _task_arguments = staticmethod(_task_arguments)       # the GPU's checks too
+    _step_arguments = staticmethod(_step_arguments)
 
     def operational_space_inertia(self, q: ArrayLike, link: str,
                                   point: ArrayLike | None = None,
@@ -1350,8 +1351,8 @@ class RobotModel:
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
         centroidal_momentum_matrix, jacobian, hessian, jacobian_derivative,
         jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
-        coriolis_matrix, regressor, operational_space_inertia, integrate, difference, the
-        derivatives of inverse and forward dynamics, mass_matrix_derivative,
+        coriolis_matrix, regressor, operational_space_inertia, simulate, integrate,
+        difference, the derivatives of inverse and forward dynamics, mass_matrix_derivative,
         gravity_derivative, kinetic_energy and potential_energy given CUDA arrays run there
         and return device arrays; the other methods refuse CUDA arrays by name.
         """
@@ -1638,6 +1639,8 @@ class RobotModel:
         ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0); SingularMassMatrixError
         if M becomes singular.
         """
+        if _on_device(q):
+            return self.on_gpu().simulate(q, qd, tau, dt, steps, damping)
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         dt, steps = _step_arguments(dt, steps)
@@ -2128,6 +2131,8 @@ class CoupledRobotModel(RobotModel):
     def simulate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
                  steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
         """Integrate u'' = forward_dynamics(u, u', tau - damping u') with fixed-step RK4."""
+        if _on_device(q):
+            return self.on_gpu().simulate(q, qd, tau, dt, steps, damping)
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         dt, steps = _step_arguments(dt, steps)

@@ -791,6 +791,65 @@ def test_operational_space_inertia_equals_the_cpu_and_names_singular_rows(path, 
         model.operational_space_inertia(cuda.to_device(Q), link, damping=0.3)
 
 
+@pytest.mark.parametrize('path, root', [('ur_description/urdf/ur5_robot.urdf', 'fixed'),
+                                        ('panda_description/urdf/panda.urdf', 'fixed'),
+                                        ('panda_description/urdf/panda.urdf', 'floating'),
+                                        ('solo_description/robots/solo12.urdf', 'floating'),
+                                        ('tiago_description/robots/tiago.urdf', 'planar'),
+                                        (None, 'fixed')])
+def test_simulate_equals_the_cpu_on_every_base(path, root):
+    """
+    RK4 (a moving base's Munthe-Kaas) on CUDA arrays as on the CPU, damped, 0 to 3 steps.
+
+    Within 1e-13 cond(M) + RTOL of each row (forward dynamics' rounding, four stages a step);
+    the inputs are left as they were; a refused row is named under simulate.
+    """
+    if path is None:                    # a random tree with mimic joints (the coupled model)
+        model, rng = model_helpers.random_model(201, min_joints=5, armature=True,
+                                                mimic_fraction=0.4)
+    else:
+        model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+        rng = np.random.default_rng(9)
+    N = 3
+    Q = np.stack([model.random_configuration(rng) for _ in range(N)])
+    V, T = rng.uniform(-1, 1, (2, N, model.nv))
+    joints = len(model.velocity_names) - {'fixed': 0, 'planar': 3, 'floating': 6}[model.base]
+    damping = rng.uniform(0.0, 0.02, joints)
+    cond = np.array([np.linalg.cond(M) for M in model.mass_matrix(Q)])
+    dQ, dV, dT = (cuda.to_device(X) for X in (Q, V, T))
+    for steps in (0, 1, 3):
+        q, v = model.simulate(Q, V, T, 2e-3, steps, damping)
+        gq, gv = model.simulate(dQ, dV, dT, 2e-3, steps, damping)
+        assert gq is not dQ and gv is not dV
+        _same_rows(model, [(f'q after {steps} steps', gq, q), (f"q' after {steps} steps", gv, v)],
+                   1e-13 * cond + RTOL)
+    np.testing.assert_array_equal(dQ.copy_to_host(), Q)            # inputs kept
+    np.testing.assert_array_equal(dV.copy_to_host(), V)
+    T[1, 0] = np.inf
+    with pytest.raises(ValueError, match=r'simulate: rows \[1\] have a non-finite input'):
+        model.simulate(dQ, dV, cuda.to_device(T), 2e-3, 2)
+    with pytest.raises(ValueError, match=f'simulate: damping must be {joints} finite numbers'):
+        model.simulate(dQ, dV, dT, 2e-3, 1, np.zeros(joints + 1))
+    with pytest.raises(ValueError, match='dt must be finite and > 0'):
+        model.simulate(dQ, dV, dT, 0.0)
+
+
+@pytest.mark.parametrize('root', ['floating', 'planar'])
+def test_simulate_a_fast_spinning_body_as_the_cpu(root):
+    """A lone body turning at 5 rad/s, 50 ms steps: dexp^-1's terms of every order count."""
+    xml = ('<robot name="block"><link name="b"><inertial><mass value="2"/>'
+           '<inertia ixx="1" iyy="2" izz="3" ixy="0.1" ixz="0" iyz="0.2"/></inertial>'
+           '</link></robot>')
+    body = RobotModel.from_urdf_string(xml, root_joint=root)
+    rng = np.random.default_rng(13)
+    Q = np.stack([body.random_configuration(rng) for _ in range(3)])
+    V = rng.uniform(-5, 5, (3, body.nv))
+    T = rng.uniform(-1, 1, (3, body.nv))
+    q, v = body.simulate(Q, V, T, 0.05, 3)
+    gq, gv = body.simulate(*(cuda.to_device(X) for X in (Q, V, T)), 0.05, 3)
+    _same_rows(body, [('q', gq, q), ("q'", gv, v)], np.full(3, RTOL))
+
+
 def test_operational_space_inertia_refuses_the_rows_the_cpu_refuses():
     """
     The UR5's elbow straightened among good rows: cond(J M^-1 J^T) across 1e8, by eigenvalues.

@@ -29,8 +29,9 @@ generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives
 ``forward_dynamics_derivatives``, ``mass_matrix_derivative``, ``gravity_derivative``,
 ``center_of_mass_jacobian``, ``centroidal_momentum_matrix``, ``coriolis_star``,
 ``christoffel``, ``coriolis_matrix`` and ``regressor``; ``operational_space_inertia`` from the
-Jacobian and M kernels and a solve per row. The arrays may be anything with
-``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
+Jacobian and M kernels and a solve per row; ``simulate`` (RK4, a moving base's
+Runge-Kutta-Munthe-Kaas) from the forward dynamics and integrate kernels. The arrays may be
+anything with ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
 array given as ``out`` (a loop that reuses its buffers allocates nothing per call).
@@ -66,6 +67,9 @@ SIGNATURES = {
     'difference': f'void({_A2}, {_A2}, {_A2}, {_FLAGS})',
     'potential': f'void({_A2}, float64[:], {_FLAGS})',
     'task_inertia': f'void({_A3}, {_A3}, int64, float64, float64, {_A3}, {_FLAGS})',
+    'rk_stage': f'void({_A2}, {_A2}, {_A2}, float64, {_A2}, float64[:], {_A2}, {_A2}, {_A2}, '
+                f'{_FLAGS})',
+    'rk_finish': f'void({", ".join([_A2] * 7)}, float64, {_A2}, {_A2}, {_FLAGS})',
 }
 # operational_space_inertia's refusal: the CPU's algorithms.operational_space.RCOND (a test
 # checks they agree), J M^-1 J^T with a condition number above 1e8
@@ -452,6 +456,64 @@ class GpuModel:
         """Return q (+) v dt per row (N, nq), Pinocchio's ``integrate`` as on the CPU."""
         return self._run_kernel('integrate', 'integrate', {'q': q, 'v': v}, (self.nq,),
                                 stream, check, out, float(dt))
+
+    def simulate(self, q, qd, tau, dt: float, steps: int = 1, damping=None, stream=0,
+                 check: bool = True):
+        """
+        Return (q, q') per row after ``steps`` RK4 steps of dt under tau held, as on the CPU.
+
+        Runge-Kutta-Munthe-Kaas (a fixed base's: classical RK4): per stage the forward
+        dynamics under tau - damping q' (``damping``: per joint, the base has none), the
+        configuration moved by :meth:`integrate`, a moving base's twist by dexp^-1 to the
+        fourth order (``rk_stage``), then the weighted sums (``rk_finish``): the CPU's
+        ``kernels.floating_base.moving_simulate`` and ``forward_dynamics.rk4``. Rows the
+        forward dynamics refuses are named under ``simulate`` (after the step they occur in).
+        """
+        dt, steps = self.model._step_arguments(dt, steps)
+        first = {'fixed': 0, 'planar': 3, 'floating': 6}[self.model.base]    # the joints'
+        joints = self.nv - first
+        host = np.zeros(joints) if damping is None else np.asarray(damping, dtype=float)
+        if host.shape != (joints,) or not np.all(np.isfinite(host)):
+            raise ValueError(f'simulate: damping must be {joints} finite numbers (one per '
+                             f'joint: {list(self.model.velocity_names[first:])}), got '
+                             f'{damping!r}')
+        arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
+        method, cuda = 'simulate', self._cuda
+        full = np.zeros(self.nv, dtype=self.dtype)
+        full[first:] = host
+        damp = cuda.to_device(full, stream=stream)
+
+        def new(width, like=arrays['q']):
+            return cuda.device_array((N, width), dtype=self.dtype, stream=stream,
+                                     order=self._order(like))
+        X, W, tau_ = arrays['q'], arrays['qd'], arrays['tau']
+        if steps == 0 or N == 0:        # copies of the inputs, as on the CPU
+            Xc, Wc = new(self.nq), new(self.nv, W)
+            if N:
+                Xc.copy_to_device(X, stream=stream)
+                Wc.copy_to_device(W, stream=stream)
+            return Xc, Wc
+        Xs, Ws = (new(self.nq), new(self.nq)), (new(self.nv), new(self.nv))
+        QA, XI, VS, F = new(self.nq), new(self.nv), new(self.nv), new(self.nv)
+        A = [new(self.nv) for _ in range(4)]
+        XS = [W] + [new(self.nv) for _ in range(3)]     # the stages' twists (the first: w)
+        stage, finish = self._kernel('rk_stage'), self._kernel('rk_finish')
+        forward, move = self._kernel('forward_dynamics'), self._kernel('integrate')
+        for step in range(steps):
+            self._launch(stage, method, N, (VS, XI, F), stream, False, W, W, W, 0.0, tau_,
+                         damp)                          # F = tau - damping w
+            self._launch(forward, method, N, (A[0],), stream, check, X, W, F)
+            for k, h in ((1, 0.5 * dt), (2, 0.5 * dt), (3, dt)):
+                self._launch(stage, method, N, (VS, XS[k], F), stream, False, W, A[k - 1],
+                             XS[k - 1], h, tau_, damp)
+                self._launch(move, method, N, (QA,), stream, check, X, XS[k - 1], h)
+                self._launch(forward, method, N, (A[k],), stream, check, QA, VS, F)
+            Xn, Wn = Xs[step % 2], Ws[step % 2]         # never an input, never X or W
+            self._launch(finish, method, N, (XI, Wn), stream, False, W, *XS[1:], *A, dt)
+            self._launch(move, method, N, (Xn,), stream, check, X, XI, dt)
+            X, W = Xn, Wn
+            XS[0] = W
+        return X, W
 
     def difference(self, q0, q1, stream=0, check: bool = True, out=None):
         """Return v with integrate(q0, v) = q1 per row (N, nv), Pinocchio's ``difference``."""

@@ -839,6 +839,60 @@ def _looped_solve(nv: int) -> list:
             + [f'    for ci in range({nv}):', '        QDD[t, ci] = rhs[ci]'])
 
 
+def _bracket_lines(x: list, m: list, out: str) -> list:
+    """Return lines binding out0..out5 to ad_x m of two twists (linear first), as _bracket."""
+    vx, wx, mv, mw = x[:3], x[3:], m[:3], m[3:]
+
+    def cross(a, b, i):
+        j, k = (i + 1) % 3, (i + 2) % 3
+        return f'{a[j]} * {b[k]} - {a[k]} * {b[j]}'
+    return ([f'    {out}{i} = ({cross(wx, mv, i)}) + ({cross(vx, mw, i)})' for i in range(3)]
+            + [f'    {out}{3 + i} = {cross(wx, mw, i)}' for i in range(3)])
+
+
+def _stage_kernel(robot: _Robot) -> list:
+    """
+    Return ``rk_stage(W, A, XI, h, TAU, DAMP, VS, XN, F, BAD)``: one RKMK4 stage's updates.
+
+    The CPU's ``kernels.floating_base._rkmk_stage`` before its integrate and forward dynamics:
+    VS = W + h A, XN = dexp^-1(h XI, VS) (a moving base's block VS + [h XI, VS] / 2 +
+    [h XI, [h XI, VS]] / 12, the joints VS itself; a fixed base's XN = VS), and the force
+    F = TAU - DAMP VS. h = 0 gives the first stage's force (VS = W).
+    """
+    nv = robot.nbv + robot.n
+    lines = ['def rk_stage(W, A, XI, h, TAU, DAMP, VS, XN, F, BAD):',
+             '    t = cuda.grid(1)',
+             '    if t >= W.shape[0]:',
+             '        return',
+             f'    for k in range({nv}):',
+             '        vs = W[t, k] + h * A[t, k]',
+             '        VS[t, k] = vs',
+             '        XN[t, k] = vs',
+             '        F[t, k] = TAU[t, k] - DAMP[k] * vs']
+    if robot.base != 'fixed':
+        six = ([0, 1, None, None, None, 2] if robot.base == 'planar' else list(range(6)))
+        x = [f'h * XI[t, {k}]' if k is not None else '0.0' for k in six]
+        m = [f'VS[t, {k}]' if k is not None else '0.0' for k in six]
+        lines += _bracket_lines(x, m, 'a')
+        lines += _bracket_lines(x, [f'a{i}' for i in range(6)], 'b')
+        lines += [f'    XN[t, {k}] = VS[t, {k}] + 0.5 * a{i} + b{i} / 12.0'
+                  for i, k in enumerate(six) if k is not None]
+    return lines + ['    BAD[t] = 0']
+
+
+def _finish_kernel(nv: int) -> list:
+    """Return ``rk_finish(W, X2, X3, X4, A1, A2, A3, A4, dt, XI, WN, BAD)``: RKMK4's sums."""
+    return ['def rk_finish(W, X2, X3, X4, A1, A2, A3, A4, dt, XI, WN, BAD):',
+            '    t = cuda.grid(1)',
+            '    if t >= W.shape[0]:',
+            '        return',
+            f'    for k in range({nv}):',
+            '        XI[t, k] = (W[t, k] + 2.0 * X2[t, k] + 2.0 * X3[t, k] + X4[t, k]) / 6.0',
+            '        WN[t, k] = W[t, k] + dt / 6.0 * (A1[t, k] + 2.0 * A2[t, k] + 2.0 * A3[t, k]'
+            ' + A4[t, k])',
+            '    BAD[t] = 0']
+
+
 def _task_inertia_kernel(nv: int) -> list:
     """
     Return ``task_inertia(M, J, row0, damping, rcond, OUT, BAD)``: (J M^-1 J^T + d^2 E)^-1.
@@ -1232,7 +1286,8 @@ def source(model) -> str:
 
     ``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)``, ``mass_matrix(Q, M, BAD)``,
     ``forward_dynamics(Q, QD, TAU, QDD, BAD)``, ``kinematics``, ``kinetic``, ``integrate``,
-    ``difference``, ``potential`` and ``task_inertia`` (the signatures: ``gpu.SIGNATURES``);
+    ``difference``, ``potential``, ``task_inertia``, ``rk_stage`` and ``rk_finish`` (the
+    signatures: ``gpu.SIGNATURES``);
     ``model``: a RobotModel on any base (mimic joints included), whose tree, joint order,
     coupling and armature are written in.
     """
@@ -1252,6 +1307,8 @@ def source(model) -> str:
     lines += ['', ''] + _difference_kernel(robot)
     lines += ['', ''] + _kinematics_kernel(robot, [], model.description.frames, energy=True)
     lines += ['', ''] + _task_inertia_kernel(robot.nbv + robot.n)
+    lines += ['', ''] + _stage_kernel(robot)
+    lines += ['', ''] + _finish_kernel(robot.nbv + robot.n)
     return '\n'.join(lines) + '\n'
 
 
