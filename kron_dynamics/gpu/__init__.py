@@ -74,6 +74,15 @@ SIGNATURES = {
 # operational_space_inertia's refusal: the CPU's algorithms.operational_space.RCOND (a test
 # checks they agree), J M^-1 J^T with a condition number above 1e8
 TASK_RCOND = 1e-8
+# a kernel's BAD codes: what the rows refused have, and the error raised
+_REFUSALS = ((1, 'a non-finite input', ValueError),
+             (2, 'a mass matrix that is not positive definite', ValueError),
+             (3, 'a base orientation (quaternion or cos, sin) whose norm is not within 1e-3 of 1',
+              ValueError),
+             (4, f'a singular J M^-1 J^T (condition number above {1 / TASK_RCOND:.3g}: a '
+                 'kinematic singularity, or fewer joints than task directions move the link; '
+                 "use fewer task rows (part='linear' or 'angular') or pass damping > 0)",
+              SingularJacobianError))
 # a link's kernels (made on first use): (module of .codegen or .tangent, signature)
 _POINT = 'float64, float64, float64, int64'
 LINK_SIGNATURES = {
@@ -330,27 +339,16 @@ class GpuModel:
         return self._spare_flags[:N]
 
     def _report(self, method: str, bad, stream) -> None:
-        """Raise ValueError naming the rows a kernel refused (BAD codes 1-4)."""
+        """Raise the error naming the rows a kernel refused (BAD codes 1-4), the first code's."""
         flags = bad.copy_to_host(stream=stream)
         if stream:
             stream.synchronize()
-        singular = np.nonzero(flags == 4)[0]
-        if singular.size and not np.any((flags >= 1) & (flags <= 3)):
-            more = f' and {singular.size - 10} more' if singular.size > 10 else ''
-            raise SingularJacobianError(
-                f'{method}: rows {singular[:10].tolist()}{more} have a singular J M^-1 J^T '
-                f'(condition number above {1 / TASK_RCOND:.3g}: a kinematic singularity, or '
-                'fewer joints than task directions move the link; their results are NaN); use '
-                "fewer task rows (part='linear' or 'angular') or pass damping > 0")
-        for code, what in ((1, 'a non-finite input'),
-                           (2, 'a mass matrix that is not positive definite'),
-                           (3, 'a base orientation (quaternion or cos, sin) whose norm is '
-                               'not within 1e-3 of 1')):
+        for code, what, error in _REFUSALS:
             rows = np.nonzero(flags == code)[0]
             if rows.size:
                 more = f' and {rows.size - 10} more' if rows.size > 10 else ''
-                raise ValueError(f'{method}: rows {rows[:10].tolist()}{more} have {what} '
-                                 '(their results are NaN)')
+                raise error(f'{method}: rows {rows[:10].tolist()}{more} have {what} '
+                            '(their results are NaN)')
 
     def _run(self, method: str, stream, check: bool, out, q, qd=None, qdd=None):
         use_v, use_a, gscale = MODES[method]
@@ -470,7 +468,7 @@ class GpuModel:
         forward dynamics refuses are named under ``simulate`` (after the step they occur in).
         """
         dt, steps = self.model._step_arguments(dt, steps)
-        first = {'fixed': 0, 'planar': 3, 'floating': 6}[self.model.base]    # the joints'
+        first = self._robot.nbv                         # the joints' first velocity
         joints = self.nv - first
         host = np.zeros(joints) if damping is None else np.asarray(damping, dtype=float)
         if host.shape != (joints,) or not np.all(np.isfinite(host)):

@@ -799,8 +799,12 @@ def _packed(row: str, column: str) -> str:
     return f'{row} * ({row} + 1) // 2 + {column}'
 
 
-def _looped_factor(nv: int) -> list:
-    """Return the in-place Cholesky factorization of the packed M in ``chol`` (BAD 2 counted)."""
+def _looped_factor(nv: int | str) -> list:
+    """
+    Return the in-place Cholesky factorization of the packed M in ``chol`` (BAD 2 counted).
+
+    ``nv``: the size, a number or a variable of the kernel (operational_space_inertia's m).
+    """
     return [f'    for cj in range({nv}):',
             f'        cd = chol[{_packed("cj", "cj")}]',
             '        for ck in range(cj):',
@@ -815,14 +819,15 @@ def _looped_factor(nv: int) -> list:
             f'            chol[{_packed("ci", "cj")}] = cs / cd']
 
 
-def _looped_substitution(nv: int) -> list:
-    """Return rhs <- L^-T L^-1 rhs in loops, L factored in ``chol``."""
+def _looped_substitution(nv: int | str) -> list:
+    """Return rhs <- L^-T L^-1 rhs in loops, L factored in ``chol`` (``nv`` as above)."""
+    last = nv - 1 if isinstance(nv, int) else f'{nv} - 1'
     return [f'    for ci in range({nv}):',
             '        cs = rhs[ci]',
             '        for ck in range(ci):',
             f'            cs -= chol[{_packed("ci", "ck")}] * rhs[ck]',
             f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
-            f'    for ci in range({nv - 1}, -1, -1):',
+            f'    for ci in range({last}, -1, -1):',
             '        cs = rhs[ci]',
             f'        for ck in range(ci + 1, {nv}):',
             f'            cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
@@ -979,17 +984,9 @@ def _task_inertia_kernel(nv: int) -> list:
             '        BAD[t] = 4',
             '        return',
             '    for cj in range(m):                 # A = La La^T, in chol',
-            '        cd = A[cj * 6 + cj]',
-            '        for ck in range(cj):',
-            f'            cd -= chol[{_packed("cj", "ck")}] * chol[{_packed("cj", "ck")}]',
-            '        notpd += 0 if cd > 0.0 else 1',
-            '        cd = sqrt(cd if cd > 0.0 else 1.0)',
-            f'        chol[{_packed("cj", "cj")}] = cd',
-            '        for ci in range(cj + 1, m):',
-            '            cs = A[ci * 6 + cj]',
-            '            for ck in range(cj):',
-            f'                cs -= chol[{_packed("ci", "ck")}] * chol[{_packed("cj", "ck")}]',
-            f'            chol[{_packed("ci", "cj")}] = cs / cd',
+            '        for ci in range(cj, m):',
+            f'            chol[{_packed("ci", "cj")}] = A[ci * 6 + cj]',
+            *_looped_factor('m'),
             '    if notpd > 0:',
             *nan,
             '        BAD[t] = 4',
@@ -997,16 +994,7 @@ def _task_inertia_kernel(nv: int) -> list:
             '    for cc in range(m):                 # A^-1, column by column',
             '        for ci in range(m):',
             '            rhs[ci] = 1.0 if ci == cc else 0.0',
-            '        for ci in range(m):',
-            '            cs = rhs[ci]',
-            '            for ck in range(ci):',
-            f'                cs -= chol[{_packed("ci", "ck")}] * rhs[ck]',
-            f'            rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
-            '        for ci in range(m - 1, -1, -1):',
-            '            cs = rhs[ci]',
-            '            for ck in range(ci + 1, m):',
-            f'                cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
-            f'            rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+            *('    ' + line for line in _looped_substitution('m')),
             '        for ci in range(m):',
             '            OUT[t, ci, cc] = rhs[ci]',
             '    BAD[t] = 0']
