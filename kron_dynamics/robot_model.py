@@ -770,6 +770,7 @@ class RobotModel:
 
     _task_arguments = staticmethod(_task_arguments)       # the GPU's checks too
     _step_arguments = staticmethod(_step_arguments)
+    _contact_list = staticmethod(_contacts)               # the GPU's contacts too
 
     def operational_space_inertia(self, q: ArrayLike, link: str,
                                   point: ArrayLike | None = None,
@@ -863,6 +864,8 @@ class RobotModel:
     # ----------------------------------------------------------------- contacts
     def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
         """Return J_c (k x nv): the contacts' Jacobian rows, in each contact's reference_frame."""
+        if _on_device(q):
+            return self.on_gpu().contact_jacobian(q, contacts)
         batch = self._contact_batch(self.contact_jacobian, (q,), contacts, ('m', 'nv'),
                                     compiled=self._contact_jacobian_rows)
         if batch is not None:
@@ -987,6 +990,8 @@ class RobotModel:
         Redundant contacts (J_c without full row rank) get the minimum-norm lambda of the same
         v'; contacts that contradict each other are refused (SingularJacobianError).
         """
+        if _on_device(q):
+            return self.on_gpu().constrained_forward_dynamics(q, v, tau, contacts)
         fast = self._constrained_compiled(q, v, tau, contacts)
         if fast is not None:
             return fast
@@ -1033,6 +1038,8 @@ class RobotModel:
         v' moves a contact (J_c v' + J_c' v != 0) or no contact force can give the base that
         acceleration (for instance, no contact and a base that does not fall freely).
         """
+        if _on_device(q):
+            return self.on_gpu().contact_inverse_dynamics(q, v, dv, contacts)
         batch = self._contact_batch(self.contact_inverse_dynamics, (q, v, dv), contacts,
                                     ('n',), ('m',), compiled=self._contact_inverse_rows)
         if batch is not None:

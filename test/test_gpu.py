@@ -897,7 +897,7 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
     with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
-        model.contact_jacobian(dQ, [Contact(link)])
+        model.constrained_forward_dynamics_derivatives(dQ, dV, dV, [Contact(link)])
     if root == 'fixed':
         with pytest.raises(ValueError, match="is a CUDA array|method 'hessian' runs on the CPU"):
             model.coriolis_star(dQ, method='hessian')
@@ -935,3 +935,195 @@ def test_integrate_on_both_sides_of_the_series_threshold(path, root):
         model.on_gpu().difference(Q[:2], Q1[:2])
     with pytest.raises(ValueError, match=r'integrate: rows \[0\] have a base orientation'):
         model.on_gpu().integrate(Q1[:1], V[:1])
+
+
+def _contacts_agree(model, contacts, Q, V, T):
+    """
+    Assert the contact methods on CUDA arrays equal the CPU's, row by row.
+
+    J_c to RTOL; (v', lambda) within 1e-14 cond(M) cond(A) (A = J_c M^-1 J_c^T) of the CPU's
+    and M v' + h = S^T tau + J_c^T lambda, J_c v' + gamma = 0 to RTOL (the residuals); tau
+    given as the joints' (N, n) and as all nv forces alike; (tau, lambda) of
+    contact_inverse_dynamics at the CPU's v'. Rows the CPU refuses are refused (NaN).
+    """
+    N, nb = len(Q), model.nv - model.n
+    dQ, dV = cuda.to_device(Q), cuda.to_device(V)
+    J = model.contact_jacobian(Q, contacts)
+    _same_rows(model, [('contact_jacobian', model.contact_jacobian(dQ, contacts), J)],
+               np.full(N, RTOL))
+    gpu = model.on_gpu()
+    full = np.concatenate([np.zeros((N, nb)), T], axis=1)
+    both = [gpu.constrained_forward_dynamics(Q, V, tau, contacts, check=False)
+            for tau in (T, full)]
+    dv, lam = (x.copy_to_host() for x in both[0])
+    np.testing.assert_array_equal(dv, both[1][0].copy_to_host())
+    refused = []
+    for k in range(N):
+        try:
+            cpu_dv, cpu_lam = model.constrained_forward_dynamics(Q[k], V[k], T[k], contacts)
+        except SingularJacobianError:
+            refused.append(k)
+            assert np.isnan(dv[k]).all() and np.isnan(lam[k]).all(), k
+            continue
+        M = model.mass_matrix(Q[k])
+        A = J[k] @ np.linalg.solve(M, J[k].T)
+        bound = 1e-14 * np.linalg.cond(M) * max(1.0, np.linalg.cond(A)) + RTOL
+        for name, x, y in (('dv', dv[k], cpu_dv), ('lambda', lam[k], cpu_lam)):
+            error = np.max(np.abs(x - y), initial=0.0) / max(1.0, np.max(np.abs(y), initial=0))
+            assert error <= bound, f'{model.name} row {k}: {name} {error:.3g} > {bound:.3g}'
+        # the residuals, relative to the sizes of the terms summed
+        h = model.bias_torque(Q[k], V[k])
+        residual = M @ dv[k] + h - full[k] - J[k].T @ lam[k]
+        size = np.abs(M) @ np.abs(dv[k]) + np.abs(h) + np.abs(J[k].T) @ np.abs(lam[k])
+        assert np.max(np.abs(residual)) <= RTOL * max(1.0, np.max(size))
+        _, gamma = model._contact_terms(Q[k], V[k], contacts)
+        size = np.abs(J[k]) @ np.abs(dv[k]) + np.abs(gamma)
+        assert np.max(np.abs(J[k] @ dv[k] + gamma), initial=0.0) <= RTOL * max(
+            1.0, np.max(size, initial=0.0))
+    if refused:
+        with pytest.raises(SingularJacobianError, match=fr'constrained_forward_dynamics: rows '
+                                                        fr'{re.escape(str(refused))} have'):
+            model.constrained_forward_dynamics(dQ, dV, cuda.to_device(T), contacts)
+    kept = [k for k in range(N) if k not in refused]
+    DV = np.stack([model.constrained_forward_dynamics(Q[k], V[k], T[k], contacts)[0]
+                   for k in kept]) if kept else np.zeros((0, model.nv))
+    tau, lam = model.contact_inverse_dynamics(cuda.to_device(Q[kept]), cuda.to_device(V[kept]),
+                                              cuda.to_device(DV), contacts)
+    cpu = model.contact_inverse_dynamics(Q[kept], V[kept], DV, contacts)
+    scale = np.full(len(kept), 1e-14 * max(1.0, np.linalg.cond(J[kept[0]]) if kept else 1))
+    _same_rows(model, [('contact_inverse_dynamics tau', tau, cpu[0]),
+                       ('contact_inverse_dynamics lambda', lam, cpu[1])], scale + RTOL)
+    return refused
+
+
+@pytest.mark.parametrize('path, root, contacts', [
+    ('solo_description/robots/solo12.urdf', 'floating',
+     [Contact(f'{leg}_FOOT') for leg in ('FL', 'FR', 'HL', 'HR')]),
+    ('solo_description/robots/solo12.urdf', 'floating',
+     [Contact('FL_FOOT', (0.01, -0.02, 0.005), 6, 'local'), Contact('HR_FOOT', dim=6),
+      Contact('FR_FOOT', (0.0, 0.01, 0.0), 3, 'local')]),
+    ('ur_description/urdf/ur5_robot.urdf', 'fixed', [Contact('ee_link', (0.05, 0.0, 0.0))]),
+    ('panda_description/urdf/panda.urdf', 'fixed',
+     [Contact('panda_hand_tcp', dim=6, reference_frame='local')]),
+    ('panda_description/urdf/panda.urdf', 'floating', ['panda_leftfinger', 'panda_link0']),
+    ('tiago_description/robots/tiago.urdf', 'planar',
+     [Contact('arm_tool_link', (0.0, 0.0, 0.03), 3, 'local')]),
+])
+def test_contacts_equal_the_cpu(path, root, contacts):
+    """contact_jacobian, constrained_forward_dynamics and contact_inverse_dynamics on CUDA."""
+    model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+    rng = np.random.default_rng(31)
+    Q = np.stack([model.random_configuration(rng) for _ in range(4)])
+    V, T = rng.uniform(-1, 1, (4, model.nv)), rng.uniform(-2, 2, (4, model.n))
+    assert _contacts_agree(model, contacts, Q, V, T) == []
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_contacts_of_random_trees_equal_the_cpu(seed):
+    """Mimic joints, prismatic joints, tilted axes; rows the CPU refuses are refused alike."""
+    model, rng = model_helpers.random_model(300 + seed, min_joints=4, armature=True,
+                                            mimic_fraction=0.3 if seed else 0.0)
+    Q = np.stack([model.random_configuration(rng) for _ in range(4)])
+    V, T = rng.uniform(-1, 1, (4, model.nv)), rng.uniform(-2, 2, (4, model.n))
+    contacts = [Contact(model.link_names[-1], (0.02, -0.01, 0.03))]
+    _contacts_agree(model, contacts, Q, V, T)
+
+
+def test_redundant_contacts_get_the_minimum_norm_forces_and_contradicting_ones_are_named():
+    """
+    A point and a surface contact at one foot: the CPU's minimum-norm lambda at v = 0.
+
+    Moving, the point's classical acceleration and the frame's spatial one differ (by w x
+    v_p): no acceleration keeps both still, and those rows are refused, as on the CPU.
+    """
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    rng = np.random.default_rng(32)
+    contacts = [Contact('FL_FOOT'), Contact('FL_FOOT', dim=6, reference_frame='local'),
+                Contact('HR_FOOT'), 'FR_FOOT']
+    Q = np.stack([model.random_configuration(rng) for _ in range(4)])
+    V, T = np.zeros((4, model.nv)), rng.uniform(-2, 2, (4, model.n))
+    V[2:] = rng.uniform(-1, 1, (2, model.nv))       # moves the doubled foot: contradictions
+    J = model.contact_jacobian(Q[0], contacts)
+    assert np.linalg.matrix_rank(J) < len(J)         # redundant rows, lambda not unique
+    assert _contacts_agree(model, contacts, Q, V, T) == [2, 3]
+    _, lam = model.constrained_forward_dynamics(Q[0], V[0], T[0], contacts)
+    assert np.max(np.abs(lam)) > 1.0                 # something to compare
+
+
+def test_contact_inverse_dynamics_names_the_rows_it_cannot_realise():
+    """Refused rows: a v' moving a contact; no contact force for the base's acceleration."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    rng = np.random.default_rng(33)
+    Q = np.stack([model.random_configuration(rng) for _ in range(3)])
+    V = rng.uniform(-1, 1, (3, model.nv))
+    feet = ['FL_FOOT', 'HR_FOOT']
+    DV = np.stack([model.constrained_forward_dynamics(q, v, np.zeros(model.n), feet)[0]
+                   for q, v in zip(Q, V)])
+    DV[1] += 0.5                                     # moves the feet
+    with pytest.raises(ValueError, match=r"contact_inverse_dynamics: rows \[1\] have a v' "
+                                         'that moves the contacts'):
+        model.contact_inverse_dynamics(cuda.to_device(Q), cuda.to_device(V),
+                                       cuda.to_device(DV), feet)
+    for k in (0, 2):                                  # the others: the CPU's
+        tau, lam = model.on_gpu().contact_inverse_dynamics(Q[k:k + 1], V[k:k + 1],
+                                                           DV[k:k + 1], feet)
+        cpu = model.contact_inverse_dynamics(Q[k], V[k], DV[k], feet)
+        np.testing.assert_allclose(tau.copy_to_host()[0], cpu[0], rtol=0, atol=1e-10)
+        np.testing.assert_allclose(lam.copy_to_host()[0], cpu[1], rtol=0, atol=1e-10)
+    # no contact: only free fall (the base's inverse dynamics zero) can be realised
+    fall = model.forward_dynamics(Q, V, np.zeros((3, model.nv)))
+    fall[0, 2] += 1.0                                 # not free fall
+    with pytest.raises(ValueError, match=r'rows \[0\] have a base acceleration that no contact '
+                                         'force can give'):
+        model.contact_inverse_dynamics(cuda.to_device(Q), cuda.to_device(V),
+                                       cuda.to_device(fall), [])
+    tau, lam = model.on_gpu().contact_inverse_dynamics(Q, V, fall, [], check=False)
+    assert np.isnan(tau.copy_to_host()[0]).all() and lam.shape == (3, 0)
+    np.testing.assert_allclose(tau.copy_to_host()[1:], model.contact_inverse_dynamics(
+        Q[1:], V[1:], fall[1:], [])[0], rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match='cannot give the base this acceleration'):
+        model.contact_inverse_dynamics(Q[0], V[0], fall[0], [])    # as the CPU refuses
+
+
+def test_contact_methods_check_their_inputs_and_write_into_out():
+    """Non-finite rows named; tau's widths; out= buffers; an empty contact list."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    gpu = model.on_gpu()
+    rng = np.random.default_rng(34)
+    Q = np.stack([model.random_configuration(rng) for _ in range(3)])
+    V, T = rng.uniform(-1, 1, (3, model.nv)), rng.uniform(-2, 2, (3, model.n))
+    feet = ['FL_FOOT', 'FR_FOOT']
+    bad = T.copy()
+    bad[1, 4] = np.nan
+    with pytest.raises(ValueError, match=r'constrained_forward_dynamics: rows \[1\] have a '
+                                         'non-finite input'):
+        gpu.constrained_forward_dynamics(Q, V, bad, feet)
+    badq = Q.copy()
+    badq[2, 0] = np.inf
+    with pytest.raises(ValueError, match=r'contact_jacobian: rows \[2\] have a non-finite'):
+        gpu.contact_jacobian(badq, feet)
+    with pytest.raises(ValueError, match=r'tau must have shape \(N, 18\) .* or \(N, 12\)'):
+        gpu.constrained_forward_dynamics(Q, V, T[:, :5], feet)
+    with pytest.raises(ValueError, match='tau has 2 rows, q 3'):
+        gpu.constrained_forward_dynamics(Q, V, T[:2], feet)
+    with pytest.raises(ValueError, match='contacts must be a list'):
+        gpu.contact_jacobian(Q, 'FL_FOOT')
+    with pytest.raises(ModelError, match="unknown link 'toe'"):
+        gpu.contact_jacobian(Q, ['toe'])
+    out = (cuda.device_array((3, model.nv)), cuda.device_array((3, 6)))
+    got = gpu.constrained_forward_dynamics(Q, V, T, feet, out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    cpu = model.constrained_forward_dynamics(Q, V, T, feet)
+    np.testing.assert_allclose(out[1].copy_to_host(), cpu[1], rtol=0, atol=1e-9)
+    J = cuda.device_array((3, 6, model.nv))
+    assert gpu.contact_jacobian(Q, feet, out=J) is J
+    dv, lam = gpu.constrained_forward_dynamics(Q, V, T, [])      # no contact: the free body
+    assert lam.shape == (3, 0)
+    np.testing.assert_allclose(dv.copy_to_host(), model.forward_dynamics(
+        Q, V, np.concatenate([np.zeros((3, 6)), T], axis=1)), rtol=0, atol=1e-9)
+    assert gpu.contact_jacobian(Q, []).shape == (3, 0, model.nv)
+    empty = gpu.constrained_forward_dynamics(Q[:0], V[:0], T[:0], feet)
+    assert empty[0].shape == (0, model.nv) and empty[1].shape == (0, 6)

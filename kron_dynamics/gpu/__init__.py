@@ -30,7 +30,9 @@ generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives
 ``center_of_mass_jacobian``, ``centroidal_momentum_matrix``, ``coriolis_star``,
 ``christoffel``, ``coriolis_matrix`` and ``regressor``; ``operational_space_inertia`` from the
 Jacobian and M kernels and a solve per row; ``simulate`` (RK4, a moving base's
-Runge-Kutta-Munthe-Kaas) from the forward dynamics and integrate kernels. The arrays may be
+Runge-Kutta-Munthe-Kaas) from the forward dynamics and integrate kernels;
+``contact_jacobian``, ``constrained_forward_dynamics`` and ``contact_inverse_dynamics`` from
+the links' kernels and a solve per row (:mod:`kron_dynamics.gpu.contacts`). The arrays may be
 anything with ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
@@ -82,7 +84,14 @@ _REFUSALS = ((1, 'a non-finite input', ValueError),
              (4, f'a singular J M^-1 J^T (condition number above {1 / TASK_RCOND:.3g}: a '
                  'kinematic singularity, or fewer joints than task directions move the link; '
                  "use fewer task rows (part='linear' or 'angular') or pass damping > 0)",
-              SingularJacobianError))
+              SingularJacobianError),
+             (5, 'contacts whose constraints contradict each other (no acceleration keeps all '
+                 'of them still; redundant contacts that the velocity moves cannot be held)',
+              SingularJacobianError),
+             (6, "a v' that moves the contacts (J_c v' + J_c' v is not zero: it cannot be "
+                 'realised in contact)', ValueError),
+             (7, 'a base acceleration that no contact force can give (a base wrench is left '
+                 'that only an actuated base could apply)', ValueError))
 # a link's kernels (made on first use): (module of .codegen or .tangent, signature)
 _POINT = 'float64, float64, float64, int64'
 LINK_SIGNATURES = {
@@ -103,6 +112,13 @@ DERIVATIVE_SIGNATURES = {
     'center_of_mass_jacobian': f'void({_A2}, {_A3}, {_FLAGS})',
     'regressor': f'void({_A2}, {_A2}, {_A2}, {_A3}, {_FLAGS})',
     'centroidal': f'void({_A2}, {_A3}, {_FLAGS})',
+}
+CONTACT_SIGNATURES = {
+    'contact_rows': f'void({_A3}, {_A2}, {_A2}, int64, int64, int64, {_A3}, {_A2}, {_FLAGS})',
+    'zero_rows': f'void({_A2}, {_FLAGS})',
+    'contact_solve': f'void({_A3}, {_A2}, {_A2}, int64, {_A3}, {_A2}, float64, {_A2}, {_A2}, '
+                     f'{_FLAGS})',
+    'contact_inverse': f'void({_A2}, {_A3}, {_A2}, {_A2}, float64, {_A2}, {_A2}, {_FLAGS})',
 }
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
@@ -205,6 +221,7 @@ class GpuModel:
         self._link_modules = {}     # (module, link) -> the module, generated on first use
         self._derivatives = None    # the module of .tangent's kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
+        self._contact_modules = {}  # m -> the module of .contacts' kernels for m contact rows
         self._cuda = cuda
 
     def _kernel(self, name: str):
@@ -246,8 +263,12 @@ class GpuModel:
             return self._cuda.as_cuda_array(x)
         return None
 
-    def _device(self, x, name: str):
-        """Return x as a device array (no copy if it is one), checked: (N, nq or nv) float64."""
+    def _device(self, x, name: str, joints: bool = False):
+        """
+        Return x as a device array (no copy if it is one), checked: (N, nq or nv) float64.
+
+        ``joints``: (N, n), the joints' columns alone, is taken too (a moving base's tau).
+        """
         array = self._on_device(x)
         if array is not None:
             pass
@@ -263,9 +284,13 @@ class GpuModel:
             raise ValueError(f'{name} must be {self.dtype}, got {array.dtype}')
         width, names = ((self.nq, self.model.configuration_names) if name in ('q', 'q0', 'q1')
                         else (self.nv, self.model.velocity_names))
+        if joints and len(array.shape) == 2 and array.shape[1] == self.n:
+            return array
         if len(array.shape) != 2 or array.shape[1] != width:
+            also = (f' or (N, {self.n}) (the joints alone: {list(names[width - self.n:])})'
+                    if joints and self.n != width else '')
             raise ValueError(f'{name} must have shape (N, {width}) (one state per row: '
-                             f'{list(names)}), got {tuple(array.shape)}')
+                             f'{list(names)}){also}, got {tuple(array.shape)}')
         return array
 
     @staticmethod
@@ -739,3 +764,118 @@ class GpuModel:
         """
         return self._per_link('acceleration', {'q': q, 'qd': qd, 'qdd': qdd}, link, point,
                               frame, stream, check, out, (6,))
+
+    # ----------------------------------------------------------------- contacts
+    def _contact_kernel(self, name: str, m: int):
+        """Return the kernel ``name`` of CONTACT_SIGNATURES for m contact rows (made once)."""
+        kernel = self._kernels.get((name, m))
+        if kernel is None:
+            module = self._contact_modules.get(m)
+            if module is None:
+                from .contacts import contacts_source
+                _, _, module = _cached_module(self._precision(contacts_source(self.model, m)),
+                                              'contacts')
+                self._contact_modules[m] = module
+            kernel = self._kernels[(name, m)] = self._cuda.jit(
+                self._precision(CONTACT_SIGNATURES[name]))(getattr(module, name))
+        return kernel
+
+    def _contact_terms(self, method: str, arrays: dict, N: int, contacts: list, stream,
+                       check: bool, out=None):
+        """
+        Return (J_c (N, m, nv), gamma (N, m) or None without 'v' in ``arrays``).
+
+        Each contact's rows from its link's Jacobian kernel in its ``reference_frame`` and
+        (with v) its classical acceleration kernel at v' = 0 (``contact_rows``), as the CPU's
+        ``_contact_terms``; J_c into ``out`` if given.
+        """
+        m, nv, cuda = sum(c.dim for c in contacts), self.nv, self._cuda
+        Q, V = arrays['q'], arrays.get('v')
+        (JC,) = self._outputs(((N, m, nv),), arrays, stream, out, method)
+        spare = cuda.device_array((1, 1), dtype=self.dtype, stream=stream)
+        GC, zero = spare, None
+        if V is not None:
+            GC = cuda.device_array((N, m), dtype=self.dtype, stream=stream, order=self._order(Q))
+            zero = cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
+            self._launch(self._contact_kernel('zero_rows', m), method, N, (zero,), stream,
+                         False)
+        rows, row0 = self._contact_kernel('contact_rows', m), 0
+        for c in contacts:
+            J6 = self._per_link('jacobian', {'q': Q}, c.link, c.point, c.reference_frame,
+                                stream, check, None, (6, nv), method)
+            A6 = spare if V is None else self._per_link(
+                'acceleration', {'q': Q, 'v': V, 'dv': zero}, c.link, c.point,
+                c.reference_frame, stream, check, None, (6,), method)
+            self._launch(rows, method, N, (JC, GC), stream, False, J6, A6,
+                         spare if V is None else V, row0, c.dim, int(V is not None))
+            row0 += c.dim
+        return JC, (None if V is None else GC)
+
+    def contact_jacobian(self, q, contacts, stream=0, check: bool = True, out=None):
+        """
+        Return J_c per row (N, m, nv): the contacts' Jacobian rows, as the CPU's.
+
+        ``contacts``: the CPU's (:class:`~kron_dynamics.Contact` objects or link names); each
+        contact's rows (linear for dim 3, linear then angular for dim 6) in its
+        ``reference_frame``'s axes, from its link's generated Jacobian kernel.
+        """
+        contacts = self.model._contact_list(contacts)
+        arrays, N = self._rows({'q': q})
+        return self._contact_terms('contact_jacobian', arrays, N, contacts, stream, check,
+                                   out)[0]
+
+    def constrained_forward_dynamics(self, q, v, tau, contacts, stream=0, check: bool = True,
+                                     out=None):
+        """
+        Return (v' (N, nv), lambda (N, m)): M v' + h = S^T tau + J_c^T lambda, J_c v' + gamma = 0.
+
+        The CPU's :meth:`~kron_dynamics.RobotModel.constrained_forward_dynamics` per row:
+        ``tau`` (N, nv), or (N, n) the joints' alone (a moving base is not actuated); J_c
+        and gamma by :meth:`contact_jacobian`'s kernels, M and h by the generated ones, then
+        ``contact_solve`` (:mod:`.contacts`): redundant contacts get the minimum-norm lambda;
+        rows whose contacts contradict each other are named (SingularJacobianError) and NaN.
+        ``out``: a tuple of two CUDA arrays.
+        """
+        contacts = self.model._contact_list(contacts)
+        method = 'constrained_forward_dynamics'
+        arrays, N = self._rows({'q': q, 'v': v})
+        forces = self._device(tau, 'tau', joints=True)
+        if forces.shape[0] != N:
+            raise ValueError(f'tau has {forces.shape[0]} rows, q {N}')
+        m, nv = sum(c.dim for c in contacts), self.nv
+        outputs = self._outputs(((N, nv), (N, m)), {**arrays, 'tau': forces}, stream, out,
+                                method)
+        J, G = self._contact_terms(method, arrays, N, contacts, stream, check)
+        M = self._run_kernel('mass_matrix', method, {'q': arrays['q']}, (nv, nv), stream,
+                             check, None)
+        H = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
+        self._launch(self._kernel('rnea'), method, N, (H,), stream, check, arrays['q'],
+                     arrays['v'], arrays['q'], 1, 0, 1.0)
+        from .contacts import CONTACT_RCOND
+        return self._launch(self._contact_kernel('contact_solve', m), method, N, outputs,
+                            stream, check, M, H, forces, nv - forces.shape[1], J, G,
+                            CONTACT_RCOND)
+
+    def contact_inverse_dynamics(self, q, v, dv, contacts, stream=0, check: bool = True,
+                                 out=None):
+        """
+        Return (tau (N, n), lambda (N, m)): the joint forces and contact forces realising v'.
+
+        The CPU's :meth:`~kron_dynamics.RobotModel.contact_inverse_dynamics` per row: the
+        generated inverse dynamics at v', J_c and gamma, then ``contact_inverse``
+        (:mod:`.contacts`): the minimum-norm lambda giving the base its acceleration; rows
+        whose v' moves a contact, or whose base acceleration no contact force gives, are
+        named (ValueError) and NaN. ``out``: a tuple of two CUDA arrays.
+        """
+        contacts = self.model._contact_list(contacts)
+        method = 'contact_inverse_dynamics'
+        arrays, N = self._rows({'q': q, 'v': v, 'dv': dv})
+        m, nv = sum(c.dim for c in contacts), self.nv
+        outputs = self._outputs(((N, self.n), (N, m)), arrays, stream, out, method)
+        J, G = self._contact_terms(method, arrays, N, contacts, stream, check)
+        total = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
+        self._launch(self._kernel('rnea'), method, N, (total,), stream, check, arrays['q'],
+                     arrays['v'], arrays['dv'], 1, 1, 1.0)
+        from .contacts import CONTACT_RCOND
+        return self._launch(self._contact_kernel('contact_inverse', m), method, N, outputs,
+                            stream, check, total, J, G, arrays['dv'], CONTACT_RCOND)
