@@ -1535,6 +1535,8 @@ class RobotModel:
         derivative in the joint torques, from
         :meth:`constrained_forward_dynamics_derivatives` (a batch: its compiled batch).
         """
+        if _on_device(q):
+            return self.on_gpu().linearize(q, v, tau, dt, contacts)
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
         if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:

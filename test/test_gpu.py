@@ -1127,3 +1127,47 @@ def test_contact_methods_check_their_inputs_and_write_into_out():
     assert gpu.contact_jacobian(Q, []).shape == (3, 0, model.nv)
     empty = gpu.constrained_forward_dynamics(Q[:0], V[:0], T[:0], feet)
     assert empty[0].shape == (0, model.nv) and empty[1].shape == (0, 6)
+
+
+@pytest.mark.parametrize('path, root', [('solo_description/robots/solo12.urdf', 'floating'),
+                                        ('tiago_description/robots/tiago.urdf', 'planar'),
+                                        ('ur_description/urdf/ur5_robot.urdf', 'fixed'),
+                                        ('panda_description/urdf/panda.urdf', 'floating')])
+def test_linearize_equals_the_cpu(path, root):
+    """(A, B) continuous and of semi-implicit Euler (small and large base turns) per row."""
+    model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+    rng = np.random.default_rng(41)
+    Q = np.stack([model.random_configuration(rng) for _ in range(3)])
+    V, T = rng.uniform(-2, 2, (3, model.nv)), rng.uniform(-5, 5, (3, model.nv))
+    bound = np.array([1e-14 * np.linalg.cond(M) + RTOL for M in model.mass_matrix(Q)])
+    dQ, dV, dT = (cuda.to_device(X) for X in (Q, V, T))
+    for dt in (None, 0.01, 0.5):
+        A, B = model.linearize(dQ, dV, dT, dt)
+        cpu = model.linearize(Q, V, T, dt)
+        _same_rows(model, [(f'linearize A (dt {dt})', A, cpu[0]),
+                           (f'linearize B (dt {dt})', B, cpu[1])], bound)
+    assert np.abs(cpu[0][:, :model.nv, :model.nv] - np.eye(model.nv)).max() > 1e-3
+
+
+def test_linearize_of_a_random_mimic_tree_names_refused_rows_and_writes_into_out():
+    """Mimic joints; a non-finite row named; out=; contacts refused by name."""
+    model, rng = model_helpers.random_model(400, min_joints=4, armature=True,
+                                            mimic_fraction=0.4)
+    Q = np.stack([model.random_configuration(rng) for _ in range(3)])
+    V, T = rng.uniform(-2, 2, (3, model.nv)), rng.uniform(-5, 5, (3, model.nv))
+    out = (cuda.device_array((3, 2 * model.nv, 2 * model.nv)),
+           cuda.device_array((3, 2 * model.nv, model.n)))
+    got = model.on_gpu().linearize(Q, V, T, 0.02, out=out)
+    assert got[0] is out[0] and got[1] is out[1]
+    bound = np.array([1e-14 * np.linalg.cond(M) + RTOL for M in model.mass_matrix(Q)])
+    cpu = model.linearize(Q, V, T, 0.02)
+    _same_rows(model, [('linearize A', out[0], cpu[0]), ('linearize B', out[1], cpu[1])],
+               bound)
+    T[1, 0] = np.nan
+    with pytest.raises(ValueError, match=r'linearize: rows \[1\] have a non-finite input'):
+        model.linearize(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(T))
+    with pytest.raises(ValueError, match='linearize: contacts are not served on the GPU yet'):
+        model.linearize(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(T),
+                        contacts=[model.link_names[-1]])
+    with pytest.raises(ValueError, match='dt must be finite and > 0'):
+        model.on_gpu().linearize(Q, V, T, -0.1)

@@ -32,7 +32,8 @@ generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives
 Jacobian and M kernels and a solve per row; ``simulate`` (RK4, a moving base's
 Runge-Kutta-Munthe-Kaas) from the forward dynamics and integrate kernels;
 ``contact_jacobian``, ``constrained_forward_dynamics`` and ``contact_inverse_dynamics`` from
-the links' kernels and a solve per row (:mod:`kron_dynamics.gpu.contacts`). The arrays may be
+the links' kernels and a solve per row (:mod:`kron_dynamics.gpu.contacts`); ``linearize``
+from the derivative kernels (:mod:`kron_dynamics.gpu.linearize`). The arrays may be
 anything with ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
@@ -112,6 +113,8 @@ DERIVATIVE_SIGNATURES = {
     'center_of_mass_jacobian': f'void({_A2}, {_A3}, {_FLAGS})',
     'regressor': f'void({_A2}, {_A2}, {_A2}, {_A3}, {_FLAGS})',
     'centroidal': f'void({_A2}, {_A3}, {_FLAGS})',
+    'linearize': f'void({_A3}, {_A3}, {_A3}, {_A2}, {_A2}, float64, int64, {_A3}, {_A3}, '
+                 f'{_FLAGS})',
 }
 CONTACT_SIGNATURES = {
     'contact_rows': f'void({_A3}, {_A2}, {_A2}, int64, int64, int64, {_A3}, {_A2}, {_FLAGS})',
@@ -586,6 +589,36 @@ class GpuModel:
         self._launch(self._kernel('minus_solve'), method, N, outputs, stream,
                      check)
         return outputs
+
+    def linearize(self, q, v, tau, dt=None, contacts=None, stream=0, check: bool = True,
+                  out=None):
+        """
+        Return (A (N, 2 nv, 2 nv), B (N, 2 nv, n)) of the dynamics linearised per row.
+
+        The CPU's :meth:`~kron_dynamics.RobotModel.linearize` (x = (q, v) in the tangent
+        space, u the joint torques; without ``dt`` the continuous x' = A x + B u, with it the
+        discrete map of semi-implicit Euler): :meth:`forward_dynamics_derivatives`' kernels,
+        then one kernel assembling A and B per row (:mod:`.linearize`: a moving base's -ad_v,
+        or the derivatives of integrate(q, dt v+)). ``out``: a tuple of two CUDA arrays.
+        ``contacts`` are not served here yet (the constrained derivatives run on the CPU).
+        """
+        if contacts is not None:
+            raise ValueError('linearize: contacts are not served on the GPU yet (the '
+                             'constrained dynamics derivatives run on the CPU): pass NumPy '
+                             'arrays for the dynamics in contact, or contacts=None')
+        step = 0.0 if dt is None else self.model._step_arguments(dt, 1)[0]
+        arrays, N = self._rows({'q': q, 'v': v, 'tau': tau})
+        method, nv = 'linearize', self.nv
+        outputs = self._outputs(((N, 2 * nv, 2 * nv), (N, 2 * nv, self.n)), arrays, stream,
+                                out, method)
+        qdd = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
+        self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check,
+                     arrays['q'], arrays['v'], arrays['tau'])
+        derivatives = self._derivatives_at({'q': arrays['q'], 'qd': arrays['v']}, N, qdd,
+                                           stream, check, None, method)
+        self._launch(self._kernel('minus_solve'), method, N, derivatives, stream, check)
+        return self._launch(self._kernel('linearize'), method, N, outputs, stream, check,
+                            *derivatives, arrays['v'], qdd, step, int(dt is not None))
 
     def mass_matrix_derivative(self, q, stream=0, check: bool = True, out=None):
         """
