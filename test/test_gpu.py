@@ -22,6 +22,8 @@ runs the same tests on a real GPU instead.
 
 import os
 import re
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -1171,3 +1173,46 @@ def test_linearize_of_a_random_mimic_tree_names_refused_rows_and_writes_into_out
                         contacts=[model.link_names[-1]])
     with pytest.raises(ValueError, match='dt must be finite and > 0'):
         model.on_gpu().linearize(Q, V, T, -0.1)
+
+
+_PTX = """
+import sys
+from numba import config
+from numba.cuda import compile_ptx
+from kron_dynamics import RobotModel
+from kron_dynamics.gpu import CONTACT_SIGNATURES, DERIVATIVE_SIGNATURES
+from kron_dynamics.gpu.contacts import contacts_source
+from kron_dynamics.gpu.tangent import derivatives_source
+assert not config.ENABLE_CUDASIM
+model = RobotModel.from_urdf_file(sys.argv[1], root_joint=sys.argv[2])
+sources = [(contacts_source(model, m), name, signature) for m in (0, 12)
+           for name, signature in CONTACT_SIGNATURES.items()]
+sources.append((derivatives_source(model), 'linearize', DERIVATIVE_SIGNATURES['linearize']))
+for source, name, signature in sources:
+    namespace = {}
+    exec(compile(source, name, 'exec'), namespace)
+    ptx, _ = compile_ptx(namespace[name], signature, cc=(9, 0))
+    assert '.entry' in ptx, name
+    print('compiled', name, flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('path, root', [('solo_description/robots/solo12.urdf', 'floating'),
+                                        ('ur_description/urdf/ur5_robot.urdf', 'fixed')])
+def test_contact_and_linearize_kernels_compile_for_a_gpu(path, root):
+    """
+    The simulator runs Python; a GPU runs what numba-cuda compiles: PTX for sm_90 here.
+
+    In a child process without the simulator (numba-cuda's NVVM compiles without a GPU; the
+    kernels use no min or max builtins, which would ask for one). Where NVVM is not
+    installed, the test says so.
+    """
+    env = {**os.environ, 'NUMBA_ENABLE_CUDASIM': '0'}
+    done = subprocess.run([sys.executable, '-c', _PTX, str(robots_dir() / path), root],
+                          env=env, capture_output=True, text=True, timeout=900)
+    if done.returncode and re.search('libnvvm|NVVM', done.stderr, re.IGNORECASE) and \
+            'compiled' not in done.stdout:
+        pytest.skip(f"numba-cuda's NVVM is not installed here: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count('compiled') == 9, done.stdout

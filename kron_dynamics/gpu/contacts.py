@@ -84,7 +84,7 @@ def _min_norm(rows: int, cols: int, indent: str = '    ') -> list:
              f'    for r in range({rows}):',
              f'        cs += B[r * {cols} + k] * B[r * {cols} + k]',
              '    sv[k] = cs',
-             '    top = max(top, cs)',
+             '    top = cs if cs > top else top',
              f'for k in range({cols}):',
              '    x[k] = 0.0',
              f'for k in range({cols}):',

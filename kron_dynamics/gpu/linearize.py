@@ -97,7 +97,7 @@ def _base_lines(six: list) -> list:
               '        for i in range(36):',
               '            TM[i] = NX[i]',
               '            JR[i] += NX[i]',
-              '            big = max(big, abs(NX[i]))',
+              '            big = abs(NX[i]) if abs(NX[i]) > big else big',
               '        if big < 1e-18:',
               '            break']
     lines += [f'    JQ[{nb * i + j}] = AD[{6 * si + sj}]' for i, si in enumerate(six)
