@@ -1088,6 +1088,9 @@ class RobotModel:
         rows are redundant (J_c M^-1 J_c^T with cond > 1e10: lambda is not unique, nor its
         derivatives).
         """
+        if _on_device(q):
+            return ConstrainedDerivatives(
+                *self.on_gpu().constrained_forward_dynamics_derivatives(q, v, tau, contacts))
         batch = self._contact_batch(self.constrained_forward_dynamics_derivatives,
                                     (q, v, tau), contacts, *_DERIVATIVE_SHAPES,
                                     compiled=self._constrained_derivative_rows)

@@ -899,7 +899,9 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     dQ, dV = cuda.to_device(Q), cuda.to_device(V)
     link = model.link_names[-1]
     with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
-        model.constrained_forward_dynamics_derivatives(dQ, dV, dV, [Contact(link)])
+        model.full_configuration(dQ)
+    with pytest.raises(ValueError, match='f_ext is not supported (on the GPU|for a batch)'):
+        model.inverse_dynamics(dQ, dV, dV, f_ext={link: np.ones(6)})
     if root == 'fixed':
         with pytest.raises(ValueError, match="is a CUDA array|method 'hessian' runs on the CPU"):
             model.coriolis_star(dQ, method='hessian')
@@ -1152,7 +1154,7 @@ def test_linearize_equals_the_cpu(path, root):
 
 
 def test_linearize_of_a_random_mimic_tree_names_refused_rows_and_writes_into_out():
-    """Mimic joints; a non-finite row named; out=; contacts refused by name."""
+    """Mimic joints; a non-finite row named; out=; a bad dt."""
     model, rng = model_helpers.random_model(400, min_joints=4, armature=True,
                                             mimic_fraction=0.4)
     Q = np.stack([model.random_configuration(rng) for _ in range(3)])
@@ -1168,11 +1170,90 @@ def test_linearize_of_a_random_mimic_tree_names_refused_rows_and_writes_into_out
     T[1, 0] = np.nan
     with pytest.raises(ValueError, match=r'linearize: rows \[1\] have a non-finite input'):
         model.linearize(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(T))
-    with pytest.raises(ValueError, match='linearize: contacts are not served on the GPU yet'):
-        model.linearize(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(T),
-                        contacts=[model.link_names[-1]])
     with pytest.raises(ValueError, match='dt must be finite and > 0'):
         model.on_gpu().linearize(Q, V, T, -0.1)
+
+
+def _constrained_derivatives_agree(model, contacts, Q, V, T, dt=0.05):
+    """Assert the six derivatives and linearize in contact equal the CPU's, row by row."""
+    names = ('dv_dq', 'dv_dv', 'dv_dtau', 'dlambda_dq', 'dlambda_dv', 'dlambda_dtau')
+    got = model.constrained_forward_dynamics_derivatives(cuda.to_device(Q), cuda.to_device(V),
+                                                         cuda.to_device(T), contacts)
+    cpu = model.constrained_forward_dynamics_derivatives(Q, V, T, contacts)
+    assert type(got).__name__ == 'ConstrainedDerivatives'
+    bound = []
+    for k in range(len(Q)):
+        M = model.mass_matrix(Q[k])
+        J = model.contact_jacobian(Q[k], contacts)
+        A = J @ np.linalg.solve(M, J.T)
+        bound.append(1e-14 * np.linalg.cond(M) * max(1.0, np.linalg.cond(A)) + RTOL)
+    _same_rows(model, [(name, x, y) for name, x, y in zip(names, got, cpu)], bound)
+    assert np.abs(cpu.dlambda_dq).max() > 1e-3 and np.abs(cpu.dv_dq).max() > 1e-3
+    A, B = model.linearize(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(T), dt,
+                           contacts)
+    cpu = model.linearize(Q, V, T, dt, contacts)
+    _same_rows(model, [('linearize A in contact', A, cpu[0]),
+                       ('linearize B in contact', B, cpu[1])], bound)
+
+
+@pytest.mark.parametrize('path, root, contacts', [
+    ('solo_description/robots/solo12.urdf', 'floating',
+     [Contact(f'{leg}_FOOT') for leg in ('FL', 'HR', 'FR')]),
+    ('solo_description/robots/solo12.urdf', 'floating',
+     [Contact('FL_FOOT', (0.01, -0.02, 0.005), 6, 'local'),
+      Contact('HR_FOOT', (0.0, 0.01, 0.0), 3, 'local')]),
+    ('ur_description/urdf/ur5_robot.urdf', 'fixed', [Contact('ee_link', (0.05, 0.0, 0.0))]),
+    ('panda_description/urdf/panda.urdf', 'floating',
+     [Contact('panda_leftfinger', dim=6), 'panda_link0']),
+    ('tiago_description/robots/tiago.urdf', 'planar',
+     [Contact('arm_tool_link', (0.0, 0.0, 0.03), 3, 'local')]),
+])
+def test_constrained_dynamics_derivatives_equal_the_cpu(path, root, contacts):
+    """The contact terms along each path and the KKT solve; linearize in contact."""
+    model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+    rng = np.random.default_rng(51)
+    Q = np.stack([model.random_configuration(rng) for _ in range(3)])
+    V, T = rng.uniform(-1, 1, (3, model.nv)), rng.uniform(-2, 2, (3, model.n))
+    _constrained_derivatives_agree(model, contacts, Q, V, T)
+
+
+@pytest.mark.parametrize('seed', [501, 504])
+def test_constrained_dynamics_derivatives_of_mimic_trees_equal_the_cpu(seed):
+    """Mimic joints: the terms on the unconstrained tree, projected by P."""
+    model, rng = model_helpers.random_model(seed, min_joints=5, armature=True,
+                                            mimic_fraction=0.4)
+    assert model.nv < model.unconstrained.nv       # something to project
+    Q = np.stack([model.random_configuration(rng) for _ in range(3)])
+    V, T = rng.uniform(-1, 1, (3, model.nv)), rng.uniform(-2, 2, (3, model.n))
+    # a point that three coordinates move (J_c of full rank: lambda unique)
+    contacts = next([Contact(link, (0.02, -0.01, 0.03), 3, 'local')]
+                    for link in reversed(model.link_names)
+                    if min(np.linalg.matrix_rank(x) for x in model.contact_jacobian(
+                        Q, [Contact(link, (0.02, -0.01, 0.03))])) == 3)
+    _constrained_derivatives_agree(model, contacts, Q, V, T)
+
+
+def test_constrained_dynamics_derivatives_name_redundant_contacts():
+    """A doubled foot: lambda is not unique, nor its derivatives; those rows are named."""
+    model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
+                                      root_joint='floating')
+    rng = np.random.default_rng(52)
+    Q = np.stack([model.random_configuration(rng) for _ in range(2)])
+    V, T = np.zeros((2, model.nv)), rng.uniform(-2, 2, (2, model.n))
+    doubled = [Contact('FL_FOOT'), Contact('FL_FOOT', reference_frame='local'), 'HR_FOOT']
+    with pytest.raises(SingularJacobianError, match='redundant'):
+        model.constrained_forward_dynamics_derivatives(Q[0], V[0], T[0], doubled)
+    with pytest.raises(SingularJacobianError,
+                       match=r'constrained_forward_dynamics_derivatives: rows \[0, 1\] have '
+                             'redundant contact rows'):
+        model.constrained_forward_dynamics_derivatives(cuda.to_device(Q), cuda.to_device(V),
+                                                       cuda.to_device(T), doubled)
+    with pytest.raises(SingularJacobianError, match=r'linearize: rows \[0, 1\] have redundant'):
+        model.linearize(cuda.to_device(Q), cuda.to_device(V), cuda.to_device(T),
+                        contacts=doubled)
+    got = model.on_gpu().constrained_forward_dynamics_derivatives(Q, V, T, doubled,
+                                                                  check=False)
+    assert all(np.isnan(x.copy_to_host()).all() for x in got)
 
 
 _PTX = """
@@ -1180,7 +1261,8 @@ import sys
 from numba import config
 from numba.cuda import compile_ptx
 from kron_dynamics import RobotModel
-from kron_dynamics.gpu import CONTACT_SIGNATURES, DERIVATIVE_SIGNATURES
+from kron_dynamics.gpu import CONSTRAINED_SIGNATURE, CONTACT_SIGNATURES, DERIVATIVE_SIGNATURES
+from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
 from kron_dynamics.gpu.contacts import contacts_source
 from kron_dynamics.gpu.tangent import derivatives_source
 assert not config.ENABLE_CUDASIM
@@ -1188,6 +1270,9 @@ model = RobotModel.from_urdf_file(sys.argv[1], root_joint=sys.argv[2])
 sources = [(contacts_source(model, m), name, signature) for m in (0, 12)
            for name, signature in CONTACT_SIGNATURES.items()]
 sources.append((derivatives_source(model), 'linearize', DERIVATIVE_SIGNATURES['linearize']))
+for m in (0, 12):
+    sources.append((constrained_derivatives_source(model.nv, model.nv - model.n, model.nv, m),
+                    'contact_derivatives', CONSTRAINED_SIGNATURE))
 for source, name, signature in sources:
     namespace = {}
     exec(compile(source, name, 'exec'), namespace)
@@ -1215,4 +1300,4 @@ def test_contact_and_linearize_kernels_compile_for_a_gpu(path, root):
             'compiled' not in done.stdout:
         pytest.skip(f"numba-cuda's NVVM is not installed here: {done.stderr[-300:]}")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count('compiled') == 9, done.stdout
+    assert done.stdout.count('compiled') == 11, done.stdout

@@ -32,8 +32,10 @@ generated code (:mod:`kron_dynamics.gpu.tangent`) ``inverse_dynamics_derivatives
 Jacobian and M kernels and a solve per row; ``simulate`` (RK4, a moving base's
 Runge-Kutta-Munthe-Kaas) from the forward dynamics and integrate kernels;
 ``contact_jacobian``, ``constrained_forward_dynamics`` and ``contact_inverse_dynamics`` from
-the links' kernels and a solve per row (:mod:`kron_dynamics.gpu.contacts`); ``linearize``
-from the derivative kernels (:mod:`kron_dynamics.gpu.linearize`). The arrays may be
+the links' kernels and a solve per row (:mod:`kron_dynamics.gpu.contacts`);
+``constrained_forward_dynamics_derivatives`` (:mod:`kron_dynamics.gpu.constrained_derivatives`)
+and ``linearize`` (:mod:`kron_dynamics.gpu.linearize`), free or in contact, from the
+derivative kernels. The arrays may be
 anything with ``__cuda_array_interface__`` (numba device arrays, CuPy, PyTorch CUDA tensors: taken
 without a copy) or host NumPy arrays (copied to the device); the result is a numba device
 array, which ``torch.as_tensor`` and ``cupy.asarray`` take without a copy, or the CUDA
@@ -92,7 +94,10 @@ _REFUSALS = ((1, 'a non-finite input', ValueError),
              (6, "a v' that moves the contacts (J_c v' + J_c' v is not zero: it cannot be "
                  'realised in contact)', ValueError),
              (7, 'a base acceleration that no contact force can give (a base wrench is left '
-                 'that only an actuated base could apply)', ValueError))
+                 'that only an actuated base could apply)', ValueError),
+             (8, 'redundant contact rows (J_c M^-1 J_c^T has a condition number above 1e10): '
+                 'lambda is not unique, nor its derivatives; remove the redundant rows (a '
+                 'point contact instead of a surface, or fewer points)', SingularJacobianError))
 # a link's kernels (made on first use): (module of .codegen or .tangent, signature)
 _POINT = 'float64, float64, float64, int64'
 LINK_SIGNATURES = {
@@ -123,6 +128,10 @@ CONTACT_SIGNATURES = {
                      f'{_FLAGS})',
     'contact_inverse': f'void({_A2}, {_A3}, {_A2}, {_A2}, float64, {_A2}, {_A2}, {_FLAGS})',
 }
+_I1 = 'int64[:]'
+CONSTRAINED_SIGNATURE = (f'void({_A2}, {_I1}, int64[:, :], {_I1}, {_I1}, {_A2}, {_I1}, {_I1}, '
+                         f'{_I1}, float64[:], float64, {_A2}, {_A2}, float64[:, :, :, :], {_A2}, '
+                         f'{", ".join([_A3] * 9)}, {_FLAGS})')
 # a Jacobian's frame names, as the CPU methods take them (Pinocchio's spellings too)
 FRAMES = {'world': WORLD, 'local': LOCAL, 'local_world_aligned': LOCAL_WORLD_ALIGNED,
           'WORLD': WORLD, 'LOCAL': LOCAL, 'LOCAL_WORLD_ALIGNED': LOCAL_WORLD_ALIGNED}
@@ -600,23 +609,27 @@ class GpuModel:
         discrete map of semi-implicit Euler): :meth:`forward_dynamics_derivatives`' kernels,
         then one kernel assembling A and B per row (:mod:`.linearize`: a moving base's -ad_v,
         or the derivatives of integrate(q, dt v+)). ``out``: a tuple of two CUDA arrays.
-        ``contacts`` are not served here yet (the constrained derivatives run on the CPU).
+        With ``contacts`` the dynamics in contact: v' and its derivatives of
+        :meth:`constrained_forward_dynamics_derivatives` (tau (N, nv) or the joints' (N, n)).
         """
-        if contacts is not None:
-            raise ValueError('linearize: contacts are not served on the GPU yet (the '
-                             'constrained dynamics derivatives run on the CPU): pass NumPy '
-                             'arrays for the dynamics in contact, or contacts=None')
         step = 0.0 if dt is None else self.model._step_arguments(dt, 1)[0]
-        arrays, N = self._rows({'q': q, 'v': v, 'tau': tau})
         method, nv = 'linearize', self.nv
+        if contacts is not None:
+            qdd, derivatives = self._constrained_derivatives(method, q, v, tau, contacts,
+                                                             stream, check, None)
+            derivatives = derivatives[:3]
+            arrays, N = self._rows({'q': q, 'v': v})
+        else:
+            arrays, N = self._rows({'q': q, 'v': v, 'tau': tau})
         outputs = self._outputs(((N, 2 * nv, 2 * nv), (N, 2 * nv, self.n)), arrays, stream,
                                 out, method)
-        qdd = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
-        self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check,
-                     arrays['q'], arrays['v'], arrays['tau'])
-        derivatives = self._derivatives_at({'q': arrays['q'], 'qd': arrays['v']}, N, qdd,
-                                           stream, check, None, method)
-        self._launch(self._kernel('minus_solve'), method, N, derivatives, stream, check)
+        if contacts is None:
+            qdd = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
+            self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check,
+                         arrays['q'], arrays['v'], arrays['tau'])
+            derivatives = self._derivatives_at({'q': arrays['q'], 'qd': arrays['v']}, N, qdd,
+                                               stream, check, None, method)
+            self._launch(self._kernel('minus_solve'), method, N, derivatives, stream, check)
         return self._launch(self._kernel('linearize'), method, N, outputs, stream, check,
                             *derivatives, arrays['v'], qdd, step, int(dt is not None))
 
@@ -869,8 +882,12 @@ class GpuModel:
         rows whose contacts contradict each other are named (SingularJacobianError) and NaN.
         ``out``: a tuple of two CUDA arrays.
         """
+        return self._constrained('constrained_forward_dynamics', q, v, tau, contacts, stream,
+                                 check, out)
+
+    def _constrained(self, method: str, q, v, tau, contacts, stream, check: bool, out):
+        """Return :meth:`constrained_forward_dynamics`, refused rows named under ``method``."""
         contacts = self.model._contact_list(contacts)
-        method = 'constrained_forward_dynamics'
         arrays, N = self._rows({'q': q, 'v': v})
         forces = self._device(tau, 'tau', joints=True)
         if forces.shape[0] != N:
@@ -912,3 +929,63 @@ class GpuModel:
         from .contacts import CONTACT_RCOND
         return self._launch(self._contact_kernel('contact_inverse', m), method, N, outputs,
                             stream, check, total, J, G, arrays['dv'], CONTACT_RCOND)
+
+    def _constrained_kernel(self, contacts: list):
+        """Return (the derivative kernel for these contacts' m rows, its constant arrays)."""
+        full, _, packed = self.model._contact_paths(contacts)
+        axes, paths, lengths, link_rows, points, dims, local, cpl = packed
+        names, theirs = list(self.model.link_names), list(full.link_names)
+        rows_of = np.array([names.index(theirs[int(a)]) for a in axes[:, 0]], dtype=np.int64)
+        rows = np.array([names.index(theirs[r]) for r in link_rows], dtype=np.int64)
+        m, nf = int(dims.sum()), axes.shape[0]
+        key = ('contact_derivatives', m, nf)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            from .constrained_derivatives import constrained_derivatives_source
+            source = constrained_derivatives_source(self.nv, self.nv - self.n, nf, m)
+            _, _, module = _cached_module(self._precision(source), 'constrained')
+            kernel = self._kernels[key] = self._cuda.jit(
+                self._precision(CONSTRAINED_SIGNATURE))(module.contact_derivatives)
+        constants = tuple(self._cuda.to_device(np.ascontiguousarray(x)) for x in (
+            axes.astype(self.dtype), rows_of, paths, lengths, rows,
+            points.astype(self.dtype).reshape(-1, 3), dims, local, cpl[:, 0].astype(np.int64),
+            cpl[:, 1].astype(self.dtype)))
+        return kernel, constants
+
+    def constrained_forward_dynamics_derivatives(self, q, v, tau, contacts, stream=0,
+                                                 check: bool = True, out=None):
+        """
+        Return the six derivatives of :meth:`constrained_forward_dynamics` per row.
+
+        (dv'/dq, dv'/dv, dv'/dtau) (N, nv, nv) and (dlambda/dq, dlambda/dv, dlambda/dtau)
+        (N, m, nv), the CPU's :meth:`~kron_dynamics.RobotModel.
+        constrained_forward_dynamics_derivatives`: (v', lambda), the inverse dynamics'
+        derivatives at v' and the link poses from the generated kernels, then one kernel
+        per row (:mod:`.constrained_derivatives`: the contact terms along each contact's
+        path, the KKT solve). Rows with redundant contact rows are named
+        (SingularJacobianError) and NaN. ``out``: a tuple of six CUDA arrays.
+        """
+        return self._constrained_derivatives(
+            'constrained_forward_dynamics_derivatives', q, v, tau, contacts, stream, check,
+            out)[1]
+
+    def _constrained_derivatives(self, method: str, q, v, tau, contacts, stream, check: bool,
+                                 out) -> tuple:
+        """Return (v', the six derivatives) of :meth:`constrained_forward_dynamics`."""
+        contacts, nv = self.model._contact_list(contacts), self.nv
+        arrays, N = self._rows({'q': q, 'v': v})
+        m = sum(c.dim for c in contacts)
+        forces = self._device(tau, 'tau', joints=True)
+        if forces.shape[0] != N:
+            raise ValueError(f'tau has {forces.shape[0]} rows, q {N}')
+        outputs = self._outputs(((N, nv, nv),) * 3 + ((N, m, nv),) * 3,
+                                {**arrays, 'tau': forces}, stream, out, method)
+        dv, lam = self._constrained(method, arrays['q'], arrays['v'], forces, contacts, stream,
+                                    check, None)
+        derivatives = self._derivatives_at({'q': arrays['q'], 'qd': arrays['v']}, N, dv,
+                                           stream, check, None, method)
+        poses = self.link_poses(arrays['q'], stream, check)[0]
+        kernel, constants = self._constrained_kernel(contacts)
+        from .constrained_derivatives import DELASSUS_RCOND
+        return dv, self._launch(kernel, method, N, outputs, stream, check, *constants,
+                                DELASSUS_RCOND, arrays['v'], dv, poses, lam, *derivatives)
