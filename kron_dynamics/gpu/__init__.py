@@ -74,7 +74,7 @@ SIGNATURES = {
     'task_inertia': f'void({_A3}, {_A3}, int64, float64, float64, {_A3}, {_FLAGS})',
     'rk_stage': f'void({_A2}, {_A2}, {_A2}, float64, {_A2}, float64[:], {_A2}, {_A2}, {_A2}, '
                 f'{_FLAGS})',
-    'rk_finish': f'void({", ".join([_A2] * 7)}, float64, {_A2}, {_A2}, {_FLAGS})',
+    'rk_finish': f'void({", ".join([_A2] * 8)}, float64, {_A2}, {_A2}, {_FLAGS})',
 }
 # operational_space_inertia's refusal: the CPU's algorithms.operational_space.RCOND (a test
 # checks they agree), J M^-1 J^T with a condition number above 1e8
@@ -885,8 +885,16 @@ class GpuModel:
         return self._constrained('constrained_forward_dynamics', q, v, tau, contacts, stream,
                                  check, out)
 
+    def _double_only(self, method: str) -> None:
+        """Refuse a contact solve in float32: its tolerances are the CPU's, for float64."""
+        if self.dtype != np.float64:
+            raise ValueError(f'{method} runs in float64 only (its tolerances, the CPU\'s '
+                             '1e-8 residuals and 1e-10 cut-offs, are below float32\'s '
+                             'rounding): use model.on_gpu()')
+
     def _constrained(self, method: str, q, v, tau, contacts, stream, check: bool, out):
         """Return :meth:`constrained_forward_dynamics`, refused rows named under ``method``."""
+        self._double_only(method)
         contacts = self.model._contact_list(contacts)
         arrays, N = self._rows({'q': q, 'v': v})
         forces = self._device(tau, 'tau', joints=True)
@@ -917,8 +925,9 @@ class GpuModel:
         whose v' moves a contact, or whose base acceleration no contact force gives, are
         named (ValueError) and NaN. ``out``: a tuple of two CUDA arrays.
         """
-        contacts = self.model._contact_list(contacts)
         method = 'contact_inverse_dynamics'
+        self._double_only(method)
+        contacts = self.model._contact_list(contacts)
         arrays, N = self._rows({'q': q, 'v': v, 'dv': dv})
         m, nv = sum(c.dim for c in contacts), self.nv
         outputs = self._outputs(((N, self.n), (N, m)), arrays, stream, out, method)

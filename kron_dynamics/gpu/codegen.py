@@ -819,6 +819,24 @@ def _looped_factor(nv: int | str) -> list:
             f'            chol[{_packed("ci", "cj")}] = cs / cd']
 
 
+def factored_mass_matrix(nv: int, nan: list) -> list:
+    """
+    Return the lines factoring the row's M[t] = L L^T into the packed ``chol``.
+
+    A row whose M is not positive definite gets ``nan`` (lines writing NaN over its
+    results) and BAD 2, and returns.
+    """
+    return ['    notpd = 0',
+            f'    for cj in range({nv}):',
+            f'        for ci in range(cj, {nv}):',
+            f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
+            *_looped_factor(nv),
+            '    if notpd > 0:',
+            *nan,
+            '        BAD[t] = 2',
+            '        return']
+
+
 def _looped_substitution(nv: int | str) -> list:
     """Return rhs <- L^-T L^-1 rhs in loops, L factored in ``chol`` (``nv`` as above)."""
     last = nv - 1 if isinstance(nv, int) else f'{nv} - 1'
@@ -921,15 +939,7 @@ def _task_inertia_kernel(nv: int) -> list:
             f'    Y = cuda.local.array({max(6 * nv, 1)}, real)',
             '    A = cuda.local.array(36, real)',
             '    E = cuda.local.array(36, real)',
-            '    notpd = 0',
-            f'    for cj in range({nv}):',
-            f'        for ci in range(cj, {nv}):',
-            f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
-            *_looped_factor(nv),
-            '    if notpd > 0:',
-            *nan,
-            '        BAD[t] = 2',
-            '        return',
+            *factored_mass_matrix(nv, nan),
             '    for r in range(m):                  # Y[:, r] = L^-1 J[row0 + r]^T',
             f'        for ci in range({nv}):',
             '            cs = J[t, row0 + r, ci]',
@@ -977,8 +987,8 @@ def _task_inertia_kernel(nv: int) -> list:
             '                        E[p2 * 6 + k] = si * epk + co * eqk',
             '    low, high = E[0], E[0]',
             '    for r in range(1, m):',
-            '        low = min(low, E[r * 6 + r])',
-            '        high = max(high, E[r * 6 + r])',
+            '        low = E[r * 6 + r] if E[r * 6 + r] < low else low',
+            '        high = E[r * 6 + r] if E[r * 6 + r] > high else high',
             '    if not (high > 0.0 and low > rcond * high):',
             *nan,
             '        BAD[t] = 4',

@@ -26,7 +26,7 @@ The contacts (their paths, points, frames) and P (per row its one non-zero: colu
 value PVAL) are arrays the kernel reads.
 """
 
-from .codegen import _looped_factor, _packed, _Vec, _Writer
+from .codegen import _looped_factor, _packed, _Vec, _Writer, factored_mass_matrix
 from .contacts import _min_norm
 
 # the CPU's refusal of redundant contacts: J_c M^-1 J_c^T with a condition number above 1e10
@@ -240,15 +240,7 @@ def _kkt_lines(nv: int, m: int) -> list:
     for o in outputs[3:]:
         fill += [f'        for ci in range({m}):', f'            for cj in range({nv}):',
                  f'                {o}[t, ci, cj] = nan']
-    return ['    notpd = 0',
-            f'    for cj in range({nv}):',
-            f'        for ci in range(cj, {nv}):',
-            f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
-            *_looped_factor(nv),
-            '    if notpd > 0:',
-            *fill,
-            '        BAD[t] = 2',
-            '        return',
+    return [*factored_mass_matrix(nv, fill),
             f'    for i in range({nv}):                  # (Z | W) = L^-1 (R1 | J^T)',
             f'        for j in range({nv}):',
             f'            ZW[i * {width} + j] = DQ[i * {nv} + j] - DTQ[t, i, j]',

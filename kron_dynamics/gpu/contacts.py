@@ -26,7 +26,7 @@ the contacts' Delassus matrix A = J_c M^-1 J_c^T, and the minimum-norm least squ
 (Hestenes), so that redundant contacts get the CPU's minimum-norm lambda.
 """
 
-from .codegen import _looped_factor, _looped_substitution, _packed, _Robot
+from .codegen import _looped_substitution, _packed, _Robot, factored_mass_matrix
 
 # lstsq's cut-off of the CPU's contact solves (robot_model: rcond=1e-10)
 CONTACT_RCOND = 1e-10
@@ -182,15 +182,7 @@ def _solve_kernel(nv: int, m: int) -> list:
             *_nan(out),
             '        BAD[t] = 1',
             '        return',
-            '    notpd = 0',
-            f'    for cj in range({nv}):',
-            f'        for ci in range(cj, {nv}):',
-            f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
-            *_looped_factor(nv),
-            '    if notpd > 0:',
-            *_nan(out),
-            '        BAD[t] = 2',
-            '        return',
+            *factored_mass_matrix(nv, _nan(out)),
             f'    for k in range({nv}):',
             '        rhs[k] = (TAU[t, k - first] if k >= first else 0.0) - H[t, k]',
             *_looped_substitution(nv),

@@ -35,9 +35,9 @@ in world axes does. The same transform gives ``gravity_derivative(Q, DG, BAD)``,
 import ast
 import re
 
-from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_factor, _looped_substitution,
-                      _mass_matrix_row, _mul, _neg, _num, _p, _packed, _read, _Robot, _rnea_row,
-                      _sink, _Vec, _Writer, head_lines, kinematics_row, LOCAL,
+from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_substitution, _mass_matrix_row,
+                      _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _Vec, _Writer,
+                      factored_mass_matrix, head_lines, kinematics_row, LOCAL,
                       LOCAL_WORLD_ALIGNED, quaternion_rotation, WORLD)
 from .linearize import linearize_kernel
 
@@ -651,16 +651,7 @@ def _minus_solve(nv: int) -> list:
             '        return',
             f'    chol = cuda.local.array({max(size, 1)}, real)',
             f'    rhs = cuda.local.array({max(nv, 1)}, real)',
-            '    notpd = 0',
-            f'    for cj in range({nv}):',
-            f'        for ci in range(cj, {nv}):',
-            f'            chol[{_packed("ci", "cj")}] = M[t, ci, cj]',
-            *_looped_factor(nv),
-            '    if notpd > 0:',
-            f'        for ci in range({nv}):',
-            *nan,
-            '        BAD[t] = 2',
-            '        return',
+            *factored_mass_matrix(nv, [f'        for ci in range({nv}):', *nan]),
             '    for which in range(3):             # DQ, DV, then the columns of 1 into M',
             f'        for cc in range({nv}):',
             f'            for ci in range({nv}):',
