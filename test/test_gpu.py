@@ -1000,6 +1000,7 @@ def _contacts_agree(model, contacts, Q, V, T):
     return refused
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 @pytest.mark.parametrize('path, root, contacts', [
     ('solo_description/robots/solo12.urdf', 'floating',
      [Contact(f'{leg}_FOOT') for leg in ('FL', 'FR', 'HL', 'HR')]),
@@ -1022,6 +1023,7 @@ def test_contacts_equal_the_cpu(path, root, contacts):
     assert _contacts_agree(model, contacts, Q, V, T) == []
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 @pytest.mark.parametrize('seed', range(3))
 def test_contacts_of_random_trees_equal_the_cpu(seed):
     """Mimic joints, prismatic joints, tilted axes; rows the CPU refuses are refused alike."""
@@ -1033,6 +1035,7 @@ def test_contacts_of_random_trees_equal_the_cpu(seed):
     _contacts_agree(model, contacts, Q, V, T)
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 def test_redundant_contacts_get_the_minimum_norm_forces_and_contradicting_ones_are_named():
     """
     A point and a surface contact at one foot: the CPU's minimum-norm lambda at v = 0.
@@ -1055,6 +1058,7 @@ def test_redundant_contacts_get_the_minimum_norm_forces_and_contradicting_ones_a
     assert np.max(np.abs(lam)) > 1.0                 # something to compare
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 def test_contact_inverse_dynamics_names_the_rows_it_cannot_realise():
     """Refused rows: a v' moving a contact; no contact force for the base's acceleration."""
     model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
@@ -1091,6 +1095,7 @@ def test_contact_inverse_dynamics_names_the_rows_it_cannot_realise():
         model.contact_inverse_dynamics(Q[0], V[0], fall[0], [])    # as the CPU refuses
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 def test_contact_methods_check_their_inputs_and_write_into_out():
     """Non-finite rows named; tau's widths; out= buffers; an empty contact list."""
     model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
@@ -1145,6 +1150,7 @@ def test_contact_methods_check_their_inputs_and_write_into_out():
             call()
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 @pytest.mark.parametrize('path, root', [('solo_description/robots/solo12.urdf', 'floating'),
                                         ('tiago_description/robots/tiago.urdf', 'planar'),
                                         ('ur_description/urdf/ur5_robot.urdf', 'fixed'),
@@ -1165,6 +1171,7 @@ def test_linearize_equals_the_cpu(path, root):
     assert np.abs(cpu[0][:, :model.nv, :model.nv] - np.eye(model.nv)).max() > 1e-3
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 def test_linearize_of_a_random_mimic_tree_names_refused_rows_and_writes_into_out():
     """Mimic joints; a non-finite row named; out=; a bad dt."""
     model, rng = model_helpers.random_model(400, min_joints=4, armature=True,
@@ -1212,6 +1219,7 @@ def _constrained_derivatives_agree(model, contacts, Q, V, T, dt=0.05):
                        ('linearize B in contact', B, cpu[1])], bound)
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 @pytest.mark.parametrize('path, root, contacts', [
     ('solo_description/robots/solo12.urdf', 'floating',
      [Contact(f'{leg}_FOOT') for leg in ('FL', 'HR', 'FR')]),
@@ -1233,6 +1241,7 @@ def test_constrained_dynamics_derivatives_equal_the_cpu(path, root, contacts):
     _constrained_derivatives_agree(model, contacts, Q, V, T)
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 @pytest.mark.parametrize('seed', [501, 504])
 def test_constrained_dynamics_derivatives_of_mimic_trees_equal_the_cpu(seed):
     """Mimic joints: the terms on the unconstrained tree, projected by P."""
@@ -1249,6 +1258,7 @@ def test_constrained_dynamics_derivatives_of_mimic_trees_equal_the_cpu(seed):
     _constrained_derivatives_agree(model, contacts, Q, V, T)
 
 
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
 def test_constrained_dynamics_derivatives_name_redundant_contacts():
     """A doubled foot: lambda is not unique, nor its derivatives; those rows are named."""
     model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
