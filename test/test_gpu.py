@@ -1127,6 +1127,14 @@ def test_contact_methods_check_their_inputs_and_write_into_out():
     assert got[0] is out[0] and got[1] is out[1]
     cpu = model.constrained_forward_dynamics(Q, V, T, feet)
     np.testing.assert_allclose(out[1].copy_to_host(), cpu[1], rtol=0, atol=1e-9)
+    # the buffers kept between calls (the rows of v' = 0 behind gamma, the spare argument):
+    # calls of more rows, then fewer, then more again
+    for rows in (5, 2, 6):
+        Qr = np.stack([model.random_configuration(rng) for _ in range(rows)])
+        Vr, Tr = rng.uniform(-1, 1, (rows, model.nv)), rng.uniform(-2, 2, (rows, model.n))
+        np.testing.assert_allclose(gpu.constrained_forward_dynamics(Qr, Vr, Tr, feet)[1]
+                                   .copy_to_host(), model.constrained_forward_dynamics(
+                                       Qr, Vr, Tr, feet)[1], rtol=0, atol=1e-9)
     J = cuda.device_array((3, 6, model.nv))
     assert gpu.contact_jacobian(Q, feet, out=J) is J
     dv, lam = gpu.constrained_forward_dynamics(Q, V, T, [])      # no contact: the free body

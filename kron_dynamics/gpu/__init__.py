@@ -234,6 +234,9 @@ class GpuModel:
         self._derivatives = None    # the module of .tangent's kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._contact_modules = {}  # m -> the module of .contacts' kernels for m contact rows
+        self._contact_constants = {}    # contacts -> (derivative kernel, its constants)
+        self._zero_rows = None      # rows of zeros kept between calls (a v' = 0), read only
+        self._spare = None          # a (1, 1) array standing for an argument a kernel skips
         self._cuda = cuda
 
     def _kernel(self, name: str):
@@ -838,13 +841,13 @@ class GpuModel:
         m, nv, cuda = sum(c.dim for c in contacts), self.nv, self._cuda
         Q, V = arrays['q'], arrays.get('v')
         (JC,) = self._outputs(((N, m, nv),), arrays, stream, out, method)
-        spare = cuda.device_array((1, 1), dtype=self.dtype, stream=stream)
-        GC, zero = spare, None
+        if self._spare is None:
+            self._spare = cuda.device_array((1, 1), dtype=self.dtype)
+        spare = GC = self._spare
+        zero = None
         if V is not None:
             GC = cuda.device_array((N, m), dtype=self.dtype, stream=stream, order=self._order(Q))
-            zero = cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
-            self._launch(self._contact_kernel('zero_rows', m), method, N, (zero,), stream,
-                         False)
+            zero = self._zeros(N, m)
         rows, row0 = self._contact_kernel('contact_rows', m), 0
         for c in contacts:
             J6 = self._per_link('jacobian', {'q': Q}, c.link, c.point, c.reference_frame,
@@ -856,6 +859,20 @@ class GpuModel:
                          spare if V is None else V, row0, c.dim, int(V is not None))
             row0 += c.dim
         return JC, (None if V is None else GC)
+
+    def _zeros(self, N: int, m: int):
+        """
+        Return N rows of nv zeros, of a buffer kept between calls and never written after.
+
+        Filled once (``zero_rows``) and waited for, so that a call on any stream reads zeros.
+        """
+        if self._zero_rows is None or self._zero_rows.shape[0] < N:
+            zero = self._cuda.device_array((N, self.nv), dtype=self.dtype)
+            self._launch(self._contact_kernel('zero_rows', m), 'contact_jacobian', N, (zero,),
+                         0, False)
+            self._cuda.synchronize()
+            self._zero_rows = zero
+        return self._zero_rows[:N]
 
     def contact_jacobian(self, q, contacts, stream=0, check: bool = True, out=None):
         """
@@ -941,6 +958,9 @@ class GpuModel:
 
     def _constrained_kernel(self, contacts: list):
         """Return (the derivative kernel for these contacts' m rows, its constant arrays)."""
+        cached = self._contact_constants.get(tuple(contacts))
+        if cached is not None:
+            return cached
         full, _, packed = self.model._contact_paths(contacts)
         axes, paths, lengths, link_rows, points, dims, local, cpl = packed
         names, theirs = list(self.model.link_names), list(full.link_names)
@@ -959,6 +979,7 @@ class GpuModel:
             axes.astype(self.dtype), rows_of, paths, lengths, rows,
             points.astype(self.dtype).reshape(-1, 3), dims, local, cpl[:, 0].astype(np.int64),
             cpl[:, 1].astype(self.dtype)))
+        self._contact_constants[tuple(contacts)] = kernel, constants
         return kernel, constants
 
     def constrained_forward_dynamics_derivatives(self, q, v, tau, contacts, stream=0,
