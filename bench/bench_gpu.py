@@ -87,7 +87,10 @@ PTXAS = {'registers': r'Used (\d+) registers', 'spill_stores': r'(\d+) bytes spi
 
 def ptxas() -> str | None:
     """Return the ptxas of numba-cuda's nvidia-cuda-nvcc wheel, else the one on PATH."""
-    spec = importlib.util.find_spec('nvidia.cuda_nvcc')
+    try:
+        spec = importlib.util.find_spec('nvidia.cuda_nvcc')
+    except ModuleNotFoundError:        # no nvidia namespace package at all
+        spec = None
     for folder in (spec.submodule_search_locations or []) if spec else []:
         if (Path(folder) / 'bin' / 'ptxas').is_file():
             return str(Path(folder) / 'bin' / 'ptxas')

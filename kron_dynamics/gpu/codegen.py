@@ -273,18 +273,22 @@ def _depth_first(tree, outward, inward) -> None:
 
 
 def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root: tuple,
-                  frames: dict | None = None, parameters=None) -> tuple:
+                  frames: dict | None = None, parameters=None, root_wrench=None) -> tuple:
     """
     Write the recursion of algorithms/rnea.py depth first; return (tau, f0, m0).
 
     tau in the tree's order; ``root`` = (w, w', a - g) of the root frame (a fixed base: zeros
     and -g); (f0, m0) is what the top bodies pass to the root (force; moment about its
-    origin, root frame). Each body's outward step (its motion and its own wrench) is written,
-    then its subtrees, last child first, then its inward step (tau, its wrench added to its
-    parent's): only the bodies on the current path hold live values, so the registers a
-    thread needs grow with the tree's depth, not with its size (written outward pass first,
-    every body's wrench is live at once, which spills registers on a large tree). The sums
-    are the breadth-first form's, in the same order, so the results are the same bits.
+    origin, root frame), plus ``root_wrench()``'s (the root body's own) where given. Each
+    body's outward step (its motion) is written, then its subtrees, last child first, then
+    its inward step (tau, its wrench added to its parent's): only the bodies on the current
+    path hold live values, so the registers a thread needs grow with the tree's depth, not
+    with its size (written outward pass first, every body's wrench is live at once, which
+    spills registers on a large tree). A body's own wrench is written as its motion is last
+    needed: at once for a leaf, else as its last subtree begins (after that its six wrench
+    values stay live instead of its nine of motion, and not at all during its first
+    subtree); the root body's likewise as the last top body begins. Each wrench sum adds the
+    children's in the order they finish, the body's own before its last child's.
     ``parameters``: body i -> its inertial parameters (m, m c, I about the origin) as
     expressions (:func:`_parameter_wrench`), instead of the tree's as literals.
     """
@@ -292,12 +296,56 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
     motion, F, M = {}, {}, {}
     tau = [None] * tree.n
     wrench0 = [['0.0'] * 3, ['0.0'] * 3]
+    last, leaf = {}, [True] * tree.n        # parent -> its child visited last; leaves
+    for i in range(tree.n):                 # (_depth_first visits children last first)
+        parent = int(tree.parent[i])
+        last[parent] = min(last.get(parent, i), i)
+        if parent >= 0:
+            leaf[parent] = False
+    pending = [root_wrench]                 # the root body's own wrench, not yet added
+
+    def add(i: int, f, m) -> None:
+        """Add the wrench (f, m) into body i's (i = -1: the root's) sum."""
+        if i < 0:
+            wrench0[:] = [V.add(wrench0[0], f), V.add(wrench0[1], m)]
+            return
+        if i not in F:                      # named accumulators
+            F[i] = [f'f{i}_{a}' for a in range(3)]
+            M[i] = [f'm{i}_{a}' for a in range(3)]
+            for a in range(3):
+                w.set(F[i][a], f[a])
+                w.set(M[i][a], m[a])
+            return
+        for a in range(3):
+            w.set(F[i][a], _add(F[i][a], f[a]))
+            w.set(M[i][a], _add(M[i][a], m[a]))
+
+    def own(i: int) -> None:
+        """Add body i's own wrench (the root's: ``root_wrench``'s) into its sum."""
+        if i < 0:
+            if pending[0] is not None:
+                add(-1, *pending[0]())
+                pending[0] = None
+            return
+        Wi, DWi, Ai = motion[i]
+        if parameters is not None:
+            Fi, Mi = _parameter_wrench(V, parameters(i), Wi, DWi, Ai)
+        else:
+            com = _literals(tree.com[i])
+            inertia = np.asarray(tree.inertia[i])
+            inertia = [[_num(inertia[a, b]) for b in range(3)] for a in range(3)]
+            ac = V.add(Ai, V.cross(DWi, com), V.cross(Wi, V.cross(Wi, com)))
+            Fi = V.scale(ac, _num(tree.mass[i]))
+            Mi = V.add(V.mv(inertia, DWi), V.cross(Wi, V.mv(inertia, Wi)), V.cross(com, Fi))
+        add(i, Fi, Mi)
 
     def outward(i: int) -> None:
+        parent = int(tree.parent[i])
+        if last[parent] == i:               # the parent's motion is last needed here
+            own(parent)
         if i not in frames:
             frames[i] = _joint_frame(tree, i, q[i], w, V)
         R, p = frames[i]
-        parent = int(tree.parent[i])
         wp, dwp, ap = root if parent < 0 else motion[parent]
         ao = V.mtv(R, V.add(ap, V.cross(dwp, p), V.cross(wp, V.cross(wp, p))))
         win, dwin = V.mtv(R, wp), V.mtv(R, dwp)
@@ -309,36 +357,17 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
             Wi, DWi = win, dwin
             Ai = V.add(ao, zqdd, V.scale(V.cross(win, zqd), '2.0'))
         motion[i] = (Wi, DWi, Ai)
-        if parameters is not None:
-            Fi, Mi = _parameter_wrench(V, parameters(i), Wi, DWi, Ai)
-        else:
-            com = _literals(tree.com[i])
-            inertia = np.asarray(tree.inertia[i])
-            inertia = [[_num(inertia[a, b]) for b in range(3)] for a in range(3)]
-            ac = V.add(Ai, V.cross(DWi, com), V.cross(Wi, V.cross(Wi, com)))
-            Fi = V.scale(ac, _num(tree.mass[i]))
-            Mi = V.add(V.mv(inertia, DWi), V.cross(Wi, V.mv(inertia, Wi)), V.cross(com, Fi))
-        # the inward steps add the children's wrenches: named accumulators
-        F[i] = [f'f{i}_{a}' for a in range(3)]
-        M[i] = [f'm{i}_{a}' for a in range(3)]
-        for a in range(3):
-            w.set(F[i][a], Fi[a])
-            w.set(M[i][a], Mi[a])
+        if leaf[i]:
+            own(i)
 
     def inward(i: int) -> None:
         R, p = frames[i]
         tau[i] = V.dot(_literals(tree.axis[i]), M[i] if tree.revolute[i] else F[i])
-        parent = int(tree.parent[i])
         fp = V.mv(R, F[i])
-        mp = V.add(V.mv(R, M[i]), V.cross(p, fp))
-        if parent >= 0:
-            for a in range(3):
-                w.set(F[parent][a], _add(F[parent][a], fp[a]))
-                w.set(M[parent][a], _add(M[parent][a], mp[a]))
-        else:
-            wrench0[:] = [V.add(wrench0[0], fp), V.add(wrench0[1], mp)]
+        add(int(tree.parent[i]), fp, V.add(V.mv(R, M[i]), V.cross(p, fp)))
 
     _depth_first(tree, outward, inward)
+    own(-1)                                 # a base without bodies: its own wrench alone
     return tau, wrench0[0], wrench0[1]
 
 
@@ -398,20 +427,44 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
     Each body's spatial inertia about the root origin is kept as (m, h = m c, I_O) (10
     numbers, additive), F = I^c_j s_j as (I_O s_w + h x s_v, s_w x h + m s_v) and
     M_ij = s_i . F_j for i on the path from j to the root. Written depth first, as
-    :func:`_newton_euler`: a body's frame, axis and inertia, its subtrees (last child first),
-    then its column of M and its composite added to its parent's (a top body's to ``top``,
-    in the order the top bodies are visited, as Newton-Euler sums what they pass to the
-    root), so that only the bodies on the current path hold live values.
+    :func:`_newton_euler`: a body's frame and axis, its subtrees (last child first), then its
+    column of M and its composite added to its parent's (a top body's to ``top``, in the
+    order the top bodies are visited, as Newton-Euler sums what they pass to the root), so
+    that only the bodies on the current path hold live values; a body's own inertia is
+    written as its frame is last needed (a leaf's at once, else as its last subtree begins),
+    so that no composite is live during a body's first subtree.
     """
     n = tree.n
     keys = [(a, b) for a in range(3) for b in range(a + 1)]
     whole = ['0.0', ['0.0'] * 3, {key: '0.0' for key in keys}]     # returned as top
     Rw, pw, S, acc, M = {}, {}, {}, {}, {}
+    last, leaf = {}, [True] * n             # as _newton_euler's: own composites written late
+    for i in range(n):
+        parent = int(tree.parent[i])
+        last[parent] = min(last.get(parent, i), i)
+        if parent >= 0:
+            leaf[parent] = False
 
-    def outward(i: int) -> None:
-        _root_frame(tree, w, V, q, frames, Rw, pw, i)
-        a = V.mv(Rw[i], _literals(tree.axis[i]))
-        S[i] = (a, V.cross(pw[i], a)) if tree.revolute[i] else (['0.0'] * 3, a)
+    def add(i: int, m: str, h: list, IO: dict) -> None:
+        """Add the inertia (m, h, I_O) into body i's composite (named accumulators)."""
+        if i not in acc:
+            acc[i] = {'m': f'cm{i}', 'h': [f'ch{i}_{a_}' for a_ in range(3)],
+                      'I': {key: f'cI{i}_{key[0]}{key[1]}' for key in keys}}
+            w.set(acc[i]['m'], m)
+            for a_ in range(3):
+                w.set(acc[i]['h'][a_], h[a_])
+            for key in keys:
+                w.set(acc[i]['I'][key], IO[key])
+            return
+        pn = acc[i]
+        w.set(pn['m'], _add(pn['m'], m))
+        for a_ in range(3):
+            w.set(pn['h'][a_], _add(pn['h'][a_], h[a_]))
+        for key in keys:
+            w.set(pn['I'][key], _add(pn['I'][key], IO[key]))
+
+    def own(i: int) -> None:
+        """Add body i's own inertia about the root origin into its composite."""
         m = _num(tree.mass[i])
         c = V.add(pw[i], V.mv(Rw[i], _literals(tree.com[i])))
         # I_O = R I_G R^T + m (|c|^2 1 - c c^T), six entries
@@ -425,15 +478,17 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
                 rot = _add(*(_mul(RI[a_][k], Rw[i][b][k]) for k in range(3)))
                 shift = _mul(m, _add(cc if a_ == b else '0.0', _neg(_mul(c[a_], c[b]))))
                 IO[(a_, b)] = w.let(_add(rot, shift))
-        h = V.scale(c, m)
-        # the composite: children are added in their inward steps (named accumulators)
-        acc[i] = {'m': f'cm{i}', 'h': [f'ch{i}_{a_}' for a_ in range(3)],
-                  'I': {key: f'cI{i}_{key[0]}{key[1]}' for key in IO}}
-        w.set(acc[i]['m'], m)
-        for a_ in range(3):
-            w.set(acc[i]['h'][a_], h[a_])
-        for key, value in IO.items():
-            w.set(acc[i]['I'][key], value)
+        add(i, m, V.scale(c, m), IO)
+
+    def outward(i: int) -> None:
+        parent = int(tree.parent[i])
+        if parent >= 0 and last[parent] == i:   # its frame is last needed here
+            own(parent)
+        _root_frame(tree, w, V, q, frames, Rw, pw, i)
+        a = V.mv(Rw[i], _literals(tree.axis[i]))
+        S[i] = (a, V.cross(pw[i], a)) if tree.revolute[i] else (['0.0'] * 3, a)
+        if leaf[i]:
+            own(i)
 
     def inward(j: int) -> None:
         c = acc[j]
@@ -449,12 +504,7 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
             column(j, (top, bottom))
         parent = int(tree.parent[j])
         if parent >= 0:
-            pn = acc[parent]
-            w.set(pn['m'], _add(pn['m'], c['m']))
-            for a in range(3):
-                w.set(pn['h'][a], _add(pn['h'][a], c['h'][a]))
-            for key in c['I']:
-                w.set(pn['I'][key], _add(pn['I'][key], c['I'][key]))
+            add(parent, c['m'], c['h'], c['I'])
         else:       # final: summed now, so that it is not live to the end
             whole[:] = [w.let(_add(whole[0], c['m'])),
                         [w.let(_add(whole[1][a], c['h'][a])) for a in range(3)],
@@ -692,16 +742,20 @@ def _rnea_row(robot: _Robot, w: _Writer, V: _Vec, joints, base, gscale: str,
     else:        # 004 app. B: a = v' + w x v, the base origin's classical acceleration
         _, vb, wb, dvb, dwb, _ = base
         root = (wb, dwb, V.add(dvb, V.cross(wb, vb), minus_g))
-    tau, f0, m0 = _newton_euler(robot.tree, w, V, q, qd, qdd, root, frames, parameters)
+    if base is None:
+        root_wrench = None
+    elif parameters is not None:
+        def root_wrench():
+            return _parameter_wrench(V, parameters(-1), *root)
+    else:
+        def root_wrench():
+            return _body_wrench(w, V, *robot.root_inertia, *root)
+    tau, f0, m0 = _newton_euler(robot.tree, w, V, q, qd, qdd, root, frames, parameters,
+                                root_wrench)
     joint_forces = robot.project(w, tau)
     if base is None:
         return joint_forces
-    if parameters is not None:
-        fb, mb = _parameter_wrench(V, parameters(-1), *root)
-    else:
-        mass, com, inertia = robot.root_inertia
-        fb, mb = _body_wrench(w, V, mass, com, inertia, *root)
-    return _planar(robot, V.add(fb, f0), V.add(mb, m0)) + joint_forces
+    return _planar(robot, f0, m0) + joint_forces
 
 
 def _mass_matrix_rows(robot: _Robot, w: _Writer, V: _Vec, joints, base, frames) -> dict:
