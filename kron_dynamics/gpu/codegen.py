@@ -272,6 +272,22 @@ def _depth_first(tree, outward, inward) -> None:
             stack.extend((c, False) for c in children[i])
 
 
+def _visited_last(tree) -> tuple:
+    """
+    Return ({parent: its child :func:`_depth_first` visits last}, [whether i is a leaf]).
+
+    Children are visited last first, so a body's last is its first child (parent -1: the
+    first top body).
+    """
+    last, leaf = {}, [True] * tree.n
+    for i in range(tree.n):
+        parent = int(tree.parent[i])
+        last.setdefault(parent, i)          # bodies in index order: the first child
+        if parent >= 0:
+            leaf[parent] = False
+    return last, leaf
+
+
 def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root: tuple,
                   frames: dict | None = None, parameters=None, root_wrench=None) -> tuple:
     """
@@ -296,12 +312,7 @@ def _newton_euler(tree, w: _Writer, V: _Vec, q: list, qd: list, qdd: list, root:
     motion, F, M = {}, {}, {}
     tau = [None] * tree.n
     wrench0 = [['0.0'] * 3, ['0.0'] * 3]
-    last, leaf = {}, [True] * tree.n        # parent -> its child visited last; leaves
-    for i in range(tree.n):                 # (_depth_first visits children last first)
-        parent = int(tree.parent[i])
-        last[parent] = min(last.get(parent, i), i)
-        if parent >= 0:
-            leaf[parent] = False
+    last, leaf = _visited_last(tree)
     pending = [root_wrench]                 # the root body's own wrench, not yet added
 
     def add(i: int, f, m) -> None:
@@ -438,12 +449,7 @@ def _composite_rigid_body(tree, w: _Writer, V: _Vec, q: list, frames: dict,
     keys = [(a, b) for a in range(3) for b in range(a + 1)]
     whole = ['0.0', ['0.0'] * 3, {key: '0.0' for key in keys}]     # returned as top
     Rw, pw, S, acc, M = {}, {}, {}, {}, {}
-    last, leaf = {}, [True] * n             # as _newton_euler's: own composites written late
-    for i in range(n):
-        parent = int(tree.parent[i])
-        last[parent] = min(last.get(parent, i), i)
-        if parent >= 0:
-            leaf[parent] = False
+    last, leaf = _visited_last(tree)        # as _newton_euler's: own composites written late
 
     def add(i: int, m: str, h: list, IO: dict) -> None:
         """Add the inertia (m, h, I_O) into body i's composite (named accumulators)."""
