@@ -1087,18 +1087,28 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     reads[1].extend((f'f{k}_in', _read(f'f{k}_in', f'TAU[t, {k}]')) for k in range(nv))
     frames = {}
     h = _rnea_row(robot, w, V, joints, base, '1.0', frames)
-    # a large tree's joint frames are written again for M: shared, every body's would be live
-    # from Newton-Euler through the CRBA
-    M = _mass_matrix_rows(robot, w, V, joints, base, frames if nv <= UNROLLED_SOLVE else {})
     if nv > UNROLLED_SOLVE:
+        # A large tree's joint frames are computed again for M, from q read again after
+        # tau - h is stored into QDD: the compiler cannot tell that QDD is not Q, so it
+        # cannot share Newton-Euler's frames (every joint's, live from one pass through the
+        # other, which it would otherwise make of the same expressions of the same reads)
+        again = [f'uq{k}' for k in range(robot.n)]
+        reads[1].extend((name, [f'    {name} = Q[t, {robot.nbq + k}]',
+                                f'    {name} = {name} if isfinite({name}) else 0.0'])
+                        for k, name in enumerate(again))
+        M = _mass_matrix_rows(robot, w, V, (robot.lift(w, again, True), *joints[1:]), base,
+                              {})
         stores = [f'    chol[{a * (a + 1) // 2 + b}] = {M[(a, b)]}'
                   for a in range(nv) for b in range(a + 1)]
-        stores += [f'    rhs[{i}] = {_add(f"f{i}_in", _neg(h[i]))}' for i in range(nv)]
+        stores += [f'    QDD[t, {i}] = {_add(f"f{i}_in", _neg(h[i]))}' for i in range(nv)]
         body = ([f'    chol = cuda.local.array({nv * (nv + 1) // 2}, real)',
                  f'    rhs = cuda.local.array({nv}, real)']
-                + _hoist(w.lines, stores) + _looped_solve(nv))
+                + _hoist(w.lines, stores)
+                + [f'    for ci in range({nv}):', '        rhs[ci] = QDD[t, ci]']
+                + _looped_solve(nv))
         return _kernel(robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', reads, body, [],
                        [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
+    M = _mass_matrix_rows(robot, w, V, joints, base, frames)
     # Cholesky M = L L^T, then L y = tau - h, L^T x = y
     L = {}
     for j in range(nv):
