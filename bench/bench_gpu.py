@@ -105,7 +105,7 @@ def kernel_registers(model, assembler: str, log) -> dict:
     first call of the kernel waits for, less the driver's loading.
     """
     from numba import cuda
-    from kron_dynamics.gpu import DERIVATIVE_SIGNATURES, SIGNATURES
+    from kron_dynamics.gpu import deep_compile, DERIVATIVE_SIGNATURES, SIGNATURES
     from kron_dynamics.gpu.codegen import source
     from kron_dynamics.gpu.tangent import derivatives_source
     text, derivatives = source(model), derivatives_source(model)
@@ -117,7 +117,7 @@ def kernel_registers(model, assembler: str, log) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         for name, signature in signatures.items():
             begin = time.perf_counter()
-            ptx, _ = cuda.compile_ptx(namespace[name], signature, cc=SM)
+            ptx, _ = deep_compile(lambda: cuda.compile_ptx(namespace[name], signature, cc=SM))
             path = Path(folder) / f'{name}.ptx'
             path.write_text(ptx)
             report = subprocess.run([assembler, f'-arch=sm_{SM[0]}{SM[1]}', '-v', str(path),

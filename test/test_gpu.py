@@ -1290,13 +1290,43 @@ def test_constrained_dynamics_derivatives_name_redundant_contacts():
     assert all(np.isnan(x.copy_to_host()).all() for x in got)
 
 
+def test_kernels_compile_in_a_thread_of_a_deep_stack_and_recursion(monkeypatch):
+    """
+    deep_compile: numba-cuda's control-flow analysis recurses once per block of a kernel.
+
+    A large tree's kernel has thousands (TALOS's regressor raised RecursionError at Python's
+    limit of 1000): the build runs where 20,000 nested calls fit, its result or its error
+    comes back to the caller, and the process's recursion limit is as it was.
+    """
+    from kron_dynamics.gpu import deep_compile
+
+    def nested(depth):
+        return 0 if depth == 0 else 1 + nested(depth - 1)
+    limit = sys.getrecursionlimit()
+    with pytest.raises(RecursionError):
+        nested(20000)
+    assert deep_compile(lambda: nested(20000)) == 20000
+    with pytest.raises(ValueError, match='refused'):
+        deep_compile(lambda: (_ for _ in ()).throw(ValueError('refused')))
+    assert sys.getrecursionlimit() == limit
+    # the kernels GpuModel compiles go through it, once each
+    import kron_dynamics.gpu as gpu_module
+    built = []
+    monkeypatch.setattr(gpu_module, 'deep_compile', lambda build: built.append(1) or build())
+    gpu = GpuModel(model_helpers.random_model(3, min_joints=3)[0])
+    assert gpu._kernel('rnea') is gpu._kernel('rnea') and built == [1]
+    gpu.jacobian(np.zeros((1, gpu.nq)), gpu.model.link_names[-1])
+    assert built == [1, 1]
+
+
 _PTX = """
 import sys
 from numba import config
 from numba.cuda import compile_ptx
 from kron_dynamics import RobotModel
 from kron_dynamics.gpu import (codegen, CONSTRAINED_SIGNATURE, CONTACT_SIGNATURES,
-                               DERIVATIVE_SIGNATURES, LINK_SIGNATURES, SIGNATURES, tangent)
+                               deep_compile, DERIVATIVE_SIGNATURES, LINK_SIGNATURES, SIGNATURES,
+                               tangent)
 from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
 from kron_dynamics.gpu.contacts import contacts_source
 assert not config.ENABLE_CUDASIM
@@ -1320,7 +1350,7 @@ for m in (0, 12) if sys.argv[3] != 'base' else ():
 for source, name, signature in kernels:
     namespace = {}
     exec(compile(source, name, 'exec'), namespace)
-    ptx, _ = compile_ptx(namespace[name], signature, cc=(9, 0))
+    ptx, _ = deep_compile(lambda: compile_ptx(namespace[name], signature, cc=(9, 0)))
     assert '.entry' in ptx, name
     print('compiled', name, flush=True)
 print('all', len(kernels), 'compiled')

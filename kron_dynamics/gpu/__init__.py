@@ -50,6 +50,8 @@ import hashlib
 import importlib.util
 import os
 from pathlib import Path
+import sys
+import threading
 import time
 
 import numpy as np
@@ -180,6 +182,45 @@ def _cuda():
     return cuda
 
 
+COMPILE_STACK = 1 << 28          # bytes of stack of the thread that compiles a kernel
+COMPILE_RECURSION = 200_000      # and its recursion limit
+_COMPILING = threading.Lock()
+
+
+def deep_compile(build):
+    """
+    Return ``build()`` (a kernel's compilation) run in a thread of a deep stack and recursion.
+
+    numba-cuda's control-flow analysis (``_dfs_rec`` of its copy of numba's
+    ``controlflow.py``) recurses once per block of a kernel, and a large tree's generated
+    kernel has thousands (each checked input's ``x if ... else ...`` makes some): TALOS's
+    regressor raised RecursionError at Python's default limit of 1000 (numba issue 5611;
+    numba's own copy was made iterative by its PR 10482, numba-cuda 0.30's is not). The limit
+    and the stack size are the process's: both are restored after, under a lock.
+    """
+    result = {}
+
+    def run():
+        try:
+            result['value'] = build()
+        except BaseException as exc:          # raised again in the caller's thread
+            result['error'] = exc
+    with _COMPILING:
+        limit = sys.getrecursionlimit()
+        size = threading.stack_size(COMPILE_STACK)
+        sys.setrecursionlimit(max(limit, COMPILE_RECURSION))
+        try:
+            thread = threading.Thread(target=run, name='kron_dynamics-gpu-compile')
+            thread.start()
+            thread.join()
+        finally:
+            threading.stack_size(size)
+            sys.setrecursionlimit(limit)
+    if 'error' in result:
+        raise result['error']
+    return result['value']
+
+
 def _cached_module(source: str, prefix: str):
     """
     Return (path, found in the cache, module) of generated source, cached by its hash.
@@ -257,7 +298,8 @@ class GpuModel:
                     _, _, self._derivatives = _cached_module(
                         self._precision(derivatives_source(self.model)), 'derivatives')
                 module, signature = self._derivatives, DERIVATIVE_SIGNATURES[name]
-            kernel = self._cuda.jit(self._precision(signature))(getattr(module, name))
+            kernel = deep_compile(lambda: self._cuda.jit(self._precision(signature))(
+                getattr(module, name)))
             self.compile_seconds[name] = time.perf_counter() - start
             self._kernels[name] = kernel
         return kernel
@@ -765,8 +807,8 @@ class GpuModel:
                          'rates': tangent.rates_source}[kind]
                 _, _, module = _cached_module(self._precision(write(self.model, link)), kind)
                 self._link_modules[(kind, link)] = module
-            kernel = self._link_kernels[(name, link)] = self._cuda.jit(
-                self._precision(signature))(getattr(module, name))
+            kernel = self._link_kernels[(name, link)] = deep_compile(lambda: self._cuda.jit(
+                self._precision(signature))(getattr(module, name)))
         arrays, N = self._rows(named)
         result = self._outputs(((N, *shape),), arrays, stream, out, method or name)
         return self._launch(kernel, method or name, N, result, stream, check,
@@ -825,8 +867,8 @@ class GpuModel:
                 _, _, module = _cached_module(self._precision(contacts_source(self.model, m)),
                                               'contacts')
                 self._contact_modules[m] = module
-            kernel = self._kernels[(name, m)] = self._cuda.jit(
-                self._precision(CONTACT_SIGNATURES[name]))(getattr(module, name))
+            kernel = self._kernels[(name, m)] = deep_compile(lambda: self._cuda.jit(
+                self._precision(CONTACT_SIGNATURES[name]))(getattr(module, name)))
         return kernel
 
     def _contact_terms(self, method: str, arrays: dict, N: int, contacts: list, stream,
@@ -973,8 +1015,8 @@ class GpuModel:
             from .constrained_derivatives import constrained_derivatives_source
             source = constrained_derivatives_source(self.nv, self.nv - self.n, nf, m)
             _, _, module = _cached_module(self._precision(source), 'constrained')
-            kernel = self._kernels[key] = self._cuda.jit(
-                self._precision(CONSTRAINED_SIGNATURE))(module.contact_derivatives)
+            kernel = self._kernels[key] = deep_compile(lambda: self._cuda.jit(
+                self._precision(CONSTRAINED_SIGNATURE))(module.contact_derivatives))
         constants = tuple(self._cuda.to_device(np.ascontiguousarray(x)) for x in (
             axes.astype(self.dtype), rows_of, paths, lengths, rows,
             points.astype(self.dtype).reshape(-1, 3), dims, local, cpl[:, 0].astype(np.int64),
