@@ -125,7 +125,6 @@ DERIVATIVE_SIGNATURES = {
 }
 CONTACT_SIGNATURES = {
     'contact_rows': f'void({_A3}, {_A2}, {_A2}, int64, int64, int64, {_A3}, {_A2}, {_FLAGS})',
-    'zero_rows': f'void({_A2}, {_FLAGS})',
     'contact_solve': f'void({_A3}, {_A2}, {_A2}, int64, {_A3}, {_A2}, float64, {_A2}, {_A2}, '
                      f'{_FLAGS})',
     'contact_inverse': f'void({_A2}, {_A3}, {_A2}, {_A2}, float64, {_A2}, {_A2}, {_FLAGS})',
@@ -275,7 +274,7 @@ class GpuModel:
         self._derivatives = None    # the module of .tangent's kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._contact_modules = {}  # m -> the module of .contacts' kernels for m contact rows
-        self._contact_constants = {}    # contacts -> (derivative kernel, its constants)
+        self._constrained_kernels = {}  # contacts -> (derivative kernel, its constants)
         self._zero_rows = None      # rows of zeros kept between calls (a v' = 0), read only
         self._spare = None          # a (1, 1) array standing for an argument a kernel skips
         self._cuda = cuda
@@ -298,11 +297,14 @@ class GpuModel:
                     _, _, self._derivatives = _cached_module(
                         self._precision(derivatives_source(self.model)), 'derivatives')
                 module, signature = self._derivatives, DERIVATIVE_SIGNATURES[name]
-            kernel = deep_compile(lambda: self._cuda.jit(self._precision(signature))(
-                getattr(module, name)))
+            kernel = self._compile(signature, getattr(module, name))
             self.compile_seconds[name] = time.perf_counter() - start
             self._kernels[name] = kernel
         return kernel
+
+    def _compile(self, signature: str, function):
+        """Return ``function`` compiled for the GPU at ``signature`` in the model's precision."""
+        return deep_compile(lambda: self._cuda.jit(self._precision(signature))(function))
 
     def _precision(self, text: str) -> str:
         """Return generated source or a signature in the model's precision."""
@@ -807,8 +809,8 @@ class GpuModel:
                          'rates': tangent.rates_source}[kind]
                 _, _, module = _cached_module(self._precision(write(self.model, link)), kind)
                 self._link_modules[(kind, link)] = module
-            kernel = self._link_kernels[(name, link)] = deep_compile(lambda: self._cuda.jit(
-                self._precision(signature))(getattr(module, name)))
+            kernel = self._link_kernels[(name, link)] = self._compile(
+                signature, getattr(module, name))
         arrays, N = self._rows(named)
         result = self._outputs(((N, *shape),), arrays, stream, out, method or name)
         return self._launch(kernel, method or name, N, result, stream, check,
@@ -867,8 +869,8 @@ class GpuModel:
                 _, _, module = _cached_module(self._precision(contacts_source(self.model, m)),
                                               'contacts')
                 self._contact_modules[m] = module
-            kernel = self._kernels[(name, m)] = deep_compile(lambda: self._cuda.jit(
-                self._precision(CONTACT_SIGNATURES[name]))(getattr(module, name)))
+            kernel = self._kernels[(name, m)] = self._compile(CONTACT_SIGNATURES[name],
+                                                              getattr(module, name))
         return kernel
 
     def _contact_terms(self, method: str, arrays: dict, N: int, contacts: list, stream,
@@ -889,7 +891,7 @@ class GpuModel:
         zero = None
         if V is not None:
             GC = cuda.device_array((N, m), dtype=self.dtype, stream=stream, order=self._order(Q))
-            zero = self._zeros(N, m)
+            zero = self._zeros(N)
         rows, row0 = self._contact_kernel('contact_rows', m), 0
         for c in contacts:
             J6 = self._per_link('jacobian', {'q': Q}, c.link, c.point, c.reference_frame,
@@ -902,18 +904,14 @@ class GpuModel:
             row0 += c.dim
         return JC, (None if V is None else GC)
 
-    def _zeros(self, N: int, m: int):
+    def _zeros(self, N: int):
         """
         Return N rows of nv zeros, of a buffer kept between calls and never written after.
 
-        Filled once (``zero_rows``) and waited for, so that a call on any stream reads zeros.
+        Copied from the host once, synchronously, so that a call on any stream reads zeros.
         """
         if self._zero_rows is None or self._zero_rows.shape[0] < N:
-            zero = self._cuda.device_array((N, self.nv), dtype=self.dtype)
-            self._launch(self._contact_kernel('zero_rows', m), 'contact_jacobian', N, (zero,),
-                         0, False)
-            self._cuda.synchronize()
-            self._zero_rows = zero
+            self._zero_rows = self._cuda.to_device(np.zeros((N, self.nv), dtype=self.dtype))
         return self._zero_rows[:N]
 
     def contact_jacobian(self, q, contacts, stream=0, check: bool = True, out=None):
@@ -1000,7 +998,7 @@ class GpuModel:
 
     def _constrained_kernel(self, contacts: list):
         """Return (the derivative kernel for these contacts' m rows, its constant arrays)."""
-        cached = self._contact_constants.get(tuple(contacts))
+        cached = self._constrained_kernels.get(tuple(contacts))
         if cached is not None:
             return cached
         full, _, packed = self.model._contact_paths(contacts)
@@ -1015,13 +1013,13 @@ class GpuModel:
             from .constrained_derivatives import constrained_derivatives_source
             source = constrained_derivatives_source(self.nv, self.nv - self.n, nf, m)
             _, _, module = _cached_module(self._precision(source), 'constrained')
-            kernel = self._kernels[key] = deep_compile(lambda: self._cuda.jit(
-                self._precision(CONSTRAINED_SIGNATURE))(module.contact_derivatives))
+            kernel = self._kernels[key] = self._compile(CONSTRAINED_SIGNATURE,
+                                                        module.contact_derivatives)
         constants = tuple(self._cuda.to_device(np.ascontiguousarray(x)) for x in (
             axes.astype(self.dtype), rows_of, paths, lengths, rows,
             points.astype(self.dtype).reshape(-1, 3), dims, local, cpl[:, 0].astype(np.int64),
             cpl[:, 1].astype(self.dtype)))
-        self._contact_constants[tuple(contacts)] = kernel, constants
+        self._constrained_kernels[tuple(contacts)] = kernel, constants
         return kernel, constants
 
     def constrained_forward_dynamics_derivatives(self, q, v, tau, contacts, stream=0,

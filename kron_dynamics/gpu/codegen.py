@@ -620,10 +620,14 @@ def _hoist(body: list, out: list) -> list:
     return lines
 
 
-def _read(name: str, load: str) -> list:
-    """Return the lines reading one input: counted if not finite, then replaced by 0."""
+def _read(name: str, load: str, counted: bool = True) -> list:
+    """
+    Return the lines reading one input: counted if not finite, then replaced by 0.
+
+    ``counted=False``: an input read a second time, already counted at its first read.
+    """
     return [f'    {name} = {load}',
-            f'    nonfinite += 0 if isfinite({name}) else 1',
+            *([f'    nonfinite += 0 if isfinite({name}) else 1'] if counted else []),
             f'    {name} = {name} if isfinite({name}) else 0.0']
 
 
@@ -1093,8 +1097,7 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
         # cannot share Newton-Euler's frames (every joint's, live from one pass through the
         # other, which it would otherwise make of the same expressions of the same reads)
         again = [f'uq{k}' for k in range(robot.n)]
-        reads[1].extend((name, [f'    {name} = Q[t, {robot.nbq + k}]',
-                                f'    {name} = {name} if isfinite({name}) else 0.0'])
+        reads[1].extend((name, _read(name, f'Q[t, {robot.nbq + k}]', counted=False))
                         for k, name in enumerate(again))
         M = _mass_matrix_rows(robot, w, V, (robot.lift(w, again, True), *joints[1:]), base,
                               {})

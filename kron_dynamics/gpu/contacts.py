@@ -131,17 +131,6 @@ def _rows_kernel() -> list:
             '    BAD[t] = 0']
 
 
-def _zero_kernel() -> list:
-    """Return ``zero_rows(X, BAD)``: X = 0 (the v' = 0 of the drift's accelerations)."""
-    return ['def zero_rows(X, BAD):',
-            '    t = cuda.grid(1)',
-            '    if t >= X.shape[0]:',
-            '        return',
-            '    for k in range(X.shape[1]):',
-            '        X[t, k] = 0.0',
-            '    BAD[t] = 0']
-
-
 def _nan(arrays: list, indent: str = '        ') -> list:
     """Return lines writing NaN over a row of each (array, width)."""
     return [x for array, width in arrays
@@ -302,7 +291,7 @@ def contacts_source(model, m: int) -> str:
     """
     Return the numba-cuda source of a robot's contact kernels for m contact rows.
 
-    ``contact_rows``, ``zero_rows``, ``contact_solve`` and ``contact_inverse`` (signatures:
+    ``contact_rows``, ``contact_solve`` and ``contact_inverse`` (signatures:
     ``gpu.CONTACT_SIGNATURES``); ``model`` a RobotModel on any base.
     """
     robot = _Robot(model)
@@ -314,7 +303,7 @@ def contacts_source(model, m: int) -> str:
              '',
              'from numba import cuda',
              'from numba import float64 as real']
-    for kernel in (_rows_kernel(), _zero_kernel(), _solve_kernel(nv, m),
+    for kernel in (_rows_kernel(), _solve_kernel(nv, m),
                    _inverse_kernel(nv, robot.nbv, m)):
         lines += ['', ''] + kernel
     return '\n'.join(lines) + '\n'
