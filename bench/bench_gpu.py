@@ -43,8 +43,10 @@ large to unroll. Writes bench/results/gpu_registers.json::
     .venv/bin/python bench/bench_gpu.py               # N = 2^22 states
     .venv/bin/python bench/bench_gpu.py --quick       # N = 2^18
     .venv/bin/python bench/bench_gpu.py --all         # every method of every robot
+    .venv/bin/python bench/bench_gpu.py --robots talos_floating --methods forward_dynamics
     .venv/bin/python bench/bench_gpu.py --variants    # launch shapes, the kernel cache
     .venv/bin/python bench/bench_gpu.py --registers   # no GPU needed
+    .venv/bin/python bench/bench_gpu.py --registers --kernels rnea mass_matrix
 """
 
 import argparse
@@ -79,6 +81,8 @@ VARIANT_THREADS = (64, 128, 256)
 VARIANT_REGISTERS = (None, 64, 96)
 # what each robot runs without --all: TALOS only the method of its target
 DEFAULT_METHODS = {'panda_arm': METHODS, 'talos_floating': ('inverse_dynamics',)}
+PLAN_KEYS = ('panda_arm', 'panda_arm_fp32', 'talos_fixed', 'talos_floating',
+             'panda_arm_derivatives')
 SM = (9, 0)           # the H100's compute capability, which the targets are set for
 REGISTER_ROBOTS = ('panda_arm', 'talos_floating')     # the robots of the targets
 PTXAS = {'registers': r'Used (\d+) registers', 'spill_stores': r'(\d+) bytes spill stores',
@@ -97,12 +101,13 @@ def ptxas() -> str | None:
     return shutil.which('ptxas')
 
 
-def kernel_registers(model, assembler: str, log) -> dict:
+def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
     """
     Return ptxas -v's registers, spill bytes and stack of each generated kernel (sm_90).
 
     With the seconds that compiling it took (NVVM to PTX, then ptxas): what a GpuModel's
-    first call of the kernel waits for, less the driver's loading.
+    first call of the kernel waits for, less the driver's loading. ``kernels``: only these
+    (names of SIGNATURES and DERIVATIVE_SIGNATURES), else every one.
     """
     from numba import cuda
     from kron_dynamics.gpu import deep_compile, DERIVATIVE_SIGNATURES, SIGNATURES
@@ -116,6 +121,8 @@ def kernel_registers(model, assembler: str, log) -> dict:
     signatures = {**SIGNATURES, **DERIVATIVE_SIGNATURES}
     with tempfile.TemporaryDirectory() as folder:
         for name, signature in signatures.items():
+            if kernels and name not in kernels:
+                continue
             begin = time.perf_counter()
             ptx, _ = deep_compile(lambda: cuda.compile_ptx(namespace[name], signature, cc=SM))
             path = Path(folder) / f'{name}.ptx'
@@ -142,7 +149,8 @@ def registers(args, models: dict, log) -> int:
     for name in REGISTER_ROBOTS:
         model = models[name]
         log(f'{name} (nv = {model.nv})')
-        results[name] = {'nv': model.nv, **kernel_registers(model, assembler, log)}
+        found = kernel_registers(model, assembler, log, args.kernels)
+        results[name] = {'nv': model.nv, **found}
     provenance.write_result(args.out, 'gpu_registers', {
         'sm': f'{SM[0]}.{SM[1]}', 'ptxas': version.strip().splitlines()[-1],
         'numba_cuda': __import__('numba_cuda').__version__}, {'robots': results}, log)
@@ -319,6 +327,25 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
             'compile_s_per_kernel': dict(gpu.compile_seconds), 'methods': rows}
 
 
+def plan_of(args) -> list:
+    """Return the rows to measure: (key, robot, methods, dtype), by --all, --robots, --methods."""
+    plan = {name: METHODS for name in ('panda_arm', 'talos_fixed', 'talos_floating')} \
+        if args.all or args.robots else DEFAULT_METHODS
+    # the Panda in fp64 and fp32 first: TALOS's kernels take the longest to compile
+    plan = [('panda_arm', 'panda_arm', plan['panda_arm'], np.float64),
+            ('panda_arm_fp32', 'panda_arm', METHODS, np.float32)] + [
+        (name, name, methods, np.float64) for name, methods in plan.items()
+        if name != 'panda_arm'] + [
+        ('panda_arm_derivatives', 'panda_arm', DERIVATIVES, np.float64)]
+    if args.robots:             # a part of the plan: these rows, every method unless named
+        plan = [row for row in plan if row[0] in args.robots]
+    if args.methods:
+        plan = [(key, name, tuple(m for m in methods if m in args.methods), dtype)
+                for key, name, methods, dtype in plan]
+        plan = [row for row in plan if row[2]]
+    return plan
+
+
 def device_name(cuda) -> str:
     """Return the current CUDA device's name."""
     name = cuda.get_current_device().name
@@ -338,7 +365,26 @@ def main(argv=None) -> int:
                              '(gpu_variants.json)')
     parser.add_argument('--registers', action='store_true',
                         help="only ptxas -v's registers and spills of every kernel (no GPU)")
+    parser.add_argument('--kernels', nargs='+', metavar='KERNEL',
+                        help='with --registers: only these kernels (rnea, mass_matrix, '
+                             'forward_dynamics, ...), else every one')
+    parser.add_argument('--robots', nargs='+', choices=PLAN_KEYS, metavar='ROBOT',
+                        help='only these rows of the plan (of every method unless --methods '
+                             f"says which): {', '.join(PLAN_KEYS)}")
+    parser.add_argument('--methods', nargs='+', choices=METHODS + DERIVATIVES,
+                        metavar='METHOD', help='only these methods: '
+                        f"{', '.join(METHODS + DERIVATIVES)}")
     args = parser.parse_args(argv)
+    plan = plan_of(args)
+    if not plan:
+        parser.error('--robots and --methods leave nothing to measure')
+    if args.kernels:
+        from kron_dynamics.gpu import DERIVATIVE_SIGNATURES, SIGNATURES
+        known = [*SIGNATURES, *DERIVATIVE_SIGNATURES]
+        unknown = [k for k in args.kernels if k not in known]
+        if unknown or not args.registers:
+            parser.error(f'--kernels {", ".join(unknown)}: not a kernel (the kernels: '
+                         f'{", ".join(known)})' if unknown else '--kernels needs --registers')
     start = time.time()
 
     def log(msg):
@@ -372,19 +418,13 @@ def main(argv=None) -> int:
         return 0
     bytes_per_s = bandwidth(cuda, repeat)
     log(f'device-to-device copy: {bytes_per_s / 1e12:.2f} TB/s (read + write)')
-    plan = {name: METHODS for name in models} if args.all else DEFAULT_METHODS
-    # the Panda in fp64 and fp32 first: TALOS's kernels take the longest to compile
-    plan = [('panda_arm', 'panda_arm', plan['panda_arm'], np.float64),
-            ('panda_arm_fp32', 'panda_arm', METHODS, np.float32)] + [
-        (name, name, methods, np.float64) for name, methods in plan.items()
-        if name != 'panda_arm'] + [
-        ('panda_arm_derivatives', 'panda_arm', DERIVATIVES, np.float64)]
     meta = {'quick': args.quick, 'gpu': device_name(cuda),
             'cpu_threads': int(os.environ.get('NUMBA_NUM_THREADS', os.cpu_count())),
             'numba': __import__('numba').__version__, 'numpy': np.__version__,
             'numba_cuda': installed_version('numba-cuda'),
             'cuda_bindings': installed_version('cuda-bindings'),
-            'device_copy_bytes_per_s': bytes_per_s, 'all': args.all, 'dtype': 'float64'}
+            'device_copy_bytes_per_s': bytes_per_s, 'all': args.all, 'dtype': 'float64',
+            'robots': args.robots, 'methods': args.methods}
     results = {}
     for key, name, methods, dtype in plan:
         model = models[name]

@@ -14,19 +14,25 @@
 # limitations under the License.
 
 # The checks of kron_dynamics.gpu on a machine with a CUDA GPU, in one run:
-#   1. bench/bench_gpu.py (states per second against the CPU batch; gpu.json), first, while
-#      nothing else uses the GPU or the cores;
-#   2. bench/bench_gpu.py --variants (launch shapes, numba-cuda's kernel cache;
-#      gpu_variants.json);
-#   3. test/test_gpu.py on the device (KRON_DYNAMICS_GPU_TESTS=device): every generated
-#      kernel against the CPU kernels, PyTorch and CuPy arrays in and out; TIAGo last.
+#   1. bench/bench_gpu.py (states per second against the CPU batch; gpu.json), then
+#      bench/bench_gpu.py --variants (launch shapes, numba-cuda's kernel cache;
+#      gpu_variants.json): the timed steps, one after the other;
+#   2. beside them, at the lowest CPU priority (nice 19) so that they take only the cores the
+#      timed steps leave: test/test_gpu.py on the device (KRON_DYNAMICS_GPU_TESTS=device):
+#      every generated kernel against the CPU kernels, PyTorch and CuPy arrays in and out;
+#      TIAGo (its planar base, 51 coordinates, compiles for minutes) in a process of its own;
+#      and EXTRA_BENCH, more bench_gpu.py arguments (TALOS's forward dynamics, say) into
+#      OUTDIR/extra. These compile on the CPU for most of their time; their kernels on the
+#      GPU are small, and each rate is the best of ten timed calls.
 # Each step runs under its own time limit, so that a slow one leaves the others their turn;
-# the logs and gpu.json go to OUTDIR (default bench/results/gpu_check).
+# the logs and the JSON go to OUTDIR (default bench/results/gpu_check; at most 8 files).
 #
 #   bash bench/gpu_check.sh [OUTDIR]
 #   BENCH_REVISION=$(git rev-parse --short HEAD)  # where the copy's .git is not the one sent
 #   BENCH_ARGS=--quick PYTEST_ARGS='-n 8' BENCH_SECONDS=300 VARIANTS_SECONDS=200 \
-#       TEST_SECONDS=240 TIAGO_SECONDS=400 bash bench/gpu_check.sh
+#       TEST_SECONDS=240 TIAGO_SECONDS=400 EXTRA_SECONDS=400 \
+#       EXTRA_BENCH='--robots talos_floating --methods forward_dynamics' \
+#       bash bench/gpu_check.sh
 set -u
 out=${1:-bench/results/gpu_check}
 mkdir -p "$out"
@@ -34,6 +40,7 @@ py=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 {
     date -u
+    nproc
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
     "$py" - <<'PY'
 import importlib.metadata as m
@@ -48,23 +55,38 @@ for name in ('numpy', 'numba', 'llvmlite', 'numba-cuda', 'cuda-bindings', 'cuda-
 from numba import cuda
 print('numba.cuda.is_available()', cuda.is_available())
 PY
-} 2>&1 | tee "$out/env.txt"
+} 2>&1 | tee "$out/bench_gpu.log"
 set -o pipefail
+# the compile-bound steps, niced, each in the background
+KRON_DYNAMICS_GPU_TESTS=device timeout "${TEST_SECONDS:-240}" nice -n 19 "$py" -m pytest -v \
+    -rfEs --tb=short -p no:cacheprovider test/test_gpu.py -k 'not TIAGo' ${PYTEST_ARGS:-} \
+    > "$out/test_gpu.log" 2>&1 &
+tests_pid=$!
+KRON_DYNAMICS_GPU_TESTS=device timeout "${TIAGO_SECONDS:-400}" nice -n 19 "$py" -m pytest -v \
+    -rfEs --tb=short -p no:cacheprovider test/test_gpu.py -k TIAGo \
+    > "$out/test_gpu_tiago.log" 2>&1 &
+tiago_pid=$!
+extra_pid=
+if [ -n "${EXTRA_BENCH:-}" ]; then
+    timeout "${EXTRA_SECONDS:-400}" nice -n 19 "$py" bench/bench_gpu.py --out "$out/extra" \
+        $EXTRA_BENCH > "$out/bench_gpu_extra.log" 2>&1 &
+    extra_pid=$!
+fi
+# the timed steps
 timeout "${BENCH_SECONDS:-300}" "$py" bench/bench_gpu.py --out "$out" ${BENCH_ARGS:-} 2>&1 \
-    | tee "$out/bench_gpu.log"
+    | tee -a "$out/bench_gpu.log"
 bench=$?
 timeout "${VARIANTS_SECONDS:-200}" "$py" bench/bench_gpu.py --variants --out "$out" \
     ${BENCH_ARGS:-} 2>&1 | tee "$out/bench_gpu_variants.log"
 variants=$?
-# TIAGo on its planar base (51 coordinates) compiles for minutes: after the others, so that
-# their summary (which test failed, and why) is printed whatever its time limit leaves
-KRON_DYNAMICS_GPU_TESTS=device timeout "${TEST_SECONDS:-240}" "$py" -m pytest -v -rfEs --tb=short \
-    -p no:cacheprovider test/test_gpu.py -k 'not TIAGo' ${PYTEST_ARGS:-} 2>&1 \
-    | tee "$out/test_gpu.log"
-tests=$?
-KRON_DYNAMICS_GPU_TESTS=device timeout "${TIAGO_SECONDS:-400}" "$py" -m pytest -v -rfEs \
-    --tb=short -p no:cacheprovider test/test_gpu.py -k TIAGo 2>&1 | tee "$out/test_gpu_tiago.log"
-tiago=$?
+wait $tests_pid; tests=$?
+wait $tiago_pid; tiago=$?
+extra=0
+if [ -n "$extra_pid" ]; then
+    wait "$extra_pid"; extra=$?
+fi
+tail -n 40 "$out/test_gpu.log"
+tail -n 5 "$out/test_gpu_tiago.log" "$out/bench_gpu_extra.log" 2>/dev/null
 echo "gpu_check: bench_gpu rc=$bench, variants rc=$variants, test_gpu rc=$tests," \
-     "TIAGo rc=$tiago (124: its time limit)"
-exit $(( bench != 0 || variants != 0 || tests != 0 || tiago != 0 ))
+     "TIAGo rc=$tiago, extra rc=$extra (124: its time limit)"
+exit $(( bench != 0 || variants != 0 || tests != 0 || tiago != 0 || extra != 0 ))
