@@ -395,7 +395,11 @@ def test_the_looped_solve_of_a_large_tree_is_the_written_out_one(monkeypatch):
     assert 'cuda.local.array' in forward_dynamics(looped)
     assert 'cuda.local.array' not in forward_dynamics(written)
     ours = looped.forward_dynamics(Q, V, tau).copy_to_host()
-    np.testing.assert_array_equal(ours, written.forward_dynamics(Q, V, tau).copy_to_host())
+    theirs = written.forward_dynamics(Q, V, tau).copy_to_host()
+    if numba.config.ENABLE_CUDASIM:     # Python's arithmetic: the same operations, same bits
+        np.testing.assert_array_equal(ours, theirs)
+    else:       # a GPU's compiler fuses multiply-adds as each kernel's shape lets it
+        np.testing.assert_allclose(ours, theirs, rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(ours, A, rtol=0, atol=1e-9)
     # a pivot that is not positive is counted in the loop as written out
     monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 0)
