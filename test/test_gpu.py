@@ -1294,6 +1294,53 @@ def test_constrained_dynamics_derivatives_name_redundant_contacts():
     assert all(np.isnan(x.copy_to_host()).all() for x in got)
 
 
+def test_compiled_kernels_are_kept_on_disk_unless_asked_not_to(monkeypatch, tmp_path):
+    """
+    disk_cache (default True): numba-cuda's cache=True beside the generated source.
+
+    Where numba cannot cache (it raises 'cannot cache function ...'), the kernel is compiled
+    without; another error is the caller's. On a GPU the index is written to disk (the
+    simulator compiles nothing, so keeps nothing).
+    """
+    model = model_helpers.random_model(3, min_joints=3)[0]
+    with pytest.raises(ValueError, match='disk_cache must be True or False'):
+        GpuModel(model, disk_cache='yes')
+
+    class Recorder:                     # numba.cuda, with each jit's keywords noted
+        def __init__(self, cuda, refuse=None):
+            self.cuda, self.refuse, self.calls = cuda, refuse, []
+
+        def jit(self, *args, **kwargs):
+            self.calls.append(kwargs)
+            if self.refuse is not None and kwargs.get('cache'):
+                raise RuntimeError(self.refuse)
+            return self.cuda.jit(*args, **kwargs)
+
+        def __getattr__(self, name):
+            return getattr(self.cuda, name)
+    Q = np.stack([model.random_configuration(np.random.default_rng(3)) for _ in range(2)])
+    for options, refuse, calls in (({}, None, [{'cache': True}]),
+                                   ({'disk_cache': False}, None, [{}]),
+                                   ({}, 'cannot cache function rnea: no locator available',
+                                    [{'cache': True}, {}])):
+        monkeypatch.setenv('KRON_DYNAMICS_CACHE', str(tmp_path / str(len(calls)) / str(refuse)))
+        gpu = GpuModel(model, **options)
+        gpu._cuda = recorder = Recorder(gpu._cuda, refuse)
+        np.testing.assert_allclose(gpu.gravity_torque(Q).copy_to_host(),
+                                   model.gravity_torque(Q), rtol=0, atol=1e-12)
+        assert recorder.calls == calls
+    gpu = GpuModel(model)
+    gpu._cuda = Recorder(gpu._cuda, 'out of memory')
+    with pytest.raises(RuntimeError, match='out of memory'):
+        gpu._kernel('rnea')
+    if not numba.config.ENABLE_CUDASIM:        # a GPU: the index is on disk, or not
+        for disk_cache in (True, False):
+            folder = tmp_path / f'device_{disk_cache}'
+            monkeypatch.setenv('KRON_DYNAMICS_CACHE', str(folder))
+            GpuModel(model, disk_cache=disk_cache).gravity_torque(Q)
+            assert bool(list(folder.rglob('*.nbi'))) == disk_cache
+
+
 def test_kernels_compile_in_a_thread_of_a_deep_stack_and_recursion(monkeypatch):
     """
     deep_compile: numba-cuda's control-flow analysis recurses once per block of a kernel.

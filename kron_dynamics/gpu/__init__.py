@@ -251,14 +251,21 @@ class GpuModel:
     and compiled on their first use, are not in it). Each kernel is compiled on the first call
     that needs it: a large tree's forward dynamics takes minutes to compile
     (docs/performance.md, GPU), which a user of its inverse dynamics alone should not wait for.
+    ``disk_cache``: keep each compiled kernel on disk beside its generated source (numba-cuda's
+    ``cache=True``), so that a later process loads it in about a second instead of compiling
+    it again; where numba cannot cache there, the kernel is compiled without.
     """
 
-    def __init__(self, model, threads_per_block: int = 128, dtype=np.float64):
+    def __init__(self, model, threads_per_block: int = 128, dtype=np.float64,
+                 disk_cache: bool = True):
         """Generate (or find in the cache) and compile the kernels of ``model``."""
         cuda = _cuda()
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.float64, np.float32):
             raise ValueError(f'dtype must be float64 or float32, got {self.dtype}')
+        if not isinstance(disk_cache, (bool, np.bool_)):
+            raise ValueError(f'disk_cache must be True or False, got {disk_cache!r}')
+        self.disk_cache = bool(disk_cache)
         self.model, self.n, self.nq, self.nv = model, model.n, model.nq, model.nv
         self._robot = _Robot(model)
         self.threads_per_block = int(threads_per_block)
@@ -304,7 +311,14 @@ class GpuModel:
 
     def _compile(self, signature: str, function):
         """Return ``function`` compiled for the GPU at ``signature`` in the model's precision."""
-        return deep_compile(lambda: self._cuda.jit(self._precision(signature))(function))
+        signature = self._precision(signature)
+        if self.disk_cache:
+            try:
+                return deep_compile(lambda: self._cuda.jit(signature, cache=True)(function))
+            except RuntimeError as error:   # numba: 'cannot cache function ...' (no locator)
+                if 'cache' not in str(error):
+                    raise
+        return deep_compile(lambda: self._cuda.jit(signature)(function))
 
     def _precision(self, text: str) -> str:
         """Return generated source or a signature in the model's precision."""
