@@ -221,7 +221,7 @@ def variants(cuda, model, N: int, repeat: int, log) -> dict:
              'forward_dynamics': 'forward_dynamics'}
     rows = []
     for registers in VARIANT_REGISTERS:
-        gpu = GpuModel(model)
+        gpu = GpuModel(model, disk_cache=False)
         for method, kernel in names.items():
             if registers is not None:     # GpuModel's compiled kernel, capped
                 gpu._kernels[kernel] = cuda.jit(SIGNATURES[kernel], max_registers=registers)(
@@ -288,7 +288,7 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
                dtype=np.float64, bytes_per_s=None) -> dict:
     """Agreement, then GPU and CPU states per second of each method."""
     from kron_dynamics.gpu import GpuModel
-    gpu = GpuModel(model, dtype=dtype)
+    gpu = GpuModel(model, dtype=dtype, disk_cache=False)   # compiled, not loaded from disk
     calls = states(cuda, model, N, dtype)
     rows = {}
     for method in methods:

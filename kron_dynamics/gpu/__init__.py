@@ -253,7 +253,8 @@ class GpuModel:
     (docs/performance.md, GPU), which a user of its inverse dynamics alone should not wait for.
     ``disk_cache``: keep each compiled kernel on disk beside its generated source (numba-cuda's
     ``cache=True``), so that a later process loads it in about a second instead of compiling
-    it again; where numba cannot cache there, the kernel is compiled without.
+    it again (``compile_seconds`` is then that loading); where numba cannot cache there, the
+    kernel is compiled without.
     """
 
     def __init__(self, model, threads_per_block: int = 128, dtype=np.float64,
