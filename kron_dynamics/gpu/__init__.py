@@ -17,7 +17,8 @@ Dynamics on a GPU: Newton-Euler generated per robot (numba-cuda), CUDA arrays in
 
 ``model.on_gpu()`` (or :class:`GpuModel` (model)) writes the robot's kernels
 (:mod:`kron_dynamics.gpu.codegen`), caches their source on disk under a name made of its
-content's hash, compiles each kernel on its first call and serves batches of (N, nq) and
+content's hash, compiles each kernel on its first call (kept on disk beside the source, so
+that a later process loads it instead) and serves batches of (N, nq) and
 (N, nv) arrays of the model's coordinates, on every base (fixed, mimic joints, floating,
 planar): ``inverse_dynamics(Q, QD, QDD)``, ``gravity_torque(Q)``, ``bias_torque(Q, QD)``,
 ``coriolis_vector(Q, QD)``, ``mass_matrix(Q)``, ``forward_dynamics(Q, QD, TAU)``,
