@@ -81,8 +81,9 @@ VARIANT_THREADS = (64, 128, 256)
 VARIANT_REGISTERS = (None, 64, 96)
 # what each robot runs without --all: TALOS only the method of its target
 DEFAULT_METHODS = {'panda_arm': METHODS, 'talos_floating': ('inverse_dynamics',)}
-PLAN_KEYS = ('panda_arm', 'panda_arm_fp32', 'talos_fixed', 'talos_floating',
-             'panda_arm_derivatives')
+ROBOTS = ('panda_arm', 'talos_fixed', 'talos_floating')     # the models main() loads
+# the rows of the plan: the robots, the Panda also in fp32 and its derivatives
+PLAN_KEYS = (ROBOTS[0], 'panda_arm_fp32', *ROBOTS[1:], 'panda_arm_derivatives')
 SM = (9, 0)           # the H100's compute capability, which the targets are set for
 REGISTER_ROBOTS = ('panda_arm', 'talos_floating')     # the robots of the targets
 PTXAS = {'registers': r'Used (\d+) registers', 'spill_stores': r'(\d+) bytes spill stores',
@@ -215,7 +216,7 @@ def variants(cuda, model, N: int, repeat: int, log) -> dict:
     the same generated source. What a run on a GPU decides: which launch shape the kernels
     should take.
     """
-    from kron_dynamics.gpu import GpuModel, SIGNATURES
+    from kron_dynamics.gpu import deep_compile, GpuModel, SIGNATURES
     calls = states(cuda, model, N)
     names = {'inverse_dynamics': 'rnea', 'mass_matrix': 'mass_matrix',
              'forward_dynamics': 'forward_dynamics'}
@@ -224,8 +225,8 @@ def variants(cuda, model, N: int, repeat: int, log) -> dict:
         gpu = GpuModel(model, disk_cache=False)
         for method, kernel in names.items():
             if registers is not None:     # GpuModel's compiled kernel, capped
-                gpu._kernels[kernel] = cuda.jit(SIGNATURES[kernel], max_registers=registers)(
-                    getattr(gpu._module, kernel))
+                gpu._kernels[kernel] = deep_compile(lambda: cuda.jit(
+                    SIGNATURES[kernel], max_registers=registers)(getattr(gpu._module, kernel)))
             device_args, host_args = calls[method]
             out = cuda.device_array(result_shape(model, method, N)[0], order='F')
             expected = getattr(model, method)(*(x[:1000] for x in host_args))
@@ -329,8 +330,7 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
 
 def plan_of(args) -> list:
     """Return the rows to measure: (key, robot, methods, dtype), by --all, --robots, --methods."""
-    plan = {name: METHODS for name in ('panda_arm', 'talos_fixed', 'talos_floating')} \
-        if args.all or args.robots else DEFAULT_METHODS
+    plan = {name: METHODS for name in ROBOTS} if args.all or args.robots else DEFAULT_METHODS
     # the Panda in fp64 and fp32 first: TALOS's kernels take the longest to compile
     plan = [('panda_arm', 'panda_arm', plan['panda_arm'], np.float64),
             ('panda_arm_fp32', 'panda_arm', METHODS, np.float32)] + [
@@ -392,10 +392,9 @@ def main(argv=None) -> int:
 
     robots = Path(find_robots_dir(log))
     panda_xml = panda_urdf(robots / PANDA)
-    models = {'panda_arm': RobotModel.from_urdf_string(panda_xml),
-              'talos_fixed': RobotModel.from_urdf_file(robots / TALOS),
-              'talos_floating': RobotModel.from_urdf_file(robots / TALOS,
-                                                          root_joint='floating')}
+    models = dict(zip(ROBOTS, (RobotModel.from_urdf_string(panda_xml),
+                               RobotModel.from_urdf_file(robots / TALOS),
+                               RobotModel.from_urdf_file(robots / TALOS, root_joint='floating'))))
     if args.registers:
         return registers(args, models, log)
     if os.environ.get('NUMBA_ENABLE_CUDASIM') == '1':

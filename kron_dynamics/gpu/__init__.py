@@ -318,7 +318,7 @@ class GpuModel:
             try:
                 return deep_compile(lambda: self._cuda.jit(signature, cache=True)(function))
             except RuntimeError as error:   # numba: 'cannot cache function ...' (no locator)
-                if 'cache' not in str(error):
+                if 'cannot cache' not in str(error):
                     raise
         return deep_compile(lambda: self._cuda.jit(signature)(function))
 
