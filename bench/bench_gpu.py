@@ -114,6 +114,14 @@ def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
     from kron_dynamics.gpu import deep_compile, DERIVATIVE_SIGNATURES, SIGNATURES
     from kron_dynamics.gpu.codegen import source
     from kron_dynamics.gpu.tangent import derivatives_source
+    if not cuda.is_available():
+        # the device functions a kernel calls (codegen.DEVICE_FUNCTIONS) are compiled for
+        # the current GPU's compute capability: without a GPU, for SM's
+        import numba.cuda.dispatcher
+
+        class Device:
+            compute_capability = SM
+        numba.cuda.dispatcher.get_current_device = Device
     text, derivatives = source(model), derivatives_source(model)
     namespace = {}
     exec(compile(text, f'<{model.name} kernels>', 'exec'), namespace)

@@ -544,8 +544,39 @@ def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, 
     head = head_lines(name, arguments) + (['    notpd = 0'] if positive_definite else []) + loads
     body = _sink(body, deferred)
     if early:
-        return head + _hoist(body, out) + checks + ['    BAD[t] = 0']
-    return head + body + checks + ['    BAD[t] = 0'] + out
+        return blocks(head + _hoist(body, out) + checks + ['    BAD[t] = 0'])
+    return blocks(head + body + checks + ['    BAD[t] = 0'] + out)
+
+
+# a kernel's straight-line code is cut into basic blocks of about this many statements
+BLOCK_STATEMENTS = 200
+BLOCK_BOUNDARY = 'nonfinite += 0 if t >= 0 else 0     # a block boundary: codegen.blocks'
+_SIMPLE = re.compile(r'( +)(?!(?:if|for|else|elif|return|break|continue)\b)\S.*[^:]')
+
+
+def blocks(lines: list) -> list:
+    """
+    Return a kernel's lines with a boundary between basic blocks every BLOCK_STATEMENTS.
+
+    numba-cuda's lowering looks, for each variable used only in its own block, through
+    that whole block for a second assignment (``_find_singly_assigned_variable``), so that a
+    written-out kernel in one block compiles in time quadratic in its length (TIAGo's
+    inverse dynamics: 2.5 minutes); many small blocks make its SSA and liveness passes
+    quadratic instead (:data:`DEVICE_FUNCTIONS`). The boundary, a conditional expression
+    adding 0 either way, goes between two simple statements of the same suite; NVVM folds it
+    away (the PTX is the same).
+    """
+    out, count = [], 0
+    for k, line in enumerate(lines):
+        before = _SIMPLE.fullmatch(lines[k - 1]) if k else None
+        here = _SIMPLE.fullmatch(line)
+        if count >= BLOCK_STATEMENTS and before and here and \
+                before.group(1) == here.group(1):
+            out.append(here.group(1) + BLOCK_BOUNDARY)
+            count = 0
+        out.append(line)
+        count += here is not None
+    return out
 
 
 def head_lines(name: str, arguments: str) -> list:
@@ -620,15 +651,51 @@ def _hoist(body: list, out: list) -> list:
     return lines
 
 
+# The device functions of every generated module whose kernels read inputs through _read or
+# factor M written out. A conditional expression in a kernel's own code is basic blocks and
+# a variable assigned in two of them, and numba's SSA and liveness passes walk every block
+# once per such variable: TIAGo's (nv = 51) inverse dynamics, with three of them per input,
+# took 3 minutes to compile, almost all of it there. A call is one statement; NVVM inlines
+# these, so that the machine code is what the expressions gave (ptxas: the same registers).
+DEVICE_FUNCTIONS = [
+    '@cuda.jit(device=True)',
+    'def not_finite(x):',
+    '    return 0 if isfinite(x) else 1',
+    '',
+    '',
+    '@cuda.jit(device=True)',
+    'def finite_or_zero(x):',
+    '    return x if isfinite(x) else 0.0',
+    '',
+    '',
+    '@cuda.jit(device=True)',
+    'def read_if(A, t, k, flag):',
+    '    return A[t, k] if flag else 0.0',
+    '',
+    '',
+    '@cuda.jit(device=True)',
+    'def not_positive(x):',
+    '    return 0 if x > 0.0 else 1',
+    '',
+    '',
+    '@cuda.jit(device=True)',
+    'def pivot(x):',
+    '    return sqrt(x if x > 0.0 else 1.0)']
+
+
 def _read(name: str, load: str, counted: bool = True) -> list:
     """
     Return the lines reading one input: counted if not finite, then replaced by 0.
 
     ``counted=False``: an input read a second time, already counted at its first read.
+    Each name is assigned once (the raw value is ``{name}_raw``) and the tests are calls of
+    :data:`DEVICE_FUNCTIONS`, so that the kernel stays one basic block (see there).
     """
-    return [f'    {name} = {load}',
-            *([f'    nonfinite += 0 if isfinite({name}) else 1'] if counted else []),
-            f'    {name} = {name} if isfinite({name}) else 0.0']
+    if not counted:
+        return [f'    {name} = finite_or_zero({load})']
+    return [f'    {name}_raw = {load}',
+            f'    nonfinite += not_finite({name}_raw)',
+            f'    {name} = finite_or_zero({name}_raw)']
 
 
 def quaternion_rotation(x: str, y: str, z: str, w: str) -> list:
@@ -670,7 +737,10 @@ def _loads(robot: _Robot, w: _Writer, V: _Vec, arrays: dict) -> tuple:
             if load is None:
                 names.append('0.0')
                 continue
-            read = _read(f'{prefix}{k}', f'{load} if {flag} else 0.0' if flag else load)
+            if flag:        # 0: zeros, the array not read (a load only where it is 1)
+                load = (f'{load} if {flag} else 0.0' if callable(array) else
+                        f'read_if({array}, t, {first + k}, {flag})')
+            read = _read(f'{prefix}{k}', load)
             if later:
                 deferred.append((f'{prefix}{k}', read))
             else:
@@ -1116,8 +1186,8 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     L = {}
     for j in range(nv):
         diagonal = w.let(_add(M[(j, j)], *(_neg(_mul(L[(j, k)], L[(j, k)])) for k in range(j))))
-        w.lines.append(f'    notpd += 0 if {diagonal} > 0.0 else 1')     # the row: BAD 2
-        L[(j, j)] = w.let(f'sqrt({diagonal} if {diagonal} > 0.0 else 1.0)')
+        w.lines.append(f'    notpd += not_positive({diagonal})')     # the row: BAD 2
+        L[(j, j)] = w.let(f'pivot({diagonal})')
         for i in range(j + 1, nv):
             below = _add(M[(i, j)], *(_neg(_mul(L[(i, k)], L[(j, k)])) for k in range(j)))
             L[(i, j)] = w.let(f'{_p(below)} / {L[(j, j)]}')
@@ -1278,6 +1348,9 @@ def jacobian_source(model, link: str) -> str:
              '',
              'from numba import cuda',
              '',
+             '',
+             *DEVICE_FUNCTIONS,
+             '',
              '']
     lines += _kernel(robot, 'jacobian', 'Q, px, py, pz, frame, J, BAD', reads, body, out,
                      [('J', (6, nv))], early=False)
@@ -1368,7 +1441,10 @@ def source(model) -> str:
              'from math import atan2, cos, isfinite, nan, sin, sqrt, tan',
              '',
              'from numba import cuda',
-             'from numba import float64 as real']
+             'from numba import float64 as real',
+             '',
+             '',
+             *DEVICE_FUNCTIONS]
     for kernel in (_rnea_kernel, _mass_matrix_kernel, _forward_dynamics_kernel):
         lines += ['', ''] + kernel(robot)
     lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),

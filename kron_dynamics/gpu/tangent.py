@@ -37,7 +37,7 @@ import re
 
 from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_substitution, _mass_matrix_row,
                       _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _Vec, _Writer,
-                      factored_mass_matrix, head_lines, kinematics_row, LOCAL,
+                      blocks, DEVICE_FUNCTIONS, factored_mass_matrix, head_lines, kinematics_row, LOCAL,
                       LOCAL_WORLD_ALIGNED, quaternion_rotation, WORLD)
 from .linearize import linearize_kernel
 
@@ -214,8 +214,8 @@ def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: 
             *stores([f'r{i}' for i in range(len(tangents))])] if directions else []
     if outer and loop:
         loop = [f'    {outer}'] + ['    ' + line for line in loop]
-    return (head_lines(name, arguments) + ['    bnorm = 1.0', *before] + loop
-            + _checks(robot, outputs, False) + ['    BAD[t] = 0'])
+    return blocks(head_lines(name, arguments) + ['    bnorm = 1.0', *before] + loop
+                  + _checks(robot, outputs, False) + ['    BAD[t] = 0'])
 
 
 def _rnea_derivatives_kernel(robot: _Robot) -> list:
@@ -471,8 +471,8 @@ def _regressor_kernel(robot: _Robot) -> list:
             *(f'        p{j // 10}_{j % 10} = 1.0 if d == {j} else 0.0' for j in range(count)),
             *('    ' + line for line in loads + _sink(w.lines, deferred)),
             *(f'        Y[t, {i}, d] = {x}' for i, x in enumerate(tau))] if count else []
-    return (head_lines('regressor', 'Q, QD, QDD, Y, BAD') + ['    bnorm = 1.0'] + loop
-            + _checks(robot, [('Y', (nv, count))], False) + ['    BAD[t] = 0'])
+    return blocks(head_lines('regressor', 'Q, QD, QDD, Y, BAD') + ['    bnorm = 1.0'] + loop
+                  + _checks(robot, [('Y', (nv, count))], False) + ['    BAD[t] = 0'])
 
 
 def derivatives_source(model) -> str:
@@ -492,7 +492,10 @@ def derivatives_source(model) -> str:
              'from math import cos, isfinite, nan, sin, sqrt',
              '',
              'from numba import cuda',
-             'from numba import float64 as real']
+             'from numba import float64 as real',
+             '',
+             '',
+             *DEVICE_FUNCTIONS]
     kernels = [_rnea_derivatives_kernel(robot), _gravity_derivative_kernel(robot),
                _mass_matrix_derivative_kernel(robot), _coriolis_tensor_kernel(robot),
                _center_of_mass_jacobian_kernel(robot, model.description.frames),
@@ -549,7 +552,10 @@ def _module(robot: _Robot, link: str, kernels: list) -> str:
              f'# robot {robot.name!r}, link {link!r}',
              'from math import cos, isfinite, nan, sin, sqrt',
              '',
-             'from numba import cuda']
+             'from numba import cuda',
+             '',
+             '',
+             *DEVICE_FUNCTIONS]
     for kernel in kernels:
         lines += ['', ''] + kernel
     return '\n'.join(lines) + '\n'
