@@ -213,10 +213,11 @@ def test_large_kernels_read_through_device_functions_in_bounded_blocks(monkeypat
     """
     codegen.blocks and DEVICE_FUNCTIONS: numba-cuda compiles a large tree in near linear time.
 
-    TIAGo's Newton-Euler compiled in 150-180 s before them, in about 20 s after. Each input is read by calls, not conditional expressions (basic blocks, which numba's SSA
-    and liveness passes walk once per variable), and a kernel's straight-line code is cut
-    into blocks of about BLOCK_STATEMENTS statements (numba-cuda's lowering scans a block
-    once per variable); a boundary only between two simple statements of one suite.
+    TIAGo's Newton-Euler compiled in 150-180 s before them, in about 20 s after. Each input is
+    read by calls, not conditional expressions (basic blocks, which numba's SSA and liveness
+    passes walk once per variable), and a kernel's straight-line code is cut into blocks of
+    about BLOCK_STATEMENTS statements (numba-cuda's lowering scans a block once per variable); a
+    boundary only between two simple statements of one suite.
     """
     model = RobotModel.from_urdf_file(robots_dir() / 'talos_data/robots/talos_reduced.urdf',
                                       root_joint='floating')

@@ -37,8 +37,8 @@ import re
 
 from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_substitution, _mass_matrix_row,
                       _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _Vec, _Writer,
-                      blocks, DEVICE_FUNCTIONS, factored_mass_matrix, head_lines, kinematics_row, LOCAL,
-                      LOCAL_WORLD_ALIGNED, quaternion_rotation, WORLD)
+                      blocks, DEVICE_FUNCTIONS, factored_mass_matrix, head_lines,
+                      kinematics_row, LOCAL, LOCAL_WORLD_ALIGNED, quaternion_rotation, WORLD)
 from .linearize import linearize_kernel
 
 # an assignment of the generated code: indent, target, operator, expression
