@@ -253,6 +253,35 @@ def test_large_kernels_read_through_device_functions_in_bounded_blocks(monkeypat
     assert out[5] == '        ' + codegen.BLOCK_BOUNDARY
 
 
+def test_straight_line_variables_are_assigned_once():
+    """codegen.single_assignment: accumulations renamed; loops', branches' and counters' kept."""
+    lines = ['def k(Q, X, BAD):', '    t = cuda.grid(1)', '    nonfinite = 0', '    a = Q[t, 0]',
+             '    a = a * a', '    a += 2.0', '    nonfinite += not_finite(a)', '    s = 0.0',
+             '    for i in range(3):', '        s = s + a', '        X[t, i] = a',
+             '    if nonfinite > 0:', '        X[t, 0] = a', '        return', '    b = a + s',
+             '    a = b', '    X[t, 1] = a + b']
+    assert codegen.single_assignment(lines) == [
+        'def k(Q, X, BAD):', '    t = cuda.grid(1)', '    nonfinite = 0', '    a = Q[t, 0]',
+        '    a_v1 = a * a', '    a_v2 = a_v1 + (2.0)', '    nonfinite += not_finite(a_v2)',
+        '    s = 0.0', '    for i in range(3):', '        s = s + a_v2', '        X[t, i] = a_v2',
+        '    if nonfinite > 0:', '        X[t, 0] = a_v2', '        return', '    b = a_v2 + s',
+        '    a_v3 = b', '    X[t, 1] = a_v3 + b']
+
+    class Grid:                         # cuda.grid(1) of the row run
+        row = 0
+
+        def grid(self, _):
+            return self.row
+    Q, grid = np.array([[3.0], [np.inf]]), Grid()
+    for source in (lines, codegen.single_assignment(lines)):     # run, the same results
+        namespace = {'cuda': grid, 'not_finite': lambda x: 0 if np.isfinite(x) else 1}
+        exec('\n'.join(source), namespace)
+        X = np.zeros((2, 3))
+        for grid.row in range(2):
+            namespace['k'](Q, X, None)
+        np.testing.assert_array_equal(X, [[11.0, 88.0, 11.0], [np.inf, np.inf, np.inf]])
+
+
 def test_bad_inputs_are_named_and_non_finite_rows_reported():
     model = RobotModel.from_urdf_file(robots_dir() / 'ur_description/urdf/ur5_robot.urdf')
     gpu = GpuModel(model)

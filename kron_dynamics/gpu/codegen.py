@@ -544,8 +544,51 @@ def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, 
     head = head_lines(name, arguments) + (['    notpd = 0'] if positive_definite else []) + loads
     body = _sink(body, deferred)
     if early:
-        return blocks(head + _hoist(body, out) + checks + ['    BAD[t] = 0'])
-    return blocks(head + body + checks + ['    BAD[t] = 0'] + out)
+        return blocks(single_assignment(head + _hoist(body, out) + checks + ['    BAD[t] = 0']))
+    return blocks(single_assignment(head + body + checks + ['    BAD[t] = 0'] + out))
+
+
+# the counters the checks read (assigned as often as they count; one variable each is cheap)
+_COUNTERS = ('nonfinite', 'notpd')
+_TOP_ASSIGNMENT = re.compile(r'    ([A-Za-z_]\w*) (\+?=) (.+)')
+_NESTED_ASSIGNMENT = re.compile(r'     +([A-Za-z_]\w*) \+?= ')
+_USE = re.compile(r'(?<![\w.])[A-Za-z_]\w*')
+
+
+def single_assignment(lines: list) -> list:
+    """
+    Return a kernel's lines with each variable of its top level assigned once.
+
+    A second assignment (an accumulation, ``x = x + y`` or ``x += y``) gets a new name,
+    ``x_v1``, ``x_v2``, ..., and the lines after it read that name. numba's SSA pass
+    renames every variable assigned more than once by walking the whole kernel once per
+    such variable (TALOS's M: 275 of them); straight-line code in this form is left alone.
+    Variables assigned inside a loop or a branch, and the counters the checks read, keep
+    their names.
+    """
+    nested = {m.group(1) for m in map(_NESTED_ASSIGNMENT.match, lines) if m}
+    taken = {name for line in lines for name in _USE.findall(line)}
+    current, count, out = {}, {}, []
+
+    def read(text: str) -> str:
+        return _USE.sub(lambda m: current.get(m.group(0), m.group(0)), text)
+    for line in lines:
+        match = _TOP_ASSIGNMENT.fullmatch(line)
+        if match is None or match.group(1) in nested or match.group(1) in _COUNTERS:
+            out.append(read(line))
+            continue
+        name, operator, expression = match.groups()
+        expression = read(expression)
+        if operator == '+=':
+            expression = f'{current.get(name, name)} + ({expression})'
+        if name in count:
+            count[name] += 1
+            current[name] = f'{name}_v{count[name]}'
+            assert current[name] not in taken, current[name]
+        else:
+            count[name] = 0
+        out.append(f'    {current.get(name, name)} = {expression}')
+    return out
 
 
 # a kernel's straight-line code is cut into basic blocks of about this many statements
