@@ -1455,6 +1455,14 @@ from kron_dynamics.gpu import (codegen, CONSTRAINED_SIGNATURE, CONTACT_SIGNATURE
 from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
 from kron_dynamics.gpu.contacts import contacts_source
 assert not config.ENABLE_CUDASIM
+import numba.cuda.dispatcher
+
+
+class Device:       # the device functions a kernel calls compile for the current GPU's
+    compute_capability = (9, 0)         # compute capability: here sm_90's, as the kernels'
+
+
+numba.cuda.dispatcher.get_current_device = Device
 model = RobotModel.from_urdf_file(sys.argv[1], root_joint=sys.argv[2])
 link, every = model.link_names[-1], sys.argv[3] == 'all'
 main, derivatives = codegen.source(model), tangent.derivatives_source(model)
@@ -1493,7 +1501,8 @@ def test_the_generated_kernels_compile_for_a_gpu(path, root, which):
 
     In a child process without the simulator, numba-cuda's NVVM compiles the generated
     kernels to PTX for sm_90 (no GPU needed; the kernels use no min or max builtins, which
-    would ask for one) with the signatures GpuModel gives them: every kernel of the UR5 (a
+    would ask for one, and the device functions they call, codegen.DEVICE_FUNCTIONS, are
+    compiled for sm_90 too) with the signatures GpuModel gives them: every kernel of the UR5 (a
     fixed base); on a floating base the small kernels whose moving-base branches differ and
     the contact kernels (solo12's main and derivative kernels compile in 8 minutes here, so
     they are left to a GPU run); on a planar base the small kernels. Where NVVM is not
