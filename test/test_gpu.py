@@ -266,6 +266,8 @@ def test_straight_line_variables_are_assigned_once():
         '    s = 0.0', '    for i in range(3):', '        s = s + a_v2', '        X[t, i] = a_v2',
         '    if nonfinite > 0:', '        X[t, 0] = a_v2', '        return', '    b = a_v2 + s',
         '    a_v3 = b', '    X[t, 1] = a_v3 + b']
+    loop = ['    i = 1', '    for i in range(2):', '        X[t, i] = i', '    i = i + 1']
+    assert codegen.single_assignment(loop) == loop      # a loop's variable keeps its name
 
     class Grid:                         # cuda.grid(1) of the row run
         row = 0

@@ -551,7 +551,7 @@ def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, 
 # the counters the checks read (assigned as often as they count; one variable each is cheap)
 _COUNTERS = ('nonfinite', 'notpd')
 _TOP_ASSIGNMENT = re.compile(r'    ([A-Za-z_]\w*) (\+?=) (.+)')
-_NESTED_ASSIGNMENT = re.compile(r'     +([A-Za-z_]\w*) \+?= ')
+_NESTED_ASSIGNMENT = re.compile(r'(?:     +([A-Za-z_]\w*) \+?= | +for ([A-Za-z_]\w*) in )')
 _USE = re.compile(r'(?<![\w.])[A-Za-z_]\w*')
 
 
@@ -563,10 +563,10 @@ def single_assignment(lines: list) -> list:
     ``x_v1``, ``x_v2``, ..., and the lines after it read that name. numba's SSA pass
     renames every variable assigned more than once by walking the whole kernel once per
     such variable (TALOS's M: 275 of them); straight-line code in this form is left alone.
-    Variables assigned inside a loop or a branch, and the counters the checks read, keep
-    their names.
+    Variables assigned inside a loop or a branch, loop variables and the counters the checks
+    read keep their names.
     """
-    nested = {m.group(1) for m in map(_NESTED_ASSIGNMENT.match, lines) if m}
+    nested = {m.group(1) or m.group(2) for m in map(_NESTED_ASSIGNMENT.match, lines) if m}
     taken = {name for line in lines for name in _USE.findall(line)}
     current, count, out = {}, {}, []
 
