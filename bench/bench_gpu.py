@@ -111,17 +111,10 @@ def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
     (names of SIGNATURES and DERIVATIVE_SIGNATURES), else every one.
     """
     from numba import cuda
-    from kron_dynamics.gpu import deep_compile, DERIVATIVE_SIGNATURES, SIGNATURES
+    from kron_dynamics.gpu import (compute_capability, deep_compile, DERIVATIVE_SIGNATURES,
+                                   SIGNATURES)
     from kron_dynamics.gpu.codegen import source
     from kron_dynamics.gpu.tangent import derivatives_source
-    if not cuda.is_available():
-        # the device functions a kernel calls (codegen.DEVICE_FUNCTIONS) are compiled for
-        # the current GPU's compute capability: without a GPU, for SM's
-        import numba.cuda.dispatcher
-
-        class Device:
-            compute_capability = SM
-        numba.cuda.dispatcher.get_current_device = Device
     text, derivatives = source(model), derivatives_source(model)
     namespace = {}
     exec(compile(text, f'<{model.name} kernels>', 'exec'), namespace)
@@ -133,7 +126,9 @@ def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
             if kernels and name not in kernels:
                 continue
             begin = time.perf_counter()
-            ptx, _ = deep_compile(lambda: cuda.compile_ptx(namespace[name], signature, cc=SM))
+            with compute_capability(SM):        # the device functions it calls, for SM
+                ptx, _ = deep_compile(lambda: cuda.compile_ptx(namespace[name], signature,
+                                                               cc=SM))
             path = Path(folder) / f'{name}.ptx'
             path.write_text(ptx)
             report = subprocess.run([assembler, f'-arch=sm_{SM[0]}{SM[1]}', '-v', str(path),

@@ -1451,20 +1451,12 @@ import sys
 from numba import config
 from numba.cuda import compile_ptx
 from kron_dynamics import RobotModel
-from kron_dynamics.gpu import (codegen, CONSTRAINED_SIGNATURE, CONTACT_SIGNATURES,
-                               deep_compile, DERIVATIVE_SIGNATURES, LINK_SIGNATURES, SIGNATURES,
-                               tangent)
+from kron_dynamics.gpu import (codegen, compute_capability, CONSTRAINED_SIGNATURE,
+                               CONTACT_SIGNATURES, deep_compile, DERIVATIVE_SIGNATURES,
+                               LINK_SIGNATURES, SIGNATURES, tangent)
 from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
 from kron_dynamics.gpu.contacts import contacts_source
 assert not config.ENABLE_CUDASIM
-import numba.cuda.dispatcher
-
-
-class Device:       # the device functions a kernel calls compile for the current GPU's
-    compute_capability = (9, 0)         # compute capability: here sm_90's, as the kernels'
-
-
-numba.cuda.dispatcher.get_current_device = Device
 model = RobotModel.from_urdf_file(sys.argv[1], root_joint=sys.argv[2])
 link, every = model.link_names[-1], sys.argv[3] == 'all'
 main, derivatives = codegen.source(model), tangent.derivatives_source(model)
@@ -1485,7 +1477,8 @@ for m in (0, 12) if sys.argv[3] != 'base' else ():
 for source, name, signature in kernels:
     namespace = {}
     exec(compile(source, name, 'exec'), namespace)
-    ptx, _ = deep_compile(lambda: compile_ptx(namespace[name], signature, cc=(9, 0)))
+    with compute_capability((9, 0)):
+        ptx, _ = deep_compile(lambda: compile_ptx(namespace[name], signature, cc=(9, 0)))
     assert '.entry' in ptx, name
     print('compiled', name, flush=True)
 print('all', len(kernels), 'compiled')

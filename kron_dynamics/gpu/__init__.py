@@ -47,6 +47,7 @@ Nothing here is imported until asked for; numba's CUDA target is the optional ex
 the same generated code on the CPU: that is how the tests check it.
 """
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -219,6 +220,32 @@ def deep_compile(build):
     if 'error' in result:
         raise result['error']
     return result['value']
+
+
+@contextlib.contextmanager
+def compute_capability(cc: tuple):
+    """
+    Within the block, compile the device functions a kernel calls for ``cc`` where no GPU is.
+
+    ``compile_ptx(kernel, signature, cc=cc)`` needs no GPU, but numba compiles each device
+    function the kernel calls (:data:`codegen.DEVICE_FUNCTIONS`) for the current GPU's
+    compute capability (``numba.cuda.dispatcher.get_current_device``), which fails where
+    there is none: within the block that is ``cc``. Where a GPU is present nothing changes.
+    """
+    from numba import cuda
+    import numba.cuda.dispatcher as dispatcher
+    if cuda.is_available():
+        yield
+        return
+
+    class Device:
+        compute_capability = tuple(cc)
+    current = dispatcher.get_current_device
+    dispatcher.get_current_device = Device
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = current
 
 
 def _cached_module(source: str, prefix: str):

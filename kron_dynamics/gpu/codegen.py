@@ -544,8 +544,13 @@ def _kernel(robot: _Robot, name: str, arguments: str, reads: tuple, body: list, 
     head = head_lines(name, arguments) + (['    notpd = 0'] if positive_definite else []) + loads
     body = _sink(body, deferred)
     if early:
-        return blocks(single_assignment(head + _hoist(body, out) + checks + ['    BAD[t] = 0']))
-    return blocks(single_assignment(head + body + checks + ['    BAD[t] = 0'] + out))
+        return finish(head + _hoist(body, out) + checks + ['    BAD[t] = 0'])
+    return finish(head + body + checks + ['    BAD[t] = 0'] + out)
+
+
+def finish(lines: list) -> list:
+    """Return a kernel's lines as numba compiles them fast: assigned once, in short blocks."""
+    return blocks(single_assignment(lines))
 
 
 # the counters the checks read (assigned as often as they count; one variable each is cheap)
@@ -713,17 +718,7 @@ DEVICE_FUNCTIONS = [
     '',
     '@cuda.jit(device=True)',
     'def read_if(A, t, k, flag):',
-    '    return A[t, k] if flag else 0.0',
-    '',
-    '',
-    '@cuda.jit(device=True)',
-    'def not_positive(x):',
-    '    return 0 if x > 0.0 else 1',
-    '',
-    '',
-    '@cuda.jit(device=True)',
-    'def pivot(x):',
-    '    return sqrt(x if x > 0.0 else 1.0)']
+    '    return A[t, k] if flag else 0.0']
 
 
 def _read(name: str, load: str, counted: bool = True) -> list:
@@ -732,7 +727,7 @@ def _read(name: str, load: str, counted: bool = True) -> list:
 
     ``counted=False``: an input read a second time, already counted at its first read.
     Each name is assigned once (the raw value is ``{name}_raw``) and the tests are calls of
-    :data:`DEVICE_FUNCTIONS`, so that the kernel stays one basic block (see there).
+    :data:`DEVICE_FUNCTIONS`, so that the reads add no basic blocks (see there).
     """
     if not counted:
         return [f'    {name} = finite_or_zero({load})']
@@ -1229,8 +1224,8 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     L = {}
     for j in range(nv):
         diagonal = w.let(_add(M[(j, j)], *(_neg(_mul(L[(j, k)], L[(j, k)])) for k in range(j))))
-        w.lines.append(f'    notpd += not_positive({diagonal})')     # the row: BAD 2
-        L[(j, j)] = w.let(f'pivot({diagonal})')
+        w.lines.append(f'    notpd += 0 if {diagonal} > 0.0 else 1')     # the row: BAD 2
+        L[(j, j)] = w.let(f'sqrt({diagonal} if {diagonal} > 0.0 else 1.0)')
         for i in range(j + 1, nv):
             below = _add(M[(i, j)], *(_neg(_mul(L[(i, k)], L[(j, k)])) for k in range(j)))
             L[(i, j)] = w.let(f'{_p(below)} / {L[(j, j)]}')

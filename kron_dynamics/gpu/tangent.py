@@ -37,7 +37,7 @@ import re
 
 from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_substitution, _mass_matrix_row,
                       _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _Vec, _Writer,
-                      blocks, DEVICE_FUNCTIONS, factored_mass_matrix, head_lines,
+                      DEVICE_FUNCTIONS, factored_mass_matrix, finish, head_lines,
                       kinematics_row, LOCAL, LOCAL_WORLD_ALIGNED, quaternion_rotation, WORLD)
 from .linearize import linearize_kernel
 
@@ -214,7 +214,7 @@ def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: 
             *stores([f'r{i}' for i in range(len(tangents))])] if directions else []
     if outer and loop:
         loop = [f'    {outer}'] + ['    ' + line for line in loop]
-    return blocks(head_lines(name, arguments) + ['    bnorm = 1.0', *before] + loop
+    return finish(head_lines(name, arguments) + ['    bnorm = 1.0', *before] + loop
                   + _checks(robot, outputs, False) + ['    BAD[t] = 0'])
 
 
@@ -471,7 +471,7 @@ def _regressor_kernel(robot: _Robot) -> list:
             *(f'        p{j // 10}_{j % 10} = 1.0 if d == {j} else 0.0' for j in range(count)),
             *('    ' + line for line in loads + _sink(w.lines, deferred)),
             *(f'        Y[t, {i}, d] = {x}' for i, x in enumerate(tau))] if count else []
-    return blocks(head_lines('regressor', 'Q, QD, QDD, Y, BAD') + ['    bnorm = 1.0'] + loop
+    return finish(head_lines('regressor', 'Q, QD, QDD, Y, BAD') + ['    bnorm = 1.0'] + loop
                   + _checks(robot, [('Y', (nv, count))], False) + ['    BAD[t] = 0'])
 
 
