@@ -268,6 +268,15 @@ def test_straight_line_variables_are_assigned_once():
         '    a_v3 = b', '    X[t, 1] = a_v3 + b']
     loop = ['    i = 1', '    for i in range(2):', '        X[t, i] = i', '    i = i + 1']
     assert codegen.single_assignment(loop) == loop      # a loop's variable keeps its name
+    # a loop's body too, but for what it carries from one pass to the next or reads after
+    body = ['def k(Q, X, BAD):', '    t = cuda.grid(1)', '    c = 0.0', '    z = 0.0',
+            '    for i in range(3):', '        u = Q[t, 0] * i', '        u = u + 1.0',
+            '        c = c + u', '        w = c', '        w += u', '        z = w',
+            '        z = z * 2.0', '        X[t, i] = w', '    X[t, 0] = c + z']
+    assert codegen.single_assignment(body) == [
+        *body[:6], '        u_v1 = u + 1.0', '        c = c + u_v1', '        w = c',
+        '        w_v1 = w + (u_v1)', '        z = w_v1', '        z = z * 2.0',
+        '        X[t, i] = w_v1', '    X[t, 0] = c + z']
 
     class Grid:                         # cuda.grid(1) of the row run
         row = 0
@@ -282,6 +291,13 @@ def test_straight_line_variables_are_assigned_once():
         for grid.row in range(2):
             namespace['k'](Q, X, None)
         np.testing.assert_array_equal(X, [[11.0, 88.0, 11.0], [np.inf, np.inf, np.inf]])
+    for source in (body, codegen.single_assignment(body)):
+        namespace = {'cuda': grid}
+        exec('\n'.join(source), namespace)
+        X = np.zeros((2, 3))
+        grid.row = 0
+        namespace['k'](Q, X, None)
+        np.testing.assert_array_equal(X[0], [50.0, 9.0, 19.0])
 
 
 def test_bad_inputs_are_named_and_non_finite_rows_reported():

@@ -555,32 +555,70 @@ def finish(lines: list) -> list:
 
 # the counters the checks read (assigned as often as they count; one variable each is cheap)
 _COUNTERS = ('nonfinite', 'notpd')
-_TOP_ASSIGNMENT = re.compile(r'    ([A-Za-z_]\w*) (\+?=) (.+)')
-_NESTED_ASSIGNMENT = re.compile(r'(?:     +([A-Za-z_]\w*) \+?= | +for ([A-Za-z_]\w*) in )')
+_ANY_ASSIGNMENT = re.compile(r' +(?:([A-Za-z_]\w*) \+?= |for ([A-Za-z_]\w*) in )')
+_FOR = re.compile(r'( +)for [A-Za-z_]\w* in .*:')
 _USE = re.compile(r'(?<![\w.])[A-Za-z_]\w*')
 
 
 def single_assignment(lines: list) -> list:
     """
-    Return a kernel's lines with each variable of its top level assigned once.
+    Return a kernel's lines with each variable of its top level and loops' bodies assigned once.
 
     A second assignment (an accumulation, ``x = x + y`` or ``x += y``) gets a new name,
     ``x_v1``, ``x_v2``, ..., and the lines after it read that name. numba's SSA pass
     renames every variable assigned more than once by walking the whole kernel once per
-    such variable (TALOS's M: 275 of them); straight-line code in this form is left alone.
-    Variables assigned inside a loop or a branch, loop variables and the counters the checks
-    read keep their names.
+    such variable (TALOS's M: 275 of them; its M derivative's loop body: 522); straight-line
+    code in this form is left alone. A loop's body is renamed the same way, but for what it
+    carries from one pass to the next (read before it is assigned) or shares with the rest of
+    the kernel. Variables assigned in a branch or a deeper loop, loop variables and the
+    counters the checks read keep their names.
     """
-    nested = {m.group(1) or m.group(2) for m in map(_NESTED_ASSIGNMENT.match, lines) if m}
-    taken = {name for line in lines for name in _USE.findall(line)}
-    current, count, out = {}, {}, []
+    out = list(lines)
+    suites = [(0, len(out), '    ')]
+    while suites:
+        start, end, indent = suites.pop()
+        _single_assignment_of_suite(out, start, end, indent)
+        k = start
+        while k < end:
+            loop = _FOR.fullmatch(out[k])
+            if loop is None or loop.group(1) != indent:
+                k += 1
+                continue
+            body = k + 1
+            while body < end and out[body].startswith(indent + ' '):
+                body += 1
+            if body > k + 1:
+                suites.append((k + 1, body, re.match(' *', out[k + 1]).group(0)))
+            k = body
+    return out
+
+
+def _single_assignment_of_suite(out: list, start: int, end: int, indent: str):
+    """Rename in place the second assignments of out[start:end]'s statements at ``indent``."""
+    level = re.compile(re.escape(indent) + r'([A-Za-z_]\w*) (\+?=) (.+)')
+    taken = {name for line in out for name in _USE.findall(line)}
+    kept = set(_COUNTERS) | {name for line in out[:start] + out[end:]
+                             for name in _USE.findall(line)}
+    assigned = set()
+    for line in out[start:end]:
+        match = level.fullmatch(line)
+        if match is None:
+            deeper = _ANY_ASSIGNMENT.match(line)        # a branch's, a loop's (or a loop's own)
+            kept |= {deeper.group(1) or deeper.group(2)} if deeper else set()
+            reads = _USE.findall(line)
+        else:
+            reads = _USE.findall(match.group(3)) + [match.group(1)] * (match.group(2) == '+=')
+        kept |= set(reads) - assigned                   # read before it is assigned here
+        if match:
+            assigned.add(match.group(1))
+    current, count = {}, {}
 
     def read(text: str) -> str:
         return _USE.sub(lambda m: current.get(m.group(0), m.group(0)), text)
-    for line in lines:
-        match = _TOP_ASSIGNMENT.fullmatch(line)
-        if match is None or match.group(1) in nested or match.group(1) in _COUNTERS:
-            out.append(read(line))
+    for k in range(start, end):
+        match = level.fullmatch(out[k])
+        if match is None or match.group(1) in kept:
+            out[k] = read(out[k])
             continue
         name, operator, expression = match.groups()
         expression = read(expression)
@@ -592,8 +630,7 @@ def single_assignment(lines: list) -> list:
             assert current[name] not in taken, current[name]
         else:
             count[name] = 0
-        out.append(f'    {current.get(name, name)} = {expression}')
-    return out
+        out[k] = f'{indent}{current.get(name, name)} = {expression}'
 
 
 # a kernel's straight-line code is cut into basic blocks of about this many statements
@@ -699,8 +736,9 @@ def _hoist(body: list, out: list) -> list:
     return lines
 
 
-# The device functions of every generated module whose kernels read inputs through _read or
-# factor M written out. A conditional expression in a kernel's own code is basic blocks and
+# The device functions of every generated module: kernels read their inputs through them
+# (_read), tangent's kernels seed their directions with kronecker_delta (the loop's d-th
+# direction). A conditional expression in a kernel's own code is basic blocks and
 # a variable assigned in two of them, and numba's SSA and liveness passes walk every block
 # once per such variable: TIAGo's (nv = 51) inverse dynamics, with three of them per input,
 # took 3 minutes to compile, almost all of it there. A call is one statement; NVVM inlines
@@ -718,7 +756,12 @@ DEVICE_FUNCTIONS = [
     '',
     '@cuda.jit(device=True)',
     'def read_if(A, t, k, flag):',
-    '    return A[t, k] if flag else 0.0']
+    '    return A[t, k] if flag else 0.0',
+    '',
+    '',
+    '@cuda.jit(device=True)',
+    'def kronecker_delta(i, j):',
+    '    return 1.0 if i == j else 0.0']
 
 
 def _read(name: str, load: str, counted: bool = True) -> list:

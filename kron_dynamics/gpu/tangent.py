@@ -205,7 +205,7 @@ def _forward_mode(robot: _Robot, name: str, arguments: str, reads: tuple, body: 
     lines, T = tangent_lines(loads + _sink(body, deferred), seeds)
     tangents = [T.of(ast.parse(x, mode='eval').body) for x in results]
     seed_values = (along if along is not None else
-                   [f'1.0 if d == {j} else 0.0' for j in range(directions)])
+                   [f'kronecker_delta(d, {j})' for j in range(directions)])
     loop = [f'    for d in range({directions}):',
             *(f'        {_seed(j)} = {x}' for j, x in enumerate(seed_values)),
             *(f'        sa{i} = {x}' for i, (_, x) in enumerate(more)),
@@ -468,7 +468,7 @@ def _regressor_kernel(robot: _Robot) -> list:
     tau = _rnea_row(robot, w, V, joints, base, '1.0', parameters=parameters)
     nv = robot.nbv + robot.n
     loop = [f'    for d in range({count}):',
-            *(f'        p{j // 10}_{j % 10} = 1.0 if d == {j} else 0.0' for j in range(count)),
+            *(f'        p{j // 10}_{j % 10} = kronecker_delta(d, {j})' for j in range(count)),
             *('    ' + line for line in loads + _sink(w.lines, deferred)),
             *(f'        Y[t, {i}, d] = {x}' for i, x in enumerate(tau))] if count else []
     return finish(head_lines('regressor', 'Q, QD, QDD, Y, BAD') + ['    bnorm = 1.0'] + loop
