@@ -194,8 +194,9 @@ def deep_compile(build):
 
     numba-cuda's control-flow analysis (``_dfs_rec`` of its copy of numba's
     ``controlflow.py``) recurses once per block of a kernel, and a large tree's generated
-    kernel has thousands (each checked input's ``x if ... else ...`` makes some): TALOS's
-    regressor raised RecursionError at Python's default limit of 1000 (numba issue 5611;
+    kernel had thousands (each checked input's ``x if ... else ...`` made some; fewer since
+    they are calls, :data:`codegen.DEVICE_FUNCTIONS`): TALOS's regressor raised
+    RecursionError at Python's default limit of 1000 (numba issue 5611;
     numba's own copy was made iterative by its PR 10482, numba-cuda 0.30's is not). The limit
     and the stack size are the process's: both are restored after, under a lock.
     """
