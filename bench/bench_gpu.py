@@ -110,9 +110,7 @@ def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
     first call of the kernel waits for, less the driver's loading. ``kernels``: only these
     (names of SIGNATURES and DERIVATIVE_SIGNATURES), else every one.
     """
-    from numba import cuda
-    from kron_dynamics.gpu import (compute_capability, deep_compile, DERIVATIVE_SIGNATURES,
-                                   SIGNATURES)
+    from kron_dynamics.gpu import DERIVATIVE_SIGNATURES, ptx as kernel_ptx, SIGNATURES
     from kron_dynamics.gpu.codegen import source
     from kron_dynamics.gpu.tangent import derivatives_source
     text, derivatives = source(model), derivatives_source(model)
@@ -126,9 +124,7 @@ def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
             if kernels and name not in kernels:
                 continue
             begin = time.perf_counter()
-            with compute_capability(SM):        # the device functions it calls, for SM
-                ptx, _ = deep_compile(lambda: cuda.compile_ptx(namespace[name], signature,
-                                                               cc=SM))
+            ptx = kernel_ptx(namespace[name], signature, SM)
             path = Path(folder) / f'{name}.ptx'
             path.write_text(ptx)
             report = subprocess.run([assembler, f'-arch=sm_{SM[0]}{SM[1]}', '-v', str(path),

@@ -249,6 +249,14 @@ def compute_capability(cc: tuple):
         dispatcher.get_current_device = current
 
 
+def ptx(kernel, signature: str, cc: tuple) -> str:
+    """Return the PTX of a generated kernel for compute capability ``cc``, no GPU needed."""
+    from numba import cuda
+    with compute_capability(cc):
+        text, _ = deep_compile(lambda: cuda.compile_ptx(kernel, signature, cc=cc))
+    return text
+
+
 def _cached_module(source: str, prefix: str):
     """
     Return (path, found in the cache, module) of generated source, cached by its hash.
