@@ -467,30 +467,92 @@ def test_a_refused_row_is_nan_in_every_output_and_named_for_its_first_reason():
         massless.forward_dynamics(Qm, np.zeros((3, 1)), np.zeros((3, 1)))
 
 
-def test_the_looped_solve_of_a_large_tree_is_the_written_out_one(monkeypatch):
-    """Above UNROLLED_SOLVE, M is factored in loops over a local array: the same operations."""
+def _leaves_first_solve(M, b):
+    """
+    Return M^-1 b by M = L^T L factored leaves first over every entry, the readable reference.
+
+    Dense (no pattern assumed): an entry the tree keeps zero subtracts exact zeros, so the
+    tree's solve, in this order, gives the same bits.
+    """
+    L, x = np.tril(M), b.copy()
+    for k in range(len(M) - 1, -1, -1):
+        L[k, k] = np.sqrt(L[k, k])
+        L[k, :k] /= L[k, k]
+        for i in range(k - 1, -1, -1):
+            L[i, :i + 1] -= L[k, i] * L[k, :i + 1]
+        x[k] /= L[k, k]
+        x[:k] -= L[k, :k] * x[k]
+    for i in range(len(M)):
+        s = x[i]
+        for j in range(i - 1, -1, -1):
+            s -= L[i, j] * x[j]
+        x[i] = s / L[i, i]
+    return x
+
+
+def _tree_solve_agrees(model, gpu, Q, V, tau, same_bits: bool = True):
+    """
+    Check q'' against the reference on the GPU's own M and tau - h, parents first.
+
+    The same bits on the simulator (Python's arithmetic) where ``same_bits``, else within
+    cond(M) times the solve's rounding; 1e-13 on a GPU (fused multiply-adds). Returns q''.
+    """
+    qdd = gpu.forward_dynamics(Q, V, tau).copy_to_host()
+    M, h = gpu.mass_matrix(Q).copy_to_host(), gpu.bias_torque(Q, V).copy_to_host()
+    order = codegen.parents_first(codegen._Robot(model))
+    expected = np.empty_like(qdd)
+    for k in range(len(Q)):
+        expected[k, order] = _leaves_first_solve(M[k][np.ix_(order, order)],
+                                                 (tau[k] - h[k])[order])
+    if not numba.config.ENABLE_CUDASIM:
+        np.testing.assert_allclose(qdd, expected, rtol=1e-13, atol=1e-13)
+    elif same_bits:
+        np.testing.assert_array_equal(qdd, expected)
+    else:
+        for k in range(len(Q)):
+            bound = (1e-14 * np.linalg.cond(M[k]) + RTOL) * max(1.0, np.abs(tau[k]).max())
+            assert np.max(np.abs(qdd[k] - expected[k])) <= bound, f'row {k}'
+    return qdd
+
+
+def _forward_dynamics_text(gpu):
+    """Return the forward dynamics kernel's text (others have local arrays)."""
+    return next(x for x in gpu.source_path.read_text().split('\ndef ')
+                if x.startswith('forward_dynamics('))
+
+
+def test_a_large_tree_is_solved_along_its_ancestors(monkeypatch):
+    """
+    Above UNROLLED_SOLVE, M = L^T L is factored leaves first, each row on its ancestors only.
+
+    solo12 on a free flyer: each coordinate's row holds its ancestors' columns, the base's
+    six a chain, so 117 of the 171 entries of a dense triangle; q'' is the reference's on
+    the kernels' own M and tau - h, and the written-out dense solve's within cond(M) times
+    its rounding.
+    """
     model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
                                       root_joint='floating')
     assert model.nv > codegen.UNROLLED_SOLVE
+    parent = codegen._Robot(model).tree.parent
+    ancestors = [0] * len(parent)
+    for i, p in enumerate(parent):      # the loader's tree, parents first
+        ancestors[i] = 0 if p < 0 else ancestors[p] + 1
+    entries = sum(range(1, 7)) + sum(6 + a + 1 for a in ancestors)
+    assert entries == 117
     rng = np.random.default_rng(12)
     Q = np.stack([model.random_configuration(rng) for _ in range(4)])
     V, A = rng.uniform(-2, 2, (2, 4, model.nv))
     tau = model.inverse_dynamics(Q, V, A)
     looped = GpuModel(model)
+    assert f'cuda.local.array({entries}, real)' in _forward_dynamics_text(looped)
+    ours = _tree_solve_agrees(model, looped, Q, V, tau)
     monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 10 ** 6)
     written = GpuModel(model)
-
-    def forward_dynamics(gpu):          # the kernel's text (others have local arrays)
-        return next(x for x in gpu.source_path.read_text().split('\ndef ')
-                    if x.startswith('forward_dynamics('))
-    assert 'cuda.local.array' in forward_dynamics(looped)
-    assert 'cuda.local.array' not in forward_dynamics(written)
-    ours = looped.forward_dynamics(Q, V, tau).copy_to_host()
+    assert 'cuda.local.array' not in _forward_dynamics_text(written)
     theirs = written.forward_dynamics(Q, V, tau).copy_to_host()
-    if numba.config.ENABLE_CUDASIM:     # Python's arithmetic: the same operations, same bits
-        np.testing.assert_array_equal(ours, theirs)
-    else:       # a GPU's compiler fuses multiply-adds as each kernel's shape lets it
-        np.testing.assert_allclose(ours, theirs, rtol=1e-13, atol=1e-13)
+    for k, M in enumerate(model.mass_matrix(Q)):
+        bound = 1e-14 * np.linalg.cond(M) + RTOL
+        assert np.max(np.abs(ours[k] - theirs[k])) <= bound * max(1.0, np.abs(theirs[k]).max())
     np.testing.assert_allclose(ours, A, rtol=0, atol=1e-9)
     # a pivot that is not positive is counted in the loop as written out
     monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 0)
@@ -499,6 +561,40 @@ def test_the_looped_solve_of_a_large_tree_is_the_written_out_one(monkeypatch):
     with pytest.raises(ValueError, match=r'forward_dynamics: rows \[0, 1\] have a mass matrix'):
         massless.forward_dynamics(Qm, Qm, Qm)
     assert np.isnan(massless.forward_dynamics(Qm, Qm, Qm, check=False).copy_to_host()).all()
+
+
+@pytest.mark.parametrize('seed, mimic', [(0, 0.0), (3, 0.0), (100, 0.4), (124, 0.4)])
+def test_the_tree_solve_of_shuffled_and_mimic_trees(seed, mimic, monkeypatch):
+    """
+    Joints in a shuffled order are solved parents first; a mimic joint's coupling fills in.
+
+    Every tree through the looped solve (UNROLLED_SOLVE = 0). Without mimic joints no entry
+    beyond each row's ancestors is stored, and q'' is the reference's to the bit. Seed 124's
+    mimic joint couples two branches: entries beyond M's nonzeros are stored (the fill-in),
+    and q'' is the dense reference's (an entry the chains missed would be off by far more);
+    a mimic tree's tau - h inside the kernel rounds apart from the bias kernel's in its
+    last bits, so that comparison is within the solve's rounding, not to the bit.
+    """
+    monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 0)
+    model, rng = model_helpers.random_model(seed, min_joints=3, armature=True,
+                                            mimic_fraction=mimic)
+    gpu = GpuModel(model)
+    stored = int(re.search(r'chol = cuda.local.array\((\d+), real\)',
+                           _forward_dynamics_text(gpu)).group(1))
+    Q, V, A = _states(model, rng)
+    if not mimic:
+        parent = codegen._Robot(model).tree.parent
+        ancestors = [0] * len(parent)
+        for i, p in enumerate(parent):
+            ancestors[i] = 0 if p < 0 else ancestors[p] + 1
+        assert stored == sum(a + 1 for a in ancestors)
+        assert codegen.parents_first(codegen._Robot(model)) == list(np.argsort(model._perm))
+    elif seed == 124:
+        order = codegen.parents_first(codegen._Robot(model))
+        M = model.mass_matrix(Q[0])[np.ix_(order, order)]
+        assert stored > np.count_nonzero(np.tril(M))
+    _tree_solve_agrees(model, gpu, Q, V, model.inverse_dynamics(Q, V, A), not mimic)
+    _agree(model, gpu, rng)
 
 
 @pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',
@@ -1483,6 +1579,8 @@ kernels = [x for x in kernels if every or x[1] in small]
 if every:
     kernels += [(links[kind](model, link), name, signature)
                 for name, (kind, signature) in LINK_SIGNATURES.items()]
+    codegen.UNROLLED_SOLVE = 0      # forward dynamics solved along the tree, as above 12
+    kernels.append((codegen.source(model), 'forward_dynamics', SIGNATURES['forward_dynamics']))
 for m in (0, 12) if sys.argv[3] != 'base' else ():
     kernels += [(contacts_source(model, m), name, signature)
                 for name, signature in CONTACT_SIGNATURES.items()]
@@ -1510,7 +1608,8 @@ def test_the_generated_kernels_compile_for_a_gpu(path, root, which):
     kernels to PTX for sm_90 (no GPU needed; the kernels use no min or max builtins, which
     would ask for one, and the device functions they call, codegen.DEVICE_FUNCTIONS, are
     compiled for sm_90 too) with the signatures GpuModel gives them: every kernel of the UR5 (a
-    fixed base); on a floating base the small kernels whose moving-base branches differ and
+    fixed base), its forward dynamics also with the solve of large trees (the tables in
+    constant memory); on a floating base the small kernels whose moving-base branches differ and
     the contact kernels (solo12's main and derivative kernels compile in 8 minutes here, so
     they are left to a GPU run); on a planar base the small kernels. Where NVVM is not
     installed, the test says so.

@@ -29,12 +29,13 @@ Kernels, rows = states, columns the model's coordinates (q: nq, with a floating 
 ``rnea(Q, QD, QDD, use_v, use_a, gscale, TAU, BAD)`` (use_v/use_a = 0 read QD/QDD as zeros,
 gscale 0 or 1 scales gravity: inverse dynamics, gravity, bias, Coriolis vector),
 ``mass_matrix(Q, M, BAD)``, ``forward_dynamics(Q, QD, TAU, QDD, BAD)`` (CRBA, Newton-Euler
-and a Cholesky solve), ``kinematics(Q, P, C, BAD)`` (every link's pose in the world,
-``link_names`` order, and the centre of mass). BAD[row]: 1 a non-finite input, 2 M not
-positive definite, 3 a base orientation off unit length; the row's results are NaN. So
-that few values are live at once on a large tree (registers, docs/performance.md), the
-recursions are written depth first, inputs are read where first used and judged after the
-body, and results are stored as soon as they are final (:func:`_kernel`).
+and a Cholesky solve, or above 12 coordinates M = L^T L along the tree),
+``kinematics(Q, P, C, BAD)`` (every link's pose in the world, ``link_names`` order, and the
+centre of mass). BAD[row]: 1 a non-finite input, 2 M not positive definite, 3 a base
+orientation off unit length; the row's results are NaN. So that few values are live at once
+on a large tree (registers, docs/performance.md), the recursions are written depth first,
+inputs are read where first used and judged after the body, and results are stored as soon
+as they are final (:func:`_kernel`).
 """
 
 import re
@@ -1067,14 +1068,96 @@ def _looped_substitution(nv: int | str) -> list:
             f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]']
 
 
-def _looped_solve(nv: int) -> list:
+def elimination_tree(M: dict, nv: int) -> list:
     """
-    Return q'' = L^-T L^-1 rhs in loops over the packed M in ``chol`` (factored in place).
+    Return parent[k] of M = L^T L factored leaves first: L's row k is k's ancestors' columns.
 
-    The operations of the written-out solve, in the same order (each sum left to right).
+    ``M[(a, b)]`` (a >= b) as generated, '0.0' where M is zero whatever q. Row k of L, last
+    column first, is zero but for the chain parent[k], parent[parent[k]], ... (-1 ends it):
+    parent[k] is the last column of row k once rows above it are eliminated, which adds row
+    k's other columns to its parent's (Featherstone, "Efficient factorization of the
+    joint-space inertia matrix for branched kinematic trees", IJRR 24(6), 2005: no fill-in
+    on a tree numbered parents first, where the chain is the coordinate's ancestors; a mimic
+    joint's coupling of two branches fills in, and the chain holds it).
     """
-    return (_looped_factor(nv) + _looped_substitution(nv)
-            + [f'    for ci in range({nv}):', '        QDD[t, ci] = rhs[ci]'])
+    rows = [{b for b in range(k) if M[(k, b)] != '0.0'} for k in range(nv)]
+    parent = [-1] * nv
+    for k in range(nv - 1, -1, -1):
+        if rows[k]:
+            parent[k] = max(rows[k])
+            rows[parent[k]] |= rows[k] - {parent[k]}
+    return parent
+
+
+def parents_first(robot: _Robot) -> list:
+    """
+    Return the model's coordinates (v's indices) in the tree's order: a base's, then joints.
+
+    A joint's place is that of the first tree joint it drives (the loader numbers the tree
+    parents first), so that M in this order factors leaves first without fill-in
+    (:func:`elimination_tree`) whatever order the model gives its joints.
+    """
+    rows = [int(np.flatnonzero(robot.B[:, k]).min()) for k in range(robot.n)]
+    joints = sorted(range(robot.n), key=rows.__getitem__)
+    return [*range(robot.nbv), *(robot.nbv + k for k in joints)]
+
+
+def _tree_tables(parent: list) -> tuple:
+    """Return (depth, start): chain lengths, and where each row begins in ``chol``."""
+    depth, start = [], []
+    for k, p in enumerate(parent):
+        depth.append(0 if p < 0 else depth[p] + 1)
+        start.append(start[-1] + depth[-2] + 1 if k else 0)
+    return depth, start
+
+
+def _tree_solve(nv: int) -> list:
+    """
+    Return q'' = M^-1 rhs into QDD, M = L^T L factored in ``chol`` along the tables' chains.
+
+    In the order :func:`parents_first` (``perm``: the model coordinate at each position,
+    ``rhs`` already in it), ``chol`` holds row k of M on its chain, column j at start[k] +
+    depth[j] (depth decreases by one along the chain, so a row's entries are contiguous, its
+    diagonal last); ``lam``, ``dep`` and ``beg``: parent, depth and start
+    (:func:`elimination_tree`, :func:`_tree_tables`). Rows are
+    factored leaves first (Featherstone, RBDA sec. 6.5), each followed by its step of
+    L^T y = rhs; then L x = y, ancestors first. The operations of the CPU's ``ltl_steps``
+    and ``tree_solve_into`` in their order. A pivot that is not positive is counted
+    (``notpd``, BAD 2) and 1 taken for it.
+    """
+    return [f'    for ck in range({nv - 1}, -1, -1):',
+            '        sk = beg[ck]',
+            '        dk = dep[ck]',
+            '        cd = chol[sk + dk]',
+            '        notpd += 0 if cd > 0.0 else 1',
+            '        cd = sqrt(cd if cd > 0.0 else 1.0)',
+            '        chol[sk + dk] = cd',
+            '        for ce in range(dk):',
+            '            chol[sk + ce] /= cd',
+            '        ci = ck',
+            '        for ce in range(dk - 1, -1, -1):',
+            '            ci = lam[ci]',
+            '            si = beg[ci]',
+            '            lki = chol[sk + ce]',
+            '            for cj in range(ce + 1):',
+            '                chol[si + cj] -= lki * chol[sk + cj]',
+            '        cs = rhs[ck] / cd',
+            '        rhs[ck] = cs',
+            '        ci = ck',
+            '        for ce in range(dk - 1, -1, -1):',
+            '            ci = lam[ci]',
+            '            rhs[ci] -= chol[sk + ce] * cs',
+            f'    for ck in range({nv}):',
+            '        sk = beg[ck]',
+            '        dk = dep[ck]',
+            '        cs = rhs[ck]',
+            '        ci = ck',
+            '        for ce in range(dk - 1, -1, -1):',
+            '            ci = lam[ci]',
+            '            cs -= chol[sk + ce] * rhs[ci]',
+            '        cx = cs / chol[sk + dk]',
+            '        rhs[ck] = cx',
+            '        QDD[t, perm[ck]] = cx']
 
 
 def _bracket_lines(x: list, m: list, out: str) -> list:
@@ -1226,15 +1309,22 @@ def _task_inertia_kernel(nv: int) -> list:
 
 
 # the largest nv whose Cholesky solve is written out; above it, M is stored as it is computed
-# into a per-thread (local memory) array and solved in loops. ptxas -v (sm_90): chains of 10
-# and 12 joints spill alike either way (their recursions do), a 12-DOF tree less written out;
-# solo12 on a free flyer (nv = 18) spills 2.5 kB per thread written out and nothing looped,
-# and TALOS's written-out solve takes minutes to compile (bench_gpu --registers)
+# into a per-thread (local memory) array, each row on its ancestors' columns, and factored
+# L^T L in loops along the tree (_tree_solve). ptxas -v (sm_90): chains of 10 and 12 joints
+# spill alike written out or in a dense looped Cholesky (their recursions do), a 12-DOF tree
+# less written out; solo12 on a free flyer (nv = 18) spills 2.5 kB per thread written out and
+# nothing looped (densely or along the tree), and TALOS's written-out solve takes minutes to
+# compile (bench_gpu --registers)
 UNROLLED_SOLVE = 12
 
 
 def _forward_dynamics_kernel(robot: _Robot) -> list:
-    """Write q'' = M^-1 (tau - h): M by CRBA, h by Newton-Euler, then a Cholesky solve."""
+    """
+    Write q'' = M^-1 (tau - h): M by CRBA, h by Newton-Euler, then a solve.
+
+    Up to UNROLLED_SOLVE coordinates the Cholesky M = L L^T written out; above, M = L^T L
+    factored leaves first in loops along its elimination tree (:func:`_tree_solve`).
+    """
     w = _Writer()
     V = _Vec(w)
     nv = robot.nbv + robot.n
@@ -1252,16 +1342,34 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
                         for k, name in enumerate(again))
         M = _mass_matrix_rows(robot, w, V, (robot.lift(w, again, True), *joints[1:]), base,
                               {})
-        stores = [f'    chol[{a * (a + 1) // 2 + b}] = {M[(a, b)]}'
-                  for a in range(nv) for b in range(a + 1)]
+        # M parents first, on its elimination tree's chains (_tree_solve), stored as it is
+        # computed
+        order = parents_first(robot)
+        M = {(a, b): M[(max(order[a], order[b]), min(order[a], order[b]))]
+             for a in range(nv) for b in range(a + 1)}
+        parent = elimination_tree(M, nv)
+        depth, start = _tree_tables(parent)
+        stores = []
+        for a in range(nv):
+            b = a
+            for e in range(depth[a], -1, -1):
+                stores.append(f'    chol[{start[a] + e}] = {M[(a, b)]}')
+                b = parent[b]
         stores += [f'    QDD[t, {i}] = {_add(f"f{i}_in", _neg(h[i]))}' for i in range(nv)]
-        body = ([f'    chol = cuda.local.array({nv * (nv + 1) // 2}, real)',
-                 f'    rhs = cuda.local.array({nv}, real)']
+        body = ([f'    chol = cuda.local.array({start[-1] + depth[-1] + 1}, real)',
+                 f'    rhs = cuda.local.array({nv}, real)',
+                 *(f'    {x} = cuda.const.array_like({y})' for x, y in
+                   (('perm', 'TREE_ORDER'), ('lam', 'TREE_PARENT'), ('dep', 'TREE_DEPTH'),
+                    ('beg', 'TREE_START')))]
                 + _hoist(w.lines, stores)
-                + [f'    for ci in range({nv}):', '        rhs[ci] = QDD[t, ci]']
-                + _looped_solve(nv))
-        return _kernel(robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', reads, body, [],
-                       [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
+                + [f'    for ci in range({nv}):', '        rhs[ci] = QDD[t, perm[ci]]']
+                + _tree_solve(nv))
+        tables = [f'{name} = np.array({values}, dtype=np.int32)' for name, values in
+                  (('TREE_ORDER', order), ('TREE_PARENT', parent), ('TREE_DEPTH', depth),
+                   ('TREE_START', start))]
+        return tables + ['', ''] + _kernel(
+            robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', reads, body, [],
+            [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
     M = _mass_matrix_rows(robot, w, V, joints, base, frames)
     # Cholesky M = L L^T, then L y = tau - h, L^T x = y
     L = {}
@@ -1521,6 +1629,8 @@ def source(model) -> str:
              f'# robot {robot.name!r}, joints {robot.names}',
              'from math import atan2, cos, isfinite, nan, sin, sqrt, tan',
              '',
+             '',
+             'import numpy as np',
              'from numba import cuda',
              'from numba import float64 as real',
              '',
