@@ -568,7 +568,8 @@ def test_the_tree_solve_of_shuffled_and_mimic_trees(seed, mimic, monkeypatch):
     """
     Joints in a shuffled order are solved parents first; a mimic joint's coupling fills in.
 
-    Every tree through the looped solve (UNROLLED_SOLVE = 0). Without mimic joints no entry
+    Every tree through the looped solves (UNROLLED_SOLVE = 0: forward dynamics and its
+    derivatives' minus_solve, the latter against the CPU). Without mimic joints no entry
     beyond each row's ancestors is stored, and q'' is the reference's to the bit. Seed 124's
     mimic joint couples two branches: entries beyond M's nonzeros are stored (the fill-in),
     and q'' is the dense reference's (an entry the chains missed would be off by far more);
@@ -593,8 +594,16 @@ def test_the_tree_solve_of_shuffled_and_mimic_trees(seed, mimic, monkeypatch):
         order = codegen.parents_first(codegen._Robot(model))
         M = model.mass_matrix(Q[0])[np.ix_(order, order)]
         assert stored > np.count_nonzero(np.tril(M))
-    _tree_solve_agrees(model, gpu, Q, V, model.inverse_dynamics(Q, V, A), not mimic)
+    tau = model.inverse_dynamics(Q, V, A)
+    _tree_solve_agrees(model, gpu, Q, V, tau, not mimic)
     _agree(model, gpu, rng)
+    # the forward dynamics' derivatives solve along the same chains (minus_solve)
+    minus_solve = tangent.derivatives_source(model).split('\ndef minus_solve(')[1]
+    assert f'chol = cuda.local.array({stored}, real)' in minus_solve
+    cond = np.array([np.linalg.cond(M) for M in model.mass_matrix(Q)])
+    _same_rows(model, zip(("dq''/dq", "dq''/dq'", 'M^-1'),
+                          gpu.forward_dynamics_derivatives(Q, V, tau),
+                          model.forward_dynamics_derivatives(Q, V, tau)), 1e-14 * cond + RTOL)
 
 
 @pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',

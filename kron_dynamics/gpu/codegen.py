@@ -1111,19 +1111,62 @@ def _tree_tables(parent: list) -> tuple:
     return depth, start
 
 
-def _tree_solve(nv: int) -> list:
+class TreeLayout:
     """
-    Return q'' = M^-1 rhs into QDD, M = L^T L factored in ``chol`` along the tables' chains.
+    M of one robot on its elimination tree's chains, as the looped L^T L solves keep it.
 
-    In the order :func:`parents_first` (``perm``: the model coordinate at each position,
-    ``rhs`` already in it), ``chol`` holds row k of M on its chain, column j at start[k] +
+    ``order``: :func:`parents_first`; ``M``: the generated M[(a, b)] in that order; ``parent``
+    (:func:`elimination_tree`), ``depth`` and ``start`` (:func:`_tree_tables`); ``size``:
+    the entries stored. ``tables``: the module lines of the four tables; ``arrays``: a
+    kernel's lines binding them in constant memory to ``perm``, ``lam``, ``dep``, ``beg``.
+    """
+
+    def __init__(self, robot: _Robot, M: dict):
+        """Lay out ``M`` (:func:`_mass_matrix_rows`' lower triangle, model order)."""
+        nv = robot.nbv + robot.n
+        self.order = order = parents_first(robot)
+        self.M = {(a, b): M[(max(order[a], order[b]), min(order[a], order[b]))]
+                  for a in range(nv) for b in range(a + 1)}
+        self.parent = elimination_tree(self.M, nv)
+        self.depth, self.start = _tree_tables(self.parent)
+        self.size = self.start[-1] + self.depth[-1] + 1 if nv else 0
+        self.tables = [f'{name} = np.array({values}, dtype=np.int32)' for name, values in
+                       (('TREE_ORDER', order), ('TREE_PARENT', self.parent),
+                        ('TREE_DEPTH', self.depth), ('TREE_START', self.start))]
+        self.arrays = [f'    {x} = cuda.const.array_like({y})' for x, y in
+                       (('perm', 'TREE_ORDER'), ('lam', 'TREE_PARENT'), ('dep', 'TREE_DEPTH'),
+                        ('beg', 'TREE_START'))]
+
+    def entries(self):
+        """Yield (index in ``chol``, M's expression) of every stored entry, row by row."""
+        for a in range(len(self.order)):
+            b = a
+            for e in range(self.depth[a], -1, -1):
+                yield self.start[a] + e, self.M[(a, b)]
+                b = self.parent[b]
+
+
+def _tree_descent(indent: str) -> list:
+    """Return row ck's step of L^T y = rhs (``sk``, ``dk`` and its diagonal ``cd`` known)."""
+    return [f'{indent}cs = rhs[ck] / cd',
+            f'{indent}rhs[ck] = cs',
+            f'{indent}ci = ck',
+            f'{indent}for ce in range(dk - 1, -1, -1):',
+            f'{indent}    ci = lam[ci]',
+            f'{indent}    rhs[ci] -= chol[sk + ce] * cs']
+
+
+def _tree_factor(nv: int, descent: bool) -> list:
+    """
+    Return M = L^T L in ``chol``, factored leaves first along the tables' chains.
+
+    ``chol`` holds row k of M (parents-first order) on its chain, column j at start[k] +
     depth[j] (depth decreases by one along the chain, so a row's entries are contiguous, its
     diagonal last); ``lam``, ``dep`` and ``beg``: parent, depth and start
-    (:func:`elimination_tree`, :func:`_tree_tables`). Rows are
-    factored leaves first (Featherstone, RBDA sec. 6.5), each followed by its step of
-    L^T y = rhs; then L x = y, ancestors first. The operations of the CPU's ``ltl_steps``
-    and ``tree_solve_into`` in their order. A pivot that is not positive is counted
-    (``notpd``, BAD 2) and 1 taken for it.
+    (:class:`TreeLayout`). Featherstone, RBDA sec. 6.5: no fill-in beyond the chains; with
+    ``descent`` each row is followed by its step of L^T y = rhs, as the CPU's ``ltl_steps``
+    (the same operations in its order). A pivot that is not positive is counted (``notpd``,
+    BAD 2) and 1 taken for it.
     """
     return [f'    for ck in range({nv - 1}, -1, -1):',
             '        sk = beg[ck]',
@@ -1141,23 +1184,34 @@ def _tree_solve(nv: int) -> list:
             '            lki = chol[sk + ce]',
             '            for cj in range(ce + 1):',
             '                chol[si + cj] -= lki * chol[sk + cj]',
-            '        cs = rhs[ck] / cd',
-            '        rhs[ck] = cs',
-            '        ci = ck',
-            '        for ce in range(dk - 1, -1, -1):',
-            '            ci = lam[ci]',
-            '            rhs[ci] -= chol[sk + ce] * cs',
-            f'    for ck in range({nv}):',
-            '        sk = beg[ck]',
-            '        dk = dep[ck]',
-            '        cs = rhs[ck]',
-            '        ci = ck',
-            '        for ce in range(dk - 1, -1, -1):',
-            '            ci = lam[ci]',
-            '            cs -= chol[sk + ce] * rhs[ci]',
-            '        cx = cs / chol[sk + dk]',
-            '        rhs[ck] = cx',
-            '        QDD[t, perm[ck]] = cx']
+            *(_tree_descent('        ') if descent else [])]
+
+
+def _tree_substitution(nv: int, indent: str, descent: bool, store: list) -> list:
+    """
+    Return rhs <- L^-1 rhs (ancestors first), after L^-T rhs (descendants first) if ``descent``.
+
+    L factored by :func:`_tree_factor`; ``store``: lines after each x_k = ``cx`` is final
+    (at ``indent`` + 4). The operations of the CPU's ``tree_solve_into`` in their order.
+    """
+    lines = []
+    if descent:
+        lines += [f'{indent}for ck in range({nv - 1}, -1, -1):',
+                  f'{indent}    sk = beg[ck]',
+                  f'{indent}    dk = dep[ck]',
+                  f'{indent}    cd = chol[sk + dk]',
+                  *_tree_descent(indent + '    ')]
+    return lines + [f'{indent}for ck in range({nv}):',
+                    f'{indent}    sk = beg[ck]',
+                    f'{indent}    dk = dep[ck]',
+                    f'{indent}    cs = rhs[ck]',
+                    f'{indent}    ci = ck',
+                    f'{indent}    for ce in range(dk - 1, -1, -1):',
+                    f'{indent}        ci = lam[ci]',
+                    f'{indent}        cs -= chol[sk + ce] * rhs[ci]',
+                    f'{indent}    cx = cs / chol[sk + dk]',
+                    f'{indent}    rhs[ck] = cx',
+                    *(f'{indent}    {line}' for line in store)]
 
 
 def _bracket_lines(x: list, m: list, out: str) -> list:
@@ -1310,7 +1364,7 @@ def _task_inertia_kernel(nv: int) -> list:
 
 # the largest nv whose Cholesky solve is written out; above it, M is stored as it is computed
 # into a per-thread (local memory) array, each row on its ancestors' columns, and factored
-# L^T L in loops along the tree (_tree_solve). ptxas -v (sm_90): chains of 10 and 12 joints
+# L^T L in loops along the tree (_tree_factor). ptxas -v (sm_90): chains of 10 and 12 joints
 # spill alike written out or in a dense looped Cholesky (their recursions do), a 12-DOF tree
 # less written out; solo12 on a free flyer (nv = 18) spills 2.5 kB per thread written out and
 # nothing looped (densely or along the tree), and TALOS's written-out solve takes minutes to
@@ -1323,7 +1377,7 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
     Write q'' = M^-1 (tau - h): M by CRBA, h by Newton-Euler, then a solve.
 
     Up to UNROLLED_SOLVE coordinates the Cholesky M = L L^T written out; above, M = L^T L
-    factored leaves first in loops along its elimination tree (:func:`_tree_solve`).
+    factored leaves first in loops along its elimination tree (:func:`_tree_factor`).
     """
     w = _Writer()
     V = _Vec(w)
@@ -1342,32 +1396,18 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
                         for k, name in enumerate(again))
         M = _mass_matrix_rows(robot, w, V, (robot.lift(w, again, True), *joints[1:]), base,
                               {})
-        # M parents first, on its elimination tree's chains (_tree_solve), stored as it is
+        # M parents first, on its elimination tree's chains (TreeLayout), stored as it is
         # computed
-        order = parents_first(robot)
-        M = {(a, b): M[(max(order[a], order[b]), min(order[a], order[b]))]
-             for a in range(nv) for b in range(a + 1)}
-        parent = elimination_tree(M, nv)
-        depth, start = _tree_tables(parent)
-        stores = []
-        for a in range(nv):
-            b = a
-            for e in range(depth[a], -1, -1):
-                stores.append(f'    chol[{start[a] + e}] = {M[(a, b)]}')
-                b = parent[b]
+        tree = TreeLayout(robot, M)
+        stores = [f'    chol[{i}] = {x}' for i, x in tree.entries()]
         stores += [f'    QDD[t, {i}] = {_add(f"f{i}_in", _neg(h[i]))}' for i in range(nv)]
-        body = ([f'    chol = cuda.local.array({start[-1] + depth[-1] + 1}, real)',
-                 f'    rhs = cuda.local.array({nv}, real)',
-                 *(f'    {x} = cuda.const.array_like({y})' for x, y in
-                   (('perm', 'TREE_ORDER'), ('lam', 'TREE_PARENT'), ('dep', 'TREE_DEPTH'),
-                    ('beg', 'TREE_START')))]
+        body = ([f'    chol = cuda.local.array({tree.size}, real)',
+                 f'    rhs = cuda.local.array({nv}, real)', *tree.arrays]
                 + _hoist(w.lines, stores)
                 + [f'    for ci in range({nv}):', '        rhs[ci] = QDD[t, perm[ci]]']
-                + _tree_solve(nv))
-        tables = [f'{name} = np.array({values}, dtype=np.int32)' for name, values in
-                  (('TREE_ORDER', order), ('TREE_PARENT', parent), ('TREE_DEPTH', depth),
-                   ('TREE_START', start))]
-        return tables + ['', ''] + _kernel(
+                + _tree_factor(nv, descent=True)
+                + _tree_substitution(nv, '    ', False, ['QDD[t, perm[ck]] = cx']))
+        return tree.tables + ['', ''] + _kernel(
             robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', reads, body, [],
             [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
     M = _mass_matrix_rows(robot, w, V, joints, base, frames)

@@ -35,10 +35,12 @@ in world axes does. The same transform gives ``gravity_derivative(Q, DG, BAD)``,
 import ast
 import re
 
+from . import codegen
 from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_substitution, _mass_matrix_row,
-                      _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _Vec, _Writer,
-                      DEVICE_FUNCTIONS, factored_mass_matrix, finish, head_lines,
-                      kinematics_row, LOCAL, LOCAL_WORLD_ALIGNED, quaternion_rotation, WORLD)
+                      _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _tree_factor,
+                      _tree_substitution, _Vec, _Writer, DEVICE_FUNCTIONS, factored_mass_matrix,
+                      finish, head_lines, kinematics_row, LOCAL, LOCAL_WORLD_ALIGNED,
+                      quaternion_rotation, TreeLayout, WORLD)
 from .linearize import linearize_kernel
 
 # an assignment of the generated code: indent, target, operator, expression
@@ -491,6 +493,7 @@ def derivatives_source(model) -> str:
              f'# robot {robot.name!r}, joints {robot.names}',
              'from math import cos, isfinite, nan, sin, sqrt',
              '',
+             'import numpy as np',
              'from numba import cuda',
              'from numba import float64 as real',
              '',
@@ -501,7 +504,7 @@ def derivatives_source(model) -> str:
                _center_of_mass_jacobian_kernel(robot, model.description.frames),
                _regressor_kernel(robot), _centroidal_kernel(robot, model.description.frames)]
     nv = robot.nbv + robot.n
-    for kernel in [*kernels, _coriolis_matrix_kernel(robot), _minus_solve(nv),
+    for kernel in [*kernels, _coriolis_matrix_kernel(robot), _minus_solve(robot),
                    linearize_kernel(nv, robot.n, robot.base)]:
         lines += ['', ''] + kernel
     return '\n'.join(lines) + '\n'
@@ -639,18 +642,22 @@ def rates_source(model, link: str) -> str:
     return _module(robot, link, kernels)
 
 
-def _minus_solve(nv: int) -> list:
+def _minus_solve(robot: _Robot) -> list:
     """
     Return ``minus_solve(DQ, DV, M, BAD)``: DQ, DV <- -M^-1 DQ, -M^-1 DV and M <- M^-1.
 
     What turns (dtau/dq, dtau/dq', M) at q'' = forward_dynamics(q, q', tau) into the forward
     dynamics' derivatives (dq''/dx = -M^-1 dtau/dx; Carpentier and Mansard, 2018), per row:
-    a Cholesky factorization in a per-thread array (M not positive definite: BAD 2, NaN),
-    then a solve per column.
+    a factorization in a per-thread array (M not positive definite: BAD 2, NaN), then a
+    solve per column. Up to ``codegen.UNROLLED_SOLVE`` coordinates a dense Cholesky; above,
+    as the forward dynamics kernel, M = L^T L along the tree (:func:`_tree_minus_solve`).
     """
-    size = nv * (nv + 1) // 2
+    nv = robot.nbv + robot.n
     nan = [f'            for ck in range({nv}):', '                DQ[t, ci, ck] = nan',
            '                DV[t, ci, ck] = nan', '                M[t, ci, ck] = nan']
+    if nv > codegen.UNROLLED_SOLVE:
+        return _tree_minus_solve(robot, nan)
+    size = nv * (nv + 1) // 2
     return ['def minus_solve(DQ, DV, M, BAD):',
             '    t = cuda.grid(1)',
             '    if t >= M.shape[0]:',
@@ -676,3 +683,60 @@ def _minus_solve(nv: int) -> list:
             '                else:',
             '                    M[t, ci, cc] = rhs[ci]',
             '    BAD[t] = 0']
+
+
+def _tree_minus_solve(robot: _Robot, nan: list) -> list:
+    """
+    Return :func:`_minus_solve`'s kernel with M = L^T L factored along the tree.
+
+    M's entries on its chains (:class:`~.codegen.TreeLayout`, parents first) copied into
+    ``chol`` and factored leaves first (``codegen._tree_factor``); each column then solved
+    descendants first and ancestors first (``codegen._tree_substitution``), read and written
+    through ``perm``.
+    """
+    nv = robot.nbv + robot.n
+    tree = TreeLayout(robot, _mass_matrix_row(robot)[2])
+    kernel = ['def minus_solve(DQ, DV, M, BAD):',
+              '    t = cuda.grid(1)',
+              '    if t >= M.shape[0]:',
+              '        return',
+              f'    chol = cuda.local.array({tree.size}, real)',
+              f'    rhs = cuda.local.array({nv}, real)',
+              *tree.arrays,
+              '    notpd = 0',
+              f'    for ck in range({nv}):',
+              '        sk = beg[ck]',
+              '        dk = dep[ck]',
+              '        rk = perm[ck]',
+              '        chol[sk + dk] = M[t, rk, rk]',
+              '        ci = ck',
+              '        for ce in range(dk - 1, -1, -1):',
+              '            ci = lam[ci]',
+              '            chol[sk + ce] = M[t, rk, perm[ci]]',
+              *_tree_factor(nv, descent=False),
+              '    if notpd > 0:',
+              f'        for ci in range({nv}):',
+              *nan,
+              '        BAD[t] = 2',
+              '        return',
+              '    for which in range(3):             # DQ, DV, then the columns of 1 into M',
+              f'        for cc in range({nv}):',
+              f'            for ci in range({nv}):',
+              '                rk = perm[ci]',
+              '                if which == 0:',
+              '                    rhs[ci] = -DQ[t, rk, cc]',
+              '                elif which == 1:',
+              '                    rhs[ci] = -DV[t, rk, cc]',
+              '                else:',
+              '                    rhs[ci] = 1.0 if rk == cc else 0.0',
+              *_tree_substitution(nv, '            ', True, []),
+              f'            for ci in range({nv}):',
+              '                rk = perm[ci]',
+              '                if which == 0:',
+              '                    DQ[t, rk, cc] = rhs[ci]',
+              '                elif which == 1:',
+              '                    DV[t, rk, cc] = rhs[ci]',
+              '                else:',
+              '                    M[t, rk, cc] = rhs[ci]',
+              '    BAD[t] = 0']
+    return tree.tables + ['', ''] + kernel
