@@ -521,6 +521,15 @@ def _forward_dynamics_text(gpu):
                 if x.startswith('forward_dynamics('))
 
 
+def _ancestor_counts(model) -> list:
+    """Return each tree joint's number of movable ancestors (the loader's tree, parents first)."""
+    parent = codegen._Robot(model).tree.parent
+    ancestors = [0] * len(parent)
+    for i, p in enumerate(parent):
+        ancestors[i] = 0 if p < 0 else ancestors[p] + 1
+    return ancestors
+
+
 def test_a_large_tree_is_solved_along_its_ancestors(monkeypatch):
     """
     Above UNROLLED_SOLVE, M = L^T L is factored leaves first, each row on its ancestors only.
@@ -533,11 +542,7 @@ def test_a_large_tree_is_solved_along_its_ancestors(monkeypatch):
     model = RobotModel.from_urdf_file(robots_dir() / 'solo_description/robots/solo12.urdf',
                                       root_joint='floating')
     assert model.nv > codegen.UNROLLED_SOLVE
-    parent = codegen._Robot(model).tree.parent
-    ancestors = [0] * len(parent)
-    for i, p in enumerate(parent):      # the loader's tree, parents first
-        ancestors[i] = 0 if p < 0 else ancestors[p] + 1
-    entries = sum(range(1, 7)) + sum(6 + a + 1 for a in ancestors)
+    entries = sum(range(1, 7)) + sum(6 + a + 1 for a in _ancestor_counts(model))
     assert entries == 117
     rng = np.random.default_rng(12)
     Q = np.stack([model.random_configuration(rng) for _ in range(4)])
@@ -584,11 +589,7 @@ def test_the_tree_solve_of_shuffled_and_mimic_trees(seed, mimic, monkeypatch):
                            _forward_dynamics_text(gpu)).group(1))
     Q, V, A = _states(model, rng)
     if not mimic:
-        parent = codegen._Robot(model).tree.parent
-        ancestors = [0] * len(parent)
-        for i, p in enumerate(parent):
-            ancestors[i] = 0 if p < 0 else ancestors[p] + 1
-        assert stored == sum(a + 1 for a in ancestors)
+        assert stored == sum(a + 1 for a in _ancestor_counts(model))
         assert codegen.parents_first(codegen._Robot(model)) == list(np.argsort(model._perm))
     elif seed == 124:
         order = codegen.parents_first(codegen._Robot(model))

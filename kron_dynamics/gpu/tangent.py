@@ -650,93 +650,71 @@ def _minus_solve(robot: _Robot) -> list:
     dynamics' derivatives (dq''/dx = -M^-1 dtau/dx; Carpentier and Mansard, 2018), per row:
     a factorization in a per-thread array (M not positive definite: BAD 2, NaN), then a
     solve per column. Up to ``codegen.UNROLLED_SOLVE`` coordinates a dense Cholesky; above,
-    as the forward dynamics kernel, M = L^T L along the tree (:func:`_tree_minus_solve`).
+    as the forward dynamics kernel, M = L^T L along the tree (:class:`~.codegen.TreeLayout`,
+    parents first: M's entries on their chains copied into ``chol``, factored leaves first,
+    each column solved descendants first and ancestors first, rows read and written through
+    ``perm``).
     """
     nv = robot.nbv + robot.n
-    nan = [f'            for ck in range({nv}):', '                DQ[t, ci, ck] = nan',
-           '                DV[t, ci, ck] = nan', '                M[t, ci, ck] = nan']
-    if nv > codegen.UNROLLED_SOLVE:
-        return _tree_minus_solve(robot, nan)
-    size = nv * (nv + 1) // 2
-    return ['def minus_solve(DQ, DV, M, BAD):',
+    nan = [f'        for ci in range({nv}):', f'            for ck in range({nv}):',
+           '                DQ[t, ci, ck] = nan', '                DV[t, ci, ck] = nan',
+           '                M[t, ci, ck] = nan']
+    head = ['def minus_solve(DQ, DV, M, BAD):',
             '    t = cuda.grid(1)',
             '    if t >= M.shape[0]:',
+            '        return']
+    if nv <= codegen.UNROLLED_SOLVE:
+        size = nv * (nv + 1) // 2
+        return [*head,
+                f'    chol = cuda.local.array({max(size, 1)}, real)',
+                f'    rhs = cuda.local.array({max(nv, 1)}, real)',
+                *factored_mass_matrix(nv, nan),
+                *_columns(nv, 'ci', ['        ' + line for line in _looped_substitution(nv)])]
+    tree = TreeLayout(robot, _mass_matrix_row(robot)[2])
+    return [*tree.tables, '', '', *head,
+            f'    chol = cuda.local.array({tree.size}, real)',
+            f'    rhs = cuda.local.array({nv}, real)',
+            *tree.arrays,
+            '    notpd = 0',
+            f'    for ck in range({nv}):',
+            '        sk = beg[ck]',
+            '        dk = dep[ck]',
+            '        rk = perm[ck]',
+            '        chol[sk + dk] = M[t, rk, rk]',
+            '        ci = ck',
+            '        for ce in range(dk - 1, -1, -1):',
+            '            ci = lam[ci]',
+            '            chol[sk + ce] = M[t, rk, perm[ci]]',
+            *_tree_factor(nv, descent=False),
+            '    if notpd > 0:',
+            *nan,
+            '        BAD[t] = 2',
             '        return',
-            f'    chol = cuda.local.array({max(size, 1)}, real)',
-            f'    rhs = cuda.local.array({max(nv, 1)}, real)',
-            *factored_mass_matrix(nv, [f'        for ci in range({nv}):', *nan]),
-            '    for which in range(3):             # DQ, DV, then the columns of 1 into M',
+            *_columns(nv, 'perm[ci]', _tree_substitution(nv, '            ', True, []))]
+
+
+def _columns(nv: int, row: str, substitution: list) -> list:
+    """
+    Return minus_solve's loop over the columns of -DQ, -DV and 1, each solved in ``rhs``.
+
+    ``row``: the row of DQ, DV and M that position ``ci`` of ``rhs`` holds; ``substitution``:
+    the lines solving ``rhs`` in place (indented for the column loop).
+    """
+    return ['    for which in range(3):             # DQ, DV, then the columns of 1 into M',
             f'        for cc in range({nv}):',
             f'            for ci in range({nv}):',
             '                if which == 0:',
-            '                    rhs[ci] = -DQ[t, ci, cc]',
+            f'                    rhs[ci] = -DQ[t, {row}, cc]',
             '                elif which == 1:',
-            '                    rhs[ci] = -DV[t, ci, cc]',
+            f'                    rhs[ci] = -DV[t, {row}, cc]',
             '                else:',
-            '                    rhs[ci] = 1.0 if ci == cc else 0.0',
-            *('        ' + line for line in _looped_substitution(nv)),
+            f'                    rhs[ci] = 1.0 if {row} == cc else 0.0',
+            *substitution,
             f'            for ci in range({nv}):',
             '                if which == 0:',
-            '                    DQ[t, ci, cc] = rhs[ci]',
+            f'                    DQ[t, {row}, cc] = rhs[ci]',
             '                elif which == 1:',
-            '                    DV[t, ci, cc] = rhs[ci]',
+            f'                    DV[t, {row}, cc] = rhs[ci]',
             '                else:',
-            '                    M[t, ci, cc] = rhs[ci]',
+            f'                    M[t, {row}, cc] = rhs[ci]',
             '    BAD[t] = 0']
-
-
-def _tree_minus_solve(robot: _Robot, nan: list) -> list:
-    """
-    Return :func:`_minus_solve`'s kernel with M = L^T L factored along the tree.
-
-    M's entries on its chains (:class:`~.codegen.TreeLayout`, parents first) copied into
-    ``chol`` and factored leaves first (``codegen._tree_factor``); each column then solved
-    descendants first and ancestors first (``codegen._tree_substitution``), read and written
-    through ``perm``.
-    """
-    nv = robot.nbv + robot.n
-    tree = TreeLayout(robot, _mass_matrix_row(robot)[2])
-    kernel = ['def minus_solve(DQ, DV, M, BAD):',
-              '    t = cuda.grid(1)',
-              '    if t >= M.shape[0]:',
-              '        return',
-              f'    chol = cuda.local.array({tree.size}, real)',
-              f'    rhs = cuda.local.array({nv}, real)',
-              *tree.arrays,
-              '    notpd = 0',
-              f'    for ck in range({nv}):',
-              '        sk = beg[ck]',
-              '        dk = dep[ck]',
-              '        rk = perm[ck]',
-              '        chol[sk + dk] = M[t, rk, rk]',
-              '        ci = ck',
-              '        for ce in range(dk - 1, -1, -1):',
-              '            ci = lam[ci]',
-              '            chol[sk + ce] = M[t, rk, perm[ci]]',
-              *_tree_factor(nv, descent=False),
-              '    if notpd > 0:',
-              f'        for ci in range({nv}):',
-              *nan,
-              '        BAD[t] = 2',
-              '        return',
-              '    for which in range(3):             # DQ, DV, then the columns of 1 into M',
-              f'        for cc in range({nv}):',
-              f'            for ci in range({nv}):',
-              '                rk = perm[ci]',
-              '                if which == 0:',
-              '                    rhs[ci] = -DQ[t, rk, cc]',
-              '                elif which == 1:',
-              '                    rhs[ci] = -DV[t, rk, cc]',
-              '                else:',
-              '                    rhs[ci] = 1.0 if rk == cc else 0.0',
-              *_tree_substitution(nv, '            ', True, []),
-              f'            for ci in range({nv}):',
-              '                rk = perm[ci]',
-              '                if which == 0:',
-              '                    DQ[t, rk, cc] = rhs[ci]',
-              '                elif which == 1:',
-              '                    DV[t, rk, cc] = rhs[ci]',
-              '                else:',
-              '                    M[t, rk, cc] = rhs[ci]',
-              '    BAD[t] = 0']
-    return tree.tables + ['', ''] + kernel
