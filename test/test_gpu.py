@@ -573,8 +573,9 @@ def test_the_tree_solve_of_shuffled_and_mimic_trees(seed, mimic, monkeypatch):
     """
     Joints in a shuffled order are solved parents first; a mimic joint's coupling fills in.
 
-    Every tree through the looped solves (UNROLLED_SOLVE = 0: forward dynamics and its
-    derivatives' minus_solve, the latter against the CPU). Without mimic joints no entry
+    Every tree through the looped solves (UNROLLED_SOLVE = 0: forward dynamics, its
+    derivatives' minus_solve, the contacts' solve and the task inertia, the last three against
+    the CPU, each with Y = L^-T J^T on the tree's order). Without mimic joints no entry
     beyond each row's ancestors is stored, and q'' is the reference's to the bit. Seed 124's
     mimic joint couples two branches: entries beyond M's nonzeros are stored (the fill-in),
     and q'' is the dense reference's (an entry the chains missed would be off by far more);
@@ -605,6 +606,22 @@ def test_the_tree_solve_of_shuffled_and_mimic_trees(seed, mimic, monkeypatch):
     _same_rows(model, zip(("dq''/dq", "dq''/dq'", 'M^-1'),
                           gpu.forward_dynamics_derivatives(Q, V, tau),
                           model.forward_dynamics_derivatives(Q, V, tau)), 1e-14 * cond + RTOL)
+    # the contacts' solve and the task inertia at a point of the link whose Jacobian has the
+    # highest rank (3 without mimic joints; 2 in seeds 100 and 124, whose contact every row
+    # refuses, on the GPU as on the CPU)
+    from kron_dynamics.gpu.contacts import contacts_source
+    assert f'chol = cuda.local.array({stored}, real)' in contacts_source(model, 3)
+    link = max(model.link_names, key=lambda x: np.linalg.matrix_rank(
+        model.contact_jacobian(Q[0], [Contact(x)])))
+    refused = _contacts_agree(model, [Contact(link, (0.02, -0.01, 0.03))], Q, V, tau)
+    assert len(refused) < len(Q) if not mimic else len(refused) == len(Q)
+    for part, damping in (('linear', 0.3), ('full', 0.3)):
+        cpu = model.operational_space_inertia(Q, link, (0.02, -0.01, 0.03), part=part,
+                                              damping=damping)
+        cond = np.array([np.linalg.cond(x) for x in cpu])
+        _same_rows(model, [(f'Lambda {part}', gpu.operational_space_inertia(
+            Q, link, (0.02, -0.01, 0.03), part=part, damping=damping), cpu)],
+            1e-14 * cond + RTOL)
 
 
 @pytest.mark.parametrize('path', ['ur_description/urdf/ur5_robot.urdf',
@@ -1226,8 +1243,16 @@ def test_contacts_equal_the_cpu(path, root, contacts):
 
 @pytest.mark.slow    # seconds on the simulator: in make test, not make check
 @pytest.mark.parametrize('seed', range(3))
-def test_contacts_of_random_trees_equal_the_cpu(seed):
-    """Mimic joints, prismatic joints, tilted axes; rows the CPU refuses are refused alike."""
+@pytest.mark.parametrize('looped', [False, True])
+def test_contacts_of_random_trees_equal_the_cpu(seed, looped, monkeypatch):
+    """
+    Mimic joints, prismatic joints, tilted axes; rows the CPU refuses are refused alike.
+
+    ``looped``: solved along the tree (UNROLLED_SOLVE = 0), as above 12 coordinates; seed 0's
+    joints are shuffled, seed 2 has mimic joints.
+    """
+    if looped:
+        monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 0)
     model, rng = model_helpers.random_model(300 + seed, min_joints=4, armature=True,
                                             mimic_fraction=0.3 if seed else 0.0)
     Q = np.stack([model.random_configuration(rng) for _ in range(4)])

@@ -190,6 +190,20 @@ class _Robot:
         self.B = np.array(joint_map.B[rows]).reshape(len(tree_names), self.n)
         self.d = np.array(joint_map.d[rows])
         self.armature = np.asarray(joints.armature, dtype=float)
+        self._layout = False
+
+    def layout(self):
+        """
+        Return M's :class:`TreeLayout` (made once), None up to UNROLLED_SOLVE coordinates.
+
+        What every kernel of the robot that solves with M along the tree reads (the same four
+        tables, written once per module).
+        """
+        if self._layout is False:
+            nv = self.nbv + self.n
+            self._layout = (TreeLayout(self, _mass_matrix_row(self)[2])
+                            if nv > UNROLLED_SOLVE else None)
+        return self._layout
 
     def lift(self, w: _Writer, values: list, offset: bool) -> list:
         """
@@ -1137,23 +1151,69 @@ class TreeLayout:
                        (('perm', 'TREE_ORDER'), ('lam', 'TREE_PARENT'), ('dep', 'TREE_DEPTH'),
                         ('beg', 'TREE_START'))]
 
-    def entries(self):
-        """Yield (index in ``chol``, M's expression) of every stored entry, row by row."""
-        for a in range(len(self.order)):
+    def entries(self, M: dict):
+        """
+        Yield (index in ``chol``, M's expression) of every stored entry, row by row.
+
+        ``M``: a kernel's own M[(a, b)] (model order, a >= b), of this layout's structure.
+        """
+        order = self.order
+        for a in range(len(order)):
             b = a
             for e in range(self.depth[a], -1, -1):
-                yield self.start[a] + e, self.M[(a, b)]
+                yield self.start[a] + e, M[(max(order[a], order[b]), min(order[a], order[b]))]
                 b = self.parent[b]
 
 
-def _tree_descent(indent: str) -> list:
-    """Return row ck's step of L^T y = rhs (``sk``, ``dk`` and its diagonal ``cd`` known)."""
-    return [f'{indent}cs = rhs[ck] / cd',
-            f'{indent}rhs[ck] = cs',
-            f'{indent}ci = ck',
-            f'{indent}for ce in range(dk - 1, -1, -1):',
-            f'{indent}    ci = lam[ci]',
-            f'{indent}    rhs[ci] -= chol[sk + ce] * cs']
+def tree_factored_mass_matrix(nv: int, nan: list) -> list:
+    """
+    Return the lines factoring the row's M[t] = L^T L along the tree into ``chol``.
+
+    M's entries on their chains copied (:class:`TreeLayout`'s ``arrays`` bound before), then
+    :func:`_tree_factor`; a row whose M is not positive definite gets ``nan`` and BAD 2, and
+    returns (as :func:`factored_mass_matrix`).
+    """
+    return ['    notpd = 0',
+            f'    for ck in range({nv}):',
+            '        sk = beg[ck]',
+            '        dk = dep[ck]',
+            '        rk = perm[ck]',
+            '        chol[sk + dk] = M[t, rk, rk]',
+            '        ci = ck',
+            '        for ce in range(dk - 1, -1, -1):',
+            '            ci = lam[ci]',
+            '            chol[sk + ce] = M[t, rk, perm[ci]]',
+            *_tree_factor(nv, descent=False),
+            '    if notpd > 0:',
+            *nan,
+            '        BAD[t] = 2',
+            '        return']
+
+
+def _tree_descent(indent: str, at: str = 'rhs[{}]', sparse: bool = False) -> list:
+    """
+    Return row ck's step of L^T y = rhs (``sk``, ``dk`` and its diagonal ``cd`` known).
+
+    ``at``: the vector's entry of a position (``{}``); ``sparse``: its ancestors' updates
+    skipped where y_k is zero (a contact's row of J is zero off its body's ancestors).
+    """
+    inner = indent + '    ' if sparse else indent
+    return [f'{indent}cs = {at.format("ck")} / cd',
+            f'{indent}{at.format("ck")} = cs',
+            *([f'{indent}if cs != 0.0:'] if sparse else []),
+            f'{inner}ci = ck',
+            f'{inner}for ce in range(dk - 1, -1, -1):',
+            f'{inner}    ci = lam[ci]',
+            f'{inner}    {at.format("ci")} -= chol[sk + ce] * cs']
+
+
+def tree_descend(nv: int, indent: str, at: str = 'rhs[{}]', sparse: bool = False) -> list:
+    """Return y <- L^-T y, descendants first, L factored by :func:`_tree_factor` (as above)."""
+    return [f'{indent}for ck in range({nv - 1}, -1, -1):',
+            f'{indent}    sk = beg[ck]',
+            f'{indent}    dk = dep[ck]',
+            f'{indent}    cd = chol[sk + dk]',
+            *_tree_descent(indent + '    ', at, sparse)]
 
 
 def _tree_factor(nv: int, descent: bool) -> list:
@@ -1194,24 +1254,18 @@ def _tree_substitution(nv: int, indent: str, descent: bool, store: list) -> list
     L factored by :func:`_tree_factor`; ``store``: lines after each x_k = ``cx`` is final
     (at ``indent`` + 4). The operations of the CPU's ``tree_solve_into`` in their order.
     """
-    lines = []
-    if descent:
-        lines += [f'{indent}for ck in range({nv - 1}, -1, -1):',
-                  f'{indent}    sk = beg[ck]',
-                  f'{indent}    dk = dep[ck]',
-                  f'{indent}    cd = chol[sk + dk]',
-                  *_tree_descent(indent + '    ')]
-    return lines + [f'{indent}for ck in range({nv}):',
-                    f'{indent}    sk = beg[ck]',
-                    f'{indent}    dk = dep[ck]',
-                    f'{indent}    cs = rhs[ck]',
-                    f'{indent}    ci = ck',
-                    f'{indent}    for ce in range(dk - 1, -1, -1):',
-                    f'{indent}        ci = lam[ci]',
-                    f'{indent}        cs -= chol[sk + ce] * rhs[ci]',
-                    f'{indent}    cx = cs / chol[sk + dk]',
-                    f'{indent}    rhs[ck] = cx',
-                    *(f'{indent}    {line}' for line in store)]
+    ascent = [f'{indent}for ck in range({nv}):',
+              f'{indent}    sk = beg[ck]',
+              f'{indent}    dk = dep[ck]',
+              f'{indent}    cs = rhs[ck]',
+              f'{indent}    ci = ck',
+              f'{indent}    for ce in range(dk - 1, -1, -1):',
+              f'{indent}        ci = lam[ci]',
+              f'{indent}        cs -= chol[sk + ce] * rhs[ci]',
+              f'{indent}    cx = cs / chol[sk + dk]',
+              f'{indent}    rhs[ck] = cx',
+              *(f'{indent}    {line}' for line in store)]
+    return (tree_descend(nv, indent) if descent else []) + ascent
 
 
 def _bracket_lines(x: list, m: list, out: str) -> list:
@@ -1268,19 +1322,37 @@ def _finish_kernel(nv: int) -> list:
             '    BAD[t] = 0']
 
 
-def _task_inertia_kernel(nv: int) -> list:
+def _task_inertia_kernel(robot: _Robot) -> list:
     """
     Return ``task_inertia(M, J, row0, damping, rcond, OUT, BAD)``: (J M^-1 J^T + d^2 E)^-1.
 
     The CPU's ``kernels.forward_dynamics.task_inertia`` per row, m = OUT.shape[1] task rows of
-    J from row0: M = L L^T (not positive definite: BAD 2), Y = L^-1 J^T, A = Y^T Y + d^2 E;
+    J from row0: M = L L^T (not positive definite: BAD 2), Y = L^-1 J^T, A = Y^T Y + d^2 E
+    (above ``UNROLLED_SOLVE`` coordinates M = L^T L along the tree, :meth:`_Robot.layout`,
+    and Y = L^-T J^T in its order, descendants first: the same A);
     refused (BAD 4, NaN) where A's smallest eigenvalue is at most rcond times its largest
     (cyclic Jacobi rotations until the off-diagonal is below 1e-17 of A's norm: eigenvalues
     to rounding of the largest, as LAPACK's); then A^-1 by Cholesky, column by column.
     """
-    size = nv * (nv + 1) // 2
+    nv, tree = robot.nbv + robot.n, robot.layout()
+    size = tree.size if tree is not None else nv * (nv + 1) // 2
     nan = ['        for ci in range(m):', '            for cj in range(m):',
            '                OUT[t, ci, cj] = nan']
+    if tree is None:
+        solve = [*factored_mass_matrix(nv, nan),
+                 '    for r in range(m):                  # Y[:, r] = L^-1 J[row0 + r]^T',
+                 f'        for ci in range({nv}):',
+                 '            cs = J[t, row0 + r, ci]',
+                 '            for ck in range(ci):',
+                 f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * 6 + r]',
+                 f'            Y[ci * 6 + r] = cs / chol[{_packed("ci", "ci")}]']
+    else:
+        solve = [*tree.arrays,
+                 *tree_factored_mass_matrix(nv, nan),
+                 '    for r in range(m):                  # Y[:, r] = L^-T J[row0 + r]^T',
+                 f'        for ci in range({nv}):',
+                 '            Y[ci * 6 + r] = J[t, row0 + r, perm[ci]]',
+                 *tree_descend(nv, '        ', 'Y[{} * 6 + r]', sparse=True)]
     return ['def task_inertia(M, J, row0, damping, rcond, OUT, BAD):',
             '    t = cuda.grid(1)',
             '    if t >= M.shape[0]:',
@@ -1291,13 +1363,7 @@ def _task_inertia_kernel(nv: int) -> list:
             f'    Y = cuda.local.array({max(6 * nv, 1)}, real)',
             '    A = cuda.local.array(36, real)',
             '    E = cuda.local.array(36, real)',
-            *factored_mass_matrix(nv, nan),
-            '    for r in range(m):                  # Y[:, r] = L^-1 J[row0 + r]^T',
-            f'        for ci in range({nv}):',
-            '            cs = J[t, row0 + r, ci]',
-            '            for ck in range(ci):',
-            f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * 6 + r]',
-            f'            Y[ci * 6 + r] = cs / chol[{_packed("ci", "ci")}]',
+            *solve,
             '    scale = 0.0',
             '    for r in range(m):                  # A = Y^T Y + d^2 E, and a copy E',
             '        for s in range(r + 1):',
@@ -1398,8 +1464,8 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
                               {})
         # M parents first, on its elimination tree's chains (TreeLayout), stored as it is
         # computed
-        tree = TreeLayout(robot, M)
-        stores = [f'    chol[{i}] = {x}' for i, x in tree.entries()]
+        tree = robot.layout()
+        stores = [f'    chol[{i}] = {x}' for i, x in tree.entries(M)]
         stores += [f'    QDD[t, {i}] = {_add(f"f{i}_in", _neg(h[i]))}' for i in range(nv)]
         body = ([f'    chol = cuda.local.array({tree.size}, real)',
                  f'    rhs = cuda.local.array({nv}, real)', *tree.arrays]
@@ -1407,7 +1473,7 @@ def _forward_dynamics_kernel(robot: _Robot) -> list:
                 + [f'    for ci in range({nv}):', '        rhs[ci] = QDD[t, perm[ci]]']
                 + _tree_factor(nv, descent=True)
                 + _tree_substitution(nv, '    ', False, ['QDD[t, perm[ck]] = cx']))
-        return tree.tables + ['', ''] + _kernel(
+        return _kernel(
             robot, 'forward_dynamics', 'Q, QD, TAU, QDD, BAD', reads, body, [],
             [f'QDD[t, {k}]' for k in range(nv)], positive_definite=True)
     M = _mass_matrix_rows(robot, w, V, joints, base, frames)
@@ -1676,6 +1742,8 @@ def source(model) -> str:
              '',
              '',
              *DEVICE_FUNCTIONS]
+    if robot.layout() is not None:      # M along the tree: the solves' tables (TreeLayout)
+        lines += ['', ''] + robot.layout().tables
     for kernel in (_rnea_kernel, _mass_matrix_kernel, _forward_dynamics_kernel):
         lines += ['', ''] + kernel(robot)
     lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),
@@ -1684,7 +1752,7 @@ def source(model) -> str:
     lines += ['', ''] + _integrate_kernel(robot)
     lines += ['', ''] + _difference_kernel(robot)
     lines += ['', ''] + _kinematics_kernel(robot, [], model.description.frames, energy=True)
-    lines += ['', ''] + _task_inertia_kernel(robot.nbv + robot.n)
+    lines += ['', ''] + _task_inertia_kernel(robot)
     lines += ['', ''] + _stage_kernel(robot)
     lines += ['', ''] + _finish_kernel(robot.nbv + robot.n)
     return '\n'.join(lines) + '\n'

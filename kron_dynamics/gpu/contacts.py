@@ -20,13 +20,15 @@ the CPU's ``RobotModel.constrained_forward_dynamics``) and its inverse (the CPU'
 ``contact_inverse_dynamics``), per row: J_c and gamma are assembled from each contact's
 generated Jacobian and classical acceleration (``contact_rows``: a 6-D contact's spatial
 acceleration is the classical one less w x v_p), M and h come from the generated CRBA and
-Newton-Euler kernels, and the solves here mirror the CPU's: a Cholesky factorization of M,
-the contacts' Delassus matrix A = J_c M^-1 J_c^T, and the minimum-norm least squares of NumPy's
+Newton-Euler kernels, and the solves here mirror the CPU's: a Cholesky factorization of M
+(above ``codegen.UNROLLED_SOLVE`` coordinates M = L^T L along the tree), the contacts'
+Delassus matrix A = J_c M^-1 J_c^T, and the minimum-norm least squares of NumPy's
 ``lstsq`` (singular values below rcond times the largest cut) by one-sided Jacobi rotations
 (Hestenes), so that redundant contacts get the CPU's minimum-norm lambda.
 """
 
-from .codegen import _looped_substitution, _packed, _Robot, factored_mass_matrix
+from .codegen import (_looped_substitution, _packed, _Robot, _tree_substitution,
+                      factored_mass_matrix, tree_descend, tree_factored_mass_matrix)
 
 # lstsq's cut-off of the CPU's contact solves (robot_model: rcond=1e-10)
 CONTACT_RCOND = 1e-10
@@ -137,7 +139,7 @@ def _nan(arrays: list, indent: str = '        ') -> list:
             for x in (f'{indent}for ci in range({width}):', f'{indent}    {array}[t, ci] = nan')]
 
 
-def _solve_kernel(nv: int, m: int) -> list:
+def _solve_kernel(robot: _Robot, m: int) -> list:
     """
     Return ``contact_solve(M, H, TAU, first, J, G, rcond, DV, LAM, BAD)``: (v', lambda).
 
@@ -146,17 +148,68 @@ def _solve_kernel(nv: int, m: int) -> list:
     a non-finite one: BAD 1),
     Y = L^-1 J^T, A = Y^T Y, b = -gamma - J x0, lambda = lstsq(A, b, rcond); where
     |A lambda - b| > 1e-8 (1 + |b|) the contacts contradict each other (BAD 5); then
-    v' = x0 + L^-T Y lambda.
+    v' = x0 + L^-T Y lambda. Above ``codegen.UNROLLED_SOLVE`` coordinates, as the CPU's
+    ``tree_constrained_solve``: M = L^T L along the tree (:meth:`~.codegen._Robot.layout`,
+    its order), y0 = L^-T (S^T tau - h) and Y = L^-T J^T descendants first (a contact's
+    column of Y zero off its body's ancestors, skipped), b = -gamma - Y^T y0 and v' =
+    L^-1 (y0 + Y lambda), ancestors first.
     """
-    size, wide = nv * (nv + 1) // 2, max(m, 1)
+    nv, tree = robot.nbv + robot.n, robot.layout()
+    wide = max(m, 1)
     out = [('DV', nv), ('LAM', m)]
+    if tree is None:
+        factor = [*factored_mass_matrix(nv, _nan(out)),
+                  f'    for k in range({nv}):',
+                  '        rhs[k] = (TAU[t, k - first] if k >= first else 0.0) - H[t, k]',
+                  *_looped_substitution(nv),
+                  f'    for k in range({nv}):',
+                  '        x0[k] = rhs[k]',
+                  f'    for r in range({m}):                  # Y[:, r] = L^-1 J[r]^T',
+                  f'        for ci in range({nv}):',
+                  '            cs = J[t, r, ci]',
+                  '            for ck in range(ci):',
+                  f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * {wide} + r]',
+                  f'            Y[ci * {wide} + r] = cs / chol[{_packed("ci", "ci")}]']
+        size, against = nv * (nv + 1) // 2, 'J x0'
+        drift = ['            cs -= J[t, r, k] * x0[k]']
+        finish = [f'    for ci in range({nv}):                 # L^-T (Y lambda)',
+                  '        cs = 0.0',
+                  f'        for r in range({m}):',
+                  f'            cs += Y[ci * {wide} + r] * x[r]',
+                  '        rhs[ci] = cs',
+                  f'    for ci in range({nv - 1}, -1, -1):',
+                  '        cs = rhs[ci]',
+                  f'        for ck in range(ci + 1, {nv}):',
+                  f'            cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
+                  f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
+                  f'    for k in range({nv}):',
+                  '        DV[t, k] = x0[k] + rhs[k]']
+    else:
+        factor = [*tree.arrays,
+                  *tree_factored_mass_matrix(nv, _nan(out)),
+                  f'    for ci in range({nv}):                 # y0 = L^-T (S^T tau - h)',
+                  '        rk = perm[ci]',
+                  '        rhs[ci] = (TAU[t, rk - first] if rk >= first else 0.0) - H[t, rk]',
+                  *tree_descend(nv, '    '),
+                  f'    for r in range({m}):                  # Y[:, r] = L^-T J[r]^T',
+                  f'        for ci in range({nv}):',
+                  f'            Y[ci * {wide} + r] = J[t, r, perm[ci]]',
+                  *tree_descend(nv, '        ', f'Y[{{}} * {wide} + r]', sparse=True)]
+        size, against = tree.size, 'Y^T y0'
+        drift = [f'            cs -= Y[k * {wide} + r] * rhs[k]']
+        finish = [f'    for ci in range({nv}):                 # v\' = L^-1 (y0 + Y lambda)',
+                  '        cs = rhs[ci]',
+                  f'        for r in range({m}):',
+                  f'            cs += Y[ci * {wide} + r] * x[r]',
+                  '        rhs[ci] = cs',
+                  *_tree_substitution(nv, '    ', False, ['DV[t, perm[ck]] = cx'])]
     return ['def contact_solve(M, H, TAU, first, J, G, rcond, DV, LAM, BAD):',
             '    t = cuda.grid(1)',
             '    if t >= M.shape[0]:',
             '        return',
             f'    chol = cuda.local.array({size}, real)',
             f'    rhs = cuda.local.array({nv}, real)',
-            f'    x0 = cuda.local.array({nv}, real)',
+            *([f'    x0 = cuda.local.array({nv}, real)'] if tree is None else []),
             f'    Y = cuda.local.array({nv * wide}, real)',
             f'    A = cuda.local.array({wide * wide}, real)',
             f'    B = cuda.local.array({wide * wide}, real)',
@@ -171,19 +224,8 @@ def _solve_kernel(nv: int, m: int) -> list:
             *_nan(out),
             '        BAD[t] = 1',
             '        return',
-            *factored_mass_matrix(nv, _nan(out)),
-            f'    for k in range({nv}):',
-            '        rhs[k] = (TAU[t, k - first] if k >= first else 0.0) - H[t, k]',
-            *_looped_substitution(nv),
-            f'    for k in range({nv}):',
-            '        x0[k] = rhs[k]',
-            f'    for r in range({m}):                  # Y[:, r] = L^-1 J[r]^T',
-            f'        for ci in range({nv}):',
-            '            cs = J[t, r, ci]',
-            '            for ck in range(ci):',
-            f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * {wide} + r]',
-            f'            Y[ci * {wide} + r] = cs / chol[{_packed("ci", "ci")}]',
-            f'    for r in range({m}):                  # A = Y^T Y, b = -gamma - J x0',
+            *factor,
+            f'    for r in range({m}):                  # A = Y^T Y, b = -gamma - {against}',
             '        for s in range(r + 1):',
             '            cs = 0.0',
             f'            for ci in range({nv}):',
@@ -194,7 +236,7 @@ def _solve_kernel(nv: int, m: int) -> list:
             f'            B[s * {m} + r] = cs',
             '        cs = -G[t, r]',
             f'        for k in range({nv}):',
-            '            cs -= J[t, r, k] * x0[k]',
+            *drift,
             '        bv[r] = cs',
             *_min_norm(m, m),
             '    res = 0.0',
@@ -209,18 +251,7 @@ def _solve_kernel(nv: int, m: int) -> list:
             *_nan(out),
             '        BAD[t] = 5',
             '        return',
-            f'    for ci in range({nv}):                 # L^-T (Y lambda)',
-            '        cs = 0.0',
-            f'        for r in range({m}):',
-            f'            cs += Y[ci * {wide} + r] * x[r]',
-            '        rhs[ci] = cs',
-            f'    for ci in range({nv - 1}, -1, -1):',
-            '        cs = rhs[ci]',
-            f'        for ck in range(ci + 1, {nv}):',
-            f'            cs -= chol[{_packed("ck", "ci")}] * rhs[ck]',
-            f'        rhs[ci] = cs / chol[{_packed("ci", "ci")}]',
-            f'    for k in range({nv}):',
-            '        DV[t, k] = x0[k] + rhs[k]',
+            *finish,
             f'    for r in range({m}):',
             '        LAM[t, r] = x[r]',
             '    BAD[t] = 0']
@@ -301,9 +332,12 @@ def contacts_source(model, m: int) -> str:
              f'# robot {robot.name!r}, joints {robot.names}, m = {m}',
              'from math import isfinite, nan, sqrt',
              '',
+             *(['import numpy as np'] if robot.layout() is not None else []),
              'from numba import cuda',
              'from numba import float64 as real']
-    for kernel in (_rows_kernel(), _solve_kernel(nv, m),
+    if robot.layout() is not None:      # M along the tree: the solve's tables (TreeLayout)
+        lines += ['', ''] + robot.layout().tables
+    for kernel in (_rows_kernel(), _solve_kernel(robot, m),
                    _inverse_kernel(nv, robot.nbv, m)):
         lines += ['', ''] + kernel
     return '\n'.join(lines) + '\n'

@@ -37,10 +37,10 @@ import re
 
 from . import codegen
 from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_substitution, _mass_matrix_row,
-                      _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _tree_factor,
-                      _tree_substitution, _Vec, _Writer, DEVICE_FUNCTIONS, factored_mass_matrix,
-                      finish, head_lines, kinematics_row, LOCAL, LOCAL_WORLD_ALIGNED,
-                      quaternion_rotation, TreeLayout, WORLD)
+                      _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _tree_substitution,
+                      _Vec, _Writer, DEVICE_FUNCTIONS, factored_mass_matrix, finish, head_lines,
+                      kinematics_row, LOCAL, LOCAL_WORLD_ALIGNED, quaternion_rotation,
+                      tree_factored_mass_matrix, WORLD)
 from .linearize import linearize_kernel
 
 # an assignment of the generated code: indent, target, operator, expression
@@ -670,26 +670,12 @@ def _minus_solve(robot: _Robot) -> list:
                 f'    rhs = cuda.local.array({max(nv, 1)}, real)',
                 *factored_mass_matrix(nv, nan),
                 *_columns(nv, 'ci', ['        ' + line for line in _looped_substitution(nv)])]
-    tree = TreeLayout(robot, _mass_matrix_row(robot)[2])
+    tree = robot.layout()
     return [*tree.tables, '', '', *head,
             f'    chol = cuda.local.array({tree.size}, real)',
             f'    rhs = cuda.local.array({nv}, real)',
             *tree.arrays,
-            '    notpd = 0',
-            f'    for ck in range({nv}):',
-            '        sk = beg[ck]',
-            '        dk = dep[ck]',
-            '        rk = perm[ck]',
-            '        chol[sk + dk] = M[t, rk, rk]',
-            '        ci = ck',
-            '        for ce in range(dk - 1, -1, -1):',
-            '            ci = lam[ci]',
-            '            chol[sk + ce] = M[t, rk, perm[ci]]',
-            *_tree_factor(nv, descent=False),
-            '    if notpd > 0:',
-            *nan,
-            '        BAD[t] = 2',
-            '        return',
+            *tree_factored_mass_matrix(nv, nan),
             *_columns(nv, 'perm[ci]', _tree_substitution(nv, '            ', True, []))]
 
 
