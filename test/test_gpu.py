@@ -1477,11 +1477,22 @@ def test_constrained_dynamics_derivatives_equal_the_cpu(path, root, contacts):
 
 @pytest.mark.slow    # seconds on the simulator: in make test, not make check
 @pytest.mark.parametrize('seed', [501, 504])
-def test_constrained_dynamics_derivatives_of_mimic_trees_equal_the_cpu(seed):
-    """Mimic joints: the terms on the unconstrained tree, projected by P."""
+@pytest.mark.parametrize('looped', [False, True])
+def test_constrained_dynamics_derivatives_of_mimic_trees_equal_the_cpu(seed, looped,
+                                                                       monkeypatch):
+    """
+    Mimic joints: the terms on the unconstrained tree, projected by P.
+
+    ``looped``: the KKT solve along the tree (UNROLLED_SOLVE = 0), as above 12 coordinates,
+    its rows in the tree's order (both seeds' joints are shuffled).
+    """
+    if looped:
+        monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 0)
     model, rng = model_helpers.random_model(seed, min_joints=5, armature=True,
                                             mimic_fraction=0.4)
     assert model.nv < model.unconstrained.nv       # something to project
+    order = codegen.parents_first(codegen._Robot(model))
+    assert order != sorted(order)                   # joints out of the tree's order
     Q = np.stack([model.random_configuration(rng) for _ in range(3)])
     V, T = rng.uniform(-1, 1, (3, model.nv)), rng.uniform(-2, 2, (3, model.n))
     # a point that three coordinates move (J_c of full rank: lambda unique)
@@ -1619,7 +1630,8 @@ if every:
 for m in (0, 12) if sys.argv[3] != 'base' else ():
     kernels += [(contacts_source(model, m), name, signature)
                 for name, signature in CONTACT_SIGNATURES.items()]
-    kernels.append((constrained_derivatives_source(model.nv, model.nv - model.n, model.nv, m),
+    kernels.append((constrained_derivatives_source(model.nv, model.nv - model.n, model.nv, m,
+                                                   codegen._Robot(model).layout()),
                     'contact_derivatives', CONSTRAINED_SIGNATURE))
 for source, name, signature in kernels:
     namespace = {}

@@ -1063,7 +1063,8 @@ class GpuModel:
         kernel = self._kernels.get(key)
         if kernel is None:
             from .constrained_derivatives import constrained_derivatives_source
-            source = constrained_derivatives_source(self.nv, self.nv - self.n, nf, m)
+            source = constrained_derivatives_source(self.nv, self.nv - self.n, nf, m,
+                                                    _Robot(self.model).layout())
             _, _, module = _cached_module(self._precision(source), 'constrained')
             kernel = self._kernels[key] = self._compile(CONSTRAINED_SIGNATURE,
                                                         module.contact_derivatives)

@@ -21,12 +21,14 @@ count m of contact rows: the contacts' J_c, da_c/dq, da_c/dv and d(J_c^T lambda)
 each contact's path from the links' poses (the unconstrained tree's coordinates, then
 projected by P where mimic joints couple them), then the KKT system
 [[M, J_c^T], [J_c, 0]] [X; Y] = [(dQ - dtau/dq, -dtau/dv, I); (-da_c/dq, -da_c/dv, 0)] by the
-Schur complement on M = L L^T: X = (dv'/dq, dv'/dv, dv'/dtau), Y = -(dlambda/dq, ...).
+Schur complement on M = L L^T (above ``codegen.UNROLLED_SOLVE`` coordinates M = L^T L along
+the tree): X = (dv'/dq, dv'/dv, dv'/dtau), Y = -(dlambda/dq, ...).
 The contacts (their paths, points, frames) and P (per row its one non-zero: column PCOL,
 value PVAL) are arrays the kernel reads.
 """
 
-from .codegen import _looped_factor, _packed, _Vec, _Writer, factored_mass_matrix
+from .codegen import (_looped_factor, _packed, _Vec, _Writer, factored_mass_matrix,
+                      tree_factored_mass_matrix)
 from .contacts import _min_norm
 
 # the CPU's refusal of redundant contacts: J_c M^-1 J_c^T with a condition number above 1e10
@@ -229,9 +231,78 @@ def _add_dots(V, a: tuple, b: tuple) -> str:
     return V.w.let(f'{V.dot(a[0], b[0])} + {V.dot(a[1], b[1])}')
 
 
-def _kkt_lines(nv: int, m: int) -> list:
-    """Return the KKT solve (the CPU's ``_kkt``) into the six outputs; BAD 2 or 8 refusals."""
+def _dense_halves(nv: int, width: int, fill: list) -> tuple:
+    """
+    Return M = L L^T's lines: (factor, (Z | W) = L^-1 (R1 | J^T), X = L^-T (Z - W Y)).
+
+    ``ZW``'s rows in the model's order; the last step on its first 3 nv columns.
+    """
+    c = 3 * nv
+    forward = [f'    for i in range({nv}):',
+               '        for k2 in range(i):',
+               f'            f = chol[{_packed("i", "k2")}]',
+               f'            for e in range({width}):',
+               f'                ZW[i * {width} + e] -= f * ZW[k2 * {width} + e]',
+               f'        d = 1.0 / chol[{_packed("i", "i")}]',
+               f'        for e in range({width}):',
+               f'            ZW[i * {width} + e] *= d']
+    backward = [f'    for i in range({nv - 1}, -1, -1):',
+                f'        for k2 in range(i + 1, {nv}):',
+                f'            f = chol[{_packed("k2", "i")}]',
+                f'            for j in range({c}):',
+                f'                ZW[i * {width} + j] -= f * ZW[k2 * {width} + j]',
+                f'        d = 1.0 / chol[{_packed("i", "i")}]',
+                f'        for j in range({c}):',
+                f'            ZW[i * {width} + j] *= d']
+    return factored_mass_matrix(nv, fill), forward, backward
+
+
+def _tree_halves(nv: int, width: int, fill: list) -> tuple:
+    """
+    Return M = L^T L's lines along the tree: (factor, L^-T (R1 | J^T), L^-1 (Z - W Y)).
+
+    ``ZW``'s row i is the model's row perm[i] (:class:`~.codegen.TreeLayout`'s tables bound
+    before); the first substitution descendants first, the second ancestors first (each row
+    k against its chain: L[k, j] at chol[beg[k] + depth of j]), on the first 3 nv columns.
+    """
+    c = 3 * nv
+    descent = [f'    for ck in range({nv - 1}, -1, -1):',
+               '        sk = beg[ck]',
+               '        dk = dep[ck]',
+               '        d = 1.0 / chol[sk + dk]',
+               f'        for e in range({width}):',
+               f'            ZW[ck * {width} + e] *= d',
+               '        ci = ck',
+               '        for ce in range(dk - 1, -1, -1):',
+               '            ci = lam[ci]',
+               '            f = chol[sk + ce]',
+               f'            for e in range({width}):',
+               f'                ZW[ci * {width} + e] -= f * ZW[ck * {width} + e]']
+    ascent = [f'    for ck in range({nv}):',
+              '        sk = beg[ck]',
+              '        dk = dep[ck]',
+              '        ci = ck',
+              '        for ce in range(dk - 1, -1, -1):',
+              '            ci = lam[ci]',
+              '            f = chol[sk + ce]',
+              f'            for j in range({c}):',
+              f'                ZW[ck * {width} + j] -= f * ZW[ci * {width} + j]',
+              '        d = 1.0 / chol[sk + dk]',
+              f'        for j in range({c}):',
+              f'            ZW[ck * {width} + j] *= d']
+    return tree_factored_mass_matrix(nv, fill), descent, ascent
+
+
+def _kkt_lines(nv: int, m: int, tree) -> list:
+    """
+    Return the KKT solve (the CPU's ``_kkt``) into the six outputs; BAD 2 or 8 refusals.
+
+    ``tree``: None for M = L L^T, else the robot's :class:`~.codegen.TreeLayout` for M = L^T
+    L along the tree (then Z = L^-T R1, W = L^-T J^T, X = L^-1 (Z - W Y): the same D = W^T W
+    and W^T Z), ZW's rows in its order.
+    """
     c, width = 3 * nv, 3 * nv + m
+    row, inverse, other = ('i', 'L^-1', 'L^-T') if tree is None else ('ri', 'L^-T', 'L^-1')
     outputs = ('DVDQ', 'DVDV', 'DVDT', 'DLDQ', 'DLDV', 'DLDT')
     fill = []
     for o in outputs[:3]:
@@ -240,22 +311,17 @@ def _kkt_lines(nv: int, m: int) -> list:
     for o in outputs[3:]:
         fill += [f'        for ci in range({m}):', f'            for cj in range({nv}):',
                  f'                {o}[t, ci, cj] = nan']
-    return [*factored_mass_matrix(nv, fill),
-            f'    for i in range({nv}):                  # (Z | W) = L^-1 (R1 | J^T)',
+    factor, first, second = (_dense_halves if tree is None else _tree_halves)(nv, width, fill)
+    return [*factor,
+            f'    for i in range({nv}):                  # (Z | W) = {inverse} (R1 | J^T)',
+            *([] if tree is None else ['        ri = perm[i]']),
             f'        for j in range({nv}):',
-            f'            ZW[i * {width} + j] = DQ[i * {nv} + j] - DTQ[t, i, j]',
-            f'            ZW[i * {width} + {nv} + j] = -DTV[t, i, j]',
-            f'            ZW[i * {width} + {2 * nv} + j] = 1.0 if i == j else 0.0',
+            f'            ZW[i * {width} + j] = DQ[{row} * {nv} + j] - DTQ[t, {row}, j]',
+            f'            ZW[i * {width} + {nv} + j] = -DTV[t, {row}, j]',
+            f'            ZW[i * {width} + {2 * nv} + j] = 1.0 if {row} == j else 0.0',
             f'        for r in range({m}):',
-            f'            ZW[i * {width} + {c} + r] = J[r * {nv} + i]',
-            f'    for i in range({nv}):',
-            '        for k2 in range(i):',
-            f'            f = chol[{_packed("i", "k2")}]',
-            f'            for e in range({width}):',
-            f'                ZW[i * {width} + e] -= f * ZW[k2 * {width} + e]',
-            f'        d = 1.0 / chol[{_packed("i", "i")}]',
-            f'        for e in range({width}):',
-            f'            ZW[i * {width} + e] *= d',
+            f'            ZW[i * {width} + {c} + r] = J[r * {nv} + {row}]',
+            *first,
             f'    for r in range({m}):                   # D = W^T W, and a copy B',
             f'        for s in range({m}):',
             '            cs = 0.0',
@@ -306,24 +372,18 @@ def _kkt_lines(nv: int, m: int) -> list:
             f'        d = 1.0 / chd[{_packed("r", "r")}]',
             f'        for j in range({c}):',
             f'            YL[r * {c} + j] *= d',
-            f'    for i in range({nv}):                  # X = L^-T (Z - W Y), in Z',
+            f'    for i in range({nv}):                  # X = {other} (Z - W Y), in Z',
             f'        for r in range({m}):',
             f'            f = ZW[i * {width} + {c} + r]',
             f'            for j in range({c}):',
             f'                ZW[i * {width} + j] -= f * YL[r * {c} + j]',
-            f'    for i in range({nv - 1}, -1, -1):',
-            f'        for k2 in range(i + 1, {nv}):',
-            f'            f = chol[{_packed("k2", "i")}]',
-            f'            for j in range({c}):',
-            f'                ZW[i * {width} + j] -= f * ZW[k2 * {width} + j]',
-            f'        d = 1.0 / chol[{_packed("i", "i")}]',
-            f'        for j in range({c}):',
-            f'            ZW[i * {width} + j] *= d',
+            *second,
             f'    for i in range({nv}):',
+            *([] if tree is None else ['        ri = perm[i]']),
             f'        for j in range({nv}):',
-            f'            DVDQ[t, i, j] = ZW[i * {width} + j]',
-            f'            DVDV[t, i, j] = ZW[i * {width} + {nv} + j]',
-            f'            DVDT[t, i, j] = ZW[i * {width} + {2 * nv} + j]',
+            f'            DVDQ[t, {row}, j] = ZW[i * {width} + j]',
+            f'            DVDV[t, {row}, j] = ZW[i * {width} + {nv} + j]',
+            f'            DVDT[t, {row}, j] = ZW[i * {width} + {2 * nv} + j]',
             f'    for r in range({m}):',
             f'        for j in range({nv}):',
             f'            DLDQ[t, r, j] = -YL[r * {c} + j]',
@@ -332,14 +392,17 @@ def _kkt_lines(nv: int, m: int) -> list:
             '    BAD[t] = 0']
 
 
-def constrained_derivatives_source(nv: int, nb: int, nf: int, m: int) -> str:
+def constrained_derivatives_source(nv: int, nb: int, nf: int, m: int, tree=None) -> str:
     """
     Return the source of ``contact_derivatives`` (signature: ``gpu.CONSTRAINED_SIGNATURE``).
 
     For nv coordinates (nb of them a moving base's), nf of the tree without mimic
-    constraints and m contact rows.
+    constraints and m contact rows; ``tree``: the robot's :class:`~.codegen.TreeLayout`
+    (``codegen._Robot(model).layout()``: above ``codegen.UNROLLED_SOLVE`` coordinates, M =
+    L^T L solved along the tree), or None (M = L L^T).
     """
     wide, c = max(m, 1), 3 * nv
+    size = nv * (nv + 1) // 2 if tree is None else tree.size
     kernel = [
         'def contact_derivatives(AXES, ROWS_OF, PATHS, LENGTHS, ROWS, POINTS, DIMS, LOCAL, PCOL,',
         '                        PVAL, rcond, V, DV, POSES, LAM, DTQ, DTV, M, DVDQ, DVDV, DVDT,',
@@ -360,7 +423,7 @@ def constrained_derivatives_source(nv: int, nb: int, nf: int, m: int) -> str:
         f'    AQ = cuda.local.array({wide * nv}, real)',
         f'    AV = cuda.local.array({wide * nv}, real)',
         f'    DQ = cuda.local.array({nv * nv}, real)',
-        f'    chol = cuda.local.array({nv * (nv + 1) // 2}, real)',
+        f'    chol = cuda.local.array({size}, real)',
         f'    chd = cuda.local.array({wide * (wide + 1) // 2}, real)',
         f'    ZW = cuda.local.array({nv * (c + m)}, real)',
         f'    D = cuda.local.array({wide * wide}, real)',
@@ -370,6 +433,7 @@ def constrained_derivatives_source(nv: int, nb: int, nf: int, m: int) -> str:
         f'    x = cuda.local.array({wide}, real)',
         f'    sv = cuda.local.array({wide}, real)',
         f'    YL = cuda.local.array({wide * c}, real)',
+        *(tree.arrays if tree is not None else []),
         f'    for i in range({nf}):                  # the unconstrained tree: P v, P v\'',
         '        col = PCOL[i]',
         '        vf[i] = PVAL[i] * V[t, col] if col >= 0 else 0.0',
@@ -400,12 +464,14 @@ def constrained_derivatives_source(nv: int, nb: int, nf: int, m: int) -> str:
         '            col2 = PCOL[j]',
         '            if col2 >= 0:',
         f'                DQ[col * {nv} + col2] += scl * DQF[i * {nf} + j] * PVAL[j]',
-        *_kkt_lines(nv, m)]
+        *_kkt_lines(nv, m, tree)]
     lines = ['# Generated by kron_dynamics.gpu.constrained_derivatives: do not edit.',
              f'# nv = {nv}, nb = {nb}, nf = {nf}, m = {m}',
              'from math import nan, sqrt',
              '',
+             *(['import numpy as np'] if tree is not None else []),
              'from numba import cuda',
              'from numba import float64 as real',
-             '', '']
+             '', '',
+             *([*tree.tables, '', ''] if tree is not None else [])]
     return '\n'.join(lines + kernel) + '\n'
