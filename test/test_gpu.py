@@ -551,6 +551,13 @@ def test_a_large_tree_is_solved_along_its_ancestors(monkeypatch):
     looped = GpuModel(model)
     assert f'cuda.local.array({entries}, real)' in _forward_dynamics_text(looped)
     ours = _tree_solve_agrees(model, looped, Q, V, tau)
+    # a kernel's M is stored on the layout's chains only if it has no entry off them
+    robot = codegen._Robot(model)
+    generated = dict(codegen._mass_matrix_row(robot)[2])
+    assert len(list(robot.layout().entries(generated))) == entries
+    generated[(model.nv - 1, model.nv - 4)] = 'x'  # two legs' joints coupled
+    with pytest.raises(AssertionError, match="M has entries off the tree layout's chains"):
+        list(robot.layout().entries(generated))
     monkeypatch.setattr(codegen, 'UNROLLED_SOLVE', 10 ** 6)
     written = GpuModel(model)
     assert 'cuda.local.array' not in _forward_dynamics_text(written)

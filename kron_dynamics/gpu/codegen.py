@@ -1155,9 +1155,15 @@ class TreeLayout:
         """
         Yield (index in ``chol``, M's expression) of every stored entry, row by row.
 
-        ``M``: a kernel's own M[(a, b)] (model order, a >= b), of this layout's structure.
+        ``M``: a kernel's own M[(a, b)] (model order, a >= b), of this layout's structure:
+        its elimination tree this layout's, so that no entry of it lies off the chains.
         """
         order = self.order
+        own = {(a, b): M[(max(order[a], order[b]), min(order[a], order[b]))]
+               for a in range(len(order)) for b in range(a + 1)}
+        if elimination_tree(own, len(order)) != self.parent:
+            raise AssertionError("codegen: a kernel's M has entries off the tree layout's "
+                                 'chains')
         for a in range(len(order)):
             b = a
             for e in range(self.depth[a], -1, -1):
