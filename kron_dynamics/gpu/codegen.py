@@ -1129,8 +1129,8 @@ class TreeLayout:
     """
     M of one robot on its elimination tree's chains, as the looped L^T L solves keep it.
 
-    ``order``: :func:`parents_first`; ``M``: the generated M[(a, b)] in that order; ``parent``
-    (:func:`elimination_tree`), ``depth`` and ``start`` (:func:`_tree_tables`); ``size``:
+    ``order``: :func:`parents_first`; ``parent`` (:func:`elimination_tree` of M in that
+    order), ``depth`` and ``start`` (:func:`_tree_tables`); ``size``:
     the entries stored. ``tables``: the module lines of the four tables; ``arrays``: a
     kernel's lines binding them in constant memory to ``perm``, ``lam``, ``dep``, ``beg``.
     """
@@ -1138,18 +1138,22 @@ class TreeLayout:
     def __init__(self, robot: _Robot, M: dict):
         """Lay out ``M`` (:func:`_mass_matrix_rows`' lower triangle, model order)."""
         nv = robot.nbv + robot.n
-        self.order = order = parents_first(robot)
-        self.M = {(a, b): M[(max(order[a], order[b]), min(order[a], order[b]))]
-                  for a in range(nv) for b in range(a + 1)}
-        self.parent = elimination_tree(self.M, nv)
+        self.order = parents_first(robot)
+        self.parent = elimination_tree(self._in_order(M), nv)
         self.depth, self.start = _tree_tables(self.parent)
         self.size = self.start[-1] + self.depth[-1] + 1 if nv else 0
         self.tables = [f'{name} = np.array({values}, dtype=np.int32)' for name, values in
-                       (('TREE_ORDER', order), ('TREE_PARENT', self.parent),
+                       (('TREE_ORDER', self.order), ('TREE_PARENT', self.parent),
                         ('TREE_DEPTH', self.depth), ('TREE_START', self.start))]
         self.arrays = [f'    {x} = cuda.const.array_like({y})' for x, y in
                        (('perm', 'TREE_ORDER'), ('lam', 'TREE_PARENT'), ('dep', 'TREE_DEPTH'),
                         ('beg', 'TREE_START'))]
+
+    def _in_order(self, M: dict) -> dict:
+        """Return M[(a, b)] (model order, a >= b) with its rows and columns in ``order``."""
+        order = self.order
+        return {(a, b): M[(max(order[a], order[b]), min(order[a], order[b]))]
+                for a in range(len(order)) for b in range(a + 1)}
 
     def entries(self, M: dict):
         """
@@ -1158,17 +1162,20 @@ class TreeLayout:
         ``M``: a kernel's own M[(a, b)] (model order, a >= b), of this layout's structure:
         its elimination tree this layout's, so that no entry of it lies off the chains.
         """
-        order = self.order
-        own = {(a, b): M[(max(order[a], order[b]), min(order[a], order[b]))]
-               for a in range(len(order)) for b in range(a + 1)}
-        if elimination_tree(own, len(order)) != self.parent:
+        own = self._in_order(M)
+        if elimination_tree(own, len(self.order)) != self.parent:
             raise AssertionError("codegen: a kernel's M has entries off the tree layout's "
                                  'chains')
-        for a in range(len(order)):
+        for a in range(len(self.order)):
             b = a
             for e in range(self.depth[a], -1, -1):
-                yield self.start[a] + e, M[(max(order[a], order[b]), min(order[a], order[b]))]
+                yield self.start[a] + e, own[(a, b)]
                 b = self.parent[b]
+
+
+def tree_tables(tree) -> list:
+    """Return a module's lines defining a :class:`TreeLayout`'s tables (none for None)."""
+    return ['', '', *tree.tables] if tree is not None else []
 
 
 def tree_factored_mass_matrix(nv: int, nan: list) -> list:
@@ -1748,8 +1755,7 @@ def source(model) -> str:
              '',
              '',
              *DEVICE_FUNCTIONS]
-    if robot.layout() is not None:      # M along the tree: the solves' tables (TreeLayout)
-        lines += ['', ''] + robot.layout().tables
+    lines += tree_tables(robot.layout())   # M along the tree: the solves' tables
     for kernel in (_rnea_kernel, _mass_matrix_kernel, _forward_dynamics_kernel):
         lines += ['', ''] + kernel(robot)
     lines += ['', ''] + _kinematics_kernel(robot, list(model.link_names),

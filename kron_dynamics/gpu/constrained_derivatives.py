@@ -28,7 +28,7 @@ value PVAL) are arrays the kernel reads.
 """
 
 from .codegen import (_looped_factor, _packed, _Vec, _Writer, factored_mass_matrix,
-                      tree_factored_mass_matrix)
+                      tree_factored_mass_matrix, tree_tables)
 from .contacts import _min_norm
 
 # the CPU's refusal of redundant contacts: J_c M^-1 J_c^T with a condition number above 1e10
@@ -472,6 +472,6 @@ def constrained_derivatives_source(nv: int, nb: int, nf: int, m: int, tree=None)
              *(['import numpy as np'] if tree is not None else []),
              'from numba import cuda',
              'from numba import float64 as real',
-             '', '',
-             *([*tree.tables, '', ''] if tree is not None else [])]
+             *tree_tables(tree),
+             '', '']
     return '\n'.join(lines + kernel) + '\n'

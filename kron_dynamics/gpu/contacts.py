@@ -28,7 +28,8 @@ Delassus matrix A = J_c M^-1 J_c^T, and the minimum-norm least squares of NumPy'
 """
 
 from .codegen import (_looped_substitution, _packed, _Robot, _tree_substitution,
-                      factored_mass_matrix, tree_descend, tree_factored_mass_matrix)
+                      factored_mass_matrix, tree_descend, tree_factored_mass_matrix,
+                      tree_tables)
 
 # lstsq's cut-off of the CPU's contact solves (robot_model: rcond=1e-10)
 CONTACT_RCOND = 1e-10
@@ -335,8 +336,7 @@ def contacts_source(model, m: int) -> str:
              *(['import numpy as np'] if robot.layout() is not None else []),
              'from numba import cuda',
              'from numba import float64 as real']
-    if robot.layout() is not None:      # M along the tree: the solve's tables (TreeLayout)
-        lines += ['', ''] + robot.layout().tables
+    lines += tree_tables(robot.layout())   # M along the tree: the solve's tables
     for kernel in (_rows_kernel(), _solve_kernel(robot, m),
                    _inverse_kernel(nv, robot.nbv, m)):
         lines += ['', ''] + kernel

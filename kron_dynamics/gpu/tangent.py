@@ -35,12 +35,11 @@ in world axes does. The same transform gives ``gravity_derivative(Q, DG, BAD)``,
 import ast
 import re
 
-from . import codegen
 from .codegen import (_add, _checks, _jacobian_row, _loads, _looped_substitution, _mass_matrix_row,
                       _mul, _neg, _num, _p, _read, _Robot, _rnea_row, _sink, _tree_substitution,
                       _Vec, _Writer, DEVICE_FUNCTIONS, factored_mass_matrix, finish, head_lines,
                       kinematics_row, LOCAL, LOCAL_WORLD_ALIGNED, quaternion_rotation,
-                      tree_factored_mass_matrix, WORLD)
+                      tree_factored_mass_matrix, tree_tables, WORLD)
 from .linearize import linearize_kernel
 
 # an assignment of the generated code: indent, target, operator, expression
@@ -498,7 +497,8 @@ def derivatives_source(model) -> str:
              'from numba import float64 as real',
              '',
              '',
-             *DEVICE_FUNCTIONS]
+             *DEVICE_FUNCTIONS,
+             *tree_tables(robot.layout())]     # M along the tree: minus_solve's tables
     kernels = [_rnea_derivatives_kernel(robot), _gravity_derivative_kernel(robot),
                _mass_matrix_derivative_kernel(robot), _coriolis_tensor_kernel(robot),
                _center_of_mass_jacobian_kernel(robot, model.description.frames),
@@ -663,15 +663,15 @@ def _minus_solve(robot: _Robot) -> list:
             '    t = cuda.grid(1)',
             '    if t >= M.shape[0]:',
             '        return']
-    if nv <= codegen.UNROLLED_SOLVE:
+    tree = robot.layout()
+    if tree is None:
         size = nv * (nv + 1) // 2
         return [*head,
                 f'    chol = cuda.local.array({max(size, 1)}, real)',
                 f'    rhs = cuda.local.array({max(nv, 1)}, real)',
                 *factored_mass_matrix(nv, nan),
                 *_columns(nv, 'ci', ['        ' + line for line in _looped_substitution(nv)])]
-    tree = robot.layout()
-    return [*tree.tables, '', '', *head,
+    return [*head,
             f'    chol = cuda.local.array({tree.size}, real)',
             f'    rhs = cuda.local.array({nv}, real)',
             *tree.arrays,
