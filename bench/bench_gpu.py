@@ -38,7 +38,9 @@ minutes to compile: see ``--registers``). Writes bench/results/gpu.json.
 the nvidia-cuda-nvcc wheel that ``kron_dynamics[gpu]`` brings): each generated kernel
 compiled to PTX for the H100 (sm_90) and assembled by ``ptxas -v``, which reports the
 registers per thread and the bytes spilled to local memory, the first sign of a kernel too
-large to unroll. Writes bench/results/gpu_registers.json::
+large to unroll; the kernels in contact too, for a contact set per robot
+(``REGISTER_CONTACTS``: the Panda's hand held still, TALOS on its two soles). Writes
+bench/results/gpu_registers.json::
 
     .venv/bin/python bench/bench_gpu.py               # N = 2^22 states
     .venv/bin/python bench/bench_gpu.py --quick       # N = 2^18
@@ -69,7 +71,7 @@ from lib.models import find_robots_dir, panda_urdf, PANDA, TALOS
 from lib.timing import per_call
 import numpy as np
 
-from kron_dynamics import RobotModel
+from kron_dynamics import Contact, RobotModel
 
 RESULTS = Path(__file__).resolve().parent / 'results'
 TARGETS = {('panda_arm', 'inverse_dynamics'): 5e9, ('panda_arm', 'mass_matrix'): 1e9,
@@ -86,6 +88,10 @@ ROBOTS = ('panda_arm', 'talos_fixed', 'talos_floating')     # the models main() 
 PLAN_KEYS = (ROBOTS[0], 'panda_arm_fp32', *ROBOTS[1:], 'panda_arm_derivatives')
 SM = (9, 0)           # the H100's compute capability, which the targets are set for
 REGISTER_ROBOTS = ('panda_arm', 'talos_floating')     # the robots of the targets
+# --registers: the contacts whose kernels (contacts.py's, the contact derivatives') are
+# compiled too: the Panda's hand held still (6-D), TALOS standing on its two soles (6-D each)
+REGISTER_CONTACTS = {'panda_arm': (('panda_hand_tcp', 6),),
+                     'talos_floating': (('left_sole_link', 6), ('right_sole_link', 6))}
 PTXAS = {'registers': r'Used (\d+) registers', 'spill_stores': r'(\d+) bytes spill stores',
          'spill_loads': r'(\d+) bytes spill loads', 'stack': r'(\d+) bytes stack frame'}
 
@@ -102,15 +108,40 @@ def ptxas() -> str | None:
     return shutil.which('ptxas')
 
 
-def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
+def kernel_signatures() -> dict:
+    """Return the signature of every kernel --registers compiles, by the kernel's name."""
+    from kron_dynamics.gpu import (CONSTRAINED_SIGNATURE, CONTACT_SIGNATURES,
+                                   DERIVATIVE_SIGNATURES, SIGNATURES)
+    return {**SIGNATURES, **DERIVATIVE_SIGNATURES, **CONTACT_SIGNATURES,
+            'contact_derivatives': CONSTRAINED_SIGNATURE}
+
+
+def contact_sources(model, contacts) -> tuple:
+    """
+    Return (m, the contact kernels' source, the contact derivatives' source) for ``contacts``.
+
+    As GpuModel writes them: contacts.py's module for m rows, and the derivatives' module
+    for the nf joint axes on the contacts' paths, solving along the tree above 12 coordinates.
+    """
+    from kron_dynamics.gpu.codegen import _Robot
+    from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
+    from kron_dynamics.gpu.contacts import contacts_source
+    packed = model._contact_paths(contacts)[2]
+    m, nf = int(packed[5].sum()), packed[0].shape[0]
+    return m, contacts_source(model, m), constrained_derivatives_source(
+        model.nv, model.nv - model.n, nf, m, _Robot(model).layout())
+
+
+def kernel_registers(model, assembler: str, log, kernels=None, contacts=()) -> dict:
     """
     Return ptxas -v's registers, spill bytes and stack of each generated kernel (sm_90).
 
     With the seconds that compiling it took (NVVM to PTX, then ptxas): what a GpuModel's
     first call of the kernel waits for, less the driver's loading. ``kernels``: only these
-    (names of SIGNATURES and DERIVATIVE_SIGNATURES), else every one.
+    (names of kernel_signatures()), else every one; ``contacts`` (Contact objects): the
+    contact set whose kernels are compiled, none if empty.
     """
-    from kron_dynamics.gpu import DERIVATIVE_SIGNATURES, ptx as kernel_ptx, SIGNATURES
+    from kron_dynamics.gpu import ptx as kernel_ptx
     from kron_dynamics.gpu.codegen import source
     from kron_dynamics.gpu.tangent import derivatives_source
     text, derivatives = source(model), derivatives_source(model)
@@ -118,7 +149,15 @@ def kernel_registers(model, assembler: str, log, kernels=None) -> dict:
     exec(compile(text, f'<{model.name} kernels>', 'exec'), namespace)
     exec(compile(derivatives, f'<{model.name} derivatives>', 'exec'), namespace)
     out = {'lines': text.count('\n'), 'derivative_lines': derivatives.count('\n')}
-    signatures = {**SIGNATURES, **DERIVATIVE_SIGNATURES}
+    signatures = kernel_signatures()
+    if contacts:
+        m, rows, constrained = contact_sources(model, contacts)
+        exec(compile(rows, f'<{model.name} contacts>', 'exec'), namespace)
+        exec(compile(constrained, f'<{model.name} contact derivatives>', 'exec'), namespace)
+        out['contacts'] = {'links': [c.link for c in contacts], 'dims': [c.dim for c in contacts],
+                           'm': m, 'lines': rows.count('\n'),
+                           'derivative_lines': constrained.count('\n')}
+    signatures = {k: v for k, v in signatures.items() if k in namespace}
     with tempfile.TemporaryDirectory() as folder:
         for name, signature in signatures.items():
             if kernels and name not in kernels:
@@ -149,7 +188,9 @@ def registers(args, models: dict, log) -> int:
     for name in REGISTER_ROBOTS:
         model = models[name]
         log(f'{name} (nv = {model.nv})')
-        found = kernel_registers(model, assembler, log, args.kernels)
+        contacts = [Contact(link, dim=dim) for link, dim in REGISTER_CONTACTS[name]]
+        log(f'  contacts: {", ".join(f"{c.link} ({c.dim}-D)" for c in contacts)}')
+        found = kernel_registers(model, assembler, log, args.kernels, contacts)
         results[name] = {'nv': model.nv, **found}
     provenance.write_result(args.out, 'gpu_registers', {
         'sm': f'{SM[0]}.{SM[1]}', 'ptxas': version.strip().splitlines()[-1],
@@ -378,8 +419,7 @@ def main(argv=None) -> int:
     if not plan:
         parser.error('--robots and --methods leave nothing to measure')
     if args.kernels:
-        from kron_dynamics.gpu import DERIVATIVE_SIGNATURES, SIGNATURES
-        known = [*SIGNATURES, *DERIVATIVE_SIGNATURES]
+        known = list(kernel_signatures())
         unknown = [k for k in args.kernels if k not in known]
         if unknown or not args.registers:
             parser.error(f'--kernels {", ".join(unknown)}: not a kernel (the kernels: '

@@ -662,9 +662,25 @@ def gpu_registers_table(r: Results) -> str:
                if k else '–' for k in (e.get(x) for x in kernels)]
             for robot, e in d['robots'].items()]
     meta = d['meta']
+    parts = [table(['robot', 'generated lines']
+                   + [f'`{x}`: registers / bytes spilled / compile [s]' for x in kernels], rows)]
+    # the kernels in contact (a run before they were compiled has no 'contacts')
+    contact_kernels = ('task_inertia', 'contact_rows', 'contact_solve', 'contact_inverse',
+                       'contact_derivatives')
+    rows = [[GPU_ROBOTS.get(robot, robot),
+             ', '.join(f'{link} ({dim}-D)' for link, dim in zip(c['links'], c['dims']))
+             + f" (m = {c['m']})", f"{fmt(c['lines'])} / {fmt(c['derivative_lines'])}"]
+            + [f"{k['registers']} / {fmt(k['spill_stores'])} / {fmt(k['stack'])} / "
+               f"{fmt(k['compile_s'], 0)}" if k else '–'
+               for k in (e.get(x) for x in contact_kernels)]
+            for robot, e in d['robots'].items() if (c := e.get('contacts'))]
+    if rows:
+        parts.append(table(
+            ['robot', 'contacts', 'generated lines (contacts / their derivatives)']
+            + [f'`{x}`: registers / bytes spilled / stack / compile [s]'
+               for x in contact_kernels], rows))
     return '\n\n'.join([
-        table(['robot', 'generated lines'] + [f'`{x}`: registers / bytes spilled / compile [s]'
-                                              for x in kernels], rows),
+        *parts,
         f"ptxas -v for sm_{meta['sm'].replace('.', '')} ({meta['ptxas']}), PTX from numba-cuda "
         f"{meta['numba_cuda']}; no GPU needed.", source(r, 'gpu_registers')])
 

@@ -38,7 +38,8 @@ import report  # noqa: E402  (bench/, not a package)
 
 DOCS = sorted((REPO / 'docs').glob('*.md'))
 PAGES = [REPO / 'README.md', *DOCS]
-PAPER_ID = re.compile(r'(?<![\d.\w])(00\d)(?![\d.\w])')
+# a paper's id (000 ... 009) as a word; not a number's digits nor its thousands group (1,008)
+PAPER_ID = re.compile(r'(?<![\d.\w])(?<!\d,)(00\d)(?![\d.\w])')
 
 
 def test_generated_files_are_what_the_committed_results_give():
@@ -131,6 +132,11 @@ def test_relative_links_and_anchors_resolve():
             assert resolved.exists(), f'{page.name}: link to {target}: no such file'
             if anchor and resolved.suffix == '.md':
                 assert anchor in _anchors(resolved), f'{page.name}: link to {target}: no anchor'
+
+
+def test_paper_ids_are_told_from_numbers():
+    assert PAPER_ID.findall('[000] eq. 101, 002 and (004); 1,008 bytes, 2.003, 0005, x001') \
+        == ['000', '002', '004']
 
 
 def test_every_paper_id_resolves_to_a_citation():
