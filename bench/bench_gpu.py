@@ -120,16 +120,13 @@ def contact_sources(model, contacts) -> tuple:
     """
     Return (m, the contact kernels' source, the contact derivatives' source) for ``contacts``.
 
-    As GpuModel writes them: contacts.py's module for m rows, and the derivatives' module
-    for the nf joint axes on the contacts' paths, solving along the tree above 12 coordinates.
+    As GpuModel writes them: contacts.py's module for their m rows and
+    ``contact_derivatives_source``'s.
     """
-    from kron_dynamics.gpu.codegen import _Robot
-    from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
+    from kron_dynamics.gpu.constrained_derivatives import contact_derivatives_source
     from kron_dynamics.gpu.contacts import contacts_source
-    packed = model._contact_paths(contacts)[2]
-    m, nf = int(packed[5].sum()), packed[0].shape[0]
-    return m, contacts_source(model, m), constrained_derivatives_source(
-        model.nv, model.nv - model.n, nf, m, _Robot(model).layout())
+    m = sum(c.dim for c in contacts)
+    return m, contacts_source(model, m), contact_derivatives_source(model, contacts)
 
 
 def kernel_registers(model, assembler: str, log, kernels=None, contacts=()) -> dict:

@@ -1062,9 +1062,8 @@ class GpuModel:
         key = ('contact_derivatives', m, nf)
         kernel = self._kernels.get(key)
         if kernel is None:
-            from .constrained_derivatives import constrained_derivatives_source
-            source = constrained_derivatives_source(self.nv, self.nv - self.n, nf, m,
-                                                    _Robot(self.model).layout())
+            from .constrained_derivatives import contact_derivatives_source
+            source = contact_derivatives_source(self.model, contacts)
             _, _, module = _cached_module(self._precision(source), 'constrained')
             kernel = self._kernels[key] = self._compile(CONSTRAINED_SIGNATURE,
                                                         module.contact_derivatives)

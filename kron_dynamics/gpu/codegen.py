@@ -1175,7 +1175,7 @@ class TreeLayout:
 
 def tree_tables(tree) -> list:
     """Return a module's lines defining a :class:`TreeLayout`'s tables (none for None)."""
-    return ['', '', *tree.tables] if tree is not None else []
+    return ['', '', 'import numpy as np', *tree.tables] if tree is not None else []
 
 
 def tree_factored_mass_matrix(nv: int, nan: list) -> list:
@@ -1227,6 +1227,28 @@ def tree_descend(nv: int, indent: str, at: str = 'rhs[{}]', sparse: bool = False
             f'{indent}    dk = dep[ck]',
             f'{indent}    cd = chol[sk + dk]',
             *_tree_descent(indent + '    ', at, sparse)]
+
+
+def solve_jacobian_columns(nv: int, tree, rows, width: int, row: str = 'r') -> list:
+    """
+    Return the lines Y[:, r] = L^-1 J[t, row]^T for r in range(rows) (Y: nv x width).
+
+    ``tree`` None: M = L L^T (:func:`factored_mass_matrix`); else the robot's
+    :class:`TreeLayout`: M = L^T L along it (:func:`tree_factored_mass_matrix`), Y = L^-T J^T
+    in its order, descendants first, a row's updates skipped where its entry is zero (a
+    contact's or a link's row of J is zero off its body's ancestors).
+    """
+    if tree is None:
+        return [f'    for r in range({rows}):                  # Y[:, r] = L^-1 J[{row}]^T',
+                f'        for ci in range({nv}):',
+                f'            cs = J[t, {row}, ci]',
+                '            for ck in range(ci):',
+                f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * {width} + r]',
+                f'            Y[ci * {width} + r] = cs / chol[{_packed("ci", "ci")}]']
+    return [f'    for r in range({rows}):                  # Y[:, r] = L^-T J[{row}]^T',
+            f'        for ci in range({nv}):',
+            f'            Y[ci * {width} + r] = J[t, {row}, perm[ci]]',
+            *tree_descend(nv, '        ', f'Y[{{}} * {width} + r]', sparse=True)]
 
 
 def _tree_factor(nv: int, descent: bool) -> list:
@@ -1351,21 +1373,9 @@ def _task_inertia_kernel(robot: _Robot) -> list:
     size = tree.size if tree is not None else nv * (nv + 1) // 2
     nan = ['        for ci in range(m):', '            for cj in range(m):',
            '                OUT[t, ci, cj] = nan']
-    if tree is None:
-        solve = [*factored_mass_matrix(nv, nan),
-                 '    for r in range(m):                  # Y[:, r] = L^-1 J[row0 + r]^T',
-                 f'        for ci in range({nv}):',
-                 '            cs = J[t, row0 + r, ci]',
-                 '            for ck in range(ci):',
-                 f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * 6 + r]',
-                 f'            Y[ci * 6 + r] = cs / chol[{_packed("ci", "ci")}]']
-    else:
-        solve = [*tree.arrays,
-                 *tree_factored_mass_matrix(nv, nan),
-                 '    for r in range(m):                  # Y[:, r] = L^-T J[row0 + r]^T',
-                 f'        for ci in range({nv}):',
-                 '            Y[ci * 6 + r] = J[t, row0 + r, perm[ci]]',
-                 *tree_descend(nv, '        ', 'Y[{} * 6 + r]', sparse=True)]
+    factor = (factored_mass_matrix(nv, nan) if tree is None
+              else [*tree.arrays, *tree_factored_mass_matrix(nv, nan)])
+    solve = [*factor, *solve_jacobian_columns(nv, tree, 'm', 6, 'row0 + r')]
     return ['def task_inertia(M, J, row0, damping, rcond, OUT, BAD):',
             '    t = cuda.grid(1)',
             '    if t >= M.shape[0]:',
@@ -1749,7 +1759,6 @@ def source(model) -> str:
              'from math import atan2, cos, isfinite, nan, sin, sqrt, tan',
              '',
              '',
-             'import numpy as np',
              'from numba import cuda',
              'from numba import float64 as real',
              '',

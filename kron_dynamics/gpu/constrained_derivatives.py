@@ -27,7 +27,7 @@ The contacts (their paths, points, frames) and P (per row its one non-zero: colu
 value PVAL) are arrays the kernel reads.
 """
 
-from .codegen import (_looped_factor, _packed, _Vec, _Writer, factored_mass_matrix,
+from .codegen import (_looped_factor, _packed, _Robot, _Vec, _Writer, factored_mass_matrix,
                       tree_factored_mass_matrix, tree_tables)
 from .contacts import _min_norm
 
@@ -469,9 +469,20 @@ def constrained_derivatives_source(nv: int, nb: int, nf: int, m: int, tree=None)
              f'# nv = {nv}, nb = {nb}, nf = {nf}, m = {m}',
              'from math import nan, sqrt',
              '',
-             *(['import numpy as np'] if tree is not None else []),
              'from numba import cuda',
              'from numba import float64 as real',
              *tree_tables(tree),
              '', '']
     return '\n'.join(lines + kernel) + '\n'
+
+
+def contact_derivatives_source(model, contacts) -> str:
+    """
+    Return ``contact_derivatives``' source for a RobotModel's contacts (what GpuModel compiles).
+
+    :func:`constrained_derivatives_source` for the model's nv and base, the nf coordinates of
+    its tree without mimic constraints, the contacts' m rows and the robot's tree layout.
+    """
+    packed = model._contact_paths(contacts)[2]
+    return constrained_derivatives_source(model.nv, model.nv - model.n, packed[0].shape[0],
+                                          int(packed[5].sum()), _Robot(model).layout())

@@ -28,8 +28,8 @@ Delassus matrix A = J_c M^-1 J_c^T, and the minimum-norm least squares of NumPy'
 """
 
 from .codegen import (_looped_substitution, _packed, _Robot, _tree_substitution,
-                      factored_mass_matrix, tree_descend, tree_factored_mass_matrix,
-                      tree_tables)
+                      factored_mass_matrix, solve_jacobian_columns, tree_descend,
+                      tree_factored_mass_matrix, tree_tables)
 
 # lstsq's cut-off of the CPU's contact solves (robot_model: rcond=1e-10)
 CONTACT_RCOND = 1e-10
@@ -165,12 +165,7 @@ def _solve_kernel(robot: _Robot, m: int) -> list:
                   *_looped_substitution(nv),
                   f'    for k in range({nv}):',
                   '        x0[k] = rhs[k]',
-                  f'    for r in range({m}):                  # Y[:, r] = L^-1 J[r]^T',
-                  f'        for ci in range({nv}):',
-                  '            cs = J[t, r, ci]',
-                  '            for ck in range(ci):',
-                  f'                cs -= chol[{_packed("ci", "ck")}] * Y[ck * {wide} + r]',
-                  f'            Y[ci * {wide} + r] = cs / chol[{_packed("ci", "ci")}]']
+                  *solve_jacobian_columns(nv, tree, m, wide)]
         size, against = nv * (nv + 1) // 2, 'J x0'
         drift = ['            cs -= J[t, r, k] * x0[k]']
         finish = [f'    for ci in range({nv}):                 # L^-T (Y lambda)',
@@ -192,10 +187,7 @@ def _solve_kernel(robot: _Robot, m: int) -> list:
                   '        rk = perm[ci]',
                   '        rhs[ci] = (TAU[t, rk - first] if rk >= first else 0.0) - H[t, rk]',
                   *tree_descend(nv, '    '),
-                  f'    for r in range({m}):                  # Y[:, r] = L^-T J[r]^T',
-                  f'        for ci in range({nv}):',
-                  f'            Y[ci * {wide} + r] = J[t, r, perm[ci]]',
-                  *tree_descend(nv, '        ', f'Y[{{}} * {wide} + r]', sparse=True)]
+                  *solve_jacobian_columns(nv, tree, m, wide)]
         size, against = tree.size, 'Y^T y0'
         drift = [f'            cs -= Y[k * {wide} + r] * rhs[k]']
         finish = [f'    for ci in range({nv}):                 # v\' = L^-1 (y0 + Y lambda)',
@@ -333,7 +325,6 @@ def contacts_source(model, m: int) -> str:
              f'# robot {robot.name!r}, joints {robot.names}, m = {m}',
              'from math import isfinite, nan, sqrt',
              '',
-             *(['import numpy as np'] if robot.layout() is not None else []),
              'from numba import cuda',
              'from numba import float64 as real']
     lines += tree_tables(robot.layout())   # M along the tree: the solve's tables

@@ -492,7 +492,6 @@ def derivatives_source(model) -> str:
              f'# robot {robot.name!r}, joints {robot.names}',
              'from math import cos, isfinite, nan, sin, sqrt',
              '',
-             'import numpy as np',
              'from numba import cuda',
              'from numba import float64 as real',
              '',
