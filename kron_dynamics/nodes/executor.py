@@ -163,6 +163,7 @@ def run_node(node_class, args=None) -> int:
             with PROCESS.signals_deferred():
                 executor.add_node(node)
             native_exit_handler(0)      # compiled now, so that clean-up need not wait for it
+            PROCESS.bound_spin(node.get_name())     # a signal reaches clean-up in bounded time
             PROCESS.spinning = True
             spin(executor, log)
         except (ModelError, ConfigurationError) as exc:

@@ -25,6 +25,13 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
   so that the clean-up finds rclpy consistent.
 - While it spins, a signal only sets :attr:`ProcessShutdown.requested`; the spin loop
   checks it between callbacks, so no callback (or compiled code) is cut half way.
+- Python runs that handler only when the main thread is back in the interpreter, so the
+  time to reach clean-up is bounded at the C level too (:meth:`ProcessShutdown.bound_spin`):
+  while the node spins, the signals go first to a handler in machine code, which starts a
+  timer of ``SIGNAL_TO_CLEANUP_S`` and then hands the signal to Python's own handler. If
+  clean-up has not begun when it expires (the main thread stuck in native code, or in one
+  callback for that long), faulthandler prints where every thread is, and the process
+  says so and leaves with ``_exit(0)`` before ``ros2 launch`` escalates to SIGKILL.
 - Repeated signals (``ros2 launch`` without a terminal sends SIGINT twice, to the process
   group and its own) change nothing.
 - Clean-up (executor, node, DDS participant) runs under a watchdog: if it takes longer than
@@ -40,15 +47,18 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
 """
 
 import contextlib
+import ctypes
 import faulthandler
 import functools
 import os
+import platform
 import signal
 import sys
 import threading
 import traceback
 
 CLEANUP_TIMEOUT_S = 3.0     # below ros2 launch's 5 s before it escalates to SIGTERM
+SIGNAL_TO_CLEANUP_S = 7     # whole seconds (alarm); launch sends SIGKILL 10 s after SIGINT
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -67,6 +77,7 @@ class ProcessShutdown:
         self._watchdog = None
         self._deferring = 0       # depth of nested signals_deferred blocks
         self._deferred = None
+        self._python_actions = None     # Python's SIGINT/SIGTERM actions while bound_spin
 
     def install(self) -> None:
         """Install the handlers for SIGINT and SIGTERM (main thread; idempotent)."""
@@ -109,12 +120,47 @@ class ProcessShutdown:
         if signum is not None and not self.spinning:
             raise Interrupted(signal.Signals(signum).name)
 
+    def bound_spin(self, name: str, delay: int = SIGNAL_TO_CLEANUP_S) -> bool:
+        """
+        Make SIGINT and SIGTERM also end the process ``delay`` s later unless clean-up began.
+
+        Installed just before the node spins, over Python's handlers (:meth:`install`): a
+        handler compiled by numba runs first, in the signal's context, calls ``alarm(delay)``
+        (a second signal keeps the first one's deadline) and then Python's own C handler, so
+        that the flag is set as before. SIGALRM then prints where each thread is
+        (faulthandler) and a line that names the process (``name``) and says why, and calls
+        ``_exit(0)``. :meth:`start_cleanup` puts Python's handlers back and replaces the
+        timer by the clean-up's watchdog. Return False, changing nothing, where numba,
+        glibc's ``sigaction`` layout (Linux on x86_64 or aarch64) or Python's handlers are
+        missing.
+        """
+        if self._python_actions is not None:
+            return True
+        with self.signals_deferred():       # LLVM calls back into Python while compiling
+            actions = _bind_signals(name, int(delay))
+        if actions is None:
+            return False
+        self._python_actions = actions
+        return True
+
+    def _unbind_spin(self) -> None:
+        """Undo :meth:`bound_spin`: Python's handlers back, no timer, SIGALRM released."""
+        actions, self._python_actions = self._python_actions, None
+        if actions is None:
+            return
+        for signum, action in actions.items():
+            _sigaction()(signum, ctypes.byref(action), None)
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        faulthandler.unregister(signal.SIGALRM)     # puts the compiled on_alarm back ...
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)   # ... which is not needed any more
+
     def start_cleanup(self, exit_code: int, timeout: float = CLEANUP_TIMEOUT_S) -> None:
         """Start the clean-up watchdog (see the module docstring); signals only set the flag."""
         self.spinning = True     # from here on a signal never raises
         self.exit_code = exit_code
         if self._watchdog is not None:
             return
+        self._unbind_spin()
         # armed first: building the handler (when not built at start-up) is not clean-up time
         native = arm_native_exit(exit_code, 2 * timeout + NATIVE_EXIT_DELAY_S)
         faulthandler.dump_traceback_later(2 * timeout, exit=not native)
@@ -124,6 +170,7 @@ class ProcessShutdown:
 
     def finish_cleanup(self) -> None:
         """Stop the watchdog; ignore further signals for the rest of the process's life."""
+        self._unbind_spin()
         if self._watchdog is not None:
             self._watchdog.cancel()
             faulthandler.cancel_dump_traceback_later()
@@ -153,7 +200,6 @@ _NATIVE_HANDLERS = {}         # exit status -> compiled handler (kept alive: the
 @functools.lru_cache(maxsize=None)
 def _libc():
     """Return the C library of this process (loaded once)."""
-    import ctypes
     return ctypes.CDLL(None)
 
 
@@ -177,7 +223,6 @@ def native_exit_handler(exit_code: int):
 def _compile_native_exit(exit_code: int):
     """Return the compiled handler of :func:`native_exit_handler`, or None without numba."""
     try:
-        import ctypes
         import numba
         exit_now = _libc()._exit
         exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
@@ -196,12 +241,104 @@ def arm_native_exit(exit_code: int, delay: float) -> bool:
     handler = native_exit_handler(exit_code)
     if handler is None:
         return False
-    import ctypes
     install = _libc().signal
     install.argtypes, install.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
     install(signal.SIGALRM, handler.address)
     signal.setitimer(signal.ITIMER_REAL, delay)
     return True
+
+
+class _SigAction(ctypes.Structure):
+    """glibc's ``struct sigaction`` on Linux (x86_64, aarch64: the generic layout)."""
+
+    _fields_ = [('handler', ctypes.c_void_p),
+                ('mask', ctypes.c_ulong * (1024 // (8 * ctypes.sizeof(ctypes.c_ulong)))),
+                ('flags', ctypes.c_int),
+                ('restorer', ctypes.c_void_p)]
+
+
+_SPIN_HANDLERS = []     # the compiled handlers of bound_spin (kept alive: the kernel calls them)
+
+
+def _sigaction():
+    """Return libc's ``sigaction`` with its argument types."""
+    call = _libc().sigaction
+    call.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    call.restype = ctypes.c_int
+    return call
+
+
+def _bind_signals(name: str, delay: int):
+    """
+    Install :meth:`ProcessShutdown.bound_spin`'s handlers; return the replaced actions or None.
+
+    The actions replaced are Python's C handler for SIGINT and SIGTERM (``signal.signal``
+    installed them with ``_on_signal``); the new ones are copies with only the handler's
+    address changed, so that their flags (no ``SA_RESTART``: a blocking call returns with
+    EINTR and Python runs its handler) and mask stay Python's.
+    """
+    if sys.platform != 'linux' or platform.machine() not in ('x86_64', 'aarch64'):
+        return None
+    if any(signal.getsignal(signum) != PROCESS._on_signal for signum in SIGNALS):
+        return None
+    actions = {}
+    for signum in SIGNALS:
+        actions[signum] = _SigAction()
+        if _sigaction()(signum, None, ctypes.byref(actions[signum])) != 0:
+            return None
+    python_handler = actions[signal.SIGINT].handler
+    if python_handler in (None, 1) or actions[signal.SIGTERM].handler != python_handler:
+        return None
+    compiled = _compile_spin_handlers(python_handler, name, delay)
+    if compiled is None:
+        return None
+    on_signal, on_alarm, _ = compiled
+    _SPIN_HANDLERS[:] = compiled
+    install = _libc().signal
+    install.argtypes, install.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
+    signal.setitimer(signal.ITIMER_REAL, 0.0)
+    install(signal.SIGALRM, on_alarm.address)
+    faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)
+    for signum in SIGNALS:
+        bound = _SigAction.from_buffer_copy(actions[signum])
+        bound.handler = on_signal.address
+        _sigaction()(signum, ctypes.byref(bound), None)
+    return actions
+
+
+def _compile_spin_handlers(python_handler: int, name: str, delay: int):
+    """Return ``bound_spin``'s compiled handlers (signal, alarm) and its message, or None."""
+    try:
+        import numba
+        libc = _libc()
+        alarm = libc.alarm
+        alarm.argtypes, alarm.restype = [ctypes.c_uint], ctypes.c_uint
+        write = libc.write      # the message's address passed as an integer of pointer size
+        write.argtypes, write.restype = [ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t], \
+            ctypes.c_ssize_t
+        exit_now = libc._exit
+        exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
+        chained = ctypes.CFUNCTYPE(None, ctypes.c_int)(python_handler)
+        message = ctypes.create_string_buffer(
+            f'{name}: SIGINT/SIGTERM not handled within '
+            f'{delay} s: the main thread is stuck where the traceback above says; exiting '
+            'without clean-up (status 0)\n'.encode())
+        address, length = ctypes.addressof(message), len(message.value)
+
+        @numba.cfunc(numba.types.void(numba.types.int32))
+        def on_signal(signum):
+            pending = alarm(delay)
+            if pending != 0:        # a signal before this one: its deadline holds
+                alarm(pending)
+            chained(signum)
+
+        @numba.cfunc(numba.types.void(numba.types.int32))
+        def on_alarm(signum):
+            write(2, address, length)
+            exit_now(0)
+        return on_signal, on_alarm, message
+    except Exception:   # noqa: B902 (no numba: the Python handler alone, as before)
+        return None
 
 
 PROCESS = ProcessShutdown()
