@@ -249,6 +249,27 @@ def test_a_signal_while_spinning_reaches_clean_up_or_ends_the_process_in_bounded
         assert 'still here' in out and 'not handled' not in err, (out, err)
 
 
+def test_the_bound_changes_nothing_where_python_does_not_handle_the_signals():
+    """Not installed where SIGINT and SIGTERM have other Python handlers than its own."""
+    import ctypes
+    from kron_dynamics.nodes.shutdown import _sigaction, _SigAction, ProcessShutdown, SIGNALS
+
+    def handlers():         # the C handlers the kernel calls
+        actions = [_SigAction() for _ in SIGNALS + (signal.SIGALRM,)]
+        for signum, action in zip(SIGNALS + (signal.SIGALRM,), actions):
+            assert _sigaction()(signum, None, ctypes.byref(action)) == 0
+        return [action.handler for action in actions]
+    saved = [signal.signal(signum, lambda *_: None) for signum in SIGNALS]  # another's
+    try:
+        before = handlers()
+        assert ProcessShutdown().bound_spin('not_installed') is False
+        assert handlers() == before
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        for signum, handler in zip(SIGNALS, saved):
+            signal.signal(signum, handler)
+
+
 STUCK_NODE = textwrap.dedent('''
     import ctypes, sys
     import numba

@@ -137,7 +137,7 @@ class ProcessShutdown:
         if self._python_actions is not None:
             return True
         with self.signals_deferred():       # LLVM calls back into Python while compiling
-            actions = _bind_signals(name, int(delay))
+            actions = _bind_signals(self._on_signal, name, int(delay))
         if actions is None:
             return False
         self._python_actions = actions
@@ -268,18 +268,18 @@ def _sigaction():
     return call
 
 
-def _bind_signals(name: str, delay: int):
+def _bind_signals(python_callable, name: str, delay: int):
     """
     Install :meth:`ProcessShutdown.bound_spin`'s handlers; return the replaced actions or None.
 
     The actions replaced are Python's C handler for SIGINT and SIGTERM (``signal.signal``
-    installed them with ``_on_signal``); the new ones are copies with only the handler's
+    installed them with ``python_callable``); the new ones are copies with only the handler's
     address changed, so that their flags (no ``SA_RESTART``: a blocking call returns with
     EINTR and Python runs its handler) and mask stay Python's.
     """
     if sys.platform != 'linux' or platform.machine() not in ('x86_64', 'aarch64'):
         return None
-    if any(signal.getsignal(signum) != PROCESS._on_signal for signum in SIGNALS):
+    if any(signal.getsignal(signum) != python_callable for signum in SIGNALS):
         return None
     actions = {}
     for signum in SIGNALS:
@@ -298,7 +298,10 @@ def _bind_signals(name: str, delay: int):
     install.argtypes, install.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
     signal.setitimer(signal.ITIMER_REAL, 0.0)
     install(signal.SIGALRM, on_alarm.address)
-    faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)
+    try:        # where each thread is, then on_alarm (its line, _exit)
+        faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)
+    except (OSError, ValueError, RuntimeError, AttributeError):     # stderr without a fd
+        pass
     for signum in SIGNALS:
         bound = _SigAction.from_buffer_copy(actions[signum])
         bound.handler = on_signal.address
