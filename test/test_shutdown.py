@@ -270,6 +270,39 @@ def test_the_bound_changes_nothing_where_python_does_not_handle_the_signals():
             signal.signal(signum, handler)
 
 
+SIGNAL_WHILE_BINDING = textwrap.dedent('''
+    import ctypes, os, signal
+    from kron_dynamics.nodes import shutdown
+    from kron_dynamics.nodes.shutdown import _sigaction, _SigAction, Interrupted, PROCESS
+    def c_handler():
+        action = _SigAction()
+        _sigaction()(signal.SIGINT, None, ctypes.byref(action))
+        return action.handler
+    PROCESS.install()
+    python_c_handler = c_handler()
+    bind = shutdown._bind_signals
+    def bind_then_signal(*args):
+        actions = bind(*args)
+        os.kill(os.getpid(), signal.SIGINT)  # lands inside bound_spin: deferred to its end
+        return actions
+    shutdown._bind_signals = bind_then_signal
+    try:
+        PROCESS.bound_spin('binding_node')
+    except Interrupted:
+        PROCESS.start_cleanup(0)
+        print('interrupted; Python handler back', c_handler() == python_c_handler, flush=True)
+        PROCESS.finish_cleanup()
+''')
+
+
+def test_a_signal_while_the_bound_is_armed_still_lets_clean_up_undo_it():
+    """bound_spin compiles with signals deferred; the Interrupted at its end left it armed."""
+    done = subprocess.run([sys.executable, '-c', SIGNAL_WHILE_BINDING], cwd=REPO,
+                          capture_output=True, text=True, timeout=BOUND_S)
+    assert done.returncode == 0, done
+    assert 'interrupted; Python handler back True' in done.stdout, done
+
+
 STUCK_NODE = textwrap.dedent('''
     import ctypes, sys
     import numba

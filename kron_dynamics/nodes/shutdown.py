@@ -137,11 +137,9 @@ class ProcessShutdown:
         if self._python_actions is not None:
             return True
         with self.signals_deferred():       # LLVM calls back into Python while compiling
-            actions = _bind_signals(self._on_signal, name, int(delay))
-        if actions is None:
-            return False
-        self._python_actions = actions
-        return True
+            # kept before a deferred signal raises at the block's end: clean-up undoes it
+            self._python_actions = _bind_signals(self._on_signal, name, int(delay))
+        return self._python_actions is not None
 
     def _unbind_spin(self) -> None:
         """Undo :meth:`bound_spin`: Python's handlers back, no timer, SIGALRM released."""
