@@ -252,12 +252,12 @@ def test_a_signal_while_spinning_reaches_clean_up_or_ends_the_process_in_bounded
 def test_the_bound_changes_nothing_where_python_does_not_handle_the_signals():
     """Not installed where SIGINT and SIGTERM have other Python handlers than its own."""
     import ctypes
-    from kron_dynamics.nodes.shutdown import _sigaction, _SigAction, ProcessShutdown, SIGNALS
+    from kron_dynamics.nodes.shutdown import _libc, _SigAction, ProcessShutdown, SIGNALS
 
     def handlers():         # the C handlers the kernel calls
         actions = [_SigAction() for _ in SIGNALS + (signal.SIGALRM,)]
         for signum, action in zip(SIGNALS + (signal.SIGALRM,), actions):
-            assert _sigaction()(signum, None, ctypes.byref(action)) == 0
+            assert _libc().sigaction(signum, None, ctypes.byref(action)) == 0
         return [action.handler for action in actions]
     saved = [signal.signal(signum, lambda *_: None) for signum in SIGNALS]  # another's
     try:
@@ -273,10 +273,10 @@ def test_the_bound_changes_nothing_where_python_does_not_handle_the_signals():
 SIGNAL_WHILE_BINDING = textwrap.dedent('''
     import ctypes, os, signal
     from kron_dynamics.nodes import shutdown
-    from kron_dynamics.nodes.shutdown import _sigaction, _SigAction, Interrupted, PROCESS
+    from kron_dynamics.nodes.shutdown import _libc, _SigAction, Interrupted, PROCESS
     def c_handler():
         action = _SigAction()
-        _sigaction()(signal.SIGINT, None, ctypes.byref(action))
+        _libc().sigaction(signal.SIGINT, None, ctypes.byref(action))
         return action.handler
     PROCESS.install()
     python_c_handler = c_handler()

@@ -147,7 +147,7 @@ class ProcessShutdown:
         if actions is None:
             return
         for signum, action in actions.items():
-            _sigaction()(signum, ctypes.byref(action), None)
+            _libc().sigaction(signum, ctypes.byref(action), None)
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         faulthandler.unregister(signal.SIGALRM)     # puts the compiled on_alarm back ...
         signal.signal(signal.SIGALRM, signal.SIG_DFL)   # ... which is not needed any more
@@ -195,10 +195,24 @@ NATIVE_EXIT_DELAY_S = 0.5     # after faulthandler's traceback, so that it is pr
 _NATIVE_HANDLERS = {}         # exit status -> compiled handler (kept alive: the kernel calls it)
 
 
+_PROTOTYPES = {     # the C library's functions used here: argument types, result type
+    'signal': ([ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p),
+    'sigaction': ([ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int),
+    'alarm': ([ctypes.c_uint], ctypes.c_uint),
+    # write's buffer is passed as an integer of pointer size (an address numba can inline)
+    'write': ([ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t], ctypes.c_ssize_t),
+    '_exit': ([ctypes.c_int], None),
+}
+
+
 @functools.lru_cache(maxsize=None)
 def _libc():
-    """Return the C library of this process (loaded once)."""
-    return ctypes.CDLL(None)
+    """Return the C library of this process (loaded once), its prototypes declared."""
+    libc = ctypes.CDLL(None)
+    for name, (argtypes, restype) in _PROTOTYPES.items():
+        function = getattr(libc, name)
+        function.argtypes, function.restype = argtypes, restype
+    return libc
 
 
 def native_exit_handler(exit_code: int):
@@ -223,7 +237,6 @@ def _compile_native_exit(exit_code: int):
     try:
         import numba
         exit_now = _libc()._exit
-        exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
         code = int(exit_code)
 
         @numba.cfunc(numba.types.void(numba.types.int32))
@@ -239,9 +252,7 @@ def arm_native_exit(exit_code: int, delay: float) -> bool:
     handler = native_exit_handler(exit_code)
     if handler is None:
         return False
-    install = _libc().signal
-    install.argtypes, install.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
-    install(signal.SIGALRM, handler.address)
+    _libc().signal(signal.SIGALRM, handler.address)
     signal.setitimer(signal.ITIMER_REAL, delay)
     return True
 
@@ -256,14 +267,6 @@ class _SigAction(ctypes.Structure):
 
 
 _SPIN_HANDLERS = []     # the compiled handlers of bound_spin (kept alive: the kernel calls them)
-
-
-def _sigaction():
-    """Return libc's ``sigaction`` with its argument types."""
-    call = _libc().sigaction
-    call.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-    call.restype = ctypes.c_int
-    return call
 
 
 def _bind_signals(python_callable, name: str, delay: int):
@@ -282,7 +285,7 @@ def _bind_signals(python_callable, name: str, delay: int):
     actions = {}
     for signum in SIGNALS:
         actions[signum] = _SigAction()
-        if _sigaction()(signum, None, ctypes.byref(actions[signum])) != 0:
+        if _libc().sigaction(signum, None, ctypes.byref(actions[signum])) != 0:
             return None
     python_handler = actions[signal.SIGINT].handler
     if python_handler in (None, 1) or actions[signal.SIGTERM].handler != python_handler:
@@ -292,10 +295,8 @@ def _bind_signals(python_callable, name: str, delay: int):
         return None
     on_signal, on_alarm, _ = compiled
     _SPIN_HANDLERS[:] = compiled
-    install = _libc().signal
-    install.argtypes, install.restype = [ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p
     signal.setitimer(signal.ITIMER_REAL, 0.0)
-    install(signal.SIGALRM, on_alarm.address)
+    _libc().signal(signal.SIGALRM, on_alarm.address)
     try:        # where each thread is, then on_alarm (its line, _exit)
         faulthandler.register(signal.SIGALRM, all_threads=True, chain=True)
     except (OSError, ValueError, RuntimeError, AttributeError):     # stderr without a fd
@@ -303,7 +304,7 @@ def _bind_signals(python_callable, name: str, delay: int):
     for signum in SIGNALS:
         bound = _SigAction.from_buffer_copy(actions[signum])
         bound.handler = on_signal.address
-        _sigaction()(signum, ctypes.byref(bound), None)
+        _libc().sigaction(signum, ctypes.byref(bound), None)
     return actions
 
 
@@ -312,13 +313,7 @@ def _compile_spin_handlers(python_handler: int, name: str, delay: int):
     try:
         import numba
         libc = _libc()
-        alarm = libc.alarm
-        alarm.argtypes, alarm.restype = [ctypes.c_uint], ctypes.c_uint
-        write = libc.write      # the message's address passed as an integer of pointer size
-        write.argtypes, write.restype = [ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t], \
-            ctypes.c_ssize_t
-        exit_now = libc._exit
-        exit_now.argtypes, exit_now.restype = [ctypes.c_int], None
+        alarm, write, exit_now = libc.alarm, libc.write, libc._exit
         chained = ctypes.CFUNCTYPE(None, ctypes.c_int)(python_handler)
         message = ctypes.create_string_buffer(
             f'{name}: SIGINT/SIGTERM not handled within '
