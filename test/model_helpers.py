@@ -30,15 +30,16 @@ def close(a, b, tol=1e-11):
 
 
 def random_model(seed, n=None, min_joints=1, max_joints=9, fixed=None, max_fixed=4,
-                 shuffle=True, armature=False, **urdf_options):
+                 shuffle=True, armature=False, root_joint=None, **urdf_options):
     """
     Return (model, rng): a random URDF tree (kron_dynamics.testing.random_urdf).
 
     ``n`` movable joints (drawn from [min_joints, max_joints) if None); ``fixed`` fixed
     joints (a number, a function of n, or drawn from [0, max_fixed) if None); the joints in
     a shuffled order with ``shuffle``; armature uniform in [0, 0.5) per joint with
-    ``armature``; ``urdf_options`` go to random_urdf (branching, mimic_fraction, ...). The
-    returned rng continues the seeded stream, for the test's states.
+    ``armature``; on a ``root_joint`` ('floating', 'planar') or fixed; ``urdf_options`` go
+    to random_urdf (branching, mimic_fraction, ...). The returned rng continues the seeded
+    stream, for the test's states.
     """
     rng = np.random.default_rng(seed)
     n = int(rng.integers(min_joints, max_joints)) if n is None else n
@@ -51,7 +52,8 @@ def random_model(seed, n=None, min_joints=1, max_joints=9, fixed=None, max_fixed
     if shuffle:
         names = list(rng.permutation(names))
     arm = rng.uniform(0.0, 0.5, len(names)) if armature else None
-    return RobotModel.from_urdf_string(xml, joint_names=names, armature=arm), rng
+    return RobotModel.from_urdf_string(xml, joint_names=names, armature=arm,
+                                       root_joint=root_joint), rng
 
 
 def to_internal(model, x):

@@ -645,19 +645,13 @@ def test_large_random_mimic_trees_on_every_base_equal_the_cpu(seed, root):
     Random trees of 13 to 18 movable joints (prismatic, revolute, continuous; fixed ones,
     branches, tilted axes, full inertia tensors, inertial rpy), a third mimic joints,
     shuffled, with armature, on a fixed, floating and planar base: the dynamics, forward
-    dynamics and its
-    derivatives, the kinematics and a contact's solve against the CPU, at the thresholds the
-    generator uses for such a robot (no monkeypatch: the tree's solves and the kernels cut
-    into blocks as a real humanoid's are).
+    dynamics and its derivatives, the kinematics and a contact's solve against the CPU, at
+    the thresholds the generator uses for such a robot (no monkeypatch: the tree's solves
+    and the kernels cut into blocks as a real humanoid's are).
     """
-    from kron_dynamics.testing.random_urdf import random_urdf
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(13, 19))
-    xml = random_urdf(rng, n, int(rng.integers(0, 4)), mimic_fraction=0.3)
-    assert xml.count('<mimic ') >= 2
-    names = list(rng.permutation(RobotModel.from_urdf_string(xml).joint_names))
-    model = RobotModel.from_urdf_string(xml, root_joint=root, joint_names=names,
-                                        armature=rng.uniform(0.01, 0.5, len(names)))
+    model, rng = model_helpers.random_model(seed, min_joints=13, max_joints=19, armature=True,
+                                            root_joint=root, mimic_fraction=0.3)
+    assert len(model.mimic_joints) >= 2
     gpu = GpuModel(model)
     assert model.nv > codegen.UNROLLED_SOLVE
     assert 'chol = cuda.local.array(' in _forward_dynamics_text(gpu)
