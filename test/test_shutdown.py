@@ -251,13 +251,11 @@ def test_a_signal_while_spinning_reaches_clean_up_or_ends_the_process_in_bounded
 
 def test_the_bound_changes_nothing_where_python_does_not_handle_the_signals():
     """Not installed where SIGINT and SIGTERM have other Python handlers than its own."""
-    import ctypes
-    from kron_dynamics.nodes.shutdown import _libc, _SigAction, ProcessShutdown, SIGNALS
+    from kron_dynamics.nodes.shutdown import _installed_action, ProcessShutdown, SIGNALS
 
     def handlers():         # the C handlers the kernel calls
-        actions = [_SigAction() for _ in SIGNALS + (signal.SIGALRM,)]
-        for signum, action in zip(SIGNALS + (signal.SIGALRM,), actions):
-            assert _libc().sigaction(signum, None, ctypes.byref(action)) == 0
+        actions = [_installed_action(signum) for signum in SIGNALS + (signal.SIGALRM,)]
+        assert None not in actions
         return [action.handler for action in actions]
     saved = [signal.signal(signum, lambda *_: None) for signum in SIGNALS]  # another's
     try:
@@ -271,13 +269,11 @@ def test_the_bound_changes_nothing_where_python_does_not_handle_the_signals():
 
 
 SIGNAL_WHILE_BINDING = textwrap.dedent('''
-    import ctypes, os, signal
+    import os, signal
     from kron_dynamics.nodes import shutdown
-    from kron_dynamics.nodes.shutdown import _libc, _SigAction, Interrupted, PROCESS
+    from kron_dynamics.nodes.shutdown import _installed_action, Interrupted, PROCESS
     def c_handler():
-        action = _SigAction()
-        _libc().sigaction(signal.SIGINT, None, ctypes.byref(action))
-        return action.handler
+        return _installed_action(signal.SIGINT).handler
     PROCESS.install()
     python_c_handler = c_handler()
     bind = shutdown._bind_signals

@@ -266,6 +266,14 @@ class _SigAction(ctypes.Structure):
                 ('restorer', ctypes.c_void_p)]
 
 
+def _installed_action(signum: int):
+    """Return the action the kernel holds for ``signum`` (a :class:`_SigAction`), or None."""
+    action = _SigAction()
+    if _libc().sigaction(signum, None, ctypes.byref(action)) != 0:
+        return None
+    return action
+
+
 _SPIN_HANDLERS = []     # the compiled handlers of bound_spin (kept alive: the kernel calls them)
 
 
@@ -282,11 +290,9 @@ def _bind_signals(python_callable, name: str, delay: int):
         return None
     if any(signal.getsignal(signum) != python_callable for signum in SIGNALS):
         return None
-    actions = {}
-    for signum in SIGNALS:
-        actions[signum] = _SigAction()
-        if _libc().sigaction(signum, None, ctypes.byref(actions[signum])) != 0:
-            return None
+    actions = {signum: _installed_action(signum) for signum in SIGNALS}
+    if None in actions.values():
+        return None
     python_handler = actions[signal.SIGINT].handler
     if python_handler in (None, 1) or actions[signal.SIGTERM].handler != python_handler:
         return None
