@@ -21,6 +21,7 @@ runs the same tests on a real GPU instead.
 """
 
 import os
+from pathlib import Path
 import re
 import subprocess
 import sys
@@ -672,6 +673,26 @@ def test_real_robots_with_mimic_hands_equal_the_cpu(path, root, mimic, link):
     test_large_random_mimic_trees_on_every_base_equal_the_cpu.
     """
     model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
+    assert len(model.mimic_joints) == mimic
+    _large_tree_agrees(model.name, model, np.random.default_rng(5), link)
+
+
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
+@pytest.mark.parametrize('path, mimic, link', [
+    ('xarm/xarm6_with_gripper.urdf', 5, 'right_finger'),
+    ('quadruped/minitaur.urdf', 0, 'lower_leg_front_leftL_link')])
+def test_pybullet_robots_on_a_free_flyer_equal_the_cpu(path, mimic, link):
+    """
+    A second real corpus (pybullet_data): the xArm's gripper, five mimic joints; a Minitaur.
+
+    On a free flyer, 13 and 22 velocities: above UNROLLED_SOLVE, along the tree. The xArm's
+    link2 has an inertia no rigid body has (test_pybullet_data): loaded with
+    inertia_check='warn', as there.
+    """
+    pybullet_data = pytest.importorskip('pybullet_data', reason='pybullet (requirements.txt) '
+                                                                'ships the URDFs of this test')
+    model = RobotModel.from_urdf_file(Path(pybullet_data.getDataPath()) / path,
+                                      root_joint='floating', inertia_check='warn')
     assert len(model.mimic_joints) == mimic
     _large_tree_agrees(model.name, model, np.random.default_rng(5), link)
 
