@@ -273,6 +273,7 @@ class _Reader:
         self.ignored = Counter() if debug else None
         self.fixed_mimics = []      # fixed joints whose <mimic> is ignored (debug only)
         self.inverted = []          # joints whose <limit> has lower > upper (one warning)
+        self.point_masses = []      # links whose <inertial> has a mass but no <inertia>
 
     def fail(self, owner: str, message: str):
         raise ModelError(f'{self.source}: {owner}: {message}')
@@ -476,7 +477,10 @@ def _link_inertia(link, reader: _Reader):
         reader.fail(owner, f'mass {mass} must be finite and >= 0')
     tensor = _NO_INERTIA
     inertia = parts.get('inertia')
-    if inertia is not None:
+    if inertia is None:
+        if mass > 0.0:
+            reader.point_masses.append(link.get('name'))
+    else:
         texts = [inertia.get(key) for key in INERTIA_KEYS]
         try:        # the common case at once; anything odd gets the field's own message
             ixx, ixy, ixz, iyy, iyz, izz = values = list(map(float, texts))
@@ -707,6 +711,10 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
         logger.warning('%s: <limit> lower > upper at joint(s) %s: read as unlimited (as some '
                        'simulators write "no position limit")', source,
                        ', '.join(reader.inverted))
+    if reader.point_masses:
+        logger.warning('%s: <inertial> without <inertia> at link(s) %s: read as point masses '
+                       '(no rotational inertia about the centre of mass, as urdfdom reads '
+                       'it)', source, ', '.join(f"'{name}'" for name in reader.point_masses))
     warn_unusual(tree, joint_names, frames, source, mimic_joints)
     if reader.ignored:
         for kind, count in sorted(reader.ignored.items()):
