@@ -102,7 +102,7 @@ def test_corpus_file_loads_with_the_expected_warning(name, caplog):
     assert np.all(np.isfinite(M)) and np.allclose(M, M.T)
 
 
-def test_an_inertial_without_inertia_is_the_point_mass_urdfdom_reads(caplog):
+def test_an_inertial_without_inertia_is_the_point_mass_urdfdom_reads():
     """Its mass counts (gravity, M) with a zero tensor, as Pinocchio's urdfdom reads it."""
     pin = pytest.importorskip('pinocchio', reason='Pinocchio (PyPI pin, requirements.txt) is '
                                                   'the oracle of this test')
