@@ -28,7 +28,11 @@ dynamics >= 5 G states/s, M >= 1 G/s, forward dynamics >= 0.5 G/s; TALOS on a fr
 inverse dynamics >= 0.5 G/s. Then the Panda's derivatives of inverse and forward dynamics
 (three nv x nv results per state, forward mode over the generated row; an eighth of the
 states; no target: the issue's anchor is GRiD's 11 M/s for forward-dynamics gradients),
-last so that a cut run has the targets' rows. Beside each rate, the memory-bound limit: the
+last so that a cut run has the targets' rows. With ``--all``, or where ``--robots`` names
+them, the solves along a tree and in contact too: TALOS's forward dynamics' derivatives (a
+32nd of the states), and constrained forward dynamics (an eighth) of the Panda holding its
+hand still and of TALOS on its two soles (``REGISTER_CONTACTS``); ``--name gpu_solves``
+writes them beside gpu.json instead of over it. Beside each rate, the memory-bound limit: the
 device's bandwidth (a large device-to-device copy, bytes read plus bytes written) over the
 bytes one state reads and writes. TALOS runs only the method of its target unless
 ``--all`` asks for every method and TALOS on a fixed base too (its written-out kernels take
@@ -46,6 +50,9 @@ bench/results/gpu_registers.json::
     .venv/bin/python bench/bench_gpu.py --quick       # N = 2^18
     .venv/bin/python bench/bench_gpu.py --all         # every method of every robot
     .venv/bin/python bench/bench_gpu.py --robots talos_floating --methods forward_dynamics
+    .venv/bin/python bench/bench_gpu.py --name gpu_solves --robots talos_floating \
+        talos_floating_derivatives panda_arm_contacts talos_floating_contacts \
+        --methods forward_dynamics forward_dynamics_derivatives constrained_forward_dynamics
     .venv/bin/python bench/bench_gpu.py --variants    # launch shapes, the kernel cache
     .venv/bin/python bench/bench_gpu.py --registers   # no GPU needed
     .venv/bin/python bench/bench_gpu.py --registers --kernels rnea mass_matrix
@@ -79,17 +86,22 @@ TARGETS = {('panda_arm', 'inverse_dynamics'): 5e9, ('panda_arm', 'mass_matrix'):
 CPU_N = 20000
 METHODS = ('inverse_dynamics', 'mass_matrix', 'forward_dynamics')
 DERIVATIVES = ('inverse_dynamics_derivatives', 'forward_dynamics_derivatives')
+CONTACT_METHODS = ('constrained_forward_dynamics',)
 VARIANT_THREADS = (64, 128, 256)
 VARIANT_REGISTERS = (None, 64, 96)
 # what each robot runs without --all: TALOS only the method of its target
 DEFAULT_METHODS = {'panda_arm': METHODS, 'talos_floating': ('inverse_dynamics',)}
 ROBOTS = ('panda_arm', 'talos_fixed', 'talos_floating')     # the models main() loads
-# the rows of the plan: the robots, the Panda also in fp32 and its derivatives
-PLAN_KEYS = (ROBOTS[0], 'panda_arm_fp32', *ROBOTS[1:], 'panda_arm_derivatives')
+# the rows of the plan: the robots, the Panda also in fp32 and its derivatives; with --all
+# or when --robots names them, TALOS's solves along its tree (its forward dynamics' derivatives,
+# TALOS on its soles) and the Panda's hand held still
+PLAN_KEYS = (ROBOTS[0], 'panda_arm_fp32', *ROBOTS[1:], 'panda_arm_derivatives',
+             'talos_floating_derivatives', 'panda_arm_contacts', 'talos_floating_contacts')
 SM = (9, 0)           # the H100's compute capability, which the targets are set for
 REGISTER_ROBOTS = ('panda_arm', 'talos_floating')     # the robots of the targets
 # --registers: the contacts whose kernels (contacts.py's, the contact derivatives') are
-# compiled too: the Panda's hand held still (6-D), TALOS standing on its two soles (6-D each)
+# compiled too, and the contacts of the *_contacts rows' constrained forward dynamics: the
+# Panda's hand held still (6-D), TALOS standing on its two soles (6-D each)
 REGISTER_CONTACTS = {'panda_arm': (('panda_hand_tcp', 6),),
                      'talos_floating': (('left_sole_link', 6), ('right_sole_link', 6))}
 PTXAS = {'registers': r'Used (\d+) registers', 'spill_stores': r'(\d+) bytes spill stores',
@@ -217,10 +229,12 @@ def bandwidth(cuda, repeat: int) -> float:
     return 2 * source.nbytes / device_time(cuda, lambda: target.copy_to_device(source), repeat)
 
 
-def result_shape(model, method: str, N: int) -> tuple:
+def result_shape(model, method: str, N: int, m: int = 0) -> tuple:
     """Return the shapes of a method's results for N states (the derivatives: three)."""
     if method in DERIVATIVES:
         return ((N, model.nv, model.nv),) * 3
+    if method in CONTACT_METHODS:           # (v', lambda) of m contact rows
+        return ((N, model.nv), (N, m))
     return ((N, model.nv, model.nv) if method == 'mass_matrix' else (N, model.nv),)
 
 
@@ -236,7 +250,13 @@ def states(cuda, model, N: int, dtype=np.float64) -> dict:
     return {'inverse_dynamics': ((dQ, dV, dA), (Q, V, A)), 'mass_matrix': ((dQ,), (Q,)),
             'forward_dynamics': ((dQ, dV, dT), (Q, V, T)),
             'inverse_dynamics_derivatives': ((dQ, dV, dA), (Q, V, A)),
-            'forward_dynamics_derivatives': ((dQ, dV, dT), (Q, V, T))}
+            'forward_dynamics_derivatives': ((dQ, dV, dT), (Q, V, T)),
+            'constrained_forward_dynamics': ((dQ, dV, dT), (Q, V, T))}
+
+
+def _rows(args, k: int) -> tuple:
+    """Return a call's arguments with its state arrays cut to their first k rows."""
+    return tuple(x[:k] if hasattr(x, 'shape') else x for x in args)
 
 
 def _parts(x) -> tuple:
@@ -323,20 +343,30 @@ def cache_check(xml: str, log) -> dict:
 
 
 def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS,
-               dtype=np.float64, bytes_per_s=None) -> dict:
-    """Agreement, then GPU and CPU states per second of each method."""
+               dtype=np.float64, bytes_per_s=None, contacts=()) -> dict:
+    """
+    Agreement, then GPU and CPU states per second of each method.
+
+    ``contacts`` (Contact objects): the contact set of CONTACT_METHODS, passed after the
+    states to the GPU and the CPU alike.
+    """
     from kron_dynamics.gpu import GpuModel
     gpu = GpuModel(model, dtype=dtype, disk_cache=False)   # compiled, not loaded from disk
     calls = states(cuda, model, N, dtype)
+    m = sum(c.dim for c in contacts)
     rows = {}
     for method in methods:
         device_args, host_args = calls[method]
-        ours = _parts(getattr(gpu, method)(*(x[:1000] for x in device_args)))
-        cpu = _parts(getattr(model, method)(*(x[:1000] for x in host_args)))
+        if method in CONTACT_METHODS:
+            device_args, host_args = (*device_args, contacts), (*host_args, contacts)
+        begin = time.perf_counter()     # the first call compiles what it needs (contact and
+        ours = _parts(getattr(gpu, method)(*_rows(device_args, 1000)))   # link kernels too)
+        first_call = time.perf_counter() - begin
+        cpu = _parts(getattr(model, method)(*_rows(host_args, 1000)))
         agreement = max(relerr(x.copy_to_host(), y, floor=0.0) for x, y in zip(ours, cpu))
         # into a buffer the caller keeps (out=): the kernel and its launch; then a call that
         # allocates its result, as one without out= does
-        shapes = result_shape(model, method, N)
+        shapes = result_shape(model, method, N, m)
         out = tuple(cuda.device_array(shape, dtype=dtype, order='F') for shape in shapes)
         out = out if len(out) > 1 else out[0]
         seconds = device_time(cuda, lambda: getattr(gpu, method)(*device_args, check=False,
@@ -345,8 +375,9 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
         allocating = device_time(cuda, lambda: getattr(gpu, method)(*device_args,
                                                                     check=False), repeat)
         cpu_seconds = per_call(lambda: getattr(model, method)(
-            *(x[:CPU_N] for x in host_args)), 1.0, 5)['min_us'] * 1e-6
-        state_bytes = np.dtype(dtype).itemsize * (sum(x.shape[1] for x in host_args)
+            *_rows(host_args, CPU_N)), 1.0, 5)['min_us'] * 1e-6
+        state_bytes = np.dtype(dtype).itemsize * (sum(x.shape[1] for x in host_args
+                                                      if hasattr(x, 'shape'))
                                                   + sum(int(np.prod(shape[1:]))
                                                         for shape in shapes))
         rows[method] = {'N': N, 'gpu_states_per_s': N / max(seconds, 1e-12),
@@ -355,12 +386,13 @@ def robot_rows(cuda, name: str, model, N: int, repeat: int, log, methods=METHODS
                         'memory_bound_states_per_s': None if bytes_per_s is None
                         else bytes_per_s / state_bytes,
                         'cpu_states_per_s': CPU_N / cpu_seconds,
-                        'agreement': agreement,
+                        'agreement': agreement, 'first_call_s': first_call,
                         'target_states_per_s': TARGETS.get((name, method))}
         log(f"  {method}: GPU {rows[method]['gpu_states_per_s']:.3g}/s (allocating "
             f"{rows[method]['gpu_allocating_states_per_s']:.3g}/s), CPU "
             f"{rows[method]['cpu_states_per_s']:.3g}/s, agreement {rows[method]['agreement']:.2g}")
     return {'n': model.n, 'dtype': np.dtype(dtype).name, 'generate_s': gpu.generate_seconds,
+            'contacts': [f'{c.link} ({c.dim}-D)' for c in contacts],
             'compile_s': sum(gpu.compile_seconds.values()),
             'compile_s_per_kernel': dict(gpu.compile_seconds), 'methods': rows}
 
@@ -374,6 +406,10 @@ def plan_of(args) -> list:
         (name, name, methods, np.float64) for name, methods in plan.items()
         if name != 'panda_arm'] + [
         ('panda_arm_derivatives', 'panda_arm', DERIVATIVES, np.float64)]
+    if args.all or args.robots:
+        plan += [('talos_floating_derivatives', 'talos_floating', DERIVATIVES[1:], np.float64),
+                 ('panda_arm_contacts', 'panda_arm', CONTACT_METHODS, np.float64),
+                 ('talos_floating_contacts', 'talos_floating', CONTACT_METHODS, np.float64)]
     if args.robots:             # a part of the plan: these rows, every method unless named
         plan = [row for row in plan if row[0] in args.robots]
     if args.methods:
@@ -408,9 +444,12 @@ def main(argv=None) -> int:
     parser.add_argument('--robots', nargs='+', choices=PLAN_KEYS, metavar='ROBOT',
                         help='only these rows of the plan (of every method unless --methods '
                              f"says which): {', '.join(PLAN_KEYS)}")
-    parser.add_argument('--methods', nargs='+', choices=METHODS + DERIVATIVES,
+    parser.add_argument('--methods', nargs='+', choices=METHODS + DERIVATIVES + CONTACT_METHODS,
                         metavar='METHOD', help='only these methods: '
-                        f"{', '.join(METHODS + DERIVATIVES)}")
+                        f"{', '.join(METHODS + DERIVATIVES + CONTACT_METHODS)}")
+    parser.add_argument('--name', default='gpu',
+                        help='the results file NAME.json in --out (default gpu: the table of '
+                             'docs/performance.md; gpu_solves: the solves along the tree)')
     args = parser.parse_args(argv)
     plan = plan_of(args)
     if not plan:
@@ -465,14 +504,18 @@ def main(argv=None) -> int:
         model = models[name]
         # TALOS's M of 2^22 states would be 48 GB: a quarter of the states there
         n_states = N // 4 if model.nv >= 20 and 'mass_matrix' in methods else N
-        if methods == DERIVATIVES:        # 3 x 49 results per state: 1.2 kB
+        if set(methods) <= set(DERIVATIVES):      # 3 x 49 results per state: 1.2 kB
+            n_states = N // 8 if model.nv < 20 else N // 32     # TALOS: 35 kB
+        contacts = ()
+        if set(methods) <= set(CONTACT_METHODS):  # M, J_c (N, m, nv) kept between kernels
             n_states = N // 8
+            contacts = tuple(Contact(link, dim=dim) for link, dim in REGISTER_CONTACTS[name])
         log(f'{key} (n = {model.n}, {np.dtype(dtype).name}), N = {n_states}: '
             f'{", ".join(methods)}')
         results[key] = robot_rows(cuda, key, model, n_states, repeat, log, methods, dtype,
-                                  bytes_per_s)
+                                  bytes_per_s, contacts)
         # written after each robot: a run stopped by a time limit keeps what it measured
-        provenance.write_result(args.out, 'gpu', {
+        provenance.write_result(args.out, args.name, {
             **meta, 'complete': len(results) == len(plan),
             'wall_seconds': round(time.time() - start, 1)}, {'robots': results}, log)
     return 0
