@@ -28,12 +28,14 @@
 #      2026-11-28 (a load of 16 on 16 cores) they came out up to ten times low, so take the
 #      CPU column from a run without the tests (TESTS=0).
 # Each step runs under its own time limit, so that a slow one leaves the others their turn;
+# a test still running after FAULT_SECONDS (default 240) has its stacks dumped into its log
+# (pytest's faulthandler_timeout), so that a slow test and a stuck one can be told apart;
 # the logs and the JSON go to OUTDIR (default bench/results/gpu_check; at most 8 files).
 #
 #   bash bench/gpu_check.sh [OUTDIR]
 #   BENCH_REVISION=$(git rev-parse --short HEAD)  # where the copy's .git is not the one sent
 #   BENCH_ARGS=--quick PYTEST_ARGS='-n 8' BENCH_SECONDS=300 VARIANTS_SECONDS=200 \
-#       TEST_SECONDS=240 TIAGO_SECONDS=400 EXTRA_SECONDS=400 \
+#       TEST_SECONDS=240 TIAGO_SECONDS=400 EXTRA_SECONDS=400 FAULT_SECONDS=240 \
 #       EXTRA_BENCH='--robots talos_floating --methods forward_dynamics' \
 #       bash bench/gpu_check.sh
 set -u
@@ -65,11 +67,13 @@ tests_pid=
 tiago_pid=
 if [ "${TESTS:-1}" != 0 ]; then
     KRON_DYNAMICS_GPU_TESTS=device timeout "${TEST_SECONDS:-240}" nice -n 19 "$py" -m pytest \
-        -v -rfEs --tb=short -p no:cacheprovider test/test_gpu.py -k 'not TIAGo' \
+        -v -rfEs --tb=short -p no:cacheprovider -o faulthandler_timeout="${FAULT_SECONDS:-240}" \
+        test/test_gpu.py -k 'not TIAGo' \
         ${PYTEST_ARGS:-} > "$out/test_gpu.log" 2>&1 &
     tests_pid=$!
     KRON_DYNAMICS_GPU_TESTS=device timeout "${TIAGO_SECONDS:-400}" nice -n 19 "$py" -m pytest \
-        -v -rfEs --tb=short -p no:cacheprovider test/test_gpu.py -k TIAGo \
+        -v -rfEs --tb=short -p no:cacheprovider -o faulthandler_timeout="${FAULT_SECONDS:-240}" \
+        test/test_gpu.py -k TIAGo \
         > "$out/test_gpu_tiago.log" 2>&1 &
     tiago_pid=$!
 fi
