@@ -713,6 +713,56 @@ def gpu_variants_table(r: Results) -> str:
         source(r, 'gpu_variants')])
 
 
+GPU_NAMES = {**GPU_ROBOTS, 'panda_arm_fp32': 'Panda arm, float32',
+             'panda_arm_derivatives': 'Panda arm, derivatives',
+             'talos_floating_derivatives': 'TALOS on a free flyer, derivatives',
+             'panda_arm_contacts': 'Panda arm, its hand held still',
+             'talos_floating_contacts': 'TALOS on a free flyer, on its two soles'}
+GPU_HEADER = ['robot', 'method', 'N', 'GPU states/s into `out=`', 'GPU states/s allocating',
+              'memory-bound limit', 'CPU states/s', 'GPU / CPU', 'target', 'verdict',
+              'agreement']
+
+
+def gpu_rate(x: float) -> str:
+    """Return states per second as G or M."""
+    return f'{x / 1e9:.2f} G' if x >= 1e9 else f'{x / 1e6:.1f} M'
+
+
+def gpu_rows(d: dict) -> list:
+    """Return the rows of bench_gpu.py's results: each robot's methods, GPU against CPU."""
+    rows = []
+    for robot, e in d['robots'].items():
+        for method, m in e['methods'].items():
+            target = m.get('target_states_per_s')
+            bound = m.get('memory_bound_states_per_s')
+            into, allocating = m.get('gpu_states_per_s'), m['gpu_allocating_states_per_s']
+            best = max(into or 0.0, allocating)
+            rows.append([GPU_NAMES.get(robot, robot), f'`{method}`', f"{m['N']:,}",
+                         '–' if into is None else gpu_rate(into), gpu_rate(allocating),
+                         '–' if bound is None else gpu_rate(bound),
+                         gpu_rate(m['cpu_states_per_s']),
+                         f"{fmt(best / m['cpu_states_per_s'], 0)}x",
+                         '–' if target is None else f'≥ {gpu_rate(target)}',
+                         met(None if target is None else best >= target),
+                         sig(m['agreement'], 2)])
+    return rows
+
+
+def gpu_machine(meta: dict, float32_rows: bool = True) -> str:
+    """Return the line naming the GPU, the CPU batch's threads and the libraries of a run."""
+    return (f"GPU: {meta.get('gpu')}, {meta.get('dtype')}"
+            + (' (float32 where the row says so)' if float32_rows else '') + '; CPU '
+            f"batch on {meta.get('cpu_threads')} threads of the same machine; numba "
+            f"{meta.get('numba')}, numba-cuda {meta.get('numba_cuda')}, NumPy "
+            f"{meta.get('numpy')}. Memory-bound limit: the bandwidth of a device-to-device "
+            f"copy ({(meta.get('device_copy_bytes_per_s') or 0) / 1e12:.2f} TB/s, bytes read "
+            'plus written) over the bytes one state reads and writes. Agreement: the largest '
+            'relative difference from the CPU batch'
+            + (' (float32: from the fp64 CPU)' if float32_rows else '') + '. Into `out=`: '
+            'results written to arrays the caller keeps; allocating: each call allocates its '
+            'result, as a call without `out=` does')
+
+
 def gpu_table(r: Results) -> str:
     """The generated GPU kernels in states per second, against the CPU batch, same machine."""
     try:
@@ -723,48 +773,37 @@ def gpu_table(r: Results) -> str:
                 '(without one it says so and writes nothing); the correctness of the '
                 "generated code is tested on every run of `make test`, on numba's CUDA "
                 'simulator.*')
-    names = {**GPU_ROBOTS, 'panda_arm_fp32': 'Panda arm, float32',
-             'panda_arm_derivatives': 'Panda arm, derivatives'}
-
-    def rate(x):
-        return f'{x / 1e9:.2f} G' if x >= 1e9 else f'{x / 1e6:.1f} M'
-    rows = []
-    for robot, e in d['robots'].items():
-        for method, m in e['methods'].items():
-            target = m.get('target_states_per_s')
-            bound = m.get('memory_bound_states_per_s')
-            into, allocating = m.get('gpu_states_per_s'), m['gpu_allocating_states_per_s']
-            best = max(into or 0.0, allocating)
-            rows.append([names.get(robot, robot), f'`{method}`', f"{m['N']:,}",
-                         '–' if into is None else rate(into), rate(allocating),
-                         '–' if bound is None else rate(bound), rate(m['cpu_states_per_s']),
-                         f"{fmt(best / m['cpu_states_per_s'], 0)}x",
-                         '–' if target is None else f'≥ {rate(target)}',
-                         met(None if target is None else best >= target),
-                         sig(m['agreement'], 2)])
-    compile_rows = [[names.get(k, k), e['n'], fmt(e['generate_s']), fmt(e['compile_s'])]
+    compile_rows = [[GPU_NAMES.get(k, k), e['n'], fmt(e['generate_s']), fmt(e['compile_s'])]
                     for k, e in d['robots'].items()]
     meta = d['meta']
     return '\n\n'.join([
-        table(['robot', 'method', 'N', 'GPU states/s into `out=`', 'GPU states/s allocating',
-               'memory-bound limit', 'CPU states/s', 'GPU / CPU', 'target', 'verdict',
-               'agreement'], rows),
+        table(GPU_HEADER, gpu_rows(d)),
         table(['robot', 'n', 'generate [s]', 'compile [s]'], compile_rows),
-        f"GPU: {meta.get('gpu')}, {meta.get('dtype')} (float32 where the row says so); CPU "
-        f"batch on {meta.get('cpu_threads')} threads of the same machine; numba "
-        f"{meta.get('numba')}, numba-cuda {meta.get('numba_cuda')}, NumPy {meta.get('numpy')}. "
-        'Memory-bound limit: the bandwidth of a device-to-device copy '
-        f"({(meta.get('device_copy_bytes_per_s') or 0) / 1e12:.2f} TB/s, bytes read plus "
-        'written) over the bytes one state reads and writes. Agreement: the largest relative '
-        'difference from the CPU batch (float32: from the fp64 CPU). Into `out=`: results '
-        'written to arrays the caller keeps; allocating: each call allocates its result, as '
-        'a call without `out=` does'
+        gpu_machine(meta)
         + ('' if meta.get('out_argument', True) else
            ' (this run predates `out=`: the allocating call alone, which then allocated its '
            'row flags too)') + '.'
         + ('' if meta.get('complete', True) else ' A partial run: its time limit stopped it '
            'after the rows above.'),
         source(r, 'gpu')])
+
+
+def gpu_solves_table(r: Results) -> str:
+    """The solves along a tree and in contact on the GPU (bench_gpu.py --name gpu_solves)."""
+    d = r['gpu_solves']
+    first_rows = [[GPU_NAMES.get(k, k), f'`{method}`', ', '.join(e.get('contacts') or []) or '–',
+                   fmt(m['first_call_s'])]
+                  for k, e in d['robots'].items() for method, m in e['methods'].items()]
+    meta = d['meta']
+    return '\n\n'.join([
+        table(GPU_HEADER, gpu_rows(d)),
+        table(['robot', 'method', 'contacts', 'first call (compiles what it needs) [s]'],
+              first_rows),
+        gpu_machine(meta, float32_rows=False) + '; in contact, it counts q, v, τ, v\' and λ, '
+        'not M, h and J_c, which the path keeps in device memory between its kernels.'
+        + ('' if meta.get('complete', True) else ' A partial run: its time limit stopped it '
+           'after the rows above.'),
+        source(r, 'gpu_solves')])
 
 
 def call_anatomy_table(r: Results) -> str:
@@ -891,7 +930,7 @@ TABLES = {make.__name__: make for make in (
     single_call_table, other_libraries_table, scaling_table, batch_table, mass_matrix_table,
     kinematics_agreement_table, kinematics_table, kinematics_batch_table, call_anatomy_table,
     one_model_table, derivatives_table, identification_table, gpu_table, gpu_variants_table,
-    gpu_registers_table,
+    gpu_registers_table, gpu_solves_table,
     startup_table, loading_table, ros_latency_table, symbolic_table, symbolic_cost_table,
     soak_table, faults_table, agreement_table, readme_block)}
 BLOCK = re.compile(r'(<!-- BEGIN generated: (\w+) -->\n)(.*?)(<!-- END generated: \2 -->)',
