@@ -17,9 +17,10 @@
 # a package index needs beside the working tree to run bench/gpu_check.sh:
 #   .gpu/whl/   the numba-cuda wheel of the `gpu` extra, for that machine's Python (3.12);
 #   .gpu/site/  example-robot-data's URDFs (no meshes: nothing here reads them) behind a
-#               stub dist-info, so that robots_dir() finds them, and a sitecustomize.py
-#               that gives NumPy 2.5 back np.row_stack (numba-cuda 0.30.4 overloads it at
-#               import; 2.5 removed it).
+#               stub dist-info, so that robots_dir() finds them; pybullet_data's URDFs behind a
+#               stub package of its getDataPath() (test_gpu's PyBullet robots); and a
+#               sitecustomize.py that gives NumPy 2.5 back np.row_stack (numba-cuda 0.30.4
+#               overloads it at import; 2.5 removed it).
 # Done here, it costs no device time. Then carry it (the run tool's carry: [".gpu"]) and on
 # the GPU machine, from the repository root:
 #   python3 -m pip install -q --no-index --no-deps --target /tmp/site .gpu/whl/*.whl
@@ -49,6 +50,25 @@ dist=.gpu/site/example_robot_data-6.0.0.dist-info
 mkdir -p "$dist"
 printf 'Metadata-Version: 2.1\nName: example-robot-data\nVersion: 6.0.0\n' > "$dist/METADATA"
 (cd .gpu/site && find cmeel.prefix -name '*.urdf' | sed 's/$/,,/') > "$dist/RECORD"
+bullet=$("$py" -c 'import pybullet_data; print(pybullet_data.getDataPath())' 2>/dev/null) \
+    || bullet=
+if [ -n "$bullet" ]; then
+    (cd "$bullet" && find . -name '*.urdf' -print) | while read -r f; do
+        mkdir -p ".gpu/site/pybullet_data/$(dirname "$f")"
+        cp "$bullet/$f" ".gpu/site/pybullet_data/$f"
+    done
+    cat > .gpu/site/pybullet_data/__init__.py <<'PY'
+"""pybullet_data's URDFs alone (bench/gpu_carry.sh): its getDataPath(), what test_gpu reads."""
+import os
+
+
+def getDataPath():
+    return os.path.dirname(os.path.abspath(__file__))
+PY
+else
+    echo "gpu_carry: pybullet_data is not installed for $py: test_gpu's PyBullet robots" \
+         "will be skipped there" >&2
+fi
 cat > .gpu/site/sitecustomize.py <<'PY'
 """NumPy 2.5 removed np.row_stack, which numba-cuda 0.30.4 overloads at import."""
 import numpy as np
@@ -57,4 +77,5 @@ if not hasattr(np, 'row_stack'):
     np.row_stack = np.vstack
 PY
 echo "gpu_carry: $(du -sh .gpu | cut -f1) in .gpu ($(ls .gpu/whl)," \
-     "$(grep -c urdf "$dist/RECORD") URDFs)"
+     "$(grep -c urdf "$dist/RECORD") URDFs of example-robot-data," \
+     "$(find .gpu/site/pybullet_data -name '*.urdf' 2>/dev/null | wc -l) of pybullet_data)"
