@@ -34,6 +34,7 @@ import time
 import tracemalloc
 
 import numpy as np
+import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
 import pytest
 import yaml
 
@@ -42,6 +43,7 @@ from kron_dynamics.model import inertia, urdf as urdf_loader
 from kron_dynamics.testing.random_urdf import chain_urdf, random_urdf
 
 from conftest import TEST_DIR
+import pinocchio_oracle
 
 CORPUS = TEST_DIR / 'urdf_corpus'
 INDEX = yaml.safe_load((CORPUS / 'index.yaml').read_text())
@@ -104,9 +106,6 @@ def test_corpus_file_loads_with_the_expected_warning(name, caplog):
 
 def test_an_inertial_without_inertia_is_the_point_mass_urdfdom_reads():
     """Its mass counts (gravity, M) with a zero tensor, as Pinocchio's urdfdom reads it."""
-    pin = pytest.importorskip('pinocchio', reason='Pinocchio (PyPI pin, requirements.txt) is '
-                                                  'the oracle of this test')
-    import pinocchio_oracle
     path = CORPUS / 'inertial_without_inertia.urdf'
     model = RobotModel.from_urdf_file(path)
     pinocchio_oracle.assert_agrees(pin, model, path, states=4, rtol=1e-12)
