@@ -41,11 +41,14 @@ if [ "$robots" = None ]; then
     echo "gpu_carry: example-robot-data is not installed for $py" >&2
     exit 1
 fi
+copy_urdfs() {    # copy_urdfs FROM TO: every URDF under FROM, at its place under TO
+    (cd "$1" && find . -name '*.urdf' -print) | while read -r f; do
+        mkdir -p "$2/$(dirname "$f")"
+        cp "$1/$f" "$2/$f"
+    done
+}
 prefix=cmeel.prefix/share/example-robot-data/robots
-(cd "$robots" && find . -name '*.urdf' -print) | while read -r f; do
-    mkdir -p ".gpu/site/$prefix/$(dirname "$f")"
-    cp "$robots/$f" ".gpu/site/$prefix/$f"
-done
+copy_urdfs "$robots" ".gpu/site/$prefix"
 dist=.gpu/site/example_robot_data-6.0.0.dist-info
 mkdir -p "$dist"
 printf 'Metadata-Version: 2.1\nName: example-robot-data\nVersion: 6.0.0\n' > "$dist/METADATA"
@@ -53,10 +56,7 @@ printf 'Metadata-Version: 2.1\nName: example-robot-data\nVersion: 6.0.0\n' > "$d
 bullet=$("$py" -c 'import pybullet_data; print(pybullet_data.getDataPath())' 2>/dev/null) \
     || bullet=
 if [ -n "$bullet" ]; then
-    (cd "$bullet" && find . -name '*.urdf' -print) | while read -r f; do
-        mkdir -p ".gpu/site/pybullet_data/$(dirname "$f")"
-        cp "$bullet/$f" ".gpu/site/pybullet_data/$f"
-    done
+    copy_urdfs "$bullet" .gpu/site/pybullet_data
     cat > .gpu/site/pybullet_data/__init__.py <<'PY'
 """pybullet_data's URDFs alone (bench/gpu_carry.sh): its getDataPath(), what test_gpu reads."""
 import os
