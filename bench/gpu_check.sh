@@ -21,12 +21,15 @@
 #      two time the GPU at once;
 #   2. beside them, at the lowest CPU priority (nice 19): test/test_gpu.py on the device
 #      (KRON_DYNAMICS_GPU_TESTS=device): every generated kernel against the CPU kernels,
-#      PyTorch and CuPy arrays in and out; TIAGo (its planar base, 51 coordinates, compiles
-#      for minutes) in a process of its own. These compile on the CPU for most of their
-#      time; their kernels on the GPU are small, and each GPU rate is the best of ten timed
-#      calls. The CPU batch's rates, though, are timed beside them: on the H200 run of
-#      2026-11-28 (a load of 16 on 16 cores) they came out up to ten times low, so take the
-#      CPU column from a run without the tests (TESTS=0).
+#      PyTorch and CuPy arrays in and out; TIAGo (its planar base, 51 velocities) in a
+#      process of its own, TIAGO_ARGS more pytest arguments for it: it compiles for minutes
+#      (its derivative test's 26 kernels 663 s on one core of the 2-core CI machine, split
+#      in five tests that TIAGO_ARGS='-n 6' spreads over pytest-xdist's workers). These
+#      compile on the CPU for most of their time; their kernels on the GPU are small, and
+#      each GPU rate is the best of ten timed calls. The CPU batch's rates, though, are
+#      timed beside them: on the H200 run of 2026-11-28 (a load of 16 on 16 cores) they
+#      came out up to ten times low, so take the CPU column from a run without the tests
+#      (TESTS=0).
 # Each step runs under its own time limit, so that a slow one leaves the others their turn;
 # a test still running after FAULT_SECONDS (default 240) has its stacks dumped into its log
 # (pytest's faulthandler_timeout), so that a slow test and a stuck one can be told apart;
@@ -34,8 +37,9 @@
 #
 #   bash bench/gpu_check.sh [OUTDIR]
 #   BENCH_REVISION=$(git rev-parse --short HEAD)  # where the copy's .git is not the one sent
-#   BENCH_ARGS=--quick PYTEST_ARGS='-n 8' BENCH_SECONDS=300 VARIANTS_SECONDS=200 \
-#       TEST_SECONDS=240 TIAGO_SECONDS=400 EXTRA_SECONDS=400 FAULT_SECONDS=240 \
+#   BENCH_ARGS=--quick PYTEST_ARGS='-n 8' TIAGO_ARGS='-n 6' BENCH_SECONDS=300 \
+#       VARIANTS_SECONDS=200 TEST_SECONDS=240 TIAGO_SECONDS=400 EXTRA_SECONDS=400 \
+#       FAULT_SECONDS=240 \
 #       EXTRA_BENCH='--robots talos_floating --methods forward_dynamics' \
 #       bash bench/gpu_check.sh
 set -u
@@ -73,7 +77,7 @@ if [ "${TESTS:-1}" != 0 ]; then
     tests_pid=$!
     KRON_DYNAMICS_GPU_TESTS=device timeout "${TIAGO_SECONDS:-400}" nice -n 19 "$py" -m pytest \
         -v -rfEs --tb=short -p no:cacheprovider -o faulthandler_timeout="${FAULT_SECONDS:-240}" \
-        test/test_gpu.py -k TIAGo \
+        test/test_gpu.py -k TIAGo ${TIAGO_ARGS:-} \
         > "$out/test_gpu_tiago.log" 2>&1 &
     tiago_pid=$!
 fi

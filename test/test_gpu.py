@@ -876,53 +876,71 @@ def test_a_root_joint_origin_moves_the_base_frame_as_on_the_cpu(base):
     _kinematics_agree(model, gpu, Q)
 
 
-def _derivatives_agree(model, rng, N=4):
+# _derivatives_agree's checks in parts, each compiling only its own kernels, so that a large
+# model's can be spread over pytest-xdist's workers where NVVM compiles them for a real GPU:
+# TIAGo's 26 kernels (planar base, 51 velocities) took 663 s for sm_90 on one core of this
+# machine (dM/dq's alone 195 s), and a lent machine under load compiled 1.75-2 times as slowly.
+DERIVATIVE_PARTS = ('solves', 'dMdq', 'coriolis', 'rest', 'links')
+
+
+def _derivatives_agree(model, rng, parts=DERIVATIVE_PARTS, N=4):
     """
     Check the derivatives of CUDA arrays (the facade's route) against the CPU's, by row.
 
     Inverse dynamics, dM/dq, dG/dq, the energies and the last link's Hessian to RTOL;
     forward dynamics (-M^-1 dtau/dx at q'', M^-1) within 1e-14 cond(M) + RTOL per row, as
-    forward_dynamics itself (_agree).
+    forward_dynamics itself (_agree). ``parts`` (of DERIVATIVE_PARTS) chooses which; every
+    part draws the same states from ``rng``.
     """
+    assert parts and set(parts) <= set(DERIVATIVE_PARTS), parts
     Q = np.stack([model.random_configuration(rng) for _ in range(N)])
     V, A = rng.uniform(-2, 2, (2, N, model.nv))
-    tau = model.inverse_dynamics(Q, V, A)
-    cond = np.array([np.linalg.cond(M) for M in model.mass_matrix(Q)])
-    for method, args, names, bound in (
-            ('inverse_dynamics_derivatives', (Q, V, A), ('dtau/dq', "dtau/dq'", 'M'),
-             np.full(N, RTOL)),
-            ('forward_dynamics_derivatives', (Q, V, tau), ("dq''/dq", "dq''/dq'", 'M^-1'),
-             1e-14 * cond + RTOL)):
-        ours = getattr(model, method)(*(cuda.to_device(X) for X in args))
-        cpu = getattr(model, method)(*args)
-        assert len(ours) == 3
-        _same_rows(model, zip(names, ours, cpu), bound)
-    # dM/dq (forward mode over the CRBA) and dG/dq; the energies, to RTOL of each row's
-    dQ, dV = cuda.to_device(Q), cuda.to_device(V)
-    _same_rows(model, [('dM/dq', model.mass_matrix_derivative(dQ),
-                        model.mass_matrix_derivative(Q)),
-                       ('dG/dq', model.gravity_derivative(dQ), model.gravity_derivative(Q)),
-                       ('kinetic energy', model.kinetic_energy(dQ, dV),
-                        model.kinetic_energy(Q, V)),
-                       ('potential energy', model.potential_energy(dQ),
-                        model.potential_energy(Q)),
-                       ('C*', model.coriolis_star(dQ), model.coriolis_star(Q)),
-                       ('regressor', model.regressor(dQ, dV, cuda.to_device(A)),
-                        model.regressor(Q, V, A)),
-                       ('integrate', model.integrate(dQ, dV, 0.3), model.integrate(Q, V, 0.3)),
-                       ('A_G', model.centroidal_momentum_matrix(dQ),
-                        model.centroidal_momentum_matrix(Q)),
-                       ('J_c', model.center_of_mass_jacobian(dQ),
-                        model.center_of_mass_jacobian(Q)),
-                       ('a link pose', model.link_pose(dQ, model.link_names[-1]),
-                        model.link_pose(Q, model.link_names[-1])),
-                       ('Christoffel', model.christoffel(dQ), model.christoffel(Q)),
-                       ('C', model.coriolis_matrix(dQ, dV), model.coriolis_matrix(Q, V))],
-               np.full(N, RTOL))
+    dQ, dV, dA = cuda.to_device(Q), cuda.to_device(V), cuda.to_device(A)
+    rtol = np.full(N, RTOL)
+    if 'solves' in parts:
+        tau = model.inverse_dynamics(Q, V, A)
+        cond = np.array([np.linalg.cond(M) for M in model.mass_matrix(Q)])
+        for method, args, names, bound in (
+                ('inverse_dynamics_derivatives', (Q, V, A), ('dtau/dq', "dtau/dq'", 'M'),
+                 rtol),
+                ('forward_dynamics_derivatives', (Q, V, tau), ("dq''/dq", "dq''/dq'", 'M^-1'),
+                 1e-14 * cond + RTOL)):
+            ours = getattr(model, method)(*(cuda.to_device(X) for X in args))
+            cpu = getattr(model, method)(*args)
+            assert len(ours) == 3
+            _same_rows(model, zip(names, ours, cpu), bound)
+    # dM/dq (forward mode over the CRBA); C*, the Christoffel symbols and C; dG/dq, the
+    # energies and the rest: to RTOL of each row's largest
+    if 'dMdq' in parts:
+        _same_rows(model, [('dM/dq', model.mass_matrix_derivative(dQ),
+                            model.mass_matrix_derivative(Q))], rtol)
+    if 'coriolis' in parts:
+        _same_rows(model, [('C*', model.coriolis_star(dQ), model.coriolis_star(Q)),
+                           ('Christoffel', model.christoffel(dQ), model.christoffel(Q)),
+                           ('C', model.coriolis_matrix(dQ, dV), model.coriolis_matrix(Q, V))],
+                   rtol)
+    if 'rest' in parts:
+        _same_rows(model, [('dG/dq', model.gravity_derivative(dQ),
+                            model.gravity_derivative(Q)),
+                           ('kinetic energy', model.kinetic_energy(dQ, dV),
+                            model.kinetic_energy(Q, V)),
+                           ('potential energy', model.potential_energy(dQ),
+                            model.potential_energy(Q)),
+                           ('regressor', model.regressor(dQ, dV, dA), model.regressor(Q, V, A)),
+                           ('integrate', model.integrate(dQ, dV, 0.3),
+                            model.integrate(Q, V, 0.3)),
+                           ('A_G', model.centroidal_momentum_matrix(dQ),
+                            model.centroidal_momentum_matrix(Q)),
+                           ('J_c', model.center_of_mass_jacobian(dQ),
+                            model.center_of_mass_jacobian(Q)),
+                           ('a link pose', model.link_pose(dQ, model.link_names[-1]),
+                            model.link_pose(Q, model.link_names[-1]))],
+                   rtol)
+    if 'links' not in parts:
+        return
     # a link's Hessian (forward mode over its Jacobian kernel, nv directions) and its rates
     # (one direction, along q'), every frame, with a point; the classical acceleration
     link = model.link_names[-1]
-    dA = cuda.to_device(A)
     for frame in ('local_world_aligned', 'world', 'local'):
         for point in (None, (0.1, -0.2, 0.05)):
             _same_rows(model, [(f'hessian {frame} {point}',
@@ -940,7 +958,7 @@ def _derivatives_agree(model, rng, N=4):
                           [(f'acceleration {frame} {point}',
                             model.acceleration(dQ, dV, dA, link, point, frame),
                             model.acceleration(Q, V, A, link, point, frame))]),
-                       np.full(N, RTOL))
+                       rtol)
 
 
 def _same_rows(model, results, bound):
@@ -966,19 +984,21 @@ def test_derivatives_of_random_trees_equal_the_cpu(seed):
     _derivatives_agree(model, rng)
 
 
+@pytest.mark.parametrize('part', DERIVATIVE_PARTS)
 @pytest.mark.parametrize('path, root', [('ur_description/urdf/ur5_robot.urdf', 'fixed'),
                                         ('panda_description/urdf/panda.urdf', 'fixed'),
                                         ('panda_description/urdf/panda.urdf', 'floating'),
                                         ('solo_description/robots/solo12.urdf', 'floating'),
                                         ('tiago_description/robots/tiago.urdf', 'planar')])
-def test_derivatives_of_real_robots_equal_the_cpu(path, root):
+def test_derivatives_of_real_robots_equal_the_cpu(path, root, part):
     """Fixed, mimic (the Panda's finger), floating and planar bases: q's tangent directions."""
     model = RobotModel.from_urdf_file(robots_dir() / path, root_joint=root)
-    _derivatives_agree(model, np.random.default_rng(4))
+    _derivatives_agree(model, np.random.default_rng(4), (part,))
 
 
+@pytest.mark.parametrize('part', DERIVATIVE_PARTS)
 @pytest.mark.parametrize('base', ['floating', 'planar'])
-def test_derivatives_under_a_tilted_root_joint(base):
+def test_derivatives_under_a_tilted_root_joint(base, part):
     """Gravity turns with the base in every direction: the base columns are not zero."""
     from kron_dynamics.testing.random_urdf import random_urdf
     xml = model_helpers.with_world_joint(random_urdf(np.random.default_rng(15), 3),
@@ -989,7 +1009,7 @@ def test_derivatives_under_a_tilted_root_joint(base):
     dq = model.inverse_dynamics_derivatives(q, np.zeros(model.nv), np.zeros(model.nv))[0]
     turn = range(3, 6) if base == 'floating' else range(2, 3)
     assert np.all(np.max(np.abs(dq[:, list(turn)]), axis=0) > 1e-3)
-    _derivatives_agree(model, rng)
+    _derivatives_agree(model, rng, (part,))
 
 
 def test_inverse_dynamics_derivatives_report_rows_and_take_out():
