@@ -23,8 +23,8 @@
 #      (KRON_DYNAMICS_GPU_TESTS=device): every generated kernel against the CPU kernels,
 #      PyTorch and CuPy arrays in and out; TIAGo (its planar base, 51 velocities) in a
 #      process of its own, TIAGO_ARGS more pytest arguments for it: it compiles for minutes
-#      (its derivative test's 26 kernels 663 s on one core of the 2-core CI machine, split
-#      in five tests that TIAGO_ARGS='-n 6' spreads over pytest-xdist's workers). These
+#      (its derivative test's 19 kernels 633 s on one core of the 2-core CI machine, split in
+#      five tests that TIAGO_ARGS='-n 6' spreads over pytest-xdist's workers). These
 #      compile on the CPU for most of their time; their kernels on the GPU are small, and
 #      each GPU rate is the best of ten timed calls. The CPU batch's rates, though, are
 #      timed beside them: on the H200 run of 2026-11-28 (a load of 16 on 16 cores) they

@@ -878,8 +878,8 @@ def test_a_root_joint_origin_moves_the_base_frame_as_on_the_cpu(base):
 
 # _derivatives_agree's checks in parts, each compiling only its own kernels, so that a large
 # model's can be spread over pytest-xdist's workers where NVVM compiles them for a real GPU:
-# TIAGo's 26 kernels (planar base, 51 velocities) took 663 s for sm_90 on one core of this
-# machine (dM/dq's alone 195 s), and a lent machine under load compiled 1.75-2 times as slowly.
+# the 19 kernels of TIAGo's (planar base, 51 velocities) took 633 s for sm_90 on one core of
+# this machine (dM/dq's alone 195 s); a lent machine under load compiled 1.75-2 times as slowly.
 DERIVATIVE_PARTS = ('solves', 'dMdq', 'coriolis', 'rest', 'links')
 
 
