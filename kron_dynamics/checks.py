@@ -46,12 +46,12 @@ def _task_arguments(part, damping) -> tuple[slice, float]:
     if rows is None:
         raise ValueError(f'part must be one of {list(_PARTS)}, got {part!r}')
     try:
-        damping = float(damping)
+        value = float(damping)
     except (TypeError, ValueError):
-        damping = -1.0
-    if not (np.isfinite(damping) and damping >= 0.0):
+        value = -1.0
+    if not (np.isfinite(value) and value >= 0.0):
         raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
-    return rows, damping
+    return rows, value
 
 
 def _wrenches(f_ext, check_link: Callable) -> list:
@@ -66,10 +66,7 @@ def _wrenches(f_ext, check_link: Callable) -> list:
     out = []
     for link, wrench in f_ext.items():
         check_link(link)
-        try:
-            w = np.asarray(wrench, dtype=float)
-        except (TypeError, ValueError):
-            w = None
+        w = real_array(wrench, f"f_ext['{link}']")
         if w is None or w.shape != (6,) or not np.all(np.isfinite(w)):
             raise ValueError(f"f_ext['{link}'] must be 6 finite numbers")
         out.append((link, w))
@@ -93,6 +90,36 @@ def _host_only(x, name: str, method: str = '') -> None:
 
 # arrays with nq entries (configuration_names); every other per-coordinate array has nv
 CONFIGURATION_ARRAYS = frozenset({'q', 'q0', 'q1'})
+
+
+def real_array(x, name: str, error: type = ValueError) -> np.ndarray | None:
+    """
+    Return x as a float64 array (not copied where it is one); None where it is no array of numbers.
+
+    None for ragged rows, None, text: the caller's shape check then names the array. Complex
+    numbers are an ``error`` naming the array: NumPy would cast them to their real part with
+    no more than a warning (a complex step gives no derivative here; the ``*_derivatives``
+    methods do).
+    """
+    try:
+        a = np.asarray(x)
+    except (TypeError, ValueError):
+        return None
+    if a.dtype.kind == 'c':
+        raise error(f'{name} has complex entries (dtype {a.dtype}): kron_dynamics takes real '
+                    'numbers, and casting would drop the imaginary part')
+    try:
+        return a.astype(float, copy=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def ndim(x) -> int:
+    """Return the number of axes of x; 1 where NumPy makes no array of it (ragged rows)."""
+    try:
+        return np.ndim(x)
+    except (TypeError, ValueError):
+        return 1
 
 
 class ArrayChecker:
@@ -128,10 +155,9 @@ class ArrayChecker:
         ``batch``: the method also takes (N, size), and the error says so.
         """
         _host_only(x, name)
-        try:
-            a = np.array(x, dtype=float)
-        except (TypeError, ValueError):
-            a = None
+        a = real_array(x, name)
+        if a is not None:
+            a = a.copy()        # a new array: the caller may write to it
         size, names = self.space(name, size)
         if a is None or a.shape != (size,):
             self._refuse_shape(name, a, size, names, batch)
@@ -158,10 +184,7 @@ class ArrayChecker:
                     continue
             _host_only(x, name)
             size, names = self.space(name)
-            try:
-                v = np.asarray(x, dtype=float)
-            except (TypeError, ValueError):
-                v = None
+            v = real_array(x, name)
             if v is not None and batch and v.ndim == 2 and v.shape[1] == size:
                 if N is not None and v.shape[0] != N:
                     raise ValueError(f'{name} has {v.shape[0]} rows, the other inputs {N}')
@@ -303,8 +326,12 @@ class Contact:
                              f"{list(CONTACT_FRAMES)} (or Pinocchio's 'LOCAL_WORLD_ALIGNED', "
                              f"'LOCAL'), got {frame!r}")
         object.__setattr__(self, 'reference_frame', key)
-        if isinstance(self.point, (list, np.ndarray)):    # immutable, as the contact is
-            object.__setattr__(self, 'point', tuple(self.point))
+        if self.point is not None:      # None: the link origin, as for jacobian
+            point = real_array(self.point, f'Contact({self.link!r}): point')
+            if point is None or point.shape != (3,) or not np.isfinite(point).all():
+                raise ValueError(f'Contact({self.link!r}): point must be 3 finite numbers (link '
+                                 f'frame), got {self.point!r}')
+            object.__setattr__(self, 'point', tuple(point.tolist()))   # immutable, as the contact
         if self.dim not in (3, 6):
             raise ValueError(f'Contact({self.link!r}): dim must be 3 (a point) or 6 (a '
                              f'surface), got {self.dim!r}')

@@ -64,7 +64,7 @@ from .model.tree import KinematicTree
 from .written_out import parameter_names, write_out
 from .checks import (_body_parameters, _host_only, _on_device, _step_arguments,
                      _task_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
-                     frame_name)
+                     frame_name, ndim, real_array)
 
 Array = NDArray[np.float64]
 
@@ -124,8 +124,9 @@ def _batched(*names):
                 value = args[k] if k < len(args) else kwargs.get(name)
                 if _on_device(value):          # CUDA arrays: the method sends them to the GPU
                     return method(self, *args, **kwargs)
-                if value is not None and np.ndim(value) == 2:
-                    values[name] = (k, np.asarray(value, dtype=float))
+                if value is not None and ndim(value) >= 2:
+                    array = real_array(value, name)
+                    values[name] = (k, value if array is None else array)
             if not values:
                 return method(self, *args, **kwargs)
             return self._rows(functools.partial(method, self), values, list(args), kwargs)
@@ -455,7 +456,7 @@ class MovingBase:
 
     def _tangent(self, x, what: str) -> Array:
         """Check a tangent-space array (``what``: 'v', 'dv'), one state or a batch (N, nv)."""
-        if np.ndim(x) == 2:
+        if ndim(x) >= 2:
             (x,), _ = self._check.arrays(True, **{what: x})
             return x
         return self._vector(x, self.nv, what)
@@ -466,7 +467,7 @@ class MovingBase:
 
         A row whose orientation is far from unit norm is named, as a batch's rows are.
         """
-        if np.ndim(q) != 2:
+        if ndim(q) < 2:
             return self._configuration(q)
         (q,), _ = self._check.arrays(True, q=q)
         q = np.array(q, dtype=float)
@@ -498,16 +499,16 @@ class MovingBase:
         their sizes to the checker (nq for q, nv for the others).
         """
         for a in arrays:        # one state: every single call passes here, keep it cheap
-            if a is not None and np.ndim(a) == 2:
+            if a is not None and ndim(a) >= 2:
                 break
         else:
             return None
         names = names or argument_names(method, len(arrays))
         for name, a in zip(names, arrays):
             _host_only(a, name, getattr(getattr(method, 'func', method), '__name__', ''))
-        values = {name: (k, np.asarray(a, dtype=float))
+        values = {name: (k, a if (array := real_array(a, name)) is None else array)
                   for k, (name, a) in enumerate(zip(names, arrays))
-                  if a is not None and np.ndim(a) == 2}
+                  if a is not None and ndim(a) >= 2}
         return self._rows(method, values, list(arrays), {})
 
     def _rows(self, method, values, args, kwargs):
@@ -624,7 +625,7 @@ class MovingBase:
     def _with_wrenches(self, q, v, dv, f_ext) -> Array:
         """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
         wrenches = _wrenches(f_ext, self.fixed._site)
-        if max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:
+        if max(ndim(q), ndim(v), ndim(dv)) >= 2:
             raise ValueError('f_ext is not supported for a batch: call per configuration')
         tau = self.inverse_dynamics(q, v, dv)
         for link, w in wrenches:
@@ -654,7 +655,7 @@ class MovingBase:
 
     def _coriolis_star_readable(self, q: ArrayLike) -> Array:
         """Return :meth:`coriolis_star` by polarization of the compiled h - G (its reference)."""
-        if np.ndim(q) == 2:
+        if ndim(q) >= 2:
             return self._batch(self._coriolis_star_readable, q)
         _, _, _, qk = self._split(q)
         nv = self.nv
@@ -710,11 +711,12 @@ class MovingBase:
     def with_dynamic_parameters(self, parameters: ArrayLike) -> MovingBase:
         """Return a copy with other inertial parameters (nb x 10: the base's first)."""
         nb = len(self.body_names)
-        try:
-            P = np.array(parameters, dtype=float).reshape(nb, 10)
-        except (TypeError, ValueError):
+        P = real_array(parameters, 'dynamic parameters', ModelError)
+        if P is None or P.size != nb * 10:
             raise ModelError(f'dynamic parameters must be {nb} x 10 numbers (one row per body '
-                             f'of {list(self.body_names)}), got {np.shape(parameters)}') from None
+                             f'of {list(self.body_names)}), got '
+                             f"{'no array of numbers' if P is None else P.shape}")
+        P = P.reshape(nb, 10)
         _body_parameters(self.base_link, P[0])
         fixed = self.fixed
         d = fixed._described_parameters(P[1:])
@@ -781,7 +783,7 @@ class MovingBase:
         """Return T = v^T M(q) v / 2 (an (N,) array for a batch: M by the compiled batch)."""
         if _on_device(q):
             return self.on_gpu().kinetic_energy(q, v)
-        if np.ndim(q) < 2 and np.ndim(v) < 2:
+        if ndim(q) < 2 and ndim(v) < 2:
             v = self._vector(v, self.nv, 'v')
             return 0.5 * float(v @ self.mass_matrix(q) @ v)
         (q, v), _ = self._check.arrays(True, q=q, v=v)
@@ -959,7 +961,7 @@ class MovingBase:
                                             damping, dt, steps, QUATERNION_TOLERANCE, q_out,
                                             v_out):
                 return q_out, v_out
-        if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
+        if max(ndim(q), ndim(v), ndim(tau)) >= 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,
                                                              damping[self._nb:]), q, v, tau,
                                names=('q', 'v', 'tau'))
@@ -1188,7 +1190,7 @@ class MovingBase:
         if _on_device(q):
             return self.on_gpu().jacobian_derivative_times_velocity(q, v, link, point, frame)
         frame = frame_name(frame)
-        if point is None and max(np.ndim(q), np.ndim(v)) == 2:     # the compiled batches
+        if point is None and max(ndim(q), ndim(v)) >= 2:     # the compiled batches
             if frame == 'local_world_aligned':
                 return self.acceleration(q, v, np.zeros(self.nv), link)
             (q, v), _ = self._check.arrays(True, q=q, v=v)
@@ -1278,7 +1280,7 @@ class MovingBase:
             return self.on_gpu().operational_space_inertia(q, link, point, frame, part,
                                                            damping)
         rows, damping = _task_arguments(part, damping)
-        if np.ndim(q) == 2:
+        if ndim(q) >= 2:
             return self._task_inertias(q, link, point, frame, part, damping)
         J, M = self.jacobian(q, link, point, frame)[rows], self.mass_matrix(q)
         out = np.empty((rows.stop - rows.start,) * 2)
@@ -1616,7 +1618,7 @@ _COMPILED_BASE = {
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
         'None', ('q', 'v', 'dv'), 'floating_rnea_derivatives', f'self._origin, {{}}, {_TOL}',
         'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv, f_ext)',
-        prelude=('if f_ext and max(np.ndim(q), np.ndim(v), np.ndim(dv)) == 2:',
+        prelude=('if f_ext and max(ndim(q), ndim(v), ndim(dv)) >= 2:',
                  "    raise ValueError('f_ext is not supported for a batch: call per "
                  "configuration')"), fast_if='not f_ext', parts=3, returns=_THREE,
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',

@@ -53,7 +53,8 @@ from .algorithms.operational_space import operational_space_inertia, RCOND as OP
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
                      _on_device, _PARTS, _step_arguments, _task_arguments, _wrenches,
-                     argument_names, ArrayChecker, BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX)
+                     argument_names, ArrayChecker, BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX,
+                     ndim, real_array)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
@@ -397,10 +398,7 @@ class RobotModel:
 
     def with_gravity(self, gravity: ArrayLike) -> RobotModel:
         """Return a copy of the model with another gravity vector."""
-        try:
-            g = np.asarray(gravity, dtype=float)
-        except (TypeError, ValueError):
-            g = None
+        g = real_array(gravity, 'gravity', ModelError)
         if g is None or g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ModelError(f'gravity must be 3 finite numbers, got {gravity!r}')
         d = self._description
@@ -439,11 +437,9 @@ class RobotModel:
         body, R_link, p_link = self._frame(link)
         values = []
         for what, x in (('xyz', xyz), ('rpy', rpy)):
-            try:
-                a = np.array(x, dtype=float).reshape(3)
-            except (TypeError, ValueError):
-                a = np.full(3, np.nan)
-            if not np.all(np.isfinite(a)):
+            a = real_array(x, f'with_frame: {what}', ModelError)
+            a = None if a is None or a.size != 3 else a.reshape(3).copy()
+            if a is None or not np.all(np.isfinite(a)):
                 raise ModelError(f'with_frame: {what} must be 3 finite numbers, got {x!r}')
             values.append(a)
         R = R_link @ rpy_to_matrix(values[1])
@@ -489,11 +485,12 @@ class RobotModel:
         """Return the description with the tree's bodies given by dynamic parameters."""
         d = self._description
         t = d.tree
-        try:
-            P = np.array(parameters, dtype=float).reshape(t.n, 10)
-        except (TypeError, ValueError):
+        P = real_array(parameters, 'dynamic parameters', ModelError)
+        if P is None or P.size != t.n * 10:
             raise ModelError(f'dynamic parameters must be {t.n} x 10 numbers (one row per body '
-                             f'of {list(self.body_names)}), got {np.shape(parameters)}') from None
+                             f'of {list(self.body_names)}), got '
+                             f"{'no array of numbers' if P is None else P.shape}")
+        P = P.reshape(t.n, 10)
         names = self.body_names
         mass, com, inertia = np.empty(t.n), np.empty((t.n, 3)), np.empty((t.n, 3, 3))
         for i, p in enumerate(P):
@@ -705,10 +702,10 @@ class RobotModel:
         """Check a point in link coordinates (3 finite numbers); None is the link origin."""
         if point is None:
             return _ORIGIN
-        try:
-            local = np.array(point, dtype=float).reshape(3)
-        except (TypeError, ValueError):
-            raise ValueError(f'point must be 3 numbers (link frame), got {point!r}') from None
+        local = real_array(point, 'point')
+        if local is None or local.size != 3:
+            raise ValueError(f'point must be 3 numbers (link frame), got {point!r}')
+        local = local.reshape(3).copy()        # never the caller's array
         if not np.all(np.isfinite(local)):
             raise ValueError(f'point must be finite, got {point!r}')
         return local
@@ -882,12 +879,20 @@ class RobotModel:
         None; the rows it did not solve (ok False), or all of them without it, are the single
         call's, row by row (its error naming the row).
         """
-        if all(np.ndim(a) < 2 for a in arrays):
+        if all(ndim(a) < 2 for a in arrays):
             return None
         names = argument_names(method, len(arrays))
         self._check.arrays(True, **{name: a for name, a in zip(names, arrays)   # tau: n or nv
-                                    if np.ndim(a) == 2 and name != 'tau'})
-        arrays = [np.asarray(a, dtype=float) for a in arrays]
+                                    if name != 'tau'})
+        arrays = [real_array(a, name) for name, a in zip(names, arrays)]
+        if 'tau' in names:
+            tau = arrays[names.index('tau')]
+            if tau is None or not 1 <= tau.ndim <= 2 or tau.shape[-1] not in (self.n, self.nv):
+                sizes = sorted({self.n, self.nv})
+                shapes = [f'({size},)' for size in sizes] + [f'(N, {size})' for size in sizes]
+                raise ValueError(f"tau must have shape {', '.join(shapes[:-1])} or {shapes[-1]}"
+                                 f" (the joints' or every velocity's), got "
+                                 f"{'no array of numbers' if tau is None else tau.shape}")
         N = next(a.shape[0] for a in arrays if a.ndim == 2)
         for name, a in zip(names, arrays):
             if a.ndim == 2 and a.shape[0] != N:
@@ -970,9 +975,9 @@ class RobotModel:
 
     def _actuated(self, tau) -> Array:
         """Return the generalized forces of tau: joint forces only (n), or all of them (nv)."""
-        tau = np.asarray(tau, dtype=float)
+        tau = real_array(tau, 'tau')
         nb = self.nv - self.n
-        if nb and tau.shape == (self.n,):
+        if nb and tau is not None and tau.shape == (self.n,):
             tau = np.concatenate([np.zeros(nb), tau])
         return self._single(tau, 'tau')
 
@@ -1542,7 +1547,7 @@ class RobotModel:
             return self.on_gpu().linearize(q, v, tau, dt, contacts)
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
-        if max(np.ndim(q), np.ndim(v), np.ndim(tau)) == 2:
+        if max(ndim(q), ndim(v), ndim(tau)) >= 2:
             da_dq, da_dv, Minv = self._acceleration_derivatives(q, v, tau, contacts)
             (q, v), _ = self._check.arrays(True, q=q, v=v)
             N = da_dq.shape[0]

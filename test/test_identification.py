@@ -256,6 +256,12 @@ def test_bad_data_is_refused_by_name():
         identify(true, q, tau[:, :3], qd, qdd)
     with pytest.raises(ValueError, match='sample times t'):
         identify(true, q, tau)
+    with pytest.raises(ValueError, match=r'^q has complex entries \(dtype complex128\)'):
+        identify(true, q + 1e-20j, tau, qd, qdd)      # never cast to its real part
+    with pytest.raises(ValueError, match=r'^qd must be \(N, 6\).* got no array of numbers$'):
+        identify(true, q, tau, [list(qd[0]), list(qd[1, :5])], qdd)      # ragged rows
+    with pytest.raises(ValueError, match='^t must be the increasing sample times'):
+        identify(true, q, tau, t=[[0.0], []])
     with pytest.raises(ValueError, match='unknown method'):
         identify(true, q, tau, qd, qdd, method='magic')
     floating = RobotModel.from_urdf_file(robots_dir() / ONE_MODEL_CASES['floating quadruped'][0],

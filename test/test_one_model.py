@@ -23,6 +23,8 @@ quantity in the tangent space compares as P^T X P, X P or X. Pinocchio's mimic m
 most algorithms: the projection of its unconstrained model is the reference there.
 """
 
+import dis
+import functools
 import inspect
 import re
 import warnings
@@ -733,6 +735,98 @@ def test_one_checker_gives_every_model_and_method_the_same_messages(case, method
     name = re.escape(model.configuration_names[0])
     with pytest.raises(ValueError, match=rf"^q\[1\] is not finite at \['{name}'\]$"):
         call(model, Q, v, a, link)
+
+
+COMPLEX_ENTRIES = (r' has complex entries \(dtype complex128\): kron_dynamics takes real '
+                   r'numbers, and casting would drop the imaginary part$')
+
+
+def _reads(call) -> tuple:
+    """Return which of the state arrays v, a a METHODS entry passes on (from its bytecode)."""
+    loaded = {i.argval for i in dis.get_instructions(call) if i.opname.startswith('LOAD_FAST')}
+    return tuple(name for name in ('v', 'a') if name in loaded)
+
+
+@pytest.mark.parametrize('method', sorted(METHODS))
+def test_complex_ragged_and_three_dimensional_arrays_are_refused_by_name(case, method):
+    """
+    No imaginary part dropped without a word, no NumPy message, no StopIteration.
+
+    A complex q (a complex step) was cast to its real part with only NumPy's ComplexWarning;
+    ragged rows raised NumPy's 'inhomogeneous shape' from np.ndim on a moving base; a
+    (1, 1, nq) q reached the contact batches as a StopIteration.
+    """
+    kind, model, pair = case
+    call, link, nq = METHODS[method], CASES[kind][2][0], model.nq
+    q, v, a = state(model, 41)
+    entries = re.escape(f"(entries: {', '.join(model.configuration_names)})")
+    for Q in (q + 1e-20j, np.stack([q, q]) + 1e-20j):
+        with pytest.raises(ValueError, match='^q' + COMPLEX_ENTRIES):
+            call(model, Q, v, a, link)
+    with pytest.raises(ValueError, match=rf'^q must be an array of {nq} numbers '
+                                         rf'\(or N x {nq}\) {entries}$'):
+        call(model, [list(q), list(q[:-1])], v, a, link)
+    with pytest.raises(ValueError, match=rf'^q must have shape \({nq},\) or \(N, {nq}\), '
+                                         rf'got \(1, 1, {nq}\) {entries}$'):
+        call(model, q[None, None], v, a, link)
+    for name in _reads(call):
+        arrays = {'v': v, 'a': a}
+        arrays[name] = arrays[name] + 1e-20j
+        with pytest.raises(ValueError, match=r'^\w+' + COMPLEX_ENTRIES):
+            call(model, q, arrays['v'], arrays['a'], link)
+    if 'v' in _reads(call):
+        with pytest.raises(ValueError, match=r'^\w+ must be an array of \d+ numbers \(or N x '):
+            call(model, q, [list(v), list(v[:-1])], a, link)
+
+
+def test_complex_arguments_beside_the_state_are_refused_by_name(case):
+    """A point, gravity, wrench, frame offset or parameter table: no silent real part either."""
+    kind, model, pair = case
+    link = CASES[kind][2][0]
+    q, v, a = state(model, 43)
+    z3, z6 = np.zeros(3) + 1e-20j, np.zeros(6) + 1e-20j
+    for name, call in (
+            ('point', lambda: model.jacobian(q, link, point=z3)),
+            ('point', lambda: model.acceleration(q, v, a, link, point=z3)),
+            ('gravity', lambda: model.with_gravity(z3)),
+            ('dynamic parameters', lambda: model.with_dynamic_parameters(
+                model.dynamic_parameters() + 1e-20j)),
+            (rf"f_ext\['{link}'\]", lambda: model.inverse_dynamics(q, v, a, f_ext={link: z6})),
+            ('with_frame: xyz', lambda: model.with_frame('tcp', link, xyz=z3)),
+            (rf"Contact\('{link}'\): point", lambda: Contact(link, point=z3))):
+        with pytest.raises(ValueError, match='^' + name + COMPLEX_ENTRIES):
+            call()
+    for point in ((0.0, 0.0), (0.0, np.nan, 0.0), 'abc'):
+        with pytest.raises(ValueError, match=rf"^Contact\('{link}'\): point must be 3 finite "
+                                             rf'numbers \(link frame\), got '):
+            Contact(link, point=point)
+    assert Contact(link, point=np.array([1, 2, 3])).point == (1.0, 2.0, 3.0)
+    with pytest.raises(ValueError, match=r'^dynamic parameters must be \d+ x 10 numbers .*, '
+                                         r'got no array of numbers$'):
+        model.with_dynamic_parameters([[1.0, 2.0], [3.0]])
+    with pytest.raises(ValueError, match=r'^damping must be a finite number >= 0, got \(1\+1j\)$'):
+        model.operational_space_inertia(q, link, damping=1 + 1j)    # the value given, not -1
+
+
+@pytest.mark.parametrize('method', ['constrained_forward_dynamics',
+                                    'constrained_forward_dynamics_derivatives', 'linearize'])
+def test_a_contact_batch_names_a_misshapen_tau(case, method):
+    """A tau of n or nv entries per row is taken; any other shape is named (no StopIteration)."""
+    kind, model, pair = case
+    contacts = [Contact(CASES[kind][2][0])]
+    call = functools.partial(getattr(model, method), contacts=contacts)
+    q, v, a = state(model, 42)
+    sizes = sorted({model.n, model.nv})
+    shapes = re.escape(', '.join([f'({n},)' for n in sizes] + [f'(N, {n})' for n in sizes][:-1])
+                       + f' or (N, {sizes[-1]})')
+    for tau, got in ((np.zeros((1, 1, model.nv)), r'\(1, 1, \d+\)'),
+                     (np.zeros((2, model.n + 1)), rf'\(2, {model.n + 1}\)'),
+                     ('abc', 'no array of numbers')):
+        with pytest.raises(ValueError, match=rf"^tau must have shape {shapes} \(the joints' or "
+                                             rf"every velocity's\), got {got}$"):
+            call(np.stack([q, q]), v, tau)
+    with pytest.raises(ValueError, match=r'^tau has complex entries'):
+        call(np.stack([q, q]), v, np.zeros((2, model.nv)) + 1e-20j)
 
 
 @pytest.mark.parametrize('method', ['mass_matrix', 'inverse_dynamics', 'gravity_torque',

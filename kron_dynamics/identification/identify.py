@@ -36,6 +36,7 @@ import warnings
 
 import numpy as np
 
+from ..checks import real_array
 from ..errors import ModelError
 from .base_parameters import base_parameters, BaseParameters
 
@@ -383,10 +384,11 @@ def _nearest_consistent(p) -> np.ndarray:
 
 
 def _samples(x, model, name) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 2 or x.shape[1] != model.n:
+    x = real_array(x, name)
+    if x is None or x.ndim != 2 or x.shape[1] != model.n:
         raise ValueError(f'{name} must be (N, {model.n}): one row per sample, columns '
-                         f'{list(model.joint_names)}; got shape {x.shape}')
+                         f'{list(model.joint_names)}; got '
+                         + ('no array of numbers' if x is None else f'shape {x.shape}'))
     if not np.all(np.isfinite(x)):
         row = int(np.nonzero(~np.all(np.isfinite(x), axis=1))[0][0])
         raise ValueError(f'{name}[{row}] is not finite')
@@ -445,8 +447,8 @@ def filtered(t, q, tau, cutoff, max_gap=None, effort: str = 'instant'):
     _check_effort(effort)
     if t is None:
         raise ValueError('identify: give qd and qdd, or the sample times t to compute them')
-    t = np.asarray(t, dtype=float)
-    if t.shape != (q.shape[0],) or not np.all(np.diff(t) > 0):
+    t = real_array(t, 't')
+    if t is None or t.shape != (q.shape[0],) or not np.all(np.diff(t) > 0):
         raise ValueError('t must be the increasing sample times, one per row of q')
     dt = float(np.median(np.diff(t)))
     nyquist = 0.5 / dt
