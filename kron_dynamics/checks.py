@@ -49,9 +49,20 @@ def _task_arguments(part, damping) -> tuple[slice, float]:
         value = float(damping)
     except (TypeError, ValueError):
         value = -1.0
-    if not (np.isfinite(value) and value >= 0.0):
-        raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+    if not (np.isfinite(value * value) and value >= 0.0):     # damping^2 is added
+        raise ValueError(f'damping must be a finite number >= 0 (its square finite), got '
+                         f'{damping!r}')
     return rows, value
+
+
+def _has_wrenches(f_ext) -> bool:
+    """Return whether f_ext gives any wrench: False for None or {}; ValueError for no mapping."""
+    if f_ext is None:
+        return False
+    if not isinstance(f_ext, Mapping):      # an array has no truth value: say what f_ext is
+        raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz), '
+                         f'got {type(f_ext).__name__}')
+    return len(f_ext) > 0
 
 
 def _wrenches(f_ext, check_link: Callable) -> list:
@@ -61,8 +72,7 @@ def _wrenches(f_ext, check_link: Callable) -> list:
     ``check_link(link)`` raises (naming the links) for an unknown link; a wrench that is not
     6 finite numbers is a ValueError naming its link.
     """
-    if not isinstance(f_ext, Mapping):
-        raise ValueError('f_ext must map link names to 6-vectors (fx, fy, fz, mx, my, mz)')
+    _has_wrenches(f_ext)
     out = []
     for link, wrench in f_ext.items():
         check_link(link)
@@ -268,9 +278,16 @@ def _step_arguments(dt, steps) -> tuple[float, int]:
     if isinstance(steps, (bool, np.bool_)) or not isinstance(steps, (int, np.integer)) \
             and not (isinstance(steps, (float, np.floating)) and float(steps).is_integer()):
         raise ValueError(f'steps must be an integer >= 0, got {steps!r}')
-    if steps < 0:
-        raise ValueError(f'steps must be an integer >= 0, got {steps!r}')
+    if not 0 <= steps < 2 ** 63:       # a kernel's int64 counts them
+        raise ValueError(f'steps must be an integer >= 0 (below 2**63), got {steps!r}')
     return dt, int(steps)
+
+
+def _boolean(x, name: str) -> bool:
+    """Return x as a bool: True or False (NumPy's too), or 1 or 0; ValueError naming it."""
+    if isinstance(x, (bool, np.bool_)) or isinstance(x, (int, np.integer)) and x in (0, 1):
+        return bool(x)
+    raise ValueError(f'{name} must be True or False, got {x!r}')
 
 
 def _body_parameters(name: str, p) -> None:

@@ -62,9 +62,10 @@ from .model.coordinates import BASE_NAMES, BaseMap, P_BASE
 from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 from .written_out import parameter_names, write_out
-from .checks import (_body_parameters, _host_only, _on_device, _step_arguments,
-                     _task_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
-                     frame_name, ndim, real_array)
+from .checks import _boolean  # noqa: F401  (_ROOT_FLAG's written-out check)
+from .checks import (_body_parameters, _has_wrenches, _host_only, _on_device,
+                     _step_arguments, _task_arguments, _wrenches, argument_names, ArrayChecker,
+                     BASE_TYPES, frame_name, ndim, real_array)
 
 Array = NDArray[np.float64]
 
@@ -694,7 +695,7 @@ class MovingBase:
         Dq, Dv, Mk = out
         P = self._Pk
         dq = P.T @ Dq @ P
-        if f_ext:
+        if _has_wrenches(f_ext):
             dq -= self._wrench_derivative(q, f_ext)
         return dq, P.T @ Dv @ P, P.T @ Mk @ P + np.diag(self._armature_after)
 
@@ -1417,6 +1418,7 @@ _MOVING = 'self._planar, self._pk, self._armature_after'
 _MOVING_ORIGIN = 'self._origin, ' + _MOVING
 _MOVING_BASE = 'self._origin, self._planar, self._pk'      # the base's pose, no armature
 _SHAPE_44, _SHAPE_3, _SHAPE_6 = (4, 4), (3,), (6,)
+_ROOT_FLAG = ("_boolean(include_root, 'include_root')",)    # checked, as a fixed base's
 _SITE = ('try:', '    k, code = self._site_rows[link], FRAMES[frame]',     # a link frame's row
          'except (KeyError, TypeError):', '    k = code = -1')
 _COMPILED_BASE = {
@@ -1425,7 +1427,8 @@ _COMPILED_BASE = {
         'None', ('q', 'v', 'dv'), 'floating_rnea', f'self._origin, {{}}, ID, {_TOL}',
         'q, v, dv', 'self._shape_v', 'self._general_inverse_dynamics(q, v, dv)',
         moving=f'{_MOVING_ORIGIN}, {{}}, ID, {_TOL}',
-        prelude=('if f_ext:', '    return self._with_wrenches(q, v, dv, f_ext)'),
+        prelude=('if f_ext is not None and _has_wrenches(f_ext):',
+                 '    return self._with_wrenches(q, v, dv, f_ext)'),
         gpu='self.on_gpu().inverse_dynamics(q, v, dv)', doc="""
         Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
 
@@ -1529,7 +1532,7 @@ _COMPILED_BASE = {
             "order."),
     'center_of_mass': _BaseRow(
         'q: ArrayLike, include_root: bool = True', ('q',), 'moving_center_of_mass', '', 'q',
-        '_SHAPE_3', 'self._center_of_mass_readable(q)',
+        '_SHAPE_3', 'self._center_of_mass_readable(q)', prelude=_ROOT_FLAG,
         gpu='self.on_gpu().center_of_mass(q)', moving=f'{_MOVING_BASE}, {{}}, {_TOL}', doc="""
         Return the centre of mass of the whole robot (base included) in the world (3,).
 
@@ -1538,7 +1541,8 @@ _COMPILED_BASE = {
     'center_of_mass_jacobian': _BaseRow(
         'q: ArrayLike, include_root: bool = True', ('q',), 'moving_center_of_mass_jacobian',
         '', 'q', 'self._shape_3v', 'self._center_of_mass_jacobian_readable(q)',
-        moving=f'{_MOVING_BASE}, {{}}, {_TOL}', gpu='self.on_gpu().center_of_mass_jacobian(q)',
+        prelude=_ROOT_FLAG, moving=f'{_MOVING_BASE}, {{}}, {_TOL}',
+        gpu='self.on_gpu().center_of_mass_jacobian(q)',
         doc='Return the 3 x nv Jacobian of :meth:`center_of_mass` (world axes).'),
     'centroidal_momentum_matrix': _BaseRow(
         'q: ArrayLike', ('q',), 'moving_centroidal_momentum_matrix', '', 'q', 'self._6nv',
@@ -1618,9 +1622,10 @@ _COMPILED_BASE = {
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
         'None', ('q', 'v', 'dv'), 'floating_rnea_derivatives', f'self._origin, {{}}, {_TOL}',
         'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv, f_ext)',
-        prelude=('if f_ext and max(ndim(q), ndim(v), ndim(dv)) >= 2:',
+        prelude=('wrenches = f_ext is not None and _has_wrenches(f_ext)',
+                 'if wrenches and max(ndim(q), ndim(v), ndim(dv)) >= 2:',
                  "    raise ValueError('f_ext is not supported for a batch: call per "
-                 "configuration')"), fast_if='not f_ext', parts=3, returns=_THREE,
+                 "configuration')"), fast_if='not wrenches', parts=3, returns=_THREE,
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         gpu='self._gpu_for(f_ext).inverse_dynamics_derivatives(q, v, dv)', doc="""
         Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.

@@ -51,10 +51,11 @@ from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia, RCOND as OPERATIONAL_RCOND
 from .algorithms.regressor import body_inertia, body_parameters
-from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code, _generator,
-                     _on_device, _PARTS, _step_arguments, _task_arguments, _wrenches,
-                     argument_names, ArrayChecker, BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX,
-                     ndim, real_array)
+from .checks import _boolean  # noqa: F401  (_ROOT's written-out check)
+from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code,
+                     _generator, _has_wrenches, _on_device, _PARTS, _step_arguments,
+                     _task_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
+                     CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
@@ -1387,7 +1388,7 @@ class RobotModel:
 
     def _gpu_for(self, f_ext):
         """Return on_gpu() for a method given CUDA arrays; f_ext is refused by name."""
-        if f_ext:
+        if _has_wrenches(f_ext):
             raise ValueError('f_ext is not supported on the GPU: call per configuration on '
                              'the CPU')
         return self.on_gpu()
@@ -1404,11 +1405,12 @@ class RobotModel:
         q = values[0]
         qd = values[1] if len(values) > 1 else q
         qdd = values[2] if len(values) > 2 else q
+        wrenches = _has_wrenches(f_ext)
         if N is not None:
-            if f_ext:
+            if wrenches:
                 raise ValueError('f_ext is not supported for a batch: call per configuration')
             return self._run(None, native.rnea_batch, N, self._n, q, qd, qdd, mode)
-        W = self._external_wrenches(self._internal(q, 'q'), f_ext) if f_ext else _NO_WRENCH
+        W = self._external_wrenches(self._internal(q, 'q'), f_ext) if wrenches else _NO_WRENCH
         return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
 
     def _external_wrenches(self, qi, f_ext):
@@ -1472,11 +1474,12 @@ class RobotModel:
         if _on_device(q):
             return self._gpu_for(f_ext).inverse_dynamics_derivatives(q, qd, qdd)
         (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
-        if f_ext and N is not None:
+        wrenches = _has_wrenches(f_ext)
+        if wrenches and N is not None:
             raise ValueError('f_ext is not supported for a batch: call per configuration')
         out = self._run(native.rnea_derivatives, native.rnea_derivatives_batch, N, self._3nn,
                         q, qd, qdd)
-        if f_ext:
+        if wrenches:
             out[0] -= self._wrench_derivative(q, f_ext)
         return out[..., 0, :, :], out[..., 1, :, :], out[..., 2, :, :]
 
@@ -1720,7 +1723,7 @@ class _Row(NamedTuple):
 
 
 _FRAME_PARAMS = "point: ArrayLike | None = None, frame: str = 'local_world_aligned'"
-_ROOT = ('root = bool(include_root)',)
+_ROOT = ("root = _boolean(include_root, 'include_root')",)
 _COMPILED = {
     'link_pose': _Row(
         'q: ArrayLike, link: str', ('q',), 'link_pose', '_SHAPE_44', site='link',
@@ -2091,7 +2094,7 @@ class CoupledRobotModel(RobotModel):
             return self._gpu_for(f_ext).inverse_dynamics_derivatives(q, qd, qdd)
         (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if N is not None:
-            if f_ext:
+            if _has_wrenches(f_ext):
                 raise ValueError('f_ext is not supported for a batch: call per configuration')
             out = np.empty((N, 3, self._n, self._n))
             if self._cpl is not None and native.coupled_rnea_derivatives_batch(

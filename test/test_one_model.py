@@ -804,8 +804,21 @@ def test_complex_arguments_beside_the_state_are_refused_by_name(case):
     with pytest.raises(ValueError, match=r'^dynamic parameters must be \d+ x 10 numbers .*, '
                                          r'got no array of numbers$'):
         model.with_dynamic_parameters([[1.0, 2.0], [3.0]])
-    with pytest.raises(ValueError, match=r'^damping must be a finite number >= 0, got \(1\+1j\)$'):
-        model.operational_space_inertia(q, link, damping=1 + 1j)    # the value given, not -1
+    for damping in (1 + 1j, 1e200):       # the value given (not -1); 1e200: its square is inf
+        with pytest.raises(ValueError, match=r'^damping must be a finite number >= 0 \(its square '
+                                             rf'finite\), got {re.escape(repr(damping))}$'):
+            model.operational_space_inertia(q, link, damping=damping)
+    with pytest.raises(ValueError, match=r'^f_ext must map link names to 6-vectors \(fx, fy, fz, '
+                                         r'mx, my, mz\), got ndarray$'):
+        model.inverse_dynamics(q, v, a, f_ext=np.zeros(6))      # was NumPy's 'truth value'
+    with pytest.raises(ValueError, match=r'^f_ext must map link names.*, got ndarray$'):
+        model.inverse_dynamics_derivatives(q, v, a, f_ext=np.zeros(6))
+    for flag in (np.array([1, 0]), 2, 'yes'):   # was NumPy's 'truth value' or taken as True
+        for method in (model.center_of_mass, model.center_of_mass_jacobian):
+            with pytest.raises(ValueError, match=r'^include_root must be True or False, got '):
+                method(q, include_root=flag)
+    with pytest.raises(ValueError, match=r'^steps must be an integer >= 0 \(below 2\*\*63\)'):
+        model.simulate(q, v, a[model.nv - model.n:], 1e-3, 2 ** 70)     # was an OverflowError
 
 
 @pytest.mark.parametrize('method', ['constrained_forward_dynamics',
