@@ -124,6 +124,23 @@ def real_array(x, name: str, error: type = ValueError) -> np.ndarray | None:
         return None
 
 
+def real_number(x, name: str) -> float:
+    """Return x as a float: a real number (Python's or NumPy's, not a bool); ValueError."""
+    if isinstance(x, np.ndarray) and x.ndim == 0:
+        x = x[()]
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
+                                                             np.floating)):
+        raise ValueError(f'{name} must be a number, got {x!r}')
+    return float(x)
+
+
+def integer(x, name: str, minimum: int) -> int:
+    """Return x as an int >= minimum (Python's or NumPy's integer, not a bool); ValueError."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or x < minimum:
+        raise ValueError(f'{name} must be an integer >= {minimum}, got {x!r}')
+    return int(x)
+
+
 def ndim(x) -> int:
     """Return the number of axes of x; 1 where NumPy makes no array of it (ragged rows)."""
     try:

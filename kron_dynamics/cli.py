@@ -108,7 +108,10 @@ def _identification(args) -> int:
                                 tuple(args.friction), args.cutoff, args.topic, args.validate,
                                 args.prior_weight, args.joints, args.max_gap, args.effort)
     except (ValueError, OSError) as exc:
-        print(f'kron-dynamics {args.command}: {exc}', file=sys.stderr)
+        text = str(exc)
+        prefix = f'{args.command}: '      # a library message may name its function already
+        print(f'kron-dynamics {args.command}: '
+              f'{text[len(prefix):] if text.startswith(prefix) else text}', file=sys.stderr)
         return 2
 
 
@@ -138,6 +141,17 @@ def recording_urdf(machine: str) -> str:
     return DEMO_URDFS[machine]
 
 
+def _seconds(text: str) -> float:
+    """Return a command line's duration: a finite number > 0 (argparse names the option)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float('nan')
+    if not 0.0 < value < float('inf'):
+        raise argparse.ArgumentTypeError(f'must be a finite number of seconds > 0, got {text!r}')
+    return value
+
+
 def main(argv=None) -> int:
     """Entry point of the ``kron-dynamics`` command."""
     parser = argparse.ArgumentParser(prog='kron-dynamics', description=__doc__)
@@ -149,7 +163,7 @@ def main(argv=None) -> int:
                         help="a machine's computed-torque demo, or 'identify': the stacker "
                              'from a wrong URDF, its excitation, the fit, tracking before and '
                              'after')
-    p_demo.add_argument('--duration', type=float, default=10.0,
+    p_demo.add_argument('--duration', type=_seconds, default=10.0,
                         help='seconds of real time to run (identify: of the excitation, '
                              'played twice; default 10)')
     p_demo.add_argument('--plot', default=None,
@@ -231,6 +245,9 @@ def main(argv=None) -> int:
         return demo(args.machine, args.duration, args.plot or f'{args.machine}_demo.png')
     except (ModelError, ConfigurationError) as exc:
         print(f'kron-dynamics: {exc}', file=sys.stderr)
+        return 2
+    except OSError as exc:        # an output file that cannot be written, ...
+        print(f'kron-dynamics {args.command}: {exc}', file=sys.stderr)
         return 2
 
 

@@ -106,6 +106,8 @@ def _lock_unlisted(description: RobotDescription, joint_names) -> RobotDescripti
             or not isinstance(joint_names, Iterable):
         return description        # RobotModel._joint_order reports the bad argument
     listed = {str(j) for j in joint_names}
+    if not listed <= set(description.independent_joints):
+        return description        # _joint_order names the fault against every movable joint
     others = {j: 0.0 for j in description.independent_joints if j not in listed}
     return lock_joints(description, others) if others else description
 

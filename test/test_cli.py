@@ -128,3 +128,22 @@ def test_the_demo_records_until_a_state_can_be_judged_against_a_reference():
     judged = rec.judged()
     assert judged == sum(1 for t, _, _ in rec.states if t >= 1.5)
     assert rec.statistics()['samples'] == judged
+
+
+@pytest.mark.parametrize('duration', ['-1', '0', 'nan', 'inf', 'ten'])
+def test_demo_refuses_a_duration_that_is_not_a_finite_positive_number(duration, capsys):
+    """Refused by argparse before any node starts: -1 s used to run the demo, inf forever."""
+    from kron_dynamics.cli import main
+    for machine in ('stacker', 'identify'):
+        with pytest.raises(SystemExit) as stop:
+            main(['demo', machine, '--duration', duration])
+        assert stop.value.code == 2
+        assert ("argument --duration: must be a finite number of seconds > 0, got "
+                f"'{duration}'") in capsys.readouterr().err
+
+
+def test_a_graph_refuses_a_duration_before_it_starts():
+    from kron_dynamics.demo.run import run_graph
+    for duration in (-1.0, 0.0, float('nan'), float('inf')):
+        with pytest.raises(ValueError, match='^duration must be a finite number of seconds > 0'):
+            run_graph(None, duration, None)

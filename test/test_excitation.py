@@ -170,3 +170,55 @@ def test_bad_arguments_are_named():
                                          root_joint='floating')
     with pytest.raises(ModelError, match='floating base'):
         excitation_trajectory(floating, 10.0)
+
+
+def test_bad_arguments_of_the_optimisation_are_named():
+    robot = model()
+    for kwargs, message in [
+            (dict(maxiter=-1), '^maxiter must be an integer >= 0, got -1$'),
+            (dict(maxiter=2.5), '^maxiter must be an integer >= 0, got 2.5$'),
+            (dict(restarts=0), '^restarts must be an integer >= 1, got 0$'),
+            (dict(samples=0), '^samples must be an integer >= 1, got 0$'),
+            (dict(rng='seed'), "^rng must be None, a seed or a numpy.random.Generator, got "
+                               "'seed'$"),
+            (dict(base_frequency=1e308), 'whole number'),
+            (dict(base_frequency='0.1'), "^base_frequency must be a number, got '0.1'$"),
+            (dict(smooth=-1.0), r'^smooth must be >= 0 .* got -1\.0$'),
+            (dict(margin='0.1'), "^margin must be a number, got '0.1'$"),
+            (dict(max_acceleration=[1.0, 2.0]), r'^max_acceleration must be one number or 6 '
+                                                r"\(one per joint of \['shoulder_pan_joint'"),
+            (dict(max_acceleration='fast'), '^max_acceleration must be one number or 6'),
+            (dict(criterion=np.array(['cond', 'logdet'])), '^unknown criterion'),
+            (dict(friction=('coulomb', 'coulomb')), r"^friction term\(s\) \['coulomb'\] given "
+                                                    'more than once')]:
+        with pytest.raises(ValueError, match=message):
+            excitation_trajectory(robot, 10.0, **kwargs)
+    with pytest.raises(ValueError, match="^duration must be a number, got '10'$"):
+        excitation_trajectory(robot, '10')
+
+
+def test_a_trajectory_refuses_what_it_cannot_play_by_name(ur5_excitation):
+    _, e = ur5_excitation
+    fields = (e.joint_names, e.q0, e.a, e.b, e.base_frequency)
+    with pytest.raises(ConfigurationError, match=r'^excitation: duration inf s must be a whole '
+                                                 'number of periods'):
+        FourierTrajectory(*fields, np.inf)
+    with pytest.raises(ConfigurationError, match="^excitation: duration must be a number, got "
+                                                 "'10'$"):
+        FourierTrajectory(*fields, '10')
+    with pytest.raises(ConfigurationError, match='^excitation: q0 is no array of numbers$'):
+        FourierTrajectory(e.joint_names, 'abc', e.a, e.b, e.base_frequency, e.duration)
+    with pytest.raises(ConfigurationError, match=r'^excitation: a has complex entries'):
+        FourierTrajectory(e.joint_names, e.q0, e.a + 0j, e.b, e.base_frequency, e.duration)
+    q0 = e.q0.copy()
+    copy = FourierTrajectory(e.joint_names, q0, e.a, e.b, e.base_frequency, e.duration)
+    q0[:] = 1.0                                   # the caller's array, not the trajectory's
+    np.testing.assert_array_equal(copy.q0, e.q0)
+    for rate in (np.inf, 1e308, 0.0, -5.0):
+        with pytest.raises(ValueError, match=r'^excitation: rate must be finite and > 0 \[Hz\]'):
+            e.sample(rate)
+    with pytest.raises(ValueError, match="^rate must be a number, got '50'$"):
+        e.sample('50')
+    with pytest.raises(ValueError, match="^excitation: t must be a number or an array of "
+                                         "numbers"):
+        e('abc')

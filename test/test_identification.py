@@ -23,12 +23,14 @@ true base parameters; with torque noise the physically consistent fit must stay 
 torques as well as least squares does.
 """
 
+import re
+
 import numpy as np
 import pytest
 
 from kron_dynamics import ModelError, RobotModel
-from kron_dynamics.identification import (identify, pseudo_inertia, read_recording, Recording,
-                                          write_bag)
+from kron_dynamics.identification import (base_parameters, friction_regressor, identify,
+                                          pseudo_inertia, read_recording, Recording, write_bag)
 from kron_dynamics.identification.identify import filtered, held_on_grid
 from kron_dynamics.testing.motion import sum_of_sines
 from pinocchio_oracle import ONE_MODEL_CASES, robots_dir
@@ -523,3 +525,125 @@ def test_a_fit_with_locked_joints_exports_a_urdf_that_says_so():
     P = fit.model.dynamic_parameters()
     np.testing.assert_allclose(back.dynamic_parameters(), P, rtol=0,
                                atol=1e-9 * np.abs(P).max())
+
+
+def test_a_recordings_bad_rows_are_named_by_file_row_and_column(tmp_path):
+    """A value that is not finite, a row too short or too long, text: file, row, column."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=1.0)
+    tau = torques(true, q, qd, qdd)
+    names = true.joint_names
+    header = ['t'] + [f'{j}.{kind}' for kind in ('position', 'effort') for j in names]
+    body = np.hstack([t[:, None], q, tau])
+    path = tmp_path / 'states.csv'
+
+    def read(rows):
+        lines = [','.join(header), ''] + [','.join(map(str, row)) for row in rows]
+        path.write_text('\n'.join(lines) + '\n')         # a blank line 2: line = data row + 2
+        return read_recording(path, names)
+    bad = body.copy()
+    bad[4, 1 + len(names) + 2] = np.nan
+    with pytest.raises(ValueError, match=re.escape(
+            f"states.csv: data row 5 (line 7), column '{names[2]}.effort' is nan: every t, "
+            'position and effort must be finite')):
+        read(bad)
+    bad = body.copy()
+    bad[7, 0] = np.inf
+    with pytest.raises(ValueError, match=r"data row 8 \(line 10\), column 't' is inf"):
+        read(bad)
+    rows = [list(body[0]), list(body[1][:3])]
+    with pytest.raises(ValueError, match=r'data row 2 \(line 4\) has 3 fields, the header 13$'):
+        read(rows)
+    with pytest.raises(ValueError, match=r'data row 2 \(line 4\) has 14 fields, the header 13$'):
+        read([list(body[0]), list(body[1]) + [0.5]])
+    with pytest.raises(ValueError, match=re.escape(
+            f"data row 1 (line 3), column '{names[0]}.position': 'abc' is not a number")):
+        read([['0.0', 'abc'] + list(body[0][2:])])
+    # a bag: the joint and the time of the first message with a value that is not finite
+    q_bad = q.copy()
+    q_bad[3, 1] = -np.inf
+    write_bag(tmp_path / 'bag', Recording(names, t + 100.0, q_bad, qd, tau))
+    with pytest.raises(ValueError, match=re.escape(
+            f"bag: /joint_states: the position of '{names[1]}' at {100.0 + t[3]:.9f} s is "
+            '-inf: every position and effort must be finite')):
+        read_recording(tmp_path / 'bag', names)
+    (tmp_path / 'empty').mkdir()
+    with pytest.raises(ValueError, match=r'empty: not a rosbag2 directory \(it has no '
+                                         r'metadata\.yaml\); give a rosbag2 directory or a CSV'):
+        read_recording(tmp_path / 'empty', names)
+    (tmp_path / 'broken').mkdir()
+    (tmp_path / 'broken' / 'metadata.yaml').write_text('rosbag2_bagfile_information: [\n')
+    with pytest.raises(ValueError, match=r'broken: the bag cannot be read \(.*metadata\.yaml'):
+        read_recording(tmp_path / 'broken', names)
+    with pytest.raises(ValueError, match="joint_names must be a list of joint names, got 'ab'"):
+        read_recording(tmp_path / 'bag', 'ab')
+
+
+def test_bad_arguments_of_the_fit_are_refused_by_name():
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=2.0)
+    tau = torques(true, q, qd, qdd)
+    for kwargs, message in [
+            (dict(friction='viscous'), r"^friction must be a list of terms from \['viscous', "
+                                       r".* got 'viscous'$"),
+            (dict(friction=None), '^friction must be a list of terms'),
+            (dict(friction=('viscous', 'coulomb', 'viscous')),
+             r"^friction term\(s\) \['viscous'\] given more than once"),
+            (dict(smooth=-0.1), r'^smooth must be >= 0 .* got -0\.1$'),
+            (dict(smooth=np.inf), '^smooth must be >= 0 .* got inf$'),
+            (dict(smooth='0.1'), "^smooth must be a number, got '0.1'$"),
+            (dict(prior_weight='1e-6'), "^prior_weight must be a number, got '1e-6'$"),
+            (dict(method=np.array(['least_squares', 'x'])), '^unknown method'),
+            (dict(effort=np.array(['held', 'instant'])), '^unknown effort')]:
+        with pytest.raises(ValueError, match=message):
+            identify(true, q, tau, qd, qdd, **kwargs)
+    for kwargs, message in [(dict(cutoff='5'), "^cutoff must be a number, got '5'$"),
+                            (dict(max_gap=[0.1]), r'^max_gap must be a number, got \[0\.1\]$')]:
+        with pytest.raises(ValueError, match=message):
+            identify(true, q, tau, t=t, **kwargs)
+    with pytest.raises(ValueError, match=r'qd and qdd must be arrays of numbers of the same '
+                                         r'shape, .* got shape \(\d+, 6\), shape \(\d+, 3\)$'):
+        friction_regressor(qd, qdd[:, :3])
+    with pytest.raises(ValueError, match=r"p must be a body's 10 parameters .* got shape \(2,\)"):
+        pseudo_inertia([1.0, 0.0])
+    with pytest.raises(ValueError, match='^samples must be an integer >= 1, got 0$'):
+        base_parameters(true, samples=0)
+    with pytest.raises(ValueError, match="^rng must be None, a seed or a numpy.random.Generator, "
+                                         "got 'x'$"):
+        base_parameters(true, rng='x')
+
+
+def test_the_command_names_bad_data_and_arguments_in_one_line(tmp_path, capsys):
+    """Exit code 2 and one line: a row of the CSV, a repeated friction term, an unknown joint."""
+    from kron_dynamics.cli import main
+    path = robots_dir() / ONE_MODEL_CASES['fixed arm'][0]
+    true = RobotModel.from_urdf_file(path)
+    t, q, qd, qdd = motion(true, seconds=4.0)
+    tau = torques(true, q, qd, qdd)
+    header = ['t'] + [f'{j}.{kind}' for kind in ('position', 'effort') for j in true.joint_names]
+    body = np.hstack([t[:, None], q, tau])
+    body[10, 1] = np.nan
+    data = tmp_path / 'states.csv'
+    data.write_text(','.join(header) + '\n' + '\n'.join(','.join(map(str, row))
+                                                        for row in body) + '\n')
+
+    def identify_command(*options):
+        code = main(['identify', str(path), str(data), '-o', str(tmp_path / 'fit.urdf'),
+                     *options])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count('\n') == 1 and 'Traceback' not in err, err
+        return err
+    err = identify_command()
+    assert err.startswith(f'kron-dynamics identify: {data}: data row 11 (line 12), column '
+                          f"'{true.joint_names[0]}.position' is nan"), err
+    data.write_text(','.join(header) + '\n' + '\n'.join(','.join(map(str, row))
+                                                        for row in body[20:30]) + '\n')
+    err = identify_command()
+    assert err.startswith('kron-dynamics identify: 0.09 s of data is too short'), err
+    data.write_text(','.join(header) + '\n' + '\n'.join(','.join(map(str, row))
+                                                        for row in body[20:]) + '\n')
+    err = identify_command('--friction', 'viscous', 'viscous')
+    assert "friction term(s) ['viscous'] given more than once" in err
+    err = identify_command('--joints', 'ghost')
+    assert (f"unknown or non-movable joint(s) ['ghost']; movable joints are "
+            f'{list(true.joint_names)}') in err

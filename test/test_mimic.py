@@ -397,6 +397,14 @@ def test_locking_a_primary_locks_its_mimics_and_a_mimic_cannot_be_locked():
     others = RobotModel.from_urdf_file(URDF_DIR / 'gripper_arm.urdf', joint_names=['shoulder'],
                                        lock_others=True)
     assert others.joint_names == ('shoulder',)
+    # a mimic joint in the list: named against the joints of the URDF, none locked yet
+    with pytest.raises(ModelError, match=re.escape(
+            "joint_names: ['right_finger_joint'] are mimic joints, which follow other joints "
+            "and are not coordinates; the independent joints are ['shoulder', 'elbow', "
+            "'left_finger_joint']")):
+        RobotModel.from_urdf_file(URDF_DIR / 'gripper_arm.urdf',
+                                  joint_names=['shoulder', 'right_finger_joint'],
+                                  lock_others=True)
 
 
 @pytest.mark.parametrize('case', ALL)

@@ -20,6 +20,7 @@ elements of 003, generated straight-line code against the numeric core, the boun
 ``kron-dynamics equations`` command.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -423,3 +424,32 @@ def test_cli_reports_too_large(tmp_path):
     assert 'max_seconds=0.05' in result.stderr and '--max-seconds' in result.stderr
     bad = run_cli(str(tmp_path / 'missing.urdf'))
     assert bad.returncode == 2 and 'neither a file nor a bundled machine' in bad.stderr
+
+
+@pytest.mark.parametrize('bounds', [dict(max_seconds=-1.0), dict(max_seconds=float('nan')),
+                                    dict(max_seconds=True), dict(max_seconds='30'),
+                                    dict(max_operations=-5), dict(max_operations=2.5),
+                                    dict(max_operations=0)])
+def test_bad_bounds_are_refused_by_name(bounds):
+    """A bound is None (no bound) or > 0: never a NaN that no time exceeds, never -1."""
+    (name, value), = bounds.items()
+    with pytest.raises(ModelError, match=rf'^{name} must be .*> 0, or None for no bound .*got '
+                                         + re.escape(repr(value))):
+        SymbolicModel.from_urdf_file(URDF_DIR / 'rp_arm.urdf', **bounds)
+
+
+def test_cli_refuses_bad_bounds_and_names_an_output_it_cannot_write(tmp_path, capsys):
+    from kron_dynamics.cli import main
+    urdf = str(URDF_DIR / 'rp_arm.urdf')
+    for option, value in (('--max-seconds', '-1'), ('--max-seconds', 'nan'),
+                          ('--max-operations', '-5')):
+        assert main(['equations', urdf, option, value]) == 2
+        name = option[2:].replace('-', '_')
+        assert f'{name} must be' in capsys.readouterr().err
+    missing = tmp_path / 'missing' / 'eom.txt'
+    assert main(['equations', urdf, '-o', str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('kron-dynamics equations: ') and str(missing) in err, err
+    assert err.count('\n') == 1 and 'Traceback' not in err
+    assert main(['equations', urdf, '--max-seconds', '0', '--max-operations', '0']) == 0
+    assert "M(q) q'' + C*(q) (q' kron q') + G(q) = tau" in capsys.readouterr().out

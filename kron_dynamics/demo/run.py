@@ -291,6 +291,8 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
 def run_graph(graph, duration: float, model: RobotModel, env=None,
               startup_timeout: float = 180.0, min_commands: int = 0) -> Recording:
     """Run a graph's nodes as :func:`run_demo` does; ``model`` is the controller's URDF."""
+    if not 0.0 < float(duration) < float('inf'):
+        raise ValueError(f'duration must be a finite number of seconds > 0, got {duration}')
     armature = node_parameters(graph, 'computed_torque_controller').get('armature', [0.0])
     armature = np.broadcast_to(np.asarray(armature, dtype=float), (model.n,))
     recording = Recording(list(model.joint_names),

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms.regressor import PARAMETER_NAMES
+from ..checks import _generator, integer
 from ..errors import ModelError
 
 # a column of the scaled stacked regressor is independent if QR leaves it more than this
@@ -134,7 +135,7 @@ def base_parameters(model, samples: int = 40, rng=0) -> BaseParameters:
     if model.nv != model.n:
         raise ModelError(f"base_parameters: robot '{model.name}' has a {model.base} base; "
                          'identification here takes fixed bases (mimic joints included)')
-    rng = np.random.default_rng(rng)
+    samples, rng = integer(samples, 'samples', 1), _generator(rng)
     q = np.stack([model.random_configuration(rng=rng) for _ in range(samples)])
     v = rng.standard_normal((samples, model.nv))
     a = rng.standard_normal((samples, model.nv))

@@ -33,8 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import _generator, integer, real_array, real_number
 from ..errors import ConfigurationError, ModelError
-from .identify import friction_regressor
+from .identify import _smooth, friction_regressor, friction_terms
 
 CRITERIA = ('cond', 'logdet')
 # limits for joints whose URDF gives none: +-pi rad (revolute, continuous), +-0.5 m
@@ -67,8 +68,11 @@ class FourierTrajectory:
     def __post_init__(self):
         n = len(self.joint_names)
         for name in ('q0', 'a', 'b'):
-            value = np.array(getattr(self, name), dtype=float)
-            if value.ndim == 1 and name != 'q0':
+            value = real_array(getattr(self, name), f'excitation: {name}', ConfigurationError)
+            if value is None:
+                raise ConfigurationError(f'excitation: {name} is no array of numbers')
+            value = value.copy()                     # the trajectory never holds a caller's
+            if value.ndim == 1 and name != 'q0' and n and value.size % n == 0:
                 value = value.reshape(n, -1)
             object.__setattr__(self, name, value)
         if self.q0.shape != (n,) or self.a.ndim != 2 or self.a.shape[0] != n \
@@ -80,8 +84,13 @@ class FourierTrajectory:
         for name in ('q0', 'a', 'b'):
             if not np.all(np.isfinite(getattr(self, name))):
                 raise ConfigurationError(f'excitation: {name} is not finite')
+        for name in ('base_frequency', 'duration'):
+            try:
+                object.__setattr__(self, name, real_number(getattr(self, name), name))
+            except ValueError as err:
+                raise ConfigurationError(f'excitation: {err}') from None
         periods = self.duration * self.base_frequency
-        if not (self.base_frequency > 0 and self.duration > 0
+        if not (0 < self.base_frequency < np.inf and 0 < self.duration < np.inf
                 and abs(periods - round(periods)) < 1e-6 * max(periods, 1.0)):
             raise ConfigurationError(
                 f'excitation: duration {self.duration} s must be a whole number of periods of '
@@ -94,7 +103,10 @@ class FourierTrajectory:
 
     def __call__(self, t):
         """Return (q, q', q'') at time t [s] (a number: (n,) each; an array (N,): (N, n))."""
-        t_in = np.asarray(t, dtype=float)
+        t_in = real_array(t, 'excitation: t')
+        if t_in is None:
+            raise ValueError(f'excitation: t must be a number or an array of numbers [s], got '
+                             f'{t!r}')
         ts = np.atleast_1d(t_in)
         if not np.all(np.isfinite(ts)):
             raise ValueError('excitation: t must be finite')
@@ -109,8 +121,9 @@ class FourierTrajectory:
 
     def sample(self, rate: float):
         """Return (t, q, q', q''), sampled at ``rate`` Hz from 0 to duration inclusive."""
-        if not rate > 0:
-            raise ValueError(f'excitation: rate must be > 0, got {rate}')
+        rate = real_number(rate, 'rate')
+        if not (0 < rate < np.inf and np.isfinite(self.duration * rate)):
+            raise ValueError(f'excitation: rate must be finite and > 0 [Hz], got {rate}')
         t = np.linspace(0.0, self.duration, int(round(self.duration * rate)) + 1)
         return (t, *self(t))
 
@@ -214,8 +227,12 @@ def _limits(model, margin, max_acceleration) -> _Limits:
     if max_acceleration is None:
         acceleration = ACCELERATION_PER_VELOCITY * velocity
     else:
-        acceleration = np.broadcast_to(np.asarray(max_acceleration, dtype=float),
-                                       (model.n,)).copy()
+        acceleration = real_array(max_acceleration, 'max_acceleration')
+        if acceleration is None or acceleration.shape not in ((), (1,), (model.n,)):
+            raise ValueError(f'max_acceleration must be one number or {model.n} (one per joint '
+                             f'of {list(model.joint_names)}) [rad/s^2 or m/s^2], got '
+                             f'{max_acceleration!r}')
+        acceleration = np.broadcast_to(acceleration, (model.n,)).copy()
         if not np.all(acceleration > 0):
             raise ValueError(f'max_acceleration must be > 0 per joint, got {max_acceleration}')
     effort = np.where(model.effort_limits > 0, model.effort_limits, np.inf)
@@ -315,32 +332,37 @@ def excitation_trajectory(model, duration: float, harmonics: int = 5,
     if model.nv != model.n:
         raise ModelError(f"excitation_trajectory: robot '{model.name}' has a {model.base} "
                          'base; excitation and identification take fixed bases')
-    if criterion not in CRITERIA:
+    if not isinstance(criterion, str) or criterion not in CRITERIA:
         raise ValueError(f'unknown criterion {criterion!r}; choose one of {list(CRITERIA)}')
     if not (isinstance(harmonics, (int, np.integer)) and harmonics >= 2):
         raise ValueError(f'harmonics must be an integer >= 2 (the rest conditions take one), '
                          f'got {harmonics!r}')
+    duration = real_number(duration, 'duration')
     if not (np.isfinite(duration) and duration > 0):
         raise ValueError(f'duration must be > 0 s, got {duration}')
     if base_frequency is None:
         base_frequency = 1.0 / duration
+    base_frequency = real_number(base_frequency, 'base_frequency')
     periods = duration * base_frequency
-    if not (base_frequency > 0 and periods >= 1 - 1e-9
+    if not (np.isfinite(periods) and base_frequency > 0 and periods >= 1 - 1e-9
             and abs(periods - round(periods)) < 1e-6 * periods):
         raise ValueError(f'duration {duration} s must be a whole number (>= 1) of periods of '
                          f'base_frequency {base_frequency} Hz')
+    margin = real_number(margin, 'margin')
     if not 0 <= margin < 0.5:
         raise ValueError(f'margin must be in [0, 0.5), got {margin}')
+    terms, smooth = friction_terms(friction), _smooth(smooth)
+    maxiter, restarts = integer(maxiter, 'maxiter', 0), integer(restarts, 'restarts', 1)
+    n, H = model.n, int(harmonics)
+    samples = int(min(max(10 * H, 100), 400)) if samples is None else \
+        integer(samples, 'samples', 1)
+    generator = _generator(rng)
     limits = _limits(model, margin, max_acceleration)
     bp = base_parameters(model)
-    n, H = model.n, int(harmonics)
-    if samples is None:
-        samples = int(min(max(10 * H, 100), 400))
     problem = _Problem(model, limits, base_frequency, H, bp.independent,
-                       tuple(friction), smooth, criterion, samples)
-    generator = np.random.default_rng(rng)
+                       terms, smooth, criterion, samples)
     best = None
-    for _ in range(max(1, restarts)):
+    for _ in range(restarts):
         # decaying amplitudes: the higher harmonics are the costlier in acceleration
         x0 = (generator.standard_normal((2, n, H - 1))
               / np.arange(2, H + 1)).ravel()

@@ -25,6 +25,7 @@ what a URDF cannot hold (armature, torque offsets) with the friction, as paramet
 """
 
 from io import StringIO
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -118,8 +119,7 @@ def urdf_with_parameters(model, parameters, friction=None, note: str = '', path=
         root.insert(0, comment)
     text = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
     if path is not None:
-        with open(path, 'w') as f:
-            f.write(text)
+        Path(path).write_text(text)      # a path, never a file descriptor number
     return text
 
 
@@ -146,6 +146,5 @@ def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
     text = header + yaml.safe_dump({node: {'ros__parameters': values}}, sort_keys=False,
                                    default_flow_style=None, width=99)
     if path is not None:
-        with open(path, 'w') as f:
-            f.write(text)
+        Path(path).write_text(text)      # a path, never a file descriptor number
     return text

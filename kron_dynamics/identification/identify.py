@@ -31,12 +31,13 @@ problem whatever the recording's length. Two methods:
   the user's URDF (Lee, Wensing and Park, 2019). Needs cvxpy (with Clarabel, or SCS).
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 import warnings
 
 import numpy as np
 
-from ..checks import real_array
+from ..checks import real_array, real_number
 from ..errors import ModelError
 from .base_parameters import base_parameters, BaseParameters
 
@@ -50,6 +51,30 @@ EFFORTS = ('instant', 'held')
 PRIOR_FLOOR = 1e-6
 
 
+def friction_terms(terms) -> tuple:
+    """Return the friction terms as a tuple; ValueError naming an unknown or repeated one."""
+    if isinstance(terms, str) or not isinstance(terms, Iterable):
+        raise ValueError(f'friction must be a list of terms from {list(FRICTION_TERMS)} (such '
+                         f"as ['viscous', 'coulomb']), got {terms!r}")
+    terms = tuple(terms)
+    unknown = [t for t in terms if not isinstance(t, str) or t not in FRICTION_TERMS]
+    if unknown:
+        raise ValueError(f'unknown friction term(s) {unknown}; choose from {FRICTION_TERMS}')
+    repeated = sorted({t for t in terms if terms.count(t) > 1})
+    if repeated:
+        raise ValueError(f'friction term(s) {repeated} given more than once: each term is one '
+                         'column per joint')
+    return terms
+
+
+def _smooth(smooth) -> float:
+    smooth = real_number(smooth, 'smooth')
+    if not (np.isfinite(smooth) and smooth >= 0.0):
+        raise ValueError(f"smooth must be >= 0 [rad/s or m/s] (0: sign(q') for Coulomb "
+                         f'friction), got {smooth}')
+    return smooth
+
+
 def friction_regressor(qd, qdd, terms=('viscous', 'coulomb'), smooth: float = 0.0):
     """
     Return F (..., n, len(terms) n): per term, one column per joint (a diagonal block).
@@ -57,10 +82,13 @@ def friction_regressor(qd, qdd, terms=('viscous', 'coulomb'), smooth: float = 0.
     'viscous': q'; 'coulomb': sign(q') (tanh(q'/smooth) with ``smooth`` > 0 [rad/s or m/s]);
     'offset': 1 (a torque sensor's offset); 'armature': q'' (rotor inertia).
     """
-    qd, qdd = np.asarray(qd, dtype=float), np.asarray(qdd, dtype=float)
-    unknown = [t for t in terms if t not in FRICTION_TERMS]
-    if unknown:
-        raise ValueError(f'unknown friction term(s) {unknown}; choose from {FRICTION_TERMS}')
+    terms, smooth = friction_terms(terms), _smooth(smooth)
+    qd, qdd = real_array(qd, 'qd'), real_array(qdd, 'qdd')
+    if qd is None or qdd is None or qd.ndim == 0 or qd.shape != qdd.shape:
+        raise ValueError("friction_regressor: qd and qdd must be arrays of numbers of the "
+                         'same shape, (n,) or (..., n), got '
+                         + ', '.join('no array of numbers' if x is None else f'shape {x.shape}'
+                                     for x in (qd, qdd)))
     n = qd.shape[-1]
     blocks = []
     for term in terms:
@@ -80,7 +108,12 @@ def friction_regressor(qd, qdd, terms=('viscous', 'coulomb'), smooth: float = 0.
 
 def pseudo_inertia(p) -> np.ndarray:
     """Return a body's 4 x 4 pseudo-inertia of (m, m c, Ixx, Ixy, Iyy, Ixz, Iyz, Izz)."""
-    m, h = p[0], np.asarray(p[1:4])
+    p = real_array(p, 'p')
+    if p is None or p.shape != (10,):
+        raise ValueError('pseudo_inertia: p must be a body\'s 10 parameters (m, m cx, m cy, '
+                         'm cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz), got '
+                         + ('no array of numbers' if p is None else f'shape {p.shape}'))
+    m, h = p[0], p[1:4]
     inertia = np.array([[p[4], p[5], p[7]], [p[5], p[6], p[8]], [p[7], p[8], p[9]]])
     J = np.zeros((4, 4))
     J[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
@@ -184,9 +217,11 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     the model's own parameters, per body, against the squared torque residual relative to
     the squared torques (so the same for a small arm and a heavy machine).
     """
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f'unknown method {method!r}; choose one of {list(METHODS)}')
     _check_effort(effort)
+    terms, smooth = friction_terms(friction), _smooth(smooth)
+    prior_weight = real_number(prior_weight, 'prior_weight')
     if not (np.isfinite(prior_weight) and prior_weight > 0):
         raise ValueError(f'prior_weight must be > 0 (the divergence to the URDF decides what '
                          f'the data cannot see), got {prior_weight}')
@@ -201,7 +236,6 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     if qd is None or qdd is None:
         t, q, qd, qdd, tau = filtered(t, q, tau, cutoff, max_gap, effort)
     qd, qdd = _samples(qd, model, 'qd'), _samples(qdd, model, 'qdd')
-    terms = tuple(friction)
     N, n = q.shape
     Y = model.regressor(q, qd, qdd).reshape(N * n, -1)
     F_all = friction_regressor(qd, qdd, terms, smooth).reshape(N * n, -1)
@@ -396,7 +430,7 @@ def _samples(x, model, name) -> np.ndarray:
 
 
 def _check_effort(effort) -> None:
-    if effort not in EFFORTS:
+    if not isinstance(effort, str) or effort not in EFFORTS:
         raise ValueError(f'unknown effort {effort!r}: a sample is the effort at its stamp '
                          f"('instant') or held since the sample before ('held'); choose one "
                          f'of {list(EFFORTS)}')
@@ -452,10 +486,11 @@ def filtered(t, q, tau, cutoff, max_gap=None, effort: str = 'instant'):
         raise ValueError('t must be the increasing sample times, one per row of q')
     dt = float(np.median(np.diff(t)))
     nyquist = 0.5 / dt
+    cutoff = real_number(cutoff, 'cutoff')
     if not 0 < cutoff < nyquist:
         raise ValueError(f'cutoff {cutoff} Hz must be between 0 and the Nyquist frequency '
                          f'{nyquist:.4g} Hz')
-    max_gap = 0.5 / cutoff if max_gap is None else float(max_gap)
+    max_gap = 0.5 / cutoff if max_gap is None else real_number(max_gap, 'max_gap')
     if not max_gap > 0:
         raise ValueError(f'max_gap must be > 0 [s], got {max_gap}')
     b, a = butter(4, cutoff / nyquist)

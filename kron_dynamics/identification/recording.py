@@ -21,6 +21,7 @@ bag's receive time where the stamp is 0). A CSV file has a header row ``t`` and,
 ``<joint>.position``, ``<joint>.velocity`` (optional) and ``<joint>.effort``.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,11 +44,14 @@ class Recording:
 def read_recording(path, joint_names, topic: str = '/joint_states') -> Recording:
     """Return the joint states of a rosbag2 directory or a CSV file, by joint name."""
     path = Path(path)
+    if isinstance(joint_names, str) or not isinstance(joint_names, Iterable):
+        raise ValueError(f'joint_names must be a list of joint names, got {joint_names!r}')
+    joints = tuple(map(str, joint_names))
     if not path.exists():
         raise ValueError(f'{path}: no such file or directory')
     if path.is_dir():
-        return _read_bag(path, tuple(joint_names), topic)
-    return _read_csv(path, tuple(joint_names))
+        return _read_bag(path, joints, topic)
+    return _read_csv(path, joints)
 
 
 def write_bag(path, recording: Recording, topic: str = '/joint_states') -> None:
@@ -87,9 +91,21 @@ def _rosbags():
 
 def _read_bag(path: Path, joints: tuple, topic: str) -> Recording:
     _rosbags()
-    from rosbags.rosbag2 import Reader
+    from rosbags.rosbag2 import Reader, ReaderError
     from rosbags.typesys import get_typestore, Stores
     store = get_typestore(Stores.ROS2_KILTED)
+    try:
+        return _bag_messages(Reader, store, path, joints, topic)
+    except FileNotFoundError as exc:
+        if not (path / 'metadata.yaml').exists():
+            raise ValueError(f'{path}: not a rosbag2 directory (it has no metadata.yaml); give '
+                             'a rosbag2 directory or a CSV file') from None
+        raise ValueError(f'{path}: the bag is incomplete ({exc})') from None
+    except ReaderError as exc:
+        raise ValueError(f'{path}: the bag cannot be read ({exc})') from None
+
+
+def _bag_messages(Reader, store, path: Path, joints: tuple, topic: str) -> Recording:
     rows_t, rows_q, rows_v, rows_e = [], [], [], []
     with Reader(path) as reader:
         connections = [c for c in reader.connections if c.topic == topic]
@@ -106,8 +122,12 @@ def _read_bag(path: Path, joints: tuple, topic: str) -> Recording:
                 continue                        # another publisher's subset of joints
             rows = [index[j] for j in joints]
             if len(msg.effort) != len(msg.name):
-                raise ValueError(f'{path}: {topic} at {received * 1e-9:.6f} s has no effort '
+                raise ValueError(f'{path}: {topic} at {received * 1e-9:.6f} s has '
+                                 f'{len(msg.effort)} efforts for {len(msg.name)} names '
                                  '(identification needs the measured joint torques)')
+            if len(msg.position) != len(msg.name):
+                raise ValueError(f'{path}: {topic} at {received * 1e-9:.6f} s has '
+                                 f'{len(msg.position)} positions for {len(msg.name)} names')
             stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
             rows_t.append((stamp or received) * 1e-9)
             rows_q.append(np.asarray(msg.position)[rows])
@@ -117,8 +137,8 @@ def _read_bag(path: Path, joints: tuple, topic: str) -> Recording:
     if not rows_t:
         raise ValueError(f'{path}: no message on {topic} names all of {list(joints)}')
     qd = None if any(v is None for v in rows_v) else np.array(rows_v)
-    return _sorted(Recording(joints, np.array(rows_t), np.array(rows_q), qd,
-                             np.array(rows_e)))
+    return _finite(_sorted(Recording(joints, np.array(rows_t), np.array(rows_q), qd,
+                                     np.array(rows_e))), f'{path}: {topic}')
 
 
 def _read_csv(path: Path, joints: tuple) -> Recording:
@@ -129,25 +149,50 @@ def _read_csv(path: Path, joints: tuple) -> Recording:
             header = next(reader)
         except StopIteration:
             raise ValueError(f'{path}: empty CSV file') from None
-        rows = [r for r in reader if r]
+        rows = [(reader.line_num, r) for r in reader if r]
     column = {name.strip(): k for k, name in enumerate(header)}
     needed = ['t'] + [f'{j}.position' for j in joints] + [f'{j}.effort' for j in joints]
     missing = [c for c in needed if c not in column]
     if missing:
         raise ValueError(f'{path}: CSV columns {missing} missing (header: t, then per joint '
                          '<joint>.position, <joint>.velocity (optional), <joint>.effort)')
-    try:
-        data = np.array([[float(r[k]) for k in range(len(header))] for r in rows])
-    except (ValueError, IndexError) as exc:
-        raise ValueError(f'{path}: a row is not {len(header)} numbers ({exc})') from None
+    data = np.empty((len(rows), len(header)))
+    for i, (line, r) in enumerate(rows):
+        if len(r) != len(header):
+            raise ValueError(f'{path}: data row {i + 1} (line {line}) has {len(r)} fields, '
+                             f'the header {len(header)}')
+        for k, text in enumerate(r):
+            try:
+                data[i, k] = float(text)
+            except ValueError:
+                raise ValueError(f'{path}: data row {i + 1} (line {line}), column '
+                                 f"'{header[k].strip()}': {text!r} is not a number") from None
     if not len(data):
         raise ValueError(f'{path}: no data rows')
+    bad = ~np.isfinite(data[:, [column[c] for c in needed]])
+    if bad.any():
+        i, k = map(int, np.argwhere(bad)[0])
+        raise ValueError(f'{path}: data row {i + 1} (line {rows[i][0]}), column '
+                         f'{needed[k]!r} is {float(data[i, column[needed[k]]])}: every t, '
+                         'position and effort must be finite')
 
     def take(suffix):
         return data[:, [column[f'{j}.{suffix}'] for j in joints]]
     has_v = all(f'{j}.velocity' in column for j in joints)
     return _sorted(Recording(joints, data[:, column['t']], take('position'),
                              take('velocity') if has_v else None, take('effort')))
+
+
+def _finite(r: Recording, where: str) -> Recording:
+    """Return r; ValueError naming the first message (by time) with a value that is not finite."""
+    for field, values in (('position', r.q), ('effort', r.tau)):
+        bad = ~np.isfinite(values)
+        if bad.any():
+            k, j = map(int, np.argwhere(bad)[0])
+            raise ValueError(f'{where}: the {field} of {r.joint_names[j]!r} at {r.t[k]:.9f} s '
+                             f'is {float(values[k, j])}: every position and effort must be '
+                             'finite')
+    return r
 
 
 def _sorted(r: Recording) -> Recording:

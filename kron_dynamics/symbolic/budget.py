@@ -14,6 +14,7 @@
 
 """Time and size bounds of the symbolic derivation and of code generation."""
 
+import numbers
 import time
 
 from ..errors import ModelError
@@ -21,6 +22,23 @@ from ..errors import ModelError
 DEFAULT_MAX_SECONDS = 30.0
 DEFAULT_MAX_OPERATIONS = 500_000
 SECONDS_PER_TERM_PRODUCT = 4e-6  # cost model of one term product (predictive time check)
+
+
+def checked_bounds(max_seconds, max_operations) -> tuple:
+    """Return (max_seconds, max_operations): None (no bound) or > 0; ModelError naming one."""
+    if max_seconds is not None and (isinstance(max_seconds, bool)
+                                    or not isinstance(max_seconds, numbers.Real)
+                                    or not max_seconds > 0):
+        raise ModelError(f'max_seconds must be a number of seconds > 0, or None for no bound '
+                         f'(`kron-dynamics equations --max-seconds 0`), got {max_seconds!r}')
+    if max_operations is not None and (isinstance(max_operations, bool)
+                                       or not isinstance(max_operations, numbers.Integral)
+                                       or not max_operations > 0):
+        raise ModelError(f'max_operations must be an integer > 0, or None for no bound '
+                         f'(`kron-dynamics equations --max-operations 0`), got '
+                         f'{max_operations!r}')
+    return (None if max_seconds is None else float(max_seconds),
+            None if max_operations is None else int(max_operations))
 
 
 class SymbolicTooLarge(ModelError):

@@ -111,7 +111,7 @@ from ..model.coordinates import JointMap
 from ..model.dh import mimic_spec
 from ..model.mimic import resolve_mimics
 from ..model.rotations import elementary_rows, rpy_rows
-from .budget import Budget, DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS
+from .budget import Budget, checked_bounds, DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS
 from .codegen import latex_document, python_module, text_equations
 
 ZERO_TOL = 1e-12                 # |x| below this is 0
@@ -619,8 +619,7 @@ class SymbolicModel:
         self.armature = [to_expr(a, 'armature') for a in armature]
         if len(self.armature) != n:
             raise ModelError(f'armature must have {n} entries')
-        self.max_seconds = max_seconds
-        self.max_operations = max_operations
+        self.max_seconds, self.max_operations = checked_bounds(max_seconds, max_operations)
         self.trig_simplify = trig_simplify
         self.q = tuple(symbol(f'q{u + 1}') for u in range(n))
         syms = set(self.gravity.free_symbols)
