@@ -914,7 +914,7 @@ class MovingBase:
             box = float(base_box)
         except (TypeError, ValueError):
             box = float('nan')
-        if not (np.isfinite(box) and box >= 0.0):
+        if not (np.isfinite(box + box) and box >= 0.0):      # uniform(-box, box) finite
             raise ValueError(f'base_box must be a finite number >= 0 (m), got {base_box!r}')
         if self.base == 'floating':
             quat = rng.normal(size=4)         # uniform on the unit sphere: uniform on SO(3)

@@ -51,8 +51,7 @@ from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia, RCOND as OPERATIONAL_RCOND
 from .algorithms.regressor import body_inertia, body_parameters
-from .checks import _boolean  # noqa: F401  (_ROOT's written-out check)
-from .checks import (_body_parameters, _contacts, _finite_scalar, _frame_code,
+from .checks import (_body_parameters, _boolean, _contacts, _finite_scalar, _frame_code,
                      _generator, _has_wrenches, _on_device, _PARTS, _step_arguments,
                      _task_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
                      CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array)
@@ -171,7 +170,7 @@ class RobotModel:
         if cls is RobotModel and isinstance(description, RobotDescription):
             names = args[0] if args else kwargs.get('joint_names')
             lock = args[2] if len(args) > 2 else kwargs.get('lock_others', False)
-            if lock and isinstance(names, (list, tuple)):
+            if _boolean(lock, 'lock_others') and isinstance(names, (list, tuple)):
                 description = _lock_unlisted(description, names)
             if description.mimic_joints:
                 cls = CoupledRobotModel
@@ -190,7 +189,7 @@ class RobotModel:
             raise TypeError('RobotModel(description): use RobotModel.from_urdf_file, '
                             'from_urdf_string or from_dh, or pass the RobotDescription of '
                             f'kron_dynamics.model.parse_urdf, not {type(description).__name__}')
-        if lock_others:
+        if _boolean(lock_others, 'lock_others'):
             if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
                 joint_names = list(joint_names)       # read twice: may be an iterator
             description = _lock_unlisted(description, joint_names)
@@ -283,7 +282,8 @@ class RobotModel:
         the URDF says (a world link joined to the base by a floating or
         planar joint gives that base; otherwise fixed).
         """
-        if root_joint not in (None, 'fixed', *BASE_TYPES):
+        if not (root_joint is None or isinstance(root_joint, str)
+                and root_joint in ('fixed', *BASE_TYPES)):
             raise ModelError(f"root_joint must be one of {['fixed', *BASE_TYPES]} or None (as "
                              f'the URDF says), got {root_joint!r}')
         description = parse_urdf(xml, source, gravity, inertia_check)
@@ -321,7 +321,10 @@ class RobotModel:
 
         Rows with ``mimic`` follow another joint and are no coordinates.
         """
-        xml = dh_to_urdf(list(rows), name, base_xyz, base_rpy)
+        if isinstance(rows, (str, bytes)) or not isinstance(rows, Iterable):
+            raise ModelError(f'from_dh: rows must be a list of DHRow, got {rows!r}')
+        rows = list(rows)                     # read twice: may be an iterator
+        xml = dh_to_urdf(rows, name, base_xyz, base_rpy)
         return cls.from_urdf_string(xml, [r.joint for r in rows if r.mimic is None], gravity,
                                     source=f'DH table {name}')
 
@@ -1938,7 +1941,7 @@ class CoupledRobotModel(RobotModel):
         if not isinstance(description, RobotDescription) or not description.mimic_joints:
             raise TypeError('CoupledRobotModel needs a RobotDescription with mimic joints; '
                             'RobotModel(description) chooses the class itself')
-        if lock_others:
+        if _boolean(lock_others, 'lock_others'):
             if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
                 joint_names = list(joint_names)       # read twice: may be an iterator
             description = _lock_unlisted(description, joint_names)

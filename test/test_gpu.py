@@ -313,6 +313,21 @@ def test_bad_inputs_are_named_and_non_finite_rows_reported():
         gpu.bias_torque(Q, V[:5])
     with pytest.raises(ValueError, match='must be a CUDA array'):
         gpu.gravity_torque('abc')
+    with pytest.raises(ValueError, match='^q must be an array of float64 numbers, one state per '
+                                         'row; its rows differ in length$'):
+        gpu.gravity_torque([list(Q[0]), list(Q[1, :5])])        # not NumPy's words
+    with pytest.raises(ValueError, match='^q must be float64, got complex128$'):
+        gpu.gravity_torque(Q + 0j)                               # never its real part
+    for dt in (np.nan, 'abc', 1j):
+        with pytest.raises(ValueError, match='^dt must be a finite number, got '):
+            gpu.integrate(Q, V, dt)                              # the CPU's check
+    for damping in (np.full(6, 0.1j), [[0.1] * 6, [0.1]]):
+        with pytest.raises(ValueError, match=r'^simulate: damping must be 6 finite numbers'):
+            gpu.simulate(Q, V, A, 0.01, damping=damping)
+    for threads in (0, 2048, 2.5, True):
+        with pytest.raises(ValueError, match='^threads_per_block must be an integer from 1 to '
+                                             f"1024 .*, got {threads!r}$"):
+            GpuModel(model, threads)
     bad = Q.copy()
     bad[2, 1] = np.nan
     bad[4, 0] = np.inf

@@ -439,3 +439,28 @@ def test_undeclared_namespace_prefixes_are_declared_with_one_warning(caplog):
     # a prefix used in a truly malformed document is still refused as malformed
     with pytest.raises(ModelError, match='malformed XML'):
         RobotModel.from_urdf_string(drake.replace('</robot>', ''), source='drake.urdf')
+
+
+def test_constructor_arguments_are_refused_by_name():
+    """A complex gravity, arrays for root_joint or inertia_check, lock_others not a bool, DH."""
+    path = URDF_DIR / 'gripper_arm.urdf'
+    with pytest.raises(ModelError, match=r'^gravity must be 3 finite numbers, got array'):
+        RobotModel.from_urdf_file(path, gravity=np.array([0.0, 0.0, -9.81j]))   # not its real
+    with pytest.raises(ModelError, match=r"^root_joint must be one of \['fixed', 'floating', "
+                                         r"'planar'\] or None"):
+        RobotModel.from_urdf_file(path, root_joint=np.array(['floating', 'planar']))
+    with pytest.raises(ModelError, match=r"^inertia_check must be one of \('error', 'warn'\)"):
+        RobotModel.from_urdf_file(path, inertia_check=np.array(['error', 'warn']))
+    for value in ('yes', None, 2, np.array([True, False])):
+        with pytest.raises(ValueError, match='^lock_others must be True or False, got '):
+            RobotModel.from_urdf_file(path, joint_names=['shoulder'], lock_others=value)
+    rows = [DHRow('j1', a=0.5, mass=1.0), DHRow('j2', a=0.3, mass=1.0)]
+    assert RobotModel.from_dh(iter(rows)).joint_names == ('j1', 'j2')    # read once
+    with pytest.raises(ModelError, match=r'^DH row 2: expected a DHRow .*, got dict '):
+        RobotModel.from_dh([rows[0], {'joint': 'j2'}])
+    with pytest.raises(ModelError, match='^from_dh: rows must be a list of DHRow, got 5$'):
+        RobotModel.from_dh(5)
+    floating = RobotModel.from_urdf_file(path, root_joint='floating')
+    with pytest.raises(ValueError, match=r'^base_box must be a finite number >= 0 \(m\), got '
+                                         r'1e\+308$'):
+        floating.random_configuration(base_box=1e308)     # uniform(-box, box) would overflow

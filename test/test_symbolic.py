@@ -225,6 +225,17 @@ def test_generated_python_stacker_symbolic(stacker_eom):
         module.gravity_torque(q, m7=1.0)
     with pytest.raises(ValueError, match='3 entries'):
         module.gravity_torque([0.0, 0.0])
+    # the generated module names bad input as RobotModel does: never math's or NumPy's words
+    for bad in (q + 1j, np.array([q, q]), 'abc', None):
+        with pytest.raises(ValueError, match='^q must be 3 real numbers, got '):
+            module.mass_matrix(bad)
+    with pytest.raises(ValueError, match=r'^q is not finite: \[1\.0, nan, -0\.2\]$'):
+        module.gravity_torque([1.0, np.nan, -0.2])
+    with pytest.raises(ValueError, match=r'^qd is not finite: \[0\.0, inf, 0\.0\]$'):
+        module.inverse_dynamics(q, [0.0, np.inf, 0.0], q)
+    for value in (np.nan, 'heavy'):
+        with pytest.raises(ValueError, match=r"^parameter\(s\) \['m1'\] must be finite numbers"):
+            module.gravity_torque(q, m1=value)
 
 
 @pytest.mark.parametrize('name', ['stacker', 'rover_arm', 'rover_arm_regularized', 'rp_arm',

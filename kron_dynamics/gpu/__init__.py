@@ -157,6 +157,15 @@ def _span(x):
     return first, last
 
 
+def _real(x) -> np.ndarray | None:
+    """Return host numbers x as a float64 array; None for complex, ragged or text (not cast)."""
+    try:
+        a = np.asarray(x)
+        return None if a.dtype.kind == 'c' else a.astype(float)
+    except (TypeError, ValueError):
+        return None
+
+
 def _overlap(x, y) -> bool:
     """Return True if two arrays' address ranges overlap (a bound: interleaved views too)."""
     a, b = _span(x), _span(y)
@@ -306,6 +315,11 @@ class GpuModel:
         self.disk_cache = bool(disk_cache)
         self.model, self.n, self.nq, self.nv = model, model.n, model.nq, model.nv
         self._robot = _Robot(model)
+        if isinstance(threads_per_block, (bool, np.bool_)) \
+                or not isinstance(threads_per_block, (int, np.integer)) \
+                or not 1 <= threads_per_block <= 1024:
+            raise ValueError(f'threads_per_block must be an integer from 1 to 1024 (CUDA\'s '
+                             f'limit per block), got {threads_per_block!r}')
         self.threads_per_block = int(threads_per_block)
         start = time.perf_counter()
         source = self._precision(kernel_source(model))
@@ -384,7 +398,11 @@ class GpuModel:
         if array is not None:
             pass
         elif isinstance(x, (np.ndarray, list, tuple)):
-            host = np.asarray(x)
+            try:
+                host = np.asarray(x)
+            except (TypeError, ValueError):       # ragged rows: NumPy makes no array of it
+                raise ValueError(f'{name} must be an array of {self.dtype} numbers, one state '
+                                 'per row; its rows differ in length') from None
             if host.dtype != self.dtype:
                 raise ValueError(f'{name} must be {self.dtype}, got {host.dtype}')
             array = self._cuda.to_device(np.ascontiguousarray(host))
@@ -588,8 +606,11 @@ class GpuModel:
 
     def integrate(self, q, v, dt: float = 1.0, stream=0, check: bool = True, out=None):
         """Return q (+) v dt per row (N, nq), Pinocchio's ``integrate`` as on the CPU."""
+        step = _real(dt)
+        if step is None or step.shape != () or not np.isfinite(step):
+            raise ValueError(f'dt must be a finite number, got {dt!r}')     # the CPU's words
         return self._run_kernel('integrate', 'integrate', {'q': q, 'v': v}, (self.nq,),
-                                stream, check, out, float(dt))
+                                stream, check, out, float(step))
 
     def simulate(self, q, qd, tau, dt: float, steps: int = 1, damping=None, stream=0,
                  check: bool = True):
@@ -606,8 +627,8 @@ class GpuModel:
         dt, steps = self.model._step_arguments(dt, steps)
         first = self._robot.nbv                         # the joints' first velocity
         joints = self.nv - first
-        host = np.zeros(joints) if damping is None else np.asarray(damping, dtype=float)
-        if host.shape != (joints,) or not np.all(np.isfinite(host)):
+        host = np.zeros(joints) if damping is None else _real(damping)
+        if host is None or host.shape != (joints,) or not np.all(np.isfinite(host)):
             raise ValueError(f'simulate: damping must be {joints} finite numbers (one per '
                              f'joint: {list(self.model.velocity_names[first:])}), got '
                              f'{damping!r}')

@@ -111,6 +111,9 @@ def dh_to_urdf(rows: list[DHRow], name: str = 'dh_robot', base_xyz=(0.0, 0.0, 0.
            '    <parent link="base_link"/>', '    <child link="link0"/>',
            f'    <origin xyz="{_fmt(base_xyz)}" rpy="{_fmt(base_rpy)}"/>', '  </joint>']
     for i, row in enumerate(rows, start=1):
+        if not isinstance(row, DHRow):
+            raise ModelError(f'DH row {i}: expected a DHRow (kron_dynamics.model.dh), got '
+                             f'{type(row).__name__} {row!r}')
         where = f"DH row {i} (joint '{row.joint}')"
         if row.type not in ('revolute', 'prismatic'):
             raise ModelError(f"{where}: type must be 'revolute' or 'prismatic', got {row.type!r}")

@@ -605,7 +605,7 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
     """
     if not isinstance(xml, str):
         raise ModelError(f'{source}: URDF must be text, got {type(xml).__name__}')
-    if inertia_check not in INERTIA_CHECKS:
+    if not isinstance(inertia_check, str) or inertia_check not in INERTIA_CHECKS:
         raise ModelError(f'inertia_check must be one of {INERTIA_CHECKS}, got '
                          f'{inertia_check!r}')
     if xml[:1].isspace() and xml.lstrip().startswith('<?xml'):
@@ -636,7 +636,8 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
         del links[root_link]
         root_link, children_of = _structure(links, joints, reader)
     try:
-        g = np.asarray(gravity, dtype=float)
+        g = np.asarray(gravity)
+        g = None if g.dtype.kind == 'c' else g.astype(float)     # never its real part
     except (TypeError, ValueError):
         g = None
     if g is None or g.shape != (3,) or not np.all(np.isfinite(g)):
