@@ -184,7 +184,7 @@ def _read_csv(path: Path, joints: tuple) -> Recording:
 
 
 def _finite(r: Recording, where: str) -> Recording:
-    """Return r; ValueError naming the first message (by time) with a value that is not finite."""
+    """Return r; ValueError naming a value that is not finite (earliest position, then effort)."""
     for field, values in (('position', r.q), ('effort', r.tau)):
         bad = ~np.isfinite(values)
         if bad.any():
