@@ -464,3 +464,29 @@ def test_cli_refuses_bad_bounds_and_names_an_output_it_cannot_write(tmp_path, ca
     assert err.count('\n') == 1 and 'Traceback' not in err
     assert main(['equations', urdf, '--max-seconds', '0', '--max-operations', '0']) == 0
     assert "M(q) q'' + C*(q) (q' kron q') + G(q) = tau" in capsys.readouterr().out
+
+
+def test_armature_from_a_urdf_and_bad_options_are_named():
+    """armature= as RobotModel.from_urdf_file takes it; a bad option named, not Python's."""
+    path = URDF_DIR / 'rp_arm.urdf'
+    numeric = RobotModel.from_urdf_file(path, armature=[0.5, 0.25])
+    model = SymbolicModel.from_urdf_file(path, armature=[0.5, 0.25])
+    module = load_module(model.equations().to_python(), 'kron_gen_rp_arm_armature')
+    compare_module(module, numeric, np.random.default_rng(3))
+    assert module.mass_matrix([0.0, 0.2])[0, 0] - RobotModel.from_urdf_file(path).mass_matrix(
+        [0.0, 0.2])[0, 0] == pytest.approx(0.5)
+    for options, message in [(dict(symbolic_parameters=np.array([True, False])),
+                              '^symbolic_parameters must be True or False, got array'),
+                             (dict(trig_simplify='yes'),
+                              "^trig_simplify must be True or False, got 'yes'$"),
+                             (dict(armature=[0.5]), r'armature must have shape \(2,\)')]:
+        with pytest.raises(ModelError, match=message):
+            SymbolicModel.from_urdf_file(path, **options)
+    with pytest.raises(ModelError, match='^from_model takes the armature of the RobotModel'):
+        SymbolicModel.from_model(numeric, armature=[1.0, 1.0])
+    plain = SymbolicModel.from_urdf_file(path)
+    for link in (['link2'], np.array(['link2'])):
+        with pytest.raises(ModelError, match=r"^unknown link .*; links: \['base_link'"):
+            plain.jacobians(link)
+        with pytest.raises(ModelError, match='^unknown link '):
+            plain.jacobians('link2', frame=link)

@@ -620,7 +620,9 @@ class SymbolicModel:
         if len(self.armature) != n:
             raise ModelError(f'armature must have {n} entries')
         self.max_seconds, self.max_operations = checked_bounds(max_seconds, max_operations)
-        self.trig_simplify = trig_simplify
+        if not isinstance(trig_simplify, (bool, np.bool_)):
+            raise ModelError(f'trig_simplify must be True or False, got {trig_simplify!r}')
+        self.trig_simplify = bool(trig_simplify)
         self.q = tuple(symbol(f'q{u + 1}') for u in range(n))
         syms = set(self.gravity.free_symbols)
         for body in bodies:
@@ -649,6 +651,12 @@ class SymbolicModel:
     def from_model(cls, model, symbolic_parameters: bool = False, **options) -> 'SymbolicModel':
         """Build from a :class:`~kron_dynamics.RobotModel` (its joint order and armature)."""
         _refuse_moving_base(model)
+        if not isinstance(symbolic_parameters, (bool, np.bool_)):
+            raise ModelError(f'symbolic_parameters must be True or False, got '
+                             f'{symbolic_parameters!r}')
+        if 'armature' in options:
+            raise ModelError('from_model takes the armature of the RobotModel: build it with '
+                             'armature=... (or model.with_armature(...)) first')
         if model.mimic_joints:
             full = cls.from_model(model.unconstrained, symbolic_parameters, **options)
             B, d = model.coupling()
@@ -703,10 +711,14 @@ class SymbolicModel:
     @classmethod
     def from_urdf_string(cls, xml: str, joint_names=None, gravity=(0.0, 0.0, -9.81),
                          symbolic_parameters: bool = False, source: str = '<string>',
-                         **options) -> 'SymbolicModel':
-        """Build from URDF text (see the module docstring for the parameter names)."""
+                         armature=None, **options) -> 'SymbolicModel':
+        """
+        Build from URDF text (see the module docstring for the parameter names).
+
+        ``joint_names``, ``gravity`` and ``armature`` as for ``RobotModel.from_urdf_string``.
+        """
         from ..robot_model import RobotModel
-        model = RobotModel.from_urdf_string(xml, joint_names, gravity, source=source)
+        model = RobotModel.from_urdf_string(xml, joint_names, gravity, armature, source=source)
         _refuse_moving_base(model, f'{source}: ')
         sm = cls.from_model(model, symbolic_parameters, **options)
         sm.source = source
@@ -714,14 +726,15 @@ class SymbolicModel:
 
     @classmethod
     def from_urdf_file(cls, path, joint_names=None, gravity=(0.0, 0.0, -9.81),
-                       symbolic_parameters: bool = False, **options) -> 'SymbolicModel':
-        """Build from a URDF file."""
+                       symbolic_parameters: bool = False, armature=None,
+                       **options) -> 'SymbolicModel':
+        """Build from a URDF file (the arguments of :meth:`from_urdf_string`)."""
         try:
             xml = Path(path).read_text()
         except (OSError, UnicodeDecodeError) as exc:
             raise ModelError(f'cannot read URDF file {path}: {exc}') from None
         return cls.from_urdf_string(xml, joint_names, gravity, symbolic_parameters,
-                                    source=str(path), **options)
+                                    source=str(path), armature=armature, **options)
 
     @classmethod
     def from_dh(cls, rows, name: str = 'dh_robot', base_xyz=(0, 0, 0), base_rpy=(0, 0, 0),
@@ -1134,8 +1147,8 @@ class SymbolicModel:
     def _frame(self, link):
         try:
             return self._rframes[link]
-        except KeyError:
-            raise ModelError(f"unknown link '{link}'; links: {self.link_names}") from None
+        except (KeyError, TypeError):          # TypeError: a list or array is no link name
+            raise ModelError(f'unknown link {link!r}; links: {self.link_names}') from None
 
     def _link_point(self, link, point, budget):
         alg = self._algebra(budget)
