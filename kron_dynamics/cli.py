@@ -20,6 +20,7 @@ The ``kron-dynamics`` command.
 """
 
 import argparse
+import signal
 import sys
 
 import numpy as np
@@ -238,6 +239,9 @@ def main(argv=None) -> int:
             from .symbolic.command import equations_command
             return equations_command(args.source, args.symbolic_parameters, args.format,
                                      args.max_seconds, args.max_operations, args.output)
+        # SIGTERM (kill, a CI or systemd stop): SystemExit, so that the graph's clean-up stops
+        # its nodes; without it the process ended at once and left them running
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
         if args.machine == 'identify':
             return demo_identify(args.duration, args.plot or 'identify_demo.png')
         if args.static:

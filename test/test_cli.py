@@ -15,6 +15,7 @@
 """The kron-dynamics command: info and the demo runner (short run, table and plot)."""
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -147,3 +148,74 @@ def test_a_graph_refuses_a_duration_before_it_starts():
     for duration in (-1.0, 0.0, float('nan'), float('inf')):
         with pytest.raises(ValueError, match='^duration must be a finite number of seconds > 0'):
             run_graph(None, duration, None)
+
+
+def _children(pid: int) -> list:
+    """Return the pids whose parent is pid (Linux /proc)."""
+    found = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open(f'/proc/{entry}/stat') as f:
+                    if int(f.read().rpartition(')')[2].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return found
+
+
+def _loaded(pid: int, library: str) -> bool:
+    try:
+        with open(f'/proc/{pid}/maps') as f:
+            return library in f.read()
+    except OSError:
+        return False
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rpartition(')')[2].split()[0] != 'Z'
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.ros
+@pytest.mark.slow   # child processes
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='the parent-death signal '
+                    '(prctl) and /proc are Linux')
+@pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGKILL])
+def test_a_demo_stopped_or_killed_leaves_no_node_running(signum, tmp_path):
+    """A kill stops the graph's nodes (clean-up), a kill -9 too (their parent-death signal)."""
+    import time
+    demo = subprocess.Popen(
+        [sys.executable, '-m', 'kron_dynamics.cli', 'demo', 'stacker', '--duration', '1000',
+         '--plot', str(tmp_path / 'demo.png')], cwd=REPO, env=isolated_env(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nodes = []
+    try:
+        deadline = time.monotonic() + 180
+        while len(nodes) < 4 and time.monotonic() < deadline and demo.poll() is None:
+            time.sleep(0.2)
+            nodes = _children(demo.pid)
+        assert len(nodes) == 4, f'the demo started {nodes} (exit {demo.poll()})'
+        # up: each has loaded rcl (after its parent-death signal was armed, before spinning)
+        while not all(_loaded(pid, 'librcl.so') for pid in nodes) \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(_loaded(pid, 'librcl.so') for pid in nodes), 'the nodes did not start'
+        demo.send_signal(signum)
+        demo.wait(timeout=120)
+        deadline = time.monotonic() + 120
+        while any(_running(pid) for pid in nodes) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in nodes if _running(pid)], 'nodes outlived the demo'
+    finally:
+        demo.kill()
+        demo.wait()
+        for pid in nodes:
+            if _running(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)     # what the assertion found: no orphan
+                except ProcessLookupError:
+                    pass

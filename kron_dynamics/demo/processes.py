@@ -20,15 +20,27 @@ full and nobody reads them: at a throttled warning or two per second that is fou
 minutes into a run (it froze the first 10-minute soaks). A file never fills.
 """
 
+import os
 import signal
 import subprocess
 import tempfile
 
+from ..nodes.shutdown import PARENT_ENV
+
 
 def start_logged(cmd, **popen_kwargs) -> subprocess.Popen:
-    """Start cmd with stdout and stderr into a temporary file (read it with :func:`output`)."""
+    """
+    Start cmd with stdout and stderr into a temporary file (read it with :func:`output`).
+
+    The child's environment names this process (``KRON_DYNAMICS_PARENT_PID``): a node
+    started so asks the kernel for SIGTERM when this process dies (:mod:`..nodes.shutdown`),
+    so that a demo killed outright (SIGKILL, the OOM killer) leaves no node running.
+    """
     log = tempfile.TemporaryFile(mode='w+', encoding='utf-8', errors='replace')
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+    env = popen_kwargs.pop('env', None)
+    env = dict(os.environ if env is None else env)
+    env[PARENT_ENV] = str(os.getpid())
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
                             **popen_kwargs)
     proc.log_file = log
     return proc

@@ -23,7 +23,7 @@ ends the process at once with exit status 0.
 import importlib
 import sys
 
-from .shutdown import Interrupted, PROCESS
+from .shutdown import die_with_parent, Interrupted, PROCESS
 
 NODES = {
     'dynamics_node': 'DynamicsNode',
@@ -54,6 +54,7 @@ def run(name: str, args=None) -> int:
     """Run the node ``name`` (a key of NODES) with ROS arguments ``args``; return the status."""
     PROCESS.install()
     try:
+        die_with_parent()           # a demo runner's child: end with it
         module = importlib.import_module(f'{__package__}.{name}')
         from .executor import run_node
     except BaseException as exc:        # Interrupted, or an import it broke

@@ -60,6 +60,40 @@ import traceback
 CLEANUP_TIMEOUT_S = 3.0     # below ros2 launch's 5 s before it escalates to SIGTERM
 SIGNAL_TO_CLEANUP_S = 7     # whole seconds (alarm); launch sends SIGKILL 10 s after SIGINT
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+PARENT_ENV = 'KRON_DYNAMICS_PARENT_PID'     # set by demo.processes.start_logged
+PR_SET_PDEATHSIG = 1                        # linux/prctl.h
+
+
+def die_with_parent() -> None:
+    """
+    Ask the kernel for SIGTERM when the process that started this one dies (Linux).
+
+    Only for a direct child of the process named by ``KRON_DYNAMICS_PARENT_PID`` (the demo
+    runner, the tests): killed outright, it would otherwise leave its nodes running,
+    reparented to init. Armed after the SIGTERM handler; a parent already gone by then (dead
+    or a zombie) is a SIGTERM at once. A node under ``ros2 run`` or ``ros2 launch`` (not
+    that process's child) gets no parent-death signal.
+    """
+    parent = os.environ.get(PARENT_ENV, '')
+    if not parent.isdigit() or not sys.platform.startswith('linux'):
+        return
+    if os.getppid() == int(parent):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM),
+                                                    0, 0, 0)
+        except (OSError, AttributeError):
+            return
+    if not _alive(int(parent)):           # gone before the signal was armed
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _alive(pid: int) -> bool:
+    """Return True if process pid exists and is no zombie (Linux /proc)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rpartition(')')[2].split()[0] != 'Z'
+    except (OSError, IndexError):
+        return False
 
 
 class Interrupted(BaseException):
