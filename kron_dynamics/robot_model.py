@@ -54,7 +54,7 @@ from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _boolean, _contacts, _finite_scalar, _frame_code,
                      _generator, _has_wrenches, _on_device, _PARTS, _step_arguments,
                      _task_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
-                     CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array)
+                     CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array, real_number)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
@@ -62,6 +62,7 @@ from .kernels import BIAS, CORIOLIS, FRAMES, GRAVITY, ID, native, pack, pack_sit
 #                    (FRAMES: in the rows of _COMPILED and _COUPLED)
 from .model.dh import DHRow, dh_to_urdf
 from .model.coordinates import JointMap, P_BASE
+from .model.inertia import warn_unusual
 from .model.mimic import MimicJoint
 from .model.reduce import lock_joints
 from .model.tree import KinematicTree
@@ -172,6 +173,9 @@ class RobotModel:
             lock = args[2] if len(args) > 2 else kwargs.get('lock_others', False)
             if _boolean(lock, 'lock_others') and isinstance(names, (list, tuple)):
                 description = _lock_unlisted(description, names)
+                obj = super().__new__(CoupledRobotModel if description.mimic_joints else cls)
+                obj._unlisted_locked = description      # __init__ does not lock again
+                return obj
             if description.mimic_joints:
                 cls = CoupledRobotModel
         return super().__new__(cls)
@@ -183,7 +187,8 @@ class RobotModel:
 
         ``joint_names`` sets the order of q (it must name exactly the movable joints, or,
         with ``lock_others=True``, a subset: the others are locked at 0, as by
-        :meth:`locked`); ``armature`` adds rotor inertia to M's diagonal, one value per joint.
+        :meth:`locked`); ``armature`` adds rotor inertia to M's diagonal, one value per joint
+        or one number for every joint.
         """
         if not isinstance(description, RobotDescription):
             raise TypeError('RobotModel(description): use RobotModel.from_urdf_file, '
@@ -192,7 +197,8 @@ class RobotModel:
         if _boolean(lock_others, 'lock_others'):
             if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
                 joint_names = list(joint_names)       # read twice: may be an iterator
-            description = _lock_unlisted(description, joint_names)
+            description = self.__dict__.pop('_unlisted_locked', None) or _lock_unlisted(
+                description, joint_names)
         self._description = description
         self.tree = description.tree
         self.name: str = description.name
@@ -205,15 +211,7 @@ class RobotModel:
         self._perm.setflags(write=False)
         self.joints: Mapping[str, JointInfo] = MappingProxyType(
             {j: description.joints[j] for j in self.joint_names})
-        try:
-            armature = self._vector(np.zeros(self.n) if armature is None else armature,
-                                    'armature')
-        except ValueError as exc:
-            raise ModelError(str(exc)) from None
-        if np.any(armature < 0):
-            raise ModelError('armature must be >= 0')
-        armature.setflags(write=False)
-        self.armature: Array = armature
+        self.armature: Array = self._armature(armature, self.n)
         root_mass, root_com, _ = description.root_inertia
         self._ints, self._reals = pack(self.tree, self._perm, self.armature, root_mass, root_com)
         self._sites = pack_sites(description.frames)      # one row per link (kinematics)
@@ -286,10 +284,13 @@ class RobotModel:
                 and root_joint in ('fixed', *BASE_TYPES)):
             raise ModelError(f"root_joint must be one of {['fixed', *BASE_TYPES]} or None (as "
                              f'the URDF says), got {root_joint!r}')
-        description = parse_urdf(xml, source, gravity, inertia_check)
+        description = parse_urdf(xml, source, gravity, inertia_check, warn=False)
         if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
             joint_names = list(joint_names)       # read more than once
         fixed = cls(description, joint_names, armature, lock_others)
+        locked = [j for j in description.independent_joints if j not in fixed.joints]
+        fixed._warn_unusual(source + (f" with {', '.join(f'{j}=0' for j in locked)} locked"
+                                      if locked else ''))
         declared = description.root_joint
         base = root_joint or (declared[0] if declared else 'fixed')
         if base == 'fixed':
@@ -412,7 +413,11 @@ class RobotModel:
         return RobotModel(description, self.joint_names, self.armature)
 
     def with_armature(self, armature: ArrayLike | Mapping[str, float]) -> RobotModel:
-        """Return a copy with per-joint armature (rotor inertia added to M's diagonal)."""
+        """
+        Return a copy with armature (rotor inertia added to M's diagonal).
+
+        ``armature``: one value per joint, one number for every joint, or {joint: value}.
+        """
         if isinstance(armature, Mapping):
             unknown = [j for j in armature if j not in self.joints]
             if unknown:
@@ -631,6 +636,21 @@ class RobotModel:
     def _vector(self, x, name: str) -> Array:
         """Check one per-joint array of shape (n,) (no batch); ValueError naming the fault."""
         return self._check.vector(x, name)
+
+    def _armature(self, armature, n: int) -> Array:
+        """Return the checked armature: None (none), one number for all, or one per joint."""
+        try:
+            if armature is None:
+                armature = np.zeros(n)
+            elif np.ndim(armature) == 0 and not isinstance(armature, (str, bytes)):
+                armature = np.full(n, real_number(armature, 'armature'))
+            armature = self._vector(armature, 'armature')
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        if np.any(armature < 0):
+            raise ModelError('armature must be >= 0')
+        armature.setflags(write=False)
+        return armature
 
     def _inputs(self, batch: bool = True, **arrays):
         """Check joint arrays given as (n,) or as a batch (N, n) (checks.ArrayChecker)."""
@@ -861,8 +881,17 @@ class RobotModel:
         """
         description = lock_joints(self._description, values)
         keep = [i for i, j in enumerate(self.joint_names) if j not in values]
-        return RobotModel(description, [self.joint_names[i] for i in keep],
-                          self.armature[keep])
+        model = RobotModel(description, [self.joint_names[i] for i in keep],
+                           self.armature[keep])
+        text = ', '.join(f'{j}={float(v):g}' for j, v in values.items())
+        model._warn_unusual(f"'{self.name}' with {text} locked")
+        return model
+
+    def _warn_unusual(self, source: str) -> None:
+        """Warn about joints that move no or a tiny inertia, armature included (logger)."""
+        d = self._description
+        warn_unusual(d.tree, d.joint_names, d.frames, source, d.mimic_joints,
+                     dict(zip(self.joint_names, self.armature.tolist())))
 
     # ----------------------------------------------------------------- contacts
     def contact_jacobian(self, q: ArrayLike, contacts) -> Array:
@@ -1944,7 +1973,8 @@ class CoupledRobotModel(RobotModel):
         if _boolean(lock_others, 'lock_others'):
             if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
                 joint_names = list(joint_names)       # read twice: may be an iterator
-            description = _lock_unlisted(description, joint_names)
+            description = self.__dict__.pop('_unlisted_locked', None) or _lock_unlisted(
+                description, joint_names)
         self._description = description
         self.tree = description.tree
         self.name: str = description.name
@@ -1974,15 +2004,7 @@ class CoupledRobotModel(RobotModel):
         self._cpl = m.kernel_table
         self._n = len(self.joint_names)
         self._nn = (self._n, self._n)
-        try:
-            armature = self._vector(np.zeros(self._n) if armature is None else armature,
-                                    'armature')
-        except ValueError as exc:
-            raise ModelError(str(exc)) from None
-        if np.any(armature < 0):
-            raise ModelError('armature must be >= 0')
-        armature.setflags(write=False)
-        self.armature: Array = armature
+        self.armature: Array = self._armature(armature, self._n)
         self._zeros = np.zeros(self._n)
         self._zeros.setflags(write=False)
         self._6n = (6, self._n)
@@ -2060,10 +2082,7 @@ class CoupledRobotModel(RobotModel):
 
         A mimic joint cannot be locked itself; otherwise as :meth:`RobotModel.locked`.
         """
-        description = lock_joints(self._description, values)
-        keep = [i for i, j in enumerate(self.joint_names) if j not in values]
-        return RobotModel(description, [self.joint_names[i] for i in keep],
-                          self.armature[keep])
+        return super().locked(values)
 
     # ----------------------------------------------------------------- dynamics
     def _general_mass_matrix(self, q, method) -> Array:

@@ -284,6 +284,33 @@ def test_simulator_refuses_a_singular_plant_naming_the_joints():
     assert code == 1 and 'joint3' in out and 'joint5' in out and 'armature' in out, out
 
 
+def test_simulator_and_controller_load_the_rover_arm_with_their_armature_unwarned():
+    """Their URDF's 'tiny inertia: add armature' warning came with the armature set."""
+    rover = f"urdf_file:={URDF_DIR / 'rover_arm.urdf'}"
+    sim = NodeProcess('plant_simulator', [
+        '-p', rover, '-p', 'armature:=[0.001]', '-p', 'publish_rate:=100.0',
+        '-p', 'command_topic:=/armature_test/commands',
+        '-r', 'joint_states:=/armature_test/joint_states'])
+    controller = NodeProcess('computed_torque_controller', [
+        '-p', rover, '-p', 'armature:=[0.001]', '-r', 'joint_states:=/armature_test/nothing',
+        '-p', 'command_topic:=/armature_test/controller_commands'])
+    probe = Probe('armature_probe')
+    try:
+        states = probe.collect(JointState, '/armature_test/joint_states')
+        assert wait_for(lambda: len(states) > 2, 60), sim.stop()
+        assert wait_for(lambda: 'commanding' in controller.output(), 60), controller.stop()
+    finally:
+        probe.close()
+        outputs = sim.stop() + controller.stop()
+    assert 'tiny inertia' not in outputs and 'WARN' not in outputs, outputs
+    # one armature for all, or one per joint; any other count or a negative one is named
+    for values, words in (('[0.001, 0.001]', ('armature', 'shape (5,)')),
+                          ('[-0.001]', ('armature', '>= 0'))):
+        for module in ('plant_simulator', 'computed_torque_controller'):
+            code, out = NodeProcess(module, ['-p', rover, '-p', f'armature:={values}']).wait(60)
+            assert code == 1 and all(w in out for w in words) and 'Traceback' not in out, out
+
+
 def test_simulator_integrates_and_publishes_joint_states(model):
     sim = NodeProcess('plant_simulator', [
         '-p', f'urdf_file:={RP_ARM}', '-p', 'initial_positions:=[0.0, 0.5]',

@@ -252,6 +252,43 @@ def test_rover_arm_tiny_inertia_warns_on_load(caplog):
     assert "joint 'joint5' (link 'link5') moves a tiny inertia" in messages
 
 
+def test_rover_arm_warning_counts_the_armature(caplog):
+    """An armature that makes M regular silenced nothing: 'add armature' came with it."""
+    def warnings(**kwargs):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+            model = RobotModel.from_urdf_string(ROVER_TEXT, source='rover.urdf', **kwargs)
+        return model, [r.getMessage() for r in caplog.records]
+
+    model, messages = warnings(armature=1e-3)          # one number: every joint
+    assert messages == [] and list(model.armature) == [1e-3] * 5, messages
+    assert np.linalg.cond(model.mass_matrix(np.zeros(5))) < 1e3
+    _, messages = warnings(armature=[1e-3, 0.0, 1e-3, 0.0, 0.0])
+    assert len(messages) == 1 and "joint 'joint5'" in messages[0], messages
+    assert messages[0].endswith('M is singular, so forward dynamics is inaccurate or '
+                                'refused; check the inertias or add armature'), messages
+    _, messages = warnings(armature=1e-12)             # not enough: said with the armature
+    assert len(messages) == 2 and all('raise its armature (1e-12)' in m for m in messages)
+    assert all('moves a tiny inertia: 1e-12 ' in m for m in messages), messages
+
+
+def test_rover_arm_locked_warns_once_about_the_model_it_returns(caplog):
+    """lock_others warned three times per joint: the whole URDF, then twice the locked one."""
+    caplog.set_level(logging.WARNING, logger='kron_dynamics')
+    model = RobotModel.from_urdf_string(ROVER_TEXT, ['joint1', 'joint3', 'joint5'],
+                                        source='rover.urdf', lock_others=True)
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 2 and model.joint_names == ('joint1', 'joint3', 'joint5')
+    assert all(m.startswith('rover.urdf with joint2=0, joint4=0 locked: ') for m in messages)
+    caplog.clear()
+    armed = RobotModel.from_urdf_string(ROVER_TEXT, source='rover.urdf', armature=1e-3)
+    armed.locked({'joint2': 0.5})
+    assert caplog.records == []                         # the armature stays, and is counted
+    RobotModel.from_urdf_string(ROVER_TEXT, source='rover.urdf').locked({'joint2': 0.5})
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 4 and messages[2].startswith("'rover_arm' with joint2=0.5 locked")
+
+
 # ----------------------------------------------------------------- stacker
 @pytest.mark.parametrize('travel', [-400.0, -250.0, 0.0, 250.0, 400.0])
 def test_stacker_is_accurate_at_long_rail_travel(travel):

@@ -132,12 +132,15 @@ def merge_inertias(parts):
     return m, c, inertia_
 
 
-def warn_unusual(tree: KinematicTree, joint_names, frames, source, mimic_joints=None):
+def warn_unusual(tree: KinematicTree, joint_names, frames, source, mimic_joints=None,
+                 armature=None):
     """
     Warn about joints that move no mass (M singular) or a tiny inertia (M ill-conditioned).
 
     With ``mimic_joints`` (name -> MimicJoint) the warnings are about the independent
     joints: one moves no mass, or a tiny inertia, only if every joint it drives does.
+    ``armature`` (joint name -> rotor inertia, a mapping) is added to what each joint moves
+    and to M's diagonal: a joint whose armature makes M regular is not warned about.
     """
     n = tree.n
     if not n:
@@ -147,7 +150,10 @@ def warn_unusual(tree: KinematicTree, joint_names, frames, source, mimic_joints=
         p = int(tree.parent[i])
         if p >= 0:
             moved[p] += moved[i]
+    arm = np.array([float((armature or {}).get(name, 0.0)) for name in joint_names])
+    moved += arm
     D, diag = joint_inertias_at_zero(tree)
+    D, diag = D + arm, diag + arm       # a lower bound of the pivot of M + diag(arm)
     largest = float(diag.max())
     index = {name: i for i, name in enumerate(joint_names)}
     groups = {i: [i] for i, name in enumerate(joint_names)
@@ -177,11 +183,12 @@ def warn_unusual(tree: KinematicTree, joint_names, frames, source, mimic_joints=
         links = ', '.join(body_links[i])
         ratio = largest / float(D[i]) if D[i] > 0 else math.inf     # Python floats: no warning
         state = f'nearly singular (cond(M) >= {ratio:.3g})' if D[i] > 0 else 'singular'
+        advice = (f'raise its armature ({arm[i]:.3g})' if arm[i] > 0 else 'add armature')
         logger.warning(
             "%s: joint '%s' (link %s) moves a tiny inertia: %.3g at q = 0 with the joints "
             'below it free, %.3g times the largest diagonal entry of M (%.3g): M is %s, so '
-            'forward dynamics is inaccurate or refused; check the inertias or add armature',
-            source, joint_names[i], links, D[i], D[i] / largest, largest, state)
+            'forward dynamics is inaccurate or refused; check the inertias or %s',
+            source, joint_names[i], links, D[i], D[i] / largest, largest, state, advice)
 
 
 def _skews(v: np.ndarray) -> np.ndarray:

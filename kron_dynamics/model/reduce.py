@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ..errors import ModelError
-from .inertia import merge_inertias, warn_unusual
+from .inertia import merge_inertias
 from .tree import joint_transform, KinematicTree
 from .urdf import RobotDescription
 
@@ -118,8 +118,6 @@ def lock_joints(description: RobotDescription, values: Mapping[str, float]) -> R
             b, Rw, pw = where[b]
             R, p = Rw @ R, pw + Rw @ p
         frames[link] = (b, np.array(R), np.array(p))
-    locked_text = ', '.join(f'{j}={v:g}' for j, v in values.items())
-    warn_unusual(new_tree, names, frames, f"'{description.name}' with {locked_text} locked")
     return dataclasses.replace(
         description, tree=new_tree, joint_names=tuple(names),
         joints={j: description.joints[j] for j in names}, frames=frames,

@@ -596,12 +596,14 @@ def _named_elements(root, kind: str, reader: _Reader) -> dict:
 
 # ----------------------------------------------------------------- the loader
 def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
-               inertia_check: str = 'error') -> RobotDescription:
+               inertia_check: str = 'error', warn: bool = True) -> RobotDescription:
     """
     Parse and validate URDF text; return the tree in depth-first joint order.
 
     ``inertia_check``: 'error' (default) refuses a link of a moving body whose inertia no
     rigid body can have; 'warn' loads it as written with one warning per link.
+    ``warn=False`` leaves the warning about joints that move no or a tiny inertia to the
+    caller (``RobotModel`` gives it once it knows the armature).
     """
     if not isinstance(xml, str):
         raise ModelError(f'{source}: URDF must be text, got {type(xml).__name__}')
@@ -716,7 +718,8 @@ def parse_urdf(xml: str, source: str = '<string>', gravity=(0.0, 0.0, -9.81),
         logger.warning('%s: <inertial> without <inertia> at link(s) %s: read as point masses '
                        '(no rotational inertia about the centre of mass, as urdfdom reads '
                        'it)', source, ', '.join(f"'{name}'" for name in reader.point_masses))
-    warn_unusual(tree, joint_names, frames, source, mimic_joints)
+    if warn:
+        warn_unusual(tree, joint_names, frames, source, mimic_joints)
     if reader.ignored:
         for kind, count in sorted(reader.ignored.items()):
             if kind == 'joint/mimic':

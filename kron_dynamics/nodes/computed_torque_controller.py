@@ -106,9 +106,7 @@ class ComputedTorqueController(DeferringNode):
         declare(self, 'max_reference_age', 0.02,
                 'a reference is extrapolated by its velocity and acceleration for at most '
                 'this long [s]; then it is held')
-        model = required_model(self)
-        self.model = model.with_armature(per_joint(self.get_parameter('armature').value,
-                                                   model.n, 'armature'))
+        model = self.model = required_model(self, armature=True)
         self.limits = self.model.effort_limits
         self.viscous, self.coulomb, self.torque_offset = (
             per_joint(self.get_parameter(name).value, model.n, name)

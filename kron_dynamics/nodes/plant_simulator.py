@@ -104,12 +104,11 @@ class PlantSimulator(DeferringNode):
         declare(self, 'on_command_timeout', 'brake',
                 "'brake': hold the plant at rest while commands are absent (as a machine's "
                 "holding brakes); 'zero': let it move under zero effort")
-        model = required_model(self)
+        model = self.model = required_model(self, armature=True)
         n = model.n
         p = {name: self.get_parameter(name).value for name in (
-            'armature', 'initial_positions', 'initial_velocities', 'integration_rate',
-            'publish_rate', 'command_topic')}
-        self.model = model.with_armature(per_joint(p['armature'], n, 'armature'))
+            'initial_positions', 'initial_velocities', 'integration_rate', 'publish_rate',
+            'command_topic')}
         self.limits = self.model.effort_limits
         self.q = per_joint(p['initial_positions'], n, 'initial_positions')
         self.qd = per_joint(p['initial_velocities'], n, 'initial_velocities')
