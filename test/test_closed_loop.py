@@ -40,7 +40,7 @@ import pytest
 from conftest import REPO
 from kron_dynamics import RobotModel
 from kron_dynamics.demo.run import run_demo
-from kron_dynamics.demo.graph import demo_graph
+from kron_dynamics.demo.graph import demo_graph, node_parameters
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -138,7 +138,10 @@ def test_no_command_is_nan_and_limits_hold(run):
 
 def test_feedforward_along_the_reference_is_inverse_dynamics(run):
     machine, recording = run
-    model = RobotModel.from_urdf_file(demo_graph(machine, str(REPO)).urdf_file)
+    graph = demo_graph(machine, str(REPO))
+    # with the armature the params file gives the dynamics node (the rover arm's 1e-3)
+    armature = node_parameters(graph, 'dynamics_node').get('armature', [0.0])
+    model = RobotModel.from_urdf_file(graph.urdf_file).with_armature(armature[0])
     refs = [model.inverse_dynamics(q, qd, qdd) for _, q, qd, qdd in recording.references]
     assert len(recording.feedforward) > 500
     scale = max(1.0, np.abs(refs).max())

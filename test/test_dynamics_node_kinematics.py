@@ -17,9 +17,11 @@
 import math
 
 from geometry_msgs.msg import WrenchStamped
-from kron_dynamics_interfaces.srv import GetKinematics, GetLinearization
+from kron_dynamics_interfaces.srv import GetKinematics, GetLinearization, GetMassMatrix
 import numpy as np
 import pytest
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import SetParameters
 from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -246,3 +248,58 @@ def test_get_linearization_answers_the_models_a_and_b(graph, model, dt):
     res = probe.call(GetLinearization, '/kin_node/get_linearization',
                      GetLinearization.Request(state=msg, dt=-1.0))
     assert not res.success and 'request.dt' in res.message, res.message
+
+
+def test_the_rover_arm_linearises_with_the_armature_parameter():
+    """dynamics_node had no armature: the rover arm's singular M gave no linearisation."""
+    rover = URDF_DIR / 'rover_arm.urdf'
+    node = NodeProcess('dynamics_node', ['-r', '__node:=arm_node', '-p', f'urdf_file:={rover}',
+                                         '-p', 'publish_mass_matrix:=false'])
+    probe = Probe('armature_probe')
+
+    def set_armature(values):
+        value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                               double_array_value=values)
+        request = SetParameters.Request(parameters=[Parameter(name='armature', value=value)])
+        return probe.call(SetParameters, '/arm_node/set_parameters', request).results[0]
+
+    def call(service, request_type, **fields):
+        return probe.call(service, f'/arm_node/{request_type}', service.Request(**fields))
+
+    try:
+        model = RobotModel.from_urdf_file(rover)
+        rng = np.random.default_rng(5)
+        q, qd = rng.uniform(-1.0, 1.0, 5), rng.uniform(-1.0, 1.0, 5)
+        tau = model.gravity_torque(q) + rng.uniform(-5.0, 5.0, 5)
+        msg = JointState(name=list(model.joint_names), position=list(q), velocity=list(qd),
+                         effort=list(tau))
+        res = call(GetLinearization, 'get_linearization', state=msg)
+        assert not res.success and 'joint3' in res.message, res.message
+        assert 'armature' in res.message, res.message
+        for armature in ([1e-3], [1e-3, 2e-3, 3e-3, 4e-3, 5e-3]):
+            result = set_armature(armature)
+            assert result.successful, result.reason
+            armed = model.with_armature(armature if len(armature) > 1 else armature[0])
+            res = call(GetLinearization, 'get_linearization', state=msg, dt=0.0)
+            assert res.success, res.message
+            A, B = armed.linearize(q, qd, tau)
+            np.testing.assert_allclose(np.reshape(res.a.data, (10, 10)), A, rtol=1e-9,
+                                       atol=1e-9 * np.abs(A).max())
+            np.testing.assert_allclose(np.reshape(res.b.data, (10, 5)), B, rtol=1e-9,
+                                       atol=1e-9 * np.abs(B).max())
+            res = call(GetMassMatrix, 'get_mass_matrix', state=msg)
+            assert res.success, res.message
+            np.testing.assert_allclose(np.reshape(res.mass_matrix.data, (5, 5)),
+                                       armed.mass_matrix(q), rtol=1e-12, atol=1e-15)
+        # refused with the reason, the last armature kept
+        for bad, words in (([1e-3, 1e-3], 'shape (5,)'), ([-1.0], '>= 0'), ([], 'one value')):
+            result = set_armature(bad)
+            assert not result.successful and 'armature' in result.reason, result.reason
+            assert words in result.reason, result.reason
+        res = call(GetMassMatrix, 'get_mass_matrix', state=msg)
+        np.testing.assert_allclose(np.reshape(res.mass_matrix.data, (5, 5)),
+                                   armed.mass_matrix(q), rtol=1e-12, atol=1e-15)
+    finally:
+        probe.close()
+        log = node.stop()
+    assert 'Traceback' not in log, log

@@ -102,7 +102,7 @@ class Recording:
 
         tau_ff is the feedforward of the reference that was the latest when the command went
         out: the inverse dynamics at q_d, q'_d, q''_d with the controller's model (URDF and
-        armature; what dynamics_node's ``~/feedforward_torque`` gives without armature).
+        armature; what dynamics_node's ``~/feedforward_torque`` gives, with the same armature).
         tau_fb = tau - tau_ff is what the error correction adds.
         """
         refs = self.references
@@ -267,8 +267,8 @@ def load_machine(path) -> tuple:
         return model, ''
     return model, (f"{model.name}: M is singular at q = 0 (joints {', '.join(joints)} move no "
                    "inertia about their axes there, as the paper's parameters give); the "
-                   'simulator and the controller add armature on every joint (the demo\'s '
-                   'params file), which makes forward dynamics defined')
+                   'simulator, the controller and the dynamics node add armature on every '
+                   "joint (the demo's params file), which makes forward dynamics defined")
 
 
 def run_demo(machine: str, duration: float, share_dir: str, env=None,

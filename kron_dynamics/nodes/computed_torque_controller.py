@@ -77,9 +77,6 @@ class ComputedTorqueController(DeferringNode):
         realtime.declare_parameters(self)   # applied by run_node
         self._log = ThrottledLogger(self.get_logger())
         declare_model_parameters(self, read_only=MODEL_FIXED)
-        declare(self, 'armature', [0.0],
-                'rotor inertia added to the diagonal of M [kg m^2 or kg], one value or one '
-                'per joint', MODEL_FIXED)
         for name, text in (
                 ('viscous', 'viscous friction feed-forward [N m s/rad or N s/m] times the '
                  'reference velocity'),
@@ -106,7 +103,7 @@ class ComputedTorqueController(DeferringNode):
         declare(self, 'max_reference_age', 0.02,
                 'a reference is extrapolated by its velocity and acceleration for at most '
                 'this long [s]; then it is held')
-        model = self.model = required_model(self, armature=True)
+        model = self.model = required_model(self)
         self.limits = self.model.effort_limits
         self.viscous, self.coulomb, self.torque_offset = (
             per_joint(self.get_parameter(name).value, model.n, name)

@@ -33,7 +33,7 @@ from ..errors import ConfigurationError
 from ..robot_model import RobotModel
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity',
-                    'inertia_check', 'root_joint')
+                    'inertia_check', 'root_joint', 'armature')
 INERTIA_CHECKS = ('error', 'warn')
 ROOT_JOINTS = ('', 'fixed', 'floating', 'planar')
 RESTART = 'read-only, restart the node to change it'
@@ -109,6 +109,9 @@ def declare_model_parameters(node: Node, read_only: str = '') -> None:
     declare(node, 'root_joint', '',
             "'fixed', 'floating' or 'planar' base; '': as the URDF says (a world link joined "
             "to the base by a floating or planar joint gives that base)", read_only)
+    declare(node, 'armature', [0.0],
+            'rotor inertia added to the diagonal of M [kg m^2 or kg]: one value for every '
+            'joint, or one per joint', read_only)
 
 
 def parameter_value(node: Node, name: str, overrides: dict | None = None):
@@ -121,13 +124,9 @@ def parameter_value(node: Node, name: str, overrides: dict | None = None):
         return None
 
 
-def required_model(node: Node, armature: bool = False) -> RobotModel:
-    """
-    Return the model of a node that cannot wait for /robot_description (error if unset).
-
-    ``armature``: with the node's parameter ``armature`` (see :func:`model_from_parameters`).
-    """
-    model = model_from_parameters(node, armature=armature)
+def required_model(node: Node) -> RobotModel:
+    """Return the model of a node that cannot wait for /robot_description (error if unset)."""
+    model = model_from_parameters(node)
     if model is None:
         raise ConfigurationError(f'{node.get_name()} needs the parameter robot_description or '
                                  'urdf_file')
@@ -135,17 +134,15 @@ def required_model(node: Node, armature: bool = False) -> RobotModel:
 
 
 def model_from_parameters(node: Node, overrides: dict | None = None,
-                          urdf_text: str | None = None, moving_base: bool = False,
-                          armature: bool = False):
+                          urdf_text: str | None = None, moving_base: bool = False):
     """
     Build the model the node's parameters describe; None if it must wait for a topic.
 
     ``overrides`` are parameter values about to be set (to validate them before they are
     accepted); ``urdf_text`` is a description received on /robot_description. A floating or
     planar base only where the node reads the base state
-    (``moving_base``). ``armature``: the model carries the node's parameter ``armature`` (one
-    value for every joint or one per joint), so that the load's warning about joints that
-    move a tiny inertia knows it.
+    (``moving_base``). The model carries the parameter ``armature`` from its load on, so
+    that the load's warning about joints that move a tiny inertia counts it.
     Raises ModelError (the URDF) or ConfigurationError (a parameter) with the reason.
     """
     description = parameter_value(node, 'robot_description', overrides) or ''
@@ -164,13 +161,12 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
         raise ConfigurationError(f'parameter root_joint must be one of {list(ROOT_JOINTS)}, '
                                  f'got {root_joint!r}')
     options = {'inertia_check': inertia_check, 'root_joint': root_joint or None}
-    if armature:
-        values = parameter_value(node, 'armature', overrides)
-        values = [0.0] if values is None else list(values)
-        if not values or not all(math.isfinite(v) and v >= 0 for v in values):
-            raise ConfigurationError('parameter armature must be one value or one per joint, '
-                                     f'each finite and >= 0, got {values}')
-        options['armature'] = values[0] if len(values) == 1 else values
+    armature = parameter_value(node, 'armature', overrides)
+    armature = [0.0] if armature is None else list(armature)
+    if not armature or not all(math.isfinite(a) and a >= 0 for a in armature):
+        raise ConfigurationError('parameter armature must be one value or one per joint, each '
+                                 f'finite and >= 0, got {armature}')
+    options['armature'] = armature[0] if len(armature) == 1 else armature
     joints = list(joints) if joints else None
     if description:
         model = RobotModel.from_urdf_string(description, joints, gravity,

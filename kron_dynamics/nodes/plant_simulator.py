@@ -89,7 +89,6 @@ class PlantSimulator(DeferringNode):
         realtime.declare_parameters(self)   # applied by run_node
         self._log = ThrottledLogger(self.get_logger())
         declare_model_parameters(self, read_only=PLANT_FIXED)
-        declare(self, 'armature', [0.0], 'rotor inertia per joint [kg m^2 or kg]', PLANT_FIXED)
         declare(self, 'damping', [0.0], 'viscous damping per joint [N m s/rad or N s/m]')
         declare(self, 'initial_positions', [0.0], 'q at start, one value or one per joint',
                 AT_START)
@@ -104,7 +103,7 @@ class PlantSimulator(DeferringNode):
         declare(self, 'on_command_timeout', 'brake',
                 "'brake': hold the plant at rest while commands are absent (as a machine's "
                 "holding brakes); 'zero': let it move under zero effort")
-        model = self.model = required_model(self, armature=True)
+        model = self.model = required_model(self)
         n = model.n
         p = {name: self.get_parameter(name).value for name in (
             'initial_positions', 'initial_velocities', 'integration_rate', 'publish_rate',
