@@ -303,3 +303,32 @@ def test_the_rover_arm_linearises_with_the_armature_parameter():
         probe.close()
         log = node.stop()
     assert 'Traceback' not in log, log
+
+
+def test_an_identifications_params_file_gives_the_dynamics_node_its_model(tmp_path):
+    """to_params wrote armature for the controller only; the dynamics node's M lacked it."""
+    from kron_dynamics.identification import identify
+    prior = RobotModel.from_urdf_file(STACKER).with_armature([30.0, 20.0, 10.0])
+    rng = np.random.default_rng(6)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, (100, 3)) for _ in range(3))
+    fit = identify(prior, q, prior.inverse_dynamics(q, qd, qdd), qd, qdd,
+                   friction=(), method='least_squares')
+    params, urdf = tmp_path / 'fitted.yaml', tmp_path / 'fitted.urdf'
+    fit.to_params(params)
+    fit.to_urdf(urdf)
+    assert list(fit.model.armature) == [30.0, 20.0, 10.0]       # the prior's, kept
+    node = NodeProcess('dynamics_node', ['-r', '__node:=fitted_node', '-p',
+                                         f'urdf_file:={urdf}', '--params-file', str(params)])
+    probe = Probe('fitted_probe')
+    try:
+        q0 = np.array([1.0, 0.4, -0.3])
+        res = probe.call(GetMassMatrix, '/fitted_node/get_mass_matrix',
+                         GetMassMatrix.Request(state=state(q0)))
+        assert res.success, res.message
+        M = fit.model.mass_matrix(q0)       # the fitted URDF reloads to 1e-9
+        np.testing.assert_allclose(np.reshape(res.mass_matrix.data, (3, 3)), M, rtol=1e-9,
+                                   atol=1e-9 * np.abs(M).max())
+        assert np.abs(M - fit.model.with_armature(0.0).mass_matrix(q0)).max() == 30.0
+    finally:
+        probe.close()
+        node.stop()

@@ -23,6 +23,7 @@ true base parameters; with torque noise the physically consistent fit must stay 
 torques as well as least squares does.
 """
 
+import logging
 import re
 
 import numpy as np
@@ -337,11 +338,47 @@ def test_the_exported_urdf_reloads_to_the_fitted_model(kind, tmp_path):
     assert [x.get('name') for x in old.iter('joint')] == [
         x.get('name') for x in new.iter('joint')]
     params = yaml.safe_load(fit.to_params(tmp_path / 'fitted.yaml'))
+    assert list(params) == ['/**', 'computed_torque_controller']
     values = params['computed_torque_controller']['ros__parameters']
+    shared = params['/**']['ros__parameters']       # the model, for every node
+    assert list(shared) == ['joints', 'armature'] and 'armature' not in values
+    values.update(shared)
     assert values['joints'] == list(true.joint_names)
     assert values['viscous'] == list(fit.friction['viscous'])
     assert values['coulomb'] == list(fit.friction['coulomb'])
     assert values['armature'] == [0.0] * true.n and values['torque_offset'] == [0.0] * true.n
+
+
+def test_negative_least_squares_friction_is_exported_as_zero_and_said(tmp_path, caplog):
+    """A joint fitted with friction < 0 gave a URDF the loader and params the node refuse."""
+    import yaml
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=5.0)
+    tau = torques(true, q, qd, qdd)
+    tau[:, 1] -= (VISCOUS + 0.3) * qd[:, 1]         # joint 1: viscous -0.3 (not physical)
+    tau[:, 2] -= (COULOMB + 0.2) * np.sign(qd[:, 2])       # joint 2: Coulomb -0.2
+    fit = identify(true, q, tau, qd, qdd, method='least_squares')
+    np.testing.assert_allclose(fit.friction['viscous'][1], -0.3, atol=1e-8)
+    np.testing.assert_allclose(fit.friction['coulomb'][2], -0.2, atol=1e-8)
+    joints = true.joint_names
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        text = fit.to_urdf(tmp_path / 'fitted.urdf')
+        params = fit.to_params(tmp_path / 'fitted.yaml')
+    said = f'viscous {joints[1]} -0.3, coulomb {joints[2]} -0.2'
+    assert [r.getMessage() for r in caplog.records] == [
+        f'{what}: negative fitted friction ({said}; not physical, a joint with little friction '
+        'fitted by least squares) written as 0' for what in ('to_urdf', 'to_params')]
+    assert said in text and said in params
+    back = RobotModel.from_urdf_file(tmp_path / 'fitted.urdf')      # was: damping must be >= 0
+    expected = {'viscous': np.maximum(fit.friction['viscous'], 0.0),
+                'coulomb': np.maximum(fit.friction['coulomb'], 0.0)}
+    assert back.joints[joints[1]].damping == 0.0 and back.joints[joints[2]].friction == 0.0
+    np.testing.assert_allclose([back.joints[j].damping for j in joints], expected['viscous'],
+                               rtol=1e-12)
+    values = yaml.safe_load(params)['computed_torque_controller']['ros__parameters']
+    np.testing.assert_allclose(values['viscous'], expected['viscous'], rtol=1e-12)
+    np.testing.assert_allclose(values['coulomb'], expected['coulomb'], rtol=1e-12)
+    assert fit.friction['viscous'][1] < 0          # the fit itself keeps what it fitted
 
 
 def test_a_least_squares_urdf_says_which_links_are_not_physical(tmp_path):
@@ -479,7 +516,7 @@ def test_a_fitted_armature_replaces_the_priors_and_is_not_counted_twice():
     np.testing.assert_allclose(fit.friction['armature'], expected, atol=1e-8)
     np.testing.assert_allclose(fit.model.armature, expected, atol=1e-8)
     np.testing.assert_allclose(fit.predict(q[:40], qd[:40], qdd[:40]), tau[:40], atol=1e-7)
-    values = yaml.safe_load(fit.to_params())['computed_torque_controller']['ros__parameters']
+    values = yaml.safe_load(fit.to_params())['/**']['ros__parameters']
     np.testing.assert_allclose(values['armature'], expected, atol=1e-8)
     # the physically consistent fit too (armature >= 0)
     pc = identify(prior, q, tau, qd, qdd, friction=('viscous', 'coulomb', 'armature'),

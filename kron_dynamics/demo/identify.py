@@ -147,8 +147,9 @@ def run_identify_demo(share_dir: str, workdir: str, duration: float = 10.0, env=
     fit.to_urdf(fitted_urdf)
     fit.to_params(fitted_params)
     log(fit.report())
-    controller = yaml.safe_load(fitted_params.read_text())[
-        'computed_torque_controller']['ros__parameters']
+    sections = yaml.safe_load(fitted_params.read_text())
+    controller = {**sections['/**']['ros__parameters'],
+                  **sections['computed_torque_controller']['ros__parameters']}
     controller.pop('joints')
     log(f'3. the controller reloads {fitted_urdf.name} and {fitted_params.name}; the '
         'excitation again')

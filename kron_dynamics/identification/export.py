@@ -20,11 +20,13 @@ A fit, written out: a corrected URDF and a params YAML for the nodes.
 frame; the ``<inertial>`` of links welded to it are removed, as the fit is of the welded
 whole) and the fitted viscous and Coulomb friction in each joint's ``<dynamics damping
 friction>``. Everything else (joints, limits, visuals, comments) is kept. :func:`to_params`:
-what a URDF cannot hold (armature, torque offsets) with the friction, as parameters of
-``computed_torque_controller`` (and the simulator's armature), in ROS params YAML.
+what a URDF cannot hold (armature, torque offsets) with the friction, in ROS params YAML:
+the joints and armature for every node (``/**``: the controller, the dynamics node and the
+simulator compute with one model), the friction for ``computed_torque_controller``.
 """
 
 from io import StringIO
+import logging
 from pathlib import Path
 import xml.etree.ElementTree as ET
 
@@ -32,6 +34,8 @@ import numpy as np
 
 from ..algorithms.regressor import body_inertia
 from ..errors import ModelError
+
+logger = logging.getLogger('kron_dynamics')
 
 
 def _number(x: float) -> str:
@@ -55,6 +59,29 @@ def _inertial(link, mass, com, inertia) -> None:
     link.insert(position, inertial)
 
 
+def physical_friction(fit, what: str) -> tuple[dict, str]:
+    """
+    Return ({'viscous': ..., 'coulomb': ...} of ``fit``, each >= 0, and a note, '' if none).
+
+    A least-squares fit (``method='least_squares'``) can give a joint with little friction a
+    small negative value, which no URDF loader or controller takes: it is written as 0, and
+    the note (also logged, naming ``what`` is written) lists the joints and fitted values.
+    """
+    friction, negative = {}, []
+    for term in ('viscous', 'coulomb'):
+        if term in fit.friction:
+            values = np.asarray(fit.friction[term], dtype=float)
+            negative += [f'{term} {joint} {value:.3g}'
+                         for joint, value in zip(fit.model.joint_names, values) if value < 0]
+            friction[term] = np.maximum(values, 0.0)
+    if not negative:
+        return friction, ''
+    note = (f"negative fitted friction ({', '.join(negative)}; not physical, a joint with "
+            'little friction fitted by least squares) written as 0')
+    logger.warning('%s: %s', what, note)
+    return friction, note
+
+
 def to_urdf(fit, path=None) -> str:
     """Return (and write to ``path``, if given) the prior's URDF with the fitted values."""
     fitted = fit.model
@@ -64,8 +91,10 @@ def to_urdf(fit, path=None) -> str:
     if bad:
         note += (f'; {bad} are not physically consistent: load with inertia_check=\'warn\' '
                  'or fit with the default method ')
-    return urdf_with_parameters(fit.prior, fitted.dynamic_parameters(), fit.friction, note,
-                                path)
+    friction, negative = physical_friction(fit, 'to_urdf')
+    if negative:
+        note += f'; {negative} '
+    return urdf_with_parameters(fit.prior, fitted.dynamic_parameters(), friction, note, path)
 
 
 def urdf_with_parameters(model, parameters, friction=None, note: str = '', path=None) -> str:
@@ -127,23 +156,29 @@ def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
     """
     Return (and write to ``path``) ROS params YAML of what the URDF cannot hold.
 
-    ``armature`` (the fitted model's: fitted if 'armature' was a term, else the prior's), the
-    friction feed-forward of ``computed_torque_controller``: ``viscous``, ``coulomb`` (with
-    ``coulomb_smoothing``) and ``torque_offset``, per joint of ``joints``.
+    For every node (``/**``), ``joints`` and ``armature`` (the fitted model's: fitted if
+    'armature' was a term, else the prior's), a model parameter of the controller, the
+    dynamics node and the simulator alike; for ``node`` (the controller), its friction
+    feed-forward: ``viscous``, ``coulomb`` (with ``coulomb_smoothing``) and
+    ``torque_offset``, per joint of ``joints``.
     """
     import yaml
     model = fit.model
     n = model.n
-    values = {'joints': list(model.joint_names)}
-    values['armature'] = [float(x) for x in model.armature]   # fitted if a term (>= 0)
+    shared = {'joints': list(model.joint_names),
+              'armature': [float(x) for x in model.armature]}   # fitted if a term (>= 0)
+    friction, negative = physical_friction(fit, 'to_params')
+    values = {}
     for term, name in (('viscous', 'viscous'), ('coulomb', 'coulomb'),
                        ('offset', 'torque_offset')):
-        values[name] = [float(x) for x in fit.friction.get(term, np.zeros(n))]
+        source = friction if term in friction else fit.friction
+        values[name] = [float(x) for x in source.get(term, np.zeros(n))]
     values['coulomb_smoothing'] = float(fit.smooth)
     header = (f'# kron_dynamics identification ({fit.method}) of {model.name}: what URDF '
-              'cannot hold,\n# for computed_torque_controller (armature also for '
-              'plant_simulator)\n')
-    text = header + yaml.safe_dump({node: {'ros__parameters': values}}, sort_keys=False,
+              'cannot hold.\n# The model (joints, armature) for every node, the friction '
+              f'feed-forward for {node}\n' + (f'# {negative}\n' if negative else ''))
+    text = header + yaml.safe_dump({'/**': {'ros__parameters': shared},
+                                    node: {'ros__parameters': values}}, sort_keys=False,
                                    default_flow_style=None, width=99)
     if path is not None:
         Path(path).write_text(text)      # a path, never a file descriptor number
