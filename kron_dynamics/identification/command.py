@@ -91,6 +91,6 @@ def identify_command(urdf: str, data: str, output: str, params: str | None = Non
     print(f'wrote {output}')
     params = params or str(Path(output).with_suffix('.yaml'))
     fit.to_params(params)
-    print(f'wrote {params} (armature, friction feed-forward and torque offsets for '
-          'computed_torque_controller: URDF cannot hold them)')
+    print(f'wrote {params} (what URDF cannot hold: the armature for every node, the friction '
+          'feed-forward and torque offsets for computed_torque_controller)')
     return 0
