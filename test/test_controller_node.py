@@ -302,7 +302,8 @@ def test_simulator_and_controller_load_the_rover_arm_with_their_armature_unwarne
     finally:
         probe.close()
         outputs = sim.stop() + controller.stop()
-    assert 'tiny inertia' not in outputs and 'WARN' not in outputs, outputs
+    # (not 'no warning at all': a loaded machine may starve the simulator, which says so)
+    assert 'tiny inertia' not in outputs and 'moves no mass' not in outputs, outputs
     # one armature for all, or one per joint; any other count or a negative one is named
     for values, words in (('[0.001, 0.001]', ('armature', 'shape (5,)')),
                           ('[-0.001]', ('armature', '>= 0'))):
