@@ -182,8 +182,9 @@ def _running(pid: int) -> bool:
 
 @pytest.mark.ros
 @pytest.mark.slow   # child processes
-@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='the parent-death signal '
-                    '(prctl) and /proc are Linux')
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='Linux only: the fix is '
+                    "the kernel's parent-death signal (prctl PR_SET_PDEATHSIG) and the test "
+                    "finds the demo's nodes in /proc")
 @pytest.mark.parametrize('signum', [signal.SIGTERM, signal.SIGKILL])
 def test_a_demo_stopped_or_killed_leaves_no_node_running(signum, tmp_path):
     """A kill stops the graph's nodes (clean-up), a kill -9 too (their parent-death signal)."""

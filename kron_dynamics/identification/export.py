@@ -59,7 +59,7 @@ def _inertial(link, mass, com, inertia) -> None:
     link.insert(position, inertial)
 
 
-def physical_friction(fit, what: str) -> tuple[dict, str]:
+def _physical_friction(fit, what: str) -> tuple[dict, str]:
     """
     Return ({'viscous': ..., 'coulomb': ...} of ``fit``, each >= 0, and a note, '' if none).
 
@@ -91,7 +91,7 @@ def to_urdf(fit, path=None) -> str:
     if bad:
         note += (f'; {bad} are not physically consistent: load with inertia_check=\'warn\' '
                  'or fit with the default method ')
-    friction, negative = physical_friction(fit, 'to_urdf')
+    friction, negative = _physical_friction(fit, 'to_urdf')
     if negative:
         note += f'; {negative} '
     return urdf_with_parameters(fit.prior, fitted.dynamic_parameters(), friction, note, path)
@@ -167,12 +167,12 @@ def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
     n = model.n
     shared = {'joints': list(model.joint_names),
               'armature': [float(x) for x in model.armature]}   # fitted if a term (>= 0)
-    friction, negative = physical_friction(fit, 'to_params')
+    friction, negative = _physical_friction(fit, 'to_params')
+    friction = {**fit.friction, **friction}         # viscous and Coulomb as written: >= 0
     values = {}
     for term, name in (('viscous', 'viscous'), ('coulomb', 'coulomb'),
                        ('offset', 'torque_offset')):
-        source = friction if term in friction else fit.friction
-        values[name] = [float(x) for x in source.get(term, np.zeros(n))]
+        values[name] = [float(x) for x in friction.get(term, np.zeros(n))]
     values['coulomb_smoothing'] = float(fit.smooth)
     header = (f'# kron_dynamics identification ({fit.method}) of {model.name}: what URDF '
               'cannot hold.\n# The model (joints, armature) for every node, the friction '
