@@ -389,6 +389,11 @@ class MovingBase:
         return self.fixed.full_joint_names
 
     @property
+    def locked_joints(self):
+        """Return the URDF's locked joints (as RobotModel.locked_joints)."""
+        return self.fixed.locked_joints
+
+    @property
     def unconstrained(self) -> MovingBase:
         """Return the same base and tree without the mimic constraints."""
         return self._rebuilt(self.fixed.unconstrained)

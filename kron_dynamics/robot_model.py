@@ -266,12 +266,15 @@ class RobotModel:
                          gravity: ArrayLike = (0.0, 0.0, -9.81),
                          armature: ArrayLike | None = None,
                          source: str = '<string>', lock_others: bool = False,
-                         inertia_check: str = 'error',
-                         root_joint: str | None = None) -> RobotModel:
+                         inertia_check: str = 'error', root_joint: str | None = None,
+                         locked: Mapping[str, float] | None = None) -> RobotModel:
         """
         Build a model from URDF text; gravity is a 3-vector in the root link frame.
 
-        ``lock_others=True`` locks the movable joints that ``joint_names`` leaves out at 0.
+        ``locked={joint: coordinate}`` locks those joints at those coordinates (rad or m)
+        before the model is built, as :meth:`locked` does after: ``joint_names`` and
+        ``armature`` are then the other joints'. ``lock_others=True`` locks the movable
+        joints that ``joint_names`` leaves out (and ``locked`` does not name) at 0.
         ``inertia_check='warn'`` loads links of moving bodies whose inertia no rigid body can
         have (negative principal moment, triangle inequality broken) as written, with one
         warning per link; the default 'error' refuses them (ModelError naming the link).
@@ -285,12 +288,18 @@ class RobotModel:
             raise ModelError(f"root_joint must be one of {['fixed', *BASE_TYPES]} or None (as "
                              f'the URDF says), got {root_joint!r}')
         description = parse_urdf(xml, source, gravity, inertia_check, warn=False)
+        if locked is not None:
+            try:
+                description = lock_joints(description, locked)
+            except ModelError as exc:
+                raise ModelError(f'{source}: {exc}') from None
         if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
             joint_names = list(joint_names)       # read more than once
         fixed = cls(description, joint_names, armature, lock_others)
-        locked = [j for j in description.independent_joints if j not in fixed.joints]
-        fixed._warn_unusual(source + (f" with {', '.join(f'{j}=0' for j in locked)} locked"
-                                      if locked else ''))
+        values = fixed.locked_joints
+        fixed._warn_unusual(source + (
+            f" with {', '.join(f'{j}={v:g}' for j, v in values.items())} locked"
+            if values else ''))
         declared = description.root_joint
         base = root_joint or (declared[0] if declared else 'fixed')
         if base == 'fixed':
@@ -303,7 +312,8 @@ class RobotModel:
                        gravity: ArrayLike = (0.0, 0.0, -9.81),
                        armature: ArrayLike | None = None,
                        lock_others: bool = False, inertia_check: str = 'error',
-                       root_joint: str | None = None) -> RobotModel:
+                       root_joint: str | None = None,
+                       locked: Mapping[str, float] | None = None) -> RobotModel:
         """Build a model from a URDF file (arguments as :meth:`from_urdf_string`)."""
         try:
             xml = Path(path).read_text(encoding='utf-8')
@@ -311,7 +321,7 @@ class RobotModel:
             raise ModelError(f'cannot read URDF file {path}: {exc}') from None
         return cls.from_urdf_string(xml, joint_names, gravity, armature, source=str(path),
                                     lock_others=lock_others, inertia_check=inertia_check,
-                                    root_joint=root_joint)
+                                    root_joint=root_joint, locked=locked)
 
     @classmethod
     def from_dh(cls, rows: Sequence[DHRow], name: str = 'dh_robot',
@@ -339,6 +349,11 @@ class RobotModel:
     def description(self) -> RobotDescription:
         """Return the validated URDF this model was built from."""
         return self._description
+
+    @property
+    def locked_joints(self) -> Mapping[str, float]:
+        """Return {joint: coordinate} of the URDF's joints locked in this model (``locked``)."""
+        return self._description.locked_joints
 
     @property
     def gravity(self) -> Array:

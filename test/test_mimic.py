@@ -611,7 +611,7 @@ def test_random_seeds_draw_mimics():
 # because it only calls methods that CoupledRobotModel overrides (or reads joint info)
 DERIVED = {'christoffel', 'kinetic_energy', 'with_gravity', 'with_armature', 'from_dh',
            'from_urdf_file', 'from_urdf_string', 'effort_limits', 'velocity_limits',
-           'description', 'gravity', 'link_names', 'mimic_joints',
+           'description', 'gravity', 'link_names', 'mimic_joints', 'locked_joints',
            'operational_space_inertia',
            # the configuration space: sizes, names and steps from n, joints and _inputs
            'base', 'nq', 'nv', 'configuration_names', 'velocity_names', 'position_limits',

@@ -29,10 +29,12 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
+from conftest import URDF_DIR
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.model.rotations import axis_angle, rpy_to_matrix
 from kron_dynamics.testing.random_urdf import random_urdf
 import model_helpers
+from pinocchio_oracle import ONE_MODEL_CASES, PinPair, robots_dir
 
 
 def matrix_to_rpy(R):
@@ -170,3 +172,96 @@ def test_locking_every_joint_leaves_a_rigid_body(stacker):
           stacker.center_of_mass(q, include_root=True))
     with pytest.raises(ValueError, match='no mass'):
         rigid.center_of_mass([])          # everything is welded to the root now
+
+
+@pytest.mark.parametrize('seed', range(4))
+def test_joints_locked_at_load_equal_the_model_locked_after(seed):
+    """from_urdf_string(locked=...): joint_names and armature are the other joints'."""
+    rng = np.random.default_rng(200 + seed)
+    xml = random_urdf(rng, 7, 2)
+    full = RobotModel.from_urdf_string(xml)
+    names = list(full.joint_names)
+    values = {str(j): float(rng.uniform(-1, 1))
+              for j in rng.choice(names, size=3, replace=False)}
+    kept = [j for j in rng.permutation(names) if j not in values]
+    armature = rng.uniform(0.1, 1.0, len(kept))
+    model = RobotModel.from_urdf_string(xml, joint_names=kept, armature=armature,
+                                        locked=values)
+    expected = RobotModel.from_urdf_string(
+        xml, joint_names=kept + list(values),
+        armature=[*armature, *[0.0] * len(values)]).locked(values)
+    assert model.joint_names == tuple(kept) and dict(model.locked_joints) == values
+    np.testing.assert_array_equal(model.armature, armature)
+    assert_same_model(model, expected, rng)
+    assert_same_model(model, RobotModel.from_urdf_string(fixed_urdf(xml, values), kept,
+                                                         armature=armature), rng)
+    # with lock_others, the joints neither listed nor locked are locked at 0
+    some = RobotModel.from_urdf_string(xml, joint_names=kept[:2], locked=values,
+                                       lock_others=True)
+    assert some.joint_names == tuple(kept[:2])
+    assert dict(some.locked_joints) == {**values, **{j: 0.0 for j in kept[2:]}}
+    assert dict(some.locked({kept[0]: 0.5}).locked_joints) == {**some.locked_joints,
+                                                               kept[0]: 0.5}
+
+
+def test_locking_at_load_names_the_source_and_the_fault():
+    xml = (URDF_DIR / 'stacker.urdf').read_text()
+    for locked, words in (({'link3': 0.0}, r"cannot lock \['link3'\]: not movable joints of "
+                           r"'.*'; movable joints are \['q1_travel'"),
+                          ({'q2_slew': float('inf')}, "cannot lock joint 'q2_slew' at inf"),
+                          (['q2_slew'], r'locked joints must be a mapping \{joint name: '
+                           r'coordinate\}')):
+        with pytest.raises(ModelError, match='^stacker text: ' + words):
+            RobotModel.from_urdf_string(xml, locked=locked, source='stacker text')
+    with pytest.raises(ModelError, match=re.escape(
+            "unknown or non-movable joint(s) ['q2_slew']")):   # locked: no coordinate
+        RobotModel.from_urdf_string(xml, ['q1_travel', 'q2_slew', 'q3_luff'],
+                                    locked={'q2_slew': 0.1})
+
+
+# real robots locked at load against Pinocchio's buildReducedModel: (case, joints to lock)
+PINOCCHIO_LOCKS = {
+    'mimic gripper': {'panda_finger_joint1': 0.02, 'panda_joint7': 0.3},
+    'floating quadruped': {'FL_KFE': -1.2, 'HR_HAA': 0.1},
+}
+
+
+@pytest.mark.parametrize('kind', sorted(PINOCCHIO_LOCKS))
+def test_real_robots_locked_at_load_equal_pinocchios_reduced_model(kind):
+    """Panda hand and arm joint, Solo's knee and hip: M, tau, G, poses, Jacobians."""
+    import pinocchio as pin
+    path, base, links = ONE_MODEL_CASES[kind]
+    path = robots_dir() / path
+    values = PINOCCHIO_LOCKS[kind]
+    model = RobotModel.from_urdf_file(path, root_joint=base, locked=values)
+    pm = (pin.buildModelFromUrdf(str(path)) if base == 'fixed'
+          else pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
+    locked = dict(model.locked_joints)
+    assert set(values) <= set(locked) and not set(locked) & set(model.joint_names)
+    reference = pin.neutral(pm)
+    ids = []
+    for name, value in locked.items():     # the mimic finger too: Pinocchio's own joint
+        ids.append(pm.getJointId(name))
+        reference[pm.joints[ids[-1]].idx_q] = value
+    pair = PinPair(model, pin.buildReducedModel(pm, ids, reference))
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q = model.random_configuration(rng)
+        v, dv = rng.uniform(-1, 1, (2, model.nv))
+        pq, pv, pa = pair.q(q), pair.v(v), pair.v(dv)
+        M = pin.crba(pair.pm, pair.pd, pq)
+        model_helpers.close(model.mass_matrix(q), pair.matrix(np.triu(M) + np.triu(M, 1).T),
+                            tol=1e-12)
+        model_helpers.close(model.inverse_dynamics(q, v, dv),
+                            pair.force(pin.rnea(pair.pm, pair.pd, pq, pv, pa)), tol=1e-12)
+        model_helpers.close(model.gravity_torque(q), pair.force(
+            pin.computeGeneralizedGravity(pair.pm, pair.pd, pq)), tol=1e-12)
+        pin.computeJointJacobians(pair.pm, pair.pd, pq)
+        pin.updateFramePlacements(pair.pm, pair.pd)
+        for link in links:
+            frame = pair.pm.getFrameId(link)
+            model_helpers.close(model.link_pose(q, link),
+                                pair.pd.oMf[frame].homogeneous, tol=1e-12)
+            J = pin.getFrameJacobian(pair.pm, pair.pd, frame, pin.LOCAL_WORLD_ALIGNED)
+            model_helpers.close(model.jacobian(q, link, frame='local_world_aligned'),
+                                pair.columns(J), tol=1e-12)

@@ -122,4 +122,5 @@ def lock_joints(description: RobotDescription, values: Mapping[str, float]) -> R
         description, tree=new_tree, joint_names=tuple(names),
         joints={j: description.joints[j] for j in names}, frames=frames,
         root_inertia=merge_inertias(root_parts),
-        mimic_joints={j: m for j, m in mimics.items() if j not in values})
+        mimic_joints={j: m for j, m in mimics.items() if j not in values},
+        locked_joints={**description.locked_joints, **values})

@@ -119,6 +119,8 @@ class RobotDescription:
     that joins a massless world link to the root link (the base), None without one; the
     world link and that joint are not in the tree or the frames. ``document``: the URDF
     text it was read from (the identification's ``to_urdf`` edits a copy).
+    ``locked_joints`` maps each movable joint of the URDF that :func:`~kron_dynamics.model.
+    reduce.lock_joints` fixed (a locked primary's mimic joints too) to its coordinate.
     """
 
     name: str
@@ -132,6 +134,7 @@ class RobotDescription:
     mimic_joints: Mapping[str, MimicJoint] = field(default_factory=dict)
     root_joint: tuple | None = None
     document: str = ''
+    locked_joints: Mapping[str, float] = field(default_factory=dict)
     independent_joints: tuple = field(init=False)
 
     def __post_init__(self):
@@ -150,6 +153,7 @@ class RobotDescription:
         if unknown:
             raise ModelError(f'mimic joints {unknown} are not movable joints of the model')
         object.__setattr__(self, 'mimic_joints', MappingProxyType(dict(self.mimic_joints)))
+        object.__setattr__(self, 'locked_joints', MappingProxyType(dict(self.locked_joints)))
         object.__setattr__(self, 'independent_joints', tuple(
             j for j in self.joint_names if j not in self.mimic_joints))
 
