@@ -557,11 +557,14 @@ def test_a_fit_with_locked_joints_exports_a_urdf_that_says_so():
     fit = identify(model, q, model.inverse_dynamics(q, qd, qdd), qd, qdd,
                    method='least_squares', friction=())
     text = fit.to_urdf()
-    assert "joints ['panda_finger_joint1', 'panda_finger_joint2'] were locked at 0" in text
-    back = RobotModel.from_urdf_string(text, joint_names=arm, lock_others=True)
+    assert ('joints panda_finger_joint1=0, panda_finger_joint2=0 were locked for the fit'
+            in text), text
+    assert "load this file with them locked, locked={'panda_finger_joint1': 0.0}" in text
     P = fit.model.dynamic_parameters()
-    np.testing.assert_allclose(back.dynamic_parameters(), P, rtol=0,
-                               atol=1e-9 * np.abs(P).max())
+    for back in (RobotModel.from_urdf_string(text, joint_names=arm, lock_others=True),
+                 RobotModel.from_urdf_string(text, locked={'panda_finger_joint1': 0.0})):
+        np.testing.assert_allclose(back.dynamic_parameters(), P, rtol=0,
+                                   atol=1e-9 * np.abs(P).max())
 
 
 def test_a_recordings_bad_rows_are_named_by_file_row_and_column(tmp_path):

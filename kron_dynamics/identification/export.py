@@ -21,8 +21,9 @@ frame; the ``<inertial>`` of links welded to it are removed, as the fit is of th
 whole) and the fitted viscous and Coulomb friction in each joint's ``<dynamics damping
 friction>``. Everything else (joints, limits, visuals, comments) is kept. :func:`to_params`:
 what a URDF cannot hold (armature, torque offsets) with the friction, in ROS params YAML:
-the joints and armature for every node (``/**``: the controller, the dynamics node and the
-simulator compute with one model), the friction for ``computed_torque_controller``.
+the joints and armature (and the locked joints) for every node (``/**``: the controller,
+the dynamics node and the simulator compute with one model), the friction for
+``computed_torque_controller``.
 """
 
 from io import StringIO
@@ -124,13 +125,13 @@ def urdf_with_parameters(model, parameters, friction=None, note: str = '', path=
             if body == b and other != name and links[other].find('inertial') is not None:
                 links[other].remove(links[other].find('inertial'))
     joints = {joint.get('name'): joint for joint in root.findall('joint')}
-    locked = [name for name, joint in joints.items()
-              if joint.get('type') not in ('fixed', 'floating', 'planar')
-              and name not in model.description.joints]
-    if locked:
-        note += (f'; joints {locked} were locked at 0 for the fit (their links\' inertials are '
-                 'merged into their parents\'): load this file with the same joint_names and '
-                 'lock_others=True ')
+    if model.locked_joints:
+        every = ', '.join(f'{j}={v:g}' for j, v in model.locked_joints.items())
+        primary = _locked_primaries(model)
+        note += (f'; joints {every} were locked for the fit (their links\' inertials are merged '
+                 f"into their parents'): load this file with them locked, locked={primary} "
+                 '(the nodes: parameters locked_joints and locked_positions, as in the params '
+                 'file of to_params) ')
     attributes = {'viscous': 'damping', 'coulomb': 'friction'}
     for term, attribute in attributes.items():
         if term not in (friction or {}):
@@ -152,12 +153,21 @@ def urdf_with_parameters(model, parameters, friction=None, note: str = '', path=
     return text
 
 
+def _locked_primaries(model) -> dict:
+    """Return {joint: coordinate} of the model's locked joints that are no mimic joints."""
+    document = model.description.document.lstrip()
+    mimics = {joint.get('name') for joint in ET.fromstring(document).iter('joint')
+              if joint.find('mimic') is not None} if document else set()
+    return {j: v for j, v in model.locked_joints.items() if j not in mimics}
+
+
 def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
     """
     Return (and write to ``path``) ROS params YAML of what the URDF cannot hold.
 
     For every node (``/**``), ``joints`` and ``armature`` (the fitted model's: fitted if
-    'armature' was a term, else the prior's), a model parameter of the controller, the
+    'armature' was a term, else the prior's), with ``locked_joints`` and
+    ``locked_positions`` if the fit locked joints, model parameters of the controller, the
     dynamics node and the simulator alike; for ``node`` (the controller), its friction
     feed-forward: ``viscous``, ``coulomb`` (with ``coulomb_smoothing``) and
     ``torque_offset``, per joint of ``joints``.
@@ -167,6 +177,10 @@ def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
     n = model.n
     shared = {'joints': list(model.joint_names),
               'armature': [float(x) for x in model.armature]}   # fitted if a term (>= 0)
+    locked = _locked_primaries(model) if model.locked_joints else {}
+    if locked:
+        shared['locked_joints'] = list(locked)
+        shared['locked_positions'] = [float(v) for v in locked.values()]
     friction, negative = _physical_friction(fit, 'to_params')
     friction = {**fit.friction, **friction}         # viscous and Coulomb as written: >= 0
     values = {}
@@ -175,8 +189,8 @@ def to_params(fit, path=None, node: str = 'computed_torque_controller') -> str:
         values[name] = [float(x) for x in friction.get(term, np.zeros(n))]
     values['coulomb_smoothing'] = float(fit.smooth)
     header = (f'# kron_dynamics identification ({fit.method}) of {model.name}: what URDF '
-              'cannot hold.\n# The model (joints, armature) for every node, the friction '
-              f'feed-forward for {node}\n' + (f'# {negative}\n' if negative else ''))
+              'cannot hold.\n# The model (joints, armature, locked joints) for every node, the '
+              f'friction feed-forward for {node}\n' + (f'# {negative}\n' if negative else ''))
     text = header + yaml.safe_dump({'/**': {'ros__parameters': shared},
                                     node: {'ros__parameters': values}}, sort_keys=False,
                                    default_flow_style=None, width=99)

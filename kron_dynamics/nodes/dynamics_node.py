@@ -186,14 +186,18 @@ class DynamicsNode(DeferringNode):
         all on a fixed base) and the stamps both guards last accepted are dropped here.
         """
         warm_up(model)
-        index = JointStateIndex(model.joint_names, tuple(model.mimic_joints)).prepare_serialized()
+        index = JointStateIndex(model.joint_names, (*model.mimic_joints, *model.locked_joints))
+        index.prepare_serialized()
         dropped = self._forget_model_state()
-        # mimic joints are not coordinates: their joint_states entries (joint_state_broadcaster
-        # publishes every joint) are ignored, their positions follow from the constraint
+        # mimic and locked joints are not coordinates: their joint_states entries
+        # (joint_state_broadcaster publishes every joint) are ignored, their positions follow
+        # from the constraint or are the locked ones
         self._active = (model, index)
         self._labels = _labels(model)       # None for a fixed base: 'rows', 'cols'
         self._stamp_prefix = stamped_effort_prefix(model.velocity_names)
+        locked = ', '.join(f'{j}={v:g}' for j, v in model.locked_joints.items())
         self.get_logger().info(f"model '{model.name}' with joints {model.joint_names}"
+                               + (f' ({locked} locked)' if locked else '')
                                + (f'; dropped what belonged to the previous model: '
                                   f'{", ".join(dropped)}' if dropped else ''))
         if self._labels:

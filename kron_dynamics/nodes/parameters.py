@@ -29,11 +29,12 @@ from rclpy.exceptions import InvalidParameterTypeException, ParameterUninitializ
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ModelError
 from ..robot_model import RobotModel
 
 MODEL_PARAMETERS = ('robot_description', 'urdf_file', 'joints', 'gravity',
-                    'inertia_check', 'root_joint', 'armature')
+                    'inertia_check', 'root_joint', 'armature', 'locked_joints',
+                    'locked_positions')
 INERTIA_CHECKS = ('error', 'warn')
 ROOT_JOINTS = ('', 'fixed', 'floating', 'planar')
 RESTART = 'read-only, restart the node to change it'
@@ -101,6 +102,11 @@ def declare_model_parameters(node: Node, read_only: str = '') -> None:
     declare(node, 'urdf_file', '', 'URDF file path', read_only)
     declare(node, 'joints', (Parameter.Type.STRING_ARRAY, []),
             'joint order of every output; []: the model order', read_only)
+    declare(node, 'locked_joints', (Parameter.Type.STRING_ARRAY, []),
+            'joints held at locked_positions, their links welded to their parents (no '
+            'coordinates of the model: joints names the others)', read_only)
+    declare(node, 'locked_positions', (Parameter.Type.DOUBLE_ARRAY, []),
+            'the coordinate of each of locked_joints [rad or m]; []: each at 0', read_only)
     declare(node, 'gravity', [0.0, 0.0, -9.81],
             'gravity acceleration in the URDF root frame [m/s^2]', read_only)
     declare(node, 'inertia_check', 'error',
@@ -131,6 +137,23 @@ def required_model(node: Node) -> RobotModel:
         raise ConfigurationError(f'{node.get_name()} needs the parameter robot_description or '
                                  'urdf_file')
     return model
+
+
+def locked_from_parameters(node: Node, overrides: dict | None = None) -> dict:
+    """Return {joint: coordinate} of the parameters locked_joints and locked_positions."""
+    joints = [str(j) for j in parameter_value(node, 'locked_joints', overrides) or []]
+    positions = parameter_value(node, 'locked_positions', overrides)
+    positions = [] if positions is None else list(positions)
+    twice = sorted({j for j in joints if joints.count(j) > 1})
+    if twice:
+        raise ConfigurationError(f'parameter locked_joints names {twice} more than once')
+    if positions and len(positions) != len(joints):
+        raise ConfigurationError(
+            f'parameter locked_positions must be [] (each locked joint at 0) or one value per '
+            f'entry of locked_joints ({len(joints)}: {joints}), got {positions}')
+    if not all(math.isfinite(v) for v in positions):
+        raise ConfigurationError(f'parameter locked_positions must be finite, got {positions}')
+    return dict(zip(joints, positions or [0.0] * len(joints)))
 
 
 def model_from_parameters(node: Node, overrides: dict | None = None,
@@ -167,17 +190,23 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
         raise ConfigurationError('parameter armature must be one value or one per joint, each '
                                  f'finite and >= 0, got {armature}')
     options['armature'] = armature[0] if len(armature) == 1 else armature
+    options['locked'] = locked = locked_from_parameters(node, overrides)
     joints = list(joints) if joints else None
-    if description:
-        model = RobotModel.from_urdf_string(description, joints, gravity,
-                                            source='parameter robot_description', **options)
-    elif path:
-        model = RobotModel.from_urdf_file(path, joints, gravity, **options)
-    elif urdf_text is not None:
-        model = RobotModel.from_urdf_string(urdf_text, joints, gravity,
-                                            source='topic /robot_description', **options)
-    else:
-        return None
+    try:
+        if description:
+            model = RobotModel.from_urdf_string(description, joints, gravity,
+                                                source='parameter robot_description', **options)
+        elif path:
+            model = RobotModel.from_urdf_file(path, joints, gravity, **options)
+        elif urdf_text is not None:
+            model = RobotModel.from_urdf_string(urdf_text, joints, gravity,
+                                                source='topic /robot_description', **options)
+        else:
+            return None
+    except ModelError as exc:
+        if locked and 'cannot lock' in str(exc):
+            raise ConfigurationError(f'parameter locked_joints: {exc}') from None
+        raise
     if not moving_base and model.nv != model.n:     # the one capability check: an actuated base
         raise ConfigurationError(
             f"robot '{model.name}' has a {model.base} base (parameter root_joint "
@@ -190,7 +219,8 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
         source = ('parameter robot_description' if description else path if path
                   else 'topic /robot_description')
         raise ConfigurationError(f"{source}: robot '{model.name}' has no movable joint (every "
-                                 'joint is fixed): there is nothing to compute or control')
+                                 f"joint is fixed{' or locked' if locked else ''}): there is "
+                                 'nothing to compute or control')
     return model
 
 

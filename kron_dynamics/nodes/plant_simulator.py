@@ -261,10 +261,12 @@ class PlantSimulator(DeferringNode):
         # (not the clock when the message is built, which a busy machine delays)
         stamp_ns = offset_ns + round((self.start + self.sim_time) * 1e9)
         msg.header.stamp = Time(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
-        msg.name = list(self.model.joint_names)
-        msg.position = self.q.tolist()
-        msg.velocity = self.qd.tolist()
-        msg.effort = tau.tolist()
+        # the locked joints too, held still (robot_state_publisher needs them for the TF)
+        locked = self.model.locked_joints
+        msg.name = [*self.model.joint_names, *locked]
+        msg.position = [*self.q.tolist(), *locked.values()]
+        msg.velocity = [*self.qd.tolist(), *[0.0] * len(locked)]
+        msg.effort = [*tau.tolist(), *[0.0] * len(locked)]
         self.pub.publish(msg)
 
 
