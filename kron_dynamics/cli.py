@@ -97,6 +97,23 @@ def demo(machine: str, duration: float, plot_file: str) -> int:
     return 1 if failed else 0
 
 
+def _locked(items) -> dict | None:
+    """Return {joint: coordinate} of ``--locked JOINT=VALUE ...``; ValueError naming a bad one."""
+    if not items:
+        return None
+    locked = {}
+    for item in items:
+        joint, _, value = item.partition('=')
+        try:
+            locked[joint.strip()] = float(value)
+        except ValueError:
+            locked[joint.strip()] = None
+        if not joint.strip() or locked[joint.strip()] is None:
+            raise ValueError(f'--locked: {item!r} is not JOINT=VALUE (a coordinate in rad or m, '
+                             'e.g. panda_finger_joint1=0.02)')
+    return locked
+
+
 def _identification(args) -> int:
     """Run ``excite`` or ``identify``; bad data or arguments end in one line, exit code 2."""
     from .identification.command import excite_command, identify_command
@@ -104,10 +121,11 @@ def _identification(args) -> int:
         if args.command == 'excite':
             return excite_command(args.urdf, args.output, args.duration, args.harmonics,
                                   args.base_frequency, args.margin, args.max_acceleration,
-                                  args.maxiter, args.joints)
+                                  args.maxiter, args.joints, _locked(args.locked))
         return identify_command(args.urdf, args.data, args.output, args.params, args.method,
                                 tuple(args.friction), args.cutoff, args.topic, args.validate,
-                                args.prior_weight, args.joints, args.max_gap, args.effort)
+                                args.prior_weight, args.joints, args.max_gap, args.effort,
+                                _locked(args.locked))
     except (ValueError, OSError) as exc:
         text = str(exc)
         prefix = f'{args.command}: '      # a library message may name its function already
@@ -201,6 +219,9 @@ def main(argv=None) -> int:
     p_ex.add_argument('--maxiter', type=int, default=60, help='optimiser iterations')
     p_ex.add_argument('--joints', nargs='+', default=None,
                       help='the joints to move (default all; the others are locked at 0)')
+    p_ex.add_argument('--locked', nargs='+', default=None, metavar='JOINT=VALUE',
+                      help='joints held at these coordinates [rad or m], e.g. a gripper: '
+                           'panda_finger_joint1=0.02')
     p_id = sub.add_parser('identify', help="fit a URDF's masses, inertias and friction to "
                                            'recorded joint states -> a corrected URDF')
     p_id.add_argument('urdf')
@@ -229,6 +250,10 @@ def main(argv=None) -> int:
                       help='pull toward the URDF as given (physically consistent fit)')
     p_id.add_argument('--joints', nargs='+', default=None,
                       help='the recorded joints (default all; the others are locked at 0)')
+    p_id.add_argument('--locked', nargs='+', default=None, metavar='JOINT=VALUE',
+                      help='joints held at these coordinates [rad or m] in the recording, '
+                           'e.g. a gripper: panda_finger_joint1=0.02 (the params file '
+                           'says so to the nodes)')
     args = parser.parse_args(argv)
     try:
         if args.command == 'info':

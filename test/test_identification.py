@@ -451,6 +451,61 @@ def test_two_commands_from_a_urdf_and_a_bag_to_a_corrected_urdf(tmp_path, capsys
     assert 'no such file' in capsys.readouterr().err
 
 
+def test_the_commands_fit_a_robot_whose_gripper_stayed_shut(tmp_path, capsys):
+    """--locked: the Panda's fingers held at 0.03 m; its files say so, nodes' and API's alike."""
+    from kron_dynamics.cli import main
+    path = robots_dir() / ONE_MODEL_CASES['mimic gripper'][0]
+    held = {'panda_finger_joint1': 0.03}
+    true = RobotModel.from_urdf_file(path, locked=held)
+    wrong = tmp_path / 'wrong.urdf'
+    wrong.write_text(scaled_urdf(path))
+    assert main(['excite', str(wrong), '-o', str(tmp_path / 'exc.yaml'), '--duration', '5',
+                 '--harmonics', '2', '--maxiter', '2', '--locked',
+                 'panda_finger_joint1=0.03']) == 0
+    out = capsys.readouterr().out
+    assert "'panda_joint7'] (locked: panda_finger_joint1=0.03, panda_finger_joint2=0.03)" in out
+    # every joint recorded, as joint_state_broadcaster would: the fingers still at 0.03
+    t, q, qd, qdd = motion(true, seconds=6.0)
+    names = [*true.joint_names, *held, 'panda_finger_joint2']
+    header = ['t'] + [f'{j}.{kind}' for kind in ('position', 'effort') for j in names]
+    fingers = np.full((len(t), 2), 0.03)
+    body = np.hstack([t[:, None], q, fingers, true.inverse_dynamics(q, qd, qdd), 0 * fingers])
+    data = tmp_path / 'states.csv'
+    data.write_text(','.join(header) + '\n' + '\n'.join(','.join(map(repr, row))
+                                                        for row in body.tolist()) + '\n')
+    assert main(['identify', str(wrong), str(data), '-o', str(tmp_path / 'fitted.urdf'),
+                 '--friction', '--validate', '0', '--locked', 'panda_finger_joint1=0.03']) == 0
+    out, err = capsys.readouterr()
+    assert 'the armature and the locked joints for every node' in out and not err, err
+    params = (tmp_path / 'fitted.yaml').read_text()
+    assert 'locked_joints: [panda_finger_joint1]\n' in params
+    assert 'locked_positions: [0.03]\n' in params
+    assert "locked={'panda_finger_joint1': 0.03}" in (tmp_path / 'fitted.urdf').read_text()
+    fitted = RobotModel.from_urdf_file(tmp_path / 'fitted.urdf', locked=held)
+    _, q2, qd2, qdd2 = motion(true, seconds=2.0, seed=9)
+    expected = true.inverse_dynamics(q2, qd2, qdd2)
+    error = fitted.inverse_dynamics(q2, qd2, qdd2) - expected
+    wrong_error = (RobotModel.from_urdf_file(wrong, locked=held).inverse_dynamics(q2, qd2, qdd2)
+                   - expected)
+    assert np.sqrt(np.mean(error ** 2)) < 0.1 * np.sqrt(np.mean(wrong_error ** 2))
+    # --joints alone locks the fingers at 0, where they were not: said, naming both
+    assert main(['identify', str(wrong), str(data), '-o', str(tmp_path / 'at_zero.urdf'),
+                 '--friction', '--validate', '0', '--joints', *true.joint_names]) == 0
+    err = capsys.readouterr().err
+    for joint in names[-2:]:
+        assert (f'warning: joint {joint} is locked at 0 for the fit but recorded between 0.03 '
+                'and 0.03') in err, err
+    for bad, words in ((['--locked', 'panda_finger_joint1'], "'panda_finger_joint1' is not "
+                        'JOINT=VALUE'),
+                       (['--locked', 'panda_finger_joint2=0.03'],
+                        "cannot lock ['panda_finger_joint2']: mimic joint(s) of "
+                        "['panda_finger_joint1']; lock those")):
+        assert main(['identify', str(wrong), str(data), '-o', str(tmp_path / 'x.urdf'),
+                     *bad]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count('\n') == 1, err
+
+
 def test_the_command_reads_a_simulators_held_efforts_as_held(tmp_path, capsys):
     """kron-dynamics identify --effort held: the damping written to the URDF is the plant's."""
     import xml.etree.ElementTree as ET

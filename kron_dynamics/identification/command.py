@@ -15,6 +15,7 @@
 """``kron-dynamics excite URDF -o excitation.yaml`` and ``identify URDF DATA -o fitted.urdf``."""
 
 from pathlib import Path
+import sys
 
 import numpy as np
 
@@ -24,14 +25,46 @@ from .identify import filtered, identify
 from .recording import read_recording
 
 
+def _locked_text(model) -> str:
+    """Return ' (locked: j=v, ...)' of a model's locked joints, '' if none."""
+    locked = ', '.join(f'{j}={v:g}' for j, v in model.locked_joints.items())
+    return f' (locked: {locked})' if locked else ''
+
+
+def _check_locked(model, data: str, topic: str, tolerance: float = 1e-3) -> None:
+    """
+    Warn about each locked joint the recording has away from where it is locked.
+
+    The fit welds a locked joint's links at its locked coordinate: a gripper recorded open
+    but locked shut (``--joints`` locks the others at 0) gives wrong inertias. A recording
+    without the locked joints' columns says nothing, and nothing is said.
+    """
+    locked = model.locked_joints
+    if not locked:
+        return
+    try:
+        recorded = read_recording(data, tuple(locked), topic)
+    except ValueError:
+        return
+    for k, (joint, value) in enumerate(locked.items()):
+        q = recorded.q[:, k]
+        if np.abs(q - value).max() > tolerance:
+            print(f'warning: joint {joint} is locked at {value:g} for the fit but recorded '
+                  f'between {q.min():.4g} and {q.max():.4g}: its links are welded where it is '
+                  'locked; lock it where it was (--locked JOINT=VALUE) or fit it (--joints)',
+                  file=sys.stderr, flush=True)
+
+
 def excite_command(urdf: str, output: str, duration: float = 20.0, harmonics: int = 5,
                    base_frequency: float | None = None, margin: float = 0.05,
                    max_acceleration: float | None = None, maxiter: int = 60,
-                   joints: list | None = None) -> int:
+                   joints: list | None = None, locked: dict | None = None) -> int:
     """Optimise an excitation trajectory for a URDF and write it as YAML."""
-    model = RobotModel.from_urdf_file(urdf, joint_names=joints, lock_others=bool(joints))
+    model = RobotModel.from_urdf_file(urdf, joint_names=joints, lock_others=bool(joints),
+                                      locked=locked)
     print(f"optimising a {duration:g} s excitation ({harmonics} harmonics) for "
-          f"'{model.name}', joints {list(model.joint_names)}...", flush=True)
+          f"'{model.name}', joints {list(model.joint_names)}{_locked_text(model)}...",
+          flush=True)
     trajectory = excitation_trajectory(model, duration, harmonics, base_frequency,
                                        margin=margin, max_acceleration=max_acceleration,
                                        maxiter=maxiter)
@@ -54,7 +87,8 @@ def identify_command(urdf: str, data: str, output: str, params: str | None = Non
                      friction=('viscous', 'coulomb'), cutoff: float = 10.0,
                      topic: str = '/joint_states', validate: float = 0.2,
                      prior_weight: float = 1e-6, joints: list | None = None,
-                     max_gap: float | None = None, effort: str = 'instant') -> int:
+                     max_gap: float | None = None, effort: str = 'instant',
+                     locked: dict | None = None) -> int:
     """
     Fit a URDF's inertial parameters and friction to a recording; write the corrected URDF.
 
@@ -63,10 +97,12 @@ def identify_command(urdf: str, data: str, output: str, params: str | None = Non
     ``max_gap`` [s] splits the recording; ``effort``: 'instant' or 'held', what an effort
     sample is (both in ``identification.identify.filtered``).
     """
-    model = RobotModel.from_urdf_file(urdf, joint_names=joints, lock_others=bool(joints))
+    model = RobotModel.from_urdf_file(urdf, joint_names=joints, lock_others=bool(joints),
+                                      locked=locked)
     recording = read_recording(data, model.joint_names, topic)
     if not 0.0 <= validate < 1.0:
         raise ValueError(f'validate must be in [0, 1), got {validate}')
+    _check_locked(model, data, topic)
     t, q, qd, qdd, tau = filtered(recording.t - recording.t[0], recording.q, recording.tau,
                                   cutoff, max_gap, effort)
     split = int(round(len(t) * (1.0 - validate)))
@@ -91,6 +127,7 @@ def identify_command(urdf: str, data: str, output: str, params: str | None = Non
     print(f'wrote {output}')
     params = params or str(Path(output).with_suffix('.yaml'))
     fit.to_params(params)
-    print(f'wrote {params} (what URDF cannot hold: the armature for every node, the friction '
-          'feed-forward and torque offsets for computed_torque_controller)')
+    print(f'wrote {params} (what URDF cannot hold: the armature'
+          f"{' and the locked joints' if model.locked_joints else ''} for every node, the "
+          'friction feed-forward and torque offsets for computed_torque_controller)')
     return 0
