@@ -93,3 +93,21 @@ def step_differences(model, step, q, v, u, h=1e-6):
             ends.append(np.concatenate([model.difference(q1, qn), vn - v1]))
         columns.append((ends[0] - ends[1]) / (2 * h))
     return np.stack(columns, axis=1)
+
+
+def fitted_files(prior, directory, samples: int, seed: int):
+    """
+    Return (fit, params, urdf): a least-squares fit of prior's own torques, and its files.
+
+    ``samples`` random states (seed ``seed``), noise-free; ``params`` and ``urdf`` are the
+    paths of its to_params and to_urdf files, written in ``directory``.
+    """
+    from kron_dynamics.identification import identify
+    rng = np.random.default_rng(seed)
+    q, qd, qdd = (rng.uniform(-1.0, 1.0, (samples, prior.n)) for _ in range(3))
+    fit = identify(prior, q, prior.inverse_dynamics(q, qd, qdd), qd, qdd,
+                   friction=(), method='least_squares')
+    params, urdf = directory / 'fitted.yaml', directory / 'fitted.urdf'
+    fit.to_params(params)
+    fit.to_urdf(urdf)
+    return fit, params, urdf

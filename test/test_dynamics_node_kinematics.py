@@ -29,6 +29,7 @@ from trajectory_msgs.msg import JointTrajectoryPoint
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
+from model_helpers import fitted_files
 from ros_harness import EVERY_STATE, NodeProcess, Probe, wait_for
 
 pytestmark = pytest.mark.ros
@@ -307,15 +308,8 @@ def test_the_rover_arm_linearises_with_the_armature_parameter():
 
 def test_an_identifications_params_file_gives_the_dynamics_node_its_model(tmp_path):
     """to_params wrote armature for the controller only; the dynamics node's M lacked it."""
-    from kron_dynamics.identification import identify
     prior = RobotModel.from_urdf_file(STACKER).with_armature([30.0, 20.0, 10.0])
-    rng = np.random.default_rng(6)
-    q, qd, qdd = (rng.uniform(-1.0, 1.0, (100, 3)) for _ in range(3))
-    fit = identify(prior, q, prior.inverse_dynamics(q, qd, qdd), qd, qdd,
-                   friction=(), method='least_squares')
-    params, urdf = tmp_path / 'fitted.yaml', tmp_path / 'fitted.urdf'
-    fit.to_params(params)
-    fit.to_urdf(urdf)
+    fit, params, urdf = fitted_files(prior, tmp_path, samples=100, seed=6)
     assert list(fit.model.armature) == [30.0, 20.0, 10.0]       # the prior's, kept
     node = NodeProcess('dynamics_node', ['-r', '__node:=fitted_node', '-p',
                                          f'urdf_file:={urdf}', '--params-file', str(params)])

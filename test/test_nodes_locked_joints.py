@@ -31,6 +31,7 @@ from std_msgs.msg import Float64MultiArray
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
+from model_helpers import fitted_files
 from pinocchio_oracle import robots_dir
 from ros_harness import EVERY_STATE, NodeProcess, Probe, wait_for
 
@@ -150,16 +151,9 @@ def test_simulator_publishes_the_locked_joints_held_still():
 
 def test_an_identification_of_a_subset_gives_the_nodes_their_model(tmp_path):
     """Its files needed lock_others=True, which only the Python API had: nodes refused them."""
-    from kron_dynamics.identification import identify
     path = robots_dir() / 'panda_description/urdf/panda.urdf'
     prior = RobotModel.from_urdf_file(path, locked={'panda_finger_joint1': 0.03})
-    rng = np.random.default_rng(8)
-    q, qd, qdd = (rng.uniform(-1.0, 1.0, (300, 7)) for _ in range(3))
-    fit = identify(prior, q, prior.inverse_dynamics(q, qd, qdd), qd, qdd,
-                   friction=(), method='least_squares')
-    params, urdf = tmp_path / 'fitted.yaml', tmp_path / 'fitted.urdf'
-    fit.to_params(params)
-    fit.to_urdf(urdf)
+    fit, params, urdf = fitted_files(prior, tmp_path, samples=300, seed=8)
     assert 'locked_joints: [panda_finger_joint1]' in params.read_text()
     assert 'locked_positions: [0.03]' in params.read_text()
     node = NodeProcess('dynamics_node', ['-r', '__node:=subset_node', '-p',
@@ -170,7 +164,7 @@ def test_an_identification_of_a_subset_gives_the_nodes_their_model(tmp_path):
         '-p', 'command_topic:=/subset_test/commands'])
     probe = Probe('subset_probe')
     try:
-        q0 = rng.uniform(-1.0, 1.0, 7)
+        q0 = np.random.default_rng(9).uniform(-1.0, 1.0, 7)
         state = JointState(name=[*prior.joint_names, 'panda_finger_joint1',
                                  'panda_finger_joint2'], position=[*q0, 0.0, 0.0])
         res = probe.call(GetMassMatrix, '/subset_node/get_mass_matrix',
