@@ -104,13 +104,17 @@ def _locked(items) -> dict | None:
     locked = {}
     for item in items:
         joint, _, value = item.partition('=')
+        joint = joint.strip()
         try:
-            locked[joint.strip()] = float(value)
+            coordinate = float(value)
         except ValueError:
-            locked[joint.strip()] = None
-        if not joint.strip() or locked[joint.strip()] is None:
+            joint = ''
+        if not joint:
             raise ValueError(f'--locked: {item!r} is not JOINT=VALUE (a coordinate in rad or m, '
                              'e.g. panda_finger_joint1=0.02)')
+        if joint in locked:
+            raise ValueError(f'--locked: joint {joint!r} given twice')
+        locked[joint] = coordinate
     return locked
 
 

@@ -247,6 +247,10 @@ class RobotModel:
                              f'joints and are not coordinates; the independent joints are '
                              f'{list(movable)}')
         unknown = [j for j in names if j not in self._description.joints]
+        locked = [j for j in unknown if j in self._description.locked_joints]
+        if locked:
+            raise ModelError(f'joint_names: {locked} are locked, not coordinates; the movable '
+                             f'joints are {list(movable)}')
         if unknown:
             raise ModelError(f'joint_names: unknown or non-movable joint(s) {unknown}; '
                              f'movable joints are {list(movable)}')

@@ -497,6 +497,9 @@ def test_the_commands_fit_a_robot_whose_gripper_stayed_shut(tmp_path, capsys):
                 'and 0.03') in err, err
     for bad, words in ((['--locked', 'panda_finger_joint1'], "'panda_finger_joint1' is not "
                         'JOINT=VALUE'),
+                       (['--locked', 'panda_finger_joint1=0.03', 'panda_finger_joint1=0'],
+                        "joint 'panda_finger_joint1' given twice"),
+                       (['--locked', '=0.03'], "'=0.03' is not JOINT=VALUE"),
                        (['--locked', 'panda_finger_joint2=0.03'],
                         "cannot lock ['panda_finger_joint2']: mimic joint(s) of "
                         "['panda_finger_joint1']; lock those")):

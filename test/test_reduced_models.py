@@ -214,7 +214,8 @@ def test_locking_at_load_names_the_source_and_the_fault():
         with pytest.raises(ModelError, match='^stacker text: ' + words):
             RobotModel.from_urdf_string(xml, locked=locked, source='stacker text')
     with pytest.raises(ModelError, match=re.escape(
-            "unknown or non-movable joint(s) ['q2_slew']")):   # locked: no coordinate
+            "joint_names: ['q2_slew'] are locked, not coordinates; the movable joints are "
+            "['q1_travel', 'q3_luff']")):
         RobotModel.from_urdf_string(xml, ['q1_travel', 'q2_slew', 'q3_luff'],
                                     locked={'q2_slew': 0.1})
 

@@ -64,11 +64,10 @@ class LibraryLog(logging.Handler):
         if self.log is None:
             return
         try:
-            text = record.getMessage()
-        except Exception:   # noqa: B902 (a record whose arguments do not format)
-            text = str(record.msg)
-        level = min(max(record.levelno // 10 * 10, logging.DEBUG), logging.CRITICAL)
-        self.log.log(text, LoggingSeverity(level))
+            level = min(max(record.levelno // 10 * 10, logging.DEBUG), logging.CRITICAL)
+            self.log.log(record.getMessage(), LoggingSeverity(level))
+        except Exception:   # noqa: B902 (as every logging handler: never into the caller)
+            self.handleError(record)
 
 
 LIBRARY_LOG = LibraryLog()
