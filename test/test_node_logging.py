@@ -48,8 +48,8 @@ def test_the_loaders_warnings_are_on_rosout_from_the_nodes_logger(module):
                                 '-r', f'joint_states:=/{name}/nothing',
                                 '-p', f'command_topic:=/{name}/commands'])
     try:
-        def warned():
-            return [m for m in list(logs) if TINY in m.msg]
+        def warned():      # this node's (a node of an earlier test may still be stopping)
+            return [m for m in list(logs) if TINY in m.msg and m.name.startswith(name)]
         assert wait_for(warned, 60), (node.output(), [m.msg for m in list(logs)])
         message = warned()[0]
         assert message.level == Log.WARN and message.name == f'{name}.kron_dynamics', message
