@@ -15,14 +15,12 @@
 """Running a node: executor, shutdown, start-up errors, compiled kernels loaded up front."""
 
 import functools
-import logging
 import sys
 import traceback
 
 import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
@@ -32,45 +30,6 @@ from . import realtime
 from .shutdown import Interrupted, native_exit_handler, PROCESS
 from .parameters import ParameterTypes
 from .throttled_logger import ThrottledLogger
-
-
-class LibraryLog(logging.Handler):
-    """
-    The package's Python log records (logger ``kron_dynamics``) in a node's ROS log.
-
-    The loader's warnings (a joint that moves a tiny inertia, a joint locked outside its
-    limits, an inertia loaded with ``inertia_check='warn'``) went to stderr through
-    Python's last-resort handler: no severity, no node name, not on /rosout, deaf to
-    ``--log-level``. One handler per process sends each record to the ROS logger
-    ``<node>.kron_dynamics`` of the node created last, at the record's severity (the
-    numbers are the same), where the node's log level decides.
-    """
-
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.log = None
-
-    def attach(self, log) -> None:
-        """Send the library's records to ``log`` (an rclpy logger) from now on."""
-        self.log = log
-        library = logging.getLogger('kron_dynamics')
-        if self not in library.handlers:
-            library.addHandler(self)
-            library.setLevel(logging.DEBUG)      # the ROS logger filters
-            library.propagate = False            # once, not also through the root logger
-
-    def emit(self, record: logging.LogRecord) -> None:
-        """Log one record on the ROS logger at its severity."""
-        if self.log is None:
-            return
-        try:
-            level = min(max(record.levelno // 10 * 10, logging.DEBUG), logging.CRITICAL)
-            self.log.log(record.getMessage(), LoggingSeverity(level))
-        except Exception:   # noqa: B902 (as every logging handler: never into the caller)
-            self.handleError(record)
-
-
-LIBRARY_LOG = LibraryLog()
 
 
 class DeferringNode(Node):
@@ -89,7 +48,6 @@ class DeferringNode(Node):
         """Create the rclpy node (its handle and parameter services) with signals deferred."""
         with PROCESS.signals_deferred():
             super().__init__(*args, **kwargs)
-            LIBRARY_LOG.attach(self.get_logger().get_child('kron_dynamics'))
 
 
 def _deferring(name: str):
