@@ -15,12 +15,15 @@
 """Running a node: executor, shutdown, start-up errors, compiled kernels loaded up front."""
 
 import functools
+import logging
 import sys
 import traceback
+import weakref
 
 import numpy as np
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.logging import LoggingSeverity
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
@@ -30,6 +33,82 @@ from . import realtime
 from .shutdown import Interrupted, native_exit_handler, PROCESS
 from .parameters import ParameterTypes
 from .throttled_logger import ThrottledLogger
+
+
+class LibraryLog(logging.Handler):
+    """
+    The package's Python log records (logger ``kron_dynamics``) in a node's ROS log.
+
+    The loader's warnings (a joint that moves a tiny inertia, a joint locked outside its
+    limits, an inertia loaded with ``inertia_check='warn'``) went to stderr through
+    Python's last-resort handler: no severity, no node name, not on /rosout, deaf to
+    ``--log-level``. While a node of this package exists in the process, this handler on
+    logger ``kron_dynamics`` sends each record to the ROS logger ``<node>.kron_dynamics`` of
+    the newest such node, at the record's severity (the numbers are the same), where the
+    node's log level decides; being a handler, it keeps the last-resort handler quiet. It
+    changes nothing else of the logger (level, propagation, other handlers: an application's
+    own handlers still get the records) and it is tied to the nodes' life: added with the
+    first node, removed when the last one is destroyed. A node that is gone without
+    ``destroy_node`` (collected after its constructor failed) no longer counts.
+    """
+
+    def __init__(self):
+        super().__init__(logging.NOTSET)
+        self._nodes = []            # (weak reference to a node, its ROS logger), oldest first
+
+    def attach(self, node) -> None:
+        """Send the library's records to ``node``'s logger ``<node>.kron_dynamics`` from now."""
+        entry = (weakref.ref(node, self._collected), node.get_logger().get_child('kron_dynamics'))
+        self._update(lambda nodes: [*nodes, entry])
+
+    def detach(self, node) -> None:
+        """Stop sending records to ``node``'s logger; with no node left, remove the handler."""
+        self._update(lambda nodes: [(ref, log) for ref, log in nodes if ref() is not node])
+
+    def _collected(self, _) -> None:
+        """Forget a node collected without ``destroy_node`` (its constructor failed)."""
+        self._update(lambda nodes: nodes)
+
+    def _update(self, change) -> None:
+        """
+        Change the list of nodes (dropping collected ones); add or remove the handler to match.
+
+        Under logging's own lock, and the logger's list of handlers is replaced, not changed
+        in place: this runs from the garbage collector too, possibly while that list is being
+        walked for a record.
+        """
+        library = logging.getLogger('kron_dynamics')
+        with logging._lock:     # what Logger.addHandler / removeHandler hold (3.11 to 3.13)
+            self._nodes = [(ref, log) for ref, log in change(self._nodes) if ref() is not None]
+            others = [h for h in library.handlers if h is not self]
+            library.handlers = [*others, self] if self._nodes else others
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Log one record on the newest live node's ROS logger at its severity."""
+        nodes = [log for ref, log in self._nodes if ref() is not None]
+        if not nodes:       # collected, its callback not run yet: as if this were not here
+            if not _other_handlers(logging.getLogger('kron_dynamics'), self) \
+                    and logging.lastResort is not None \
+                    and record.levelno >= logging.lastResort.level:
+                logging.lastResort.handle(record)
+            return
+        try:
+            level = min(max(record.levelno // 10 * 10, logging.DEBUG), logging.CRITICAL)
+            nodes[-1].log(record.getMessage(), LoggingSeverity(level))
+        except Exception:   # noqa: B902 (as every logging handler: never into the caller)
+            self.handleError(record)
+
+
+def _other_handlers(logger: logging.Logger, handler: logging.Handler) -> bool:
+    """Return True if a record of ``logger`` meets a handler besides ``handler`` (callHandlers)."""
+    while logger is not None:
+        if any(h is not handler for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
+
+
+LIBRARY_LOG = LibraryLog()
 
 
 class DeferringNode(Node):
@@ -48,6 +127,12 @@ class DeferringNode(Node):
         """Create the rclpy node (its handle and parameter services) with signals deferred."""
         with PROCESS.signals_deferred():
             super().__init__(*args, **kwargs)
+            LIBRARY_LOG.attach(self)
+
+    def destroy_node(self):
+        """Destroy the node; the library's records stop going to its log."""
+        LIBRARY_LOG.detach(self)
+        return super().destroy_node()
 
 
 def _deferring(name: str):

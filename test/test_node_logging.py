@@ -1,0 +1,180 @@
+# Copyright 2026 kron_dynamics developers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The library's log records (Python logger ``kron_dynamics``) in the nodes' ROS log.
+
+The loader's warnings (here: the rover arm's joints that move no inertia) reached a node's
+stderr bare, through Python's last-resort handler: no severity, no node name, absent from
+/rosout (rqt_console, a bag of the log), printed whatever ``--log-level`` said.
+"""
+
+import weakref
+
+from rcl_interfaces.msg import Log
+from rcl_interfaces.srv import ListParameters
+import pytest
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+
+from conftest import URDF_DIR
+from ros_harness import NodeProcess, Probe, Received, wait_for
+
+pytestmark = pytest.mark.ros
+
+ROVER = f"urdf_file:={URDF_DIR / 'rover_arm.urdf'}"
+TINY = "joint 'joint3' (link 'link3') moves a tiny inertia"
+
+
+@pytest.mark.parametrize('module', ['dynamics_node', 'computed_torque_controller'])
+def test_the_loaders_warnings_are_on_rosout_from_the_nodes_logger(module):
+    name = f'logging_{module}'
+    probe = Probe(f'rosout_probe_{module}')
+    logs = Received()
+    # /rosout keeps its last messages for late subscribers (transient local): the warning
+    # comes at start-up, before this probe has discovered the node
+    qos = QoSProfile(depth=1000, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                     reliability=ReliabilityPolicy.RELIABLE)
+    logs.subscription = probe.node.create_subscription(Log, '/rosout', logs.append, qos)
+    node = NodeProcess(module, ['-r', f'__node:={name}', '-p', ROVER,
+                                '-r', f'joint_states:=/{name}/nothing',
+                                '-p', f'command_topic:=/{name}/commands'])
+    try:
+        def warned():      # this node's (a node of an earlier test may still be stopping)
+            return [m for m in list(logs) if TINY in m.msg and m.name.startswith(name)]
+        assert wait_for(warned, 60), (node.output(), [m.msg for m in list(logs)])
+        message = warned()[0]
+        assert message.level == Log.WARN and message.name == f'{name}.kron_dynamics', message
+        line = next(x for x in node.output().splitlines() if TINY in x)
+        assert line.startswith('[WARN] [') and f'[{name}.kron_dynamics]: ' in line, line
+    finally:
+        probe.close()
+        node.stop()
+
+
+def test_the_nodes_log_level_applies_to_the_loaders_warnings():
+    """--log-level error: the warning is not printed, as none of the node's own are."""
+    node = NodeProcess('dynamics_node', ['-r', '__node:=quiet_node', '-p', ROVER,
+                                         '--log-level', 'quiet_node:=error'])
+    probe = Probe('quiet_probe')
+    try:
+        # answered only once the node spins, after its constructor loaded the model (and
+        # logged what it logs)
+        probe.call(ListParameters, '/quiet_node/list_parameters', ListParameters.Request())
+        assert node.alive(), node.output()
+    finally:
+        probe.close()
+        out = node.stop()
+    assert 'tiny inertia' not in out and 'Traceback' not in out, out
+    # and at the default level, the same start prints it (the contrast of the test above)
+    loud = NodeProcess('dynamics_node', ['-r', '__node:=loud_node', '-p', ROVER])
+    try:
+        assert wait_for(lambda: TINY in loud.output(), 60), loud.output()
+    finally:
+        loud.stop()
+
+
+def test_a_node_made_in_process_gives_the_loaders_records_back_when_destroyed(capfd):
+    """
+    The handler lives as long as the package's nodes in the process, and changes nothing else.
+
+    The first version stayed on logger ``kron_dynamics`` after an in-process node was gone
+    (the launch and real-time tests make such nodes), so the demo's own handling of the
+    loader's warnings (``load_machine``) printed them again.
+    """
+    import gc
+    import logging
+    import rclpy
+    from kron_dynamics.demo.run import load_machine
+    from kron_dynamics.errors import ModelError
+    from kron_dynamics.nodes.dynamics_node import DynamicsNode
+    library = logging.getLogger('kron_dynamics')
+
+    def state():
+        return list(library.handlers), library.level, library.propagate
+    before = state()
+    context = rclpy.Context()
+    rclpy.init(context=context, args=['--ros-args', '-p', ROVER, '-r', '__node:=in_process'])
+    try:
+        node = DynamicsNode(context=context)
+        other = DynamicsNode(context=context, cli_args=['--ros-args', '-r', '__node:=other'])
+        assert len(library.handlers) == len(before[0]) + 1      # one, for both
+        assert library.level == before[1] and library.propagate == before[2]
+        other.destroy_node()
+        capfd.readouterr()
+        library.warning('a record while node %s lives', 'in_process')
+        err = capfd.readouterr().err
+        assert 'in_process.kron_dynamics' in err and 'other.kron_dynamics' not in err, err
+        node.destroy_node()
+        assert state() == before
+        # a constructor that fails: the node is destroyed with its context
+        with pytest.raises(ModelError):
+            DynamicsNode(context=context, cli_args=['--ros-args', '-p', 'urdf_file:=/nonexistent',
+                                                    '-r', '__node:=failed'])
+    finally:
+        rclpy.try_shutdown(context=context)
+    gc.collect()
+    assert state() == before
+    _, note = load_machine(URDF_DIR / 'rover_arm.urdf')
+    assert 'joints joint3, joint5' in note and not capfd.readouterr().err
+
+
+def test_a_node_collected_without_destroy_node_no_longer_takes_the_records(capfd, caplog):
+    """Its handler goes with it: a record goes where it went before, not to the ROS log."""
+    import gc
+    import logging
+    import rclpy
+    from kron_dynamics.nodes.dynamics_node import DynamicsNode
+    library = logging.getLogger('kron_dynamics')
+    before = list(library.handlers)
+    context = rclpy.Context()
+    rclpy.init(context=context, args=['--ros-args', '-p', ROVER, '-r', '__node:=dropped'])
+    try:
+        node = DynamicsNode(context=context)
+        assert len(library.handlers) == len(before) + 1
+        del node
+        gc.collect()
+        assert library.handlers == before
+        capfd.readouterr()
+        caplog.clear()
+        library.warning('a record after the node was collected')
+        assert [r.getMessage() for r in caplog.records] == [
+            'a record after the node was collected']
+        assert 'dropped.kron_dynamics' not in capfd.readouterr().err
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def test_a_record_met_while_the_collected_nodes_callback_is_pending_is_not_lost(capsys):
+    """Between a node's collection and its weak reference's callback (another thread)."""
+    import logging
+    from kron_dynamics.nodes.executor import LibraryLog
+
+    class Gone:
+        pass
+    handler, gone = LibraryLog(), Gone()
+    handler._nodes = [(weakref.ref(gone), None)]
+    del gone
+    library = logging.getLogger('kron_dynamics')
+    record = library.makeRecord('kron_dynamics', logging.WARNING, __file__, 1,
+                                'a record nobody else takes', (), None)
+    propagate, library.propagate = library.propagate, False     # no handler but this one
+    try:
+        handler.handle(record)
+    finally:
+        library.propagate = propagate
+    assert capsys.readouterr().err == 'a record nobody else takes\n'
+    library.propagate = True
+    handler.handle(record)      # the root's handlers (pytest's) take it: nothing more here
+    library.propagate = propagate
+    assert not capsys.readouterr().err
