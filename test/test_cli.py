@@ -172,6 +172,22 @@ def _loaded(pid: int, library: str) -> bool:
         return False
 
 
+def _describe(pid: int) -> str:
+    """Say what a process is doing (Linux /proc): command, state, signals, wait, its output."""
+    def read(name, size=None):
+        try:
+            with open(f'/proc/{pid}/{name}', errors='replace') as f:
+                return f.read() if size is None else f.read()[-size:]
+        except OSError as exc:
+            return f'({exc.strerror})'
+    fields = ('State', 'PPid', 'Threads', 'SigPnd', 'ShdPnd', 'SigBlk', 'SigIgn', 'SigCgt')
+    status = [line.strip() for line in read('status').splitlines()
+              if line.partition(':')[0] in fields]
+    return (f"pid {pid}: {read('cmdline').replace(chr(0), ' ')[:300]}\n"
+            f"  {'; '.join(status)}; wchan {read('wchan')}\n"
+            f"  its output (stdout, the last 4000 characters):\n{read('fd/1', 4000)}")
+
+
 def _running(pid: int) -> bool:
     try:
         with open(f'/proc/{pid}/stat') as f:
@@ -210,7 +226,8 @@ def test_a_demo_stopped_or_killed_leaves_no_node_running(signum, tmp_path):
         deadline = time.monotonic() + 120
         while any(_running(pid) for pid in nodes) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not [pid for pid in nodes if _running(pid)], 'nodes outlived the demo'
+        alive = [pid for pid in nodes if _running(pid)]
+        assert not alive, 'nodes outlived the demo:\n' + '\n'.join(map(_describe, alive))
     finally:
         demo.kill()
         demo.wait()
