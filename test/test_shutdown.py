@@ -425,3 +425,64 @@ def test_a_signal_while_an_extension_module_initialises_still_exits_0():
                           capture_output=True, text=True, timeout=BOUND_S)
     assert done.returncode == 0, done
     assert 'Traceback' not in done.stderr, done
+
+
+SIGNAL_IN_A_NATIVE_CALLBACK = textwrap.dedent('''
+    import ctypes, os, signal, sys, time
+    from kron_dynamics.nodes.executor import DeferringNode, run_node
+    from kron_dynamics.nodes.shutdown import PROCESS
+
+    def inside():                            # what LLVM calls back while numba compiles
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10000):               # the handler runs here: ctypes swallows it
+            pass
+    callback = ctypes.CFUNCTYPE(None)(inside)
+
+    class HalfDone:                          # llvmlite's ObjectRef, its close() cut short
+        def __del__(self):
+            raise AttributeError("'PassBuilder' object has no attribute '_as_parameter_'")
+
+    class CompilingNode(DeferringNode):
+        def __init__(self):
+            super().__init__('compiling_node')
+            callback()
+            print('after the callback', flush=True)
+            if sys.argv[1] == 'fails':       # numba, its callback cut short
+                self.half_done = HalfDone()
+                raise RuntimeError("no compiled object yet for <Library 'rk4'>")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:   # the rest of a cold start-up: compiling
+                sum(range(1000))
+            print('start-up went on to its end', flush=True)
+    PROCESS.install()
+    sys.exit(run_node(CompilingNode))
+''')
+
+
+@pytest.mark.parametrize('after', ['goes_on', 'fails'])
+def test_a_signal_swallowed_by_a_native_callback_still_stops_the_start_up(after):
+    """
+    A SIGTERM landed in LLVM's callback while a node compiled its kernels (cold cache).
+
+    ctypes only printed "Exception ignored ... Interrupted" with a traceback, and numba then
+    failed with ``RuntimeError: no compiled object yet`` (exit status 1, a second traceback;
+    5 of 40 SIGTERMs at random times into a loaded simulator's start-up), or, where the
+    library went on, the start-up ran to its end before the node stopped; a finalizer of what
+    it left half done printed another traceback at exit. Now the signal is raised again where
+    the node runs its own Python, and the failures it caused are a normal stop: status 0, a
+    line each, no traceback.
+    """
+    done = subprocess.run([sys.executable, '-c', SIGNAL_IN_A_NATIVE_CALLBACK, after],
+                          cwd=REPO, capture_output=True, text=True, timeout=50,
+                          env=isolated_env())
+    assert done.returncode == 0, done
+    assert 'Traceback' not in done.stderr and 'Exception ignored' not in done.stderr, done
+    assert 'went on to its end' not in done.stdout, done
+    if after == 'fails':
+        assert ('CompilingNode: start-up stopped by SIGTERM; the step it interrupted failed '
+                "with RuntimeError: no compiled object yet for <Library 'rk4'> (ignored)"
+                ) in done.stderr, done
+        assert ("start-up stopped by SIGTERM: ignored AttributeError: 'PassBuilder' object "
+                "has no attribute '_as_parameter_' (in HalfDone.__del__)") in done.stderr, done
+    else:
+        assert 'start-up stopped' not in done.stderr, done

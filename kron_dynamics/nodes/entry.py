@@ -58,7 +58,7 @@ def run(name: str, args=None) -> int:
         module = importlib.import_module(f'{__package__}.{name}')
         from .executor import run_node
     except BaseException as exc:        # Interrupted, or an import it broke
-        if not interrupted(exc):
+        if not (interrupted(exc) or PROCESS.stopped_starting(exc, name)):
             raise
         PROCESS.finish_cleanup()
         return 0

@@ -252,8 +252,9 @@ def run_node(node_class, args=None) -> int:
             PROCESS.spinning = True
             spin(executor, log)
         except (ModelError, ConfigurationError) as exc:
-            print(f'{node_class.__name__}: {exc}', file=sys.stderr, flush=True)
-            code = 1
+            if not PROCESS.stopped_starting(exc, node_class.__name__):
+                print(f'{node_class.__name__}: {exc}', file=sys.stderr, flush=True)
+                code = 1
         except ExternalShutdownException:
             pass
         finally:
@@ -267,5 +268,9 @@ def run_node(node_class, args=None) -> int:
             PROCESS.cleanup_step('context destroy', rclpy.get_default_context().destroy)
             PROCESS.finish_cleanup()
     except Interrupted:   # a signal during start-up, before spinning: a normal stop
+        PROCESS.finish_cleanup()
+    except Exception as exc:    # noqa: B902 (the step a start-up signal cut short failed)
+        if not PROCESS.stopped_starting(exc, node_class.__name__):
+            raise
         PROCESS.finish_cleanup()
     return code

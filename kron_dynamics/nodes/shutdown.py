@@ -32,6 +32,11 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
   clean-up has not begun when it expires (the main thread stuck in native code, or in one
   callback for that long), faulthandler prints where every thread is, and the process
   says so and leaves with ``_exit(0)`` before ``ros2 launch`` escalates to SIGKILL.
+- A start-up signal whose :class:`Interrupted` lands in a function that a native library
+  calls back (LLVM's object cache, while numba compiles a kernel) is swallowed there
+  ("Exception ignored"): it is raised again a moment later where the process runs its own
+  Python, and an error of the step it cut short (numba's "no compiled object yet") ends the
+  start-up as a normal stop too, with one line on stderr; no traceback, exit status 0.
 - Repeated signals (``ros2 launch`` without a terminal sends SIGINT twice, to the process
   group and its own) change nothing.
 - Clean-up (executor, node, DDS participant) runs under a watchdog: if it takes longer than
@@ -60,6 +65,7 @@ import traceback
 CLEANUP_TIMEOUT_S = 3.0     # below ros2 launch's 5 s before it escalates to SIGTERM
 SIGNAL_TO_CLEANUP_S = 7     # whole seconds (alarm); launch sends SIGKILL 10 s after SIGINT
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+RERAISE_S = 0.01            # a start-up signal swallowed by a native callback: raised again
 PARENT_ENV = 'KRON_DYNAMICS_PARENT_PID'     # set by demo.processes.start_logged
 PR_SET_PDEATHSIG = 1                        # linux/prctl.h
 
@@ -112,6 +118,9 @@ class ProcessShutdown:
         self._deferring = 0       # depth of nested signals_deferred blocks
         self._deferred = None
         self._python_actions = None     # Python's SIGINT/SIGTERM actions while bound_spin
+        self.signal_name = None         # the first signal's name (SIGINT, SIGTERM)
+        self._finished = False
+        self._unraisablehook = None     # Python's, for every other unraisable exception
 
     def install(self) -> None:
         """Install the handlers for SIGINT and SIGTERM (main thread; idempotent)."""
@@ -119,16 +128,59 @@ class ProcessShutdown:
             return
         for signum in SIGNALS:
             signal.signal(signum, self._on_signal)
+        self._unraisablehook = sys.unraisablehook
+        sys.unraisablehook = self._on_unraisable
         self.installed = True
 
     def _on_signal(self, signum, frame) -> None:
         first = not self.requested.is_set()
         self.requested.set()
         if first and not self.spinning:
+            self.signal_name = signal.Signals(signum).name
             if self._deferring:     # in native code's callback or an rclpy call: raise later
                 self._deferred = signum
                 return
-            raise Interrupted(signal.Signals(signum).name)
+            raise Interrupted(self.signal_name)
+
+    def _on_unraisable(self, unraisable) -> None:
+        """
+        Raise a start-up signal again that a native library's callback swallowed.
+
+        Python runs a signal's handler wherever the main thread is, also inside a function
+        that a native library calls back (LLVM's object cache while numba compiles a kernel,
+        through ctypes), where the :class:`Interrupted` it raises is only reported as
+        "Exception ignored" and the library goes on: a start-up that went on compiling,
+        with a traceback on stderr, or failed on the half-done step. Here it is raised again
+        (SIGALRM, :data:`RERAISE_S` later) where the main thread runs Python of its own,
+        and nothing is printed. After a start-up signal, a finalizer that fails on what the
+        signal left half done (llvmlite's ``ObjectRef.__del__``) is one line on stderr;
+        every other unraisable exception goes to Python's hook.
+        """
+        if isinstance(unraisable.exc_value, Interrupted):
+            self._reraise_later()
+            return
+        if self.signal_name is not None:    # a finalizer of a half-done step: one line
+            text = ' '.join(f'{unraisable.exc_type.__name__}: {unraisable.exc_value}'.split())
+            print(f'start-up stopped by {self.signal_name}: ignored {text[:300]} (in '
+                  f'{getattr(unraisable.object, "__qualname__", unraisable.object)!s:.100})',
+                  file=sys.stderr, flush=True)
+            return
+        (self._unraisablehook or sys.__unraisablehook__)(unraisable)
+
+    def _reraise_later(self) -> None:
+        if self.spinning or self._finished \
+                or threading.current_thread() is not threading.main_thread():
+            return      # spinning: the flag ends the spin loop; other threads: the same
+        signal.signal(signal.SIGALRM, self._on_reraise)
+        signal.setitimer(signal.ITIMER_REAL, RERAISE_S)
+
+    def _on_reraise(self, signum, frame) -> None:
+        if self.spinning or self._finished:
+            return
+        if self._deferring:
+            self._deferred = signal.Signals[self.signal_name or 'SIGTERM']
+            return
+        raise Interrupted(self.signal_name or 'SIGTERM')
 
     @contextlib.contextmanager
     def signals_deferred(self):
@@ -202,13 +254,31 @@ class ProcessShutdown:
 
     def finish_cleanup(self) -> None:
         """Stop the watchdog; ignore further signals for the rest of the process's life."""
+        self._finished = True
         self._unbind_spin()
+        signal.setitimer(signal.ITIMER_REAL, 0.0)       # a pending _reraise_later too
         if self._watchdog is not None:
             self._watchdog.cancel()
             faulthandler.cancel_dump_traceback_later()
             signal.setitimer(signal.ITIMER_REAL, 0.0)
         for signum in SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+
+    def stopped_starting(self, exc: BaseException, who: str) -> bool:
+        """
+        Return True, and say so on stderr, if ``exc`` ended a start-up that a signal stopped.
+
+        The step that a start-up signal interrupted can fail after it with an error of its
+        own (numba's ``RuntimeError: no compiled object yet`` when the signal landed in
+        LLVM's callback, see :meth:`_on_unraisable`): the process was asked to stop, so that
+        is a normal stop (exit status 0), with one line instead of a traceback.
+        """
+        if self.signal_name is None or isinstance(exc, Interrupted):
+            return False
+        text = ' '.join(f'{type(exc).__name__}: {exc}'.split())[:300]
+        print(f'{who}: start-up stopped by {self.signal_name}; the step it interrupted '
+              f'failed with {text} (ignored)', file=sys.stderr, flush=True)
+        return True
 
     def cleanup_step(self, what: str, step, *args) -> None:
         """Run one clean-up step; if it raises, say so on stderr and go on (exit status kept)."""
