@@ -137,10 +137,14 @@ class ProcessShutdown:
         self.requested.set()
         if first and not self.spinning:
             self.signal_name = signal.Signals(signum).name
-            if self._deferring:     # in native code's callback or an rclpy call: raise later
-                self._deferred = signum
-                return
-            raise Interrupted(self.signal_name)
+            self._interrupt(signum)
+
+    def _interrupt(self, signum) -> None:
+        """Raise :class:`Interrupted` for ``signum``, or at the end of a deferring block."""
+        if self._deferring:     # in native code's callback or an rclpy call: raise later
+            self._deferred = signum
+            return
+        raise Interrupted(signal.Signals(signum).name)
 
     def _on_unraisable(self, unraisable) -> None:
         """
@@ -160,8 +164,8 @@ class ProcessShutdown:
             self._reraise_later()
             return
         if self.signal_name is not None:    # a finalizer of a half-done step: one line
-            text = ' '.join(f'{unraisable.exc_type.__name__}: {unraisable.exc_value}'.split())
-            print(f'start-up stopped by {self.signal_name}: ignored {text[:300]} (in '
+            text = _one_line(unraisable.exc_value)
+            print(f'start-up stopped by {self.signal_name}: ignored {text} (in '
                   f'{getattr(unraisable.object, "__qualname__", unraisable.object)!s:.100})',
                   file=sys.stderr, flush=True)
             return
@@ -175,12 +179,8 @@ class ProcessShutdown:
         signal.setitimer(signal.ITIMER_REAL, RERAISE_S)
 
     def _on_reraise(self, signum, frame) -> None:
-        if self.spinning or self._finished:
-            return
-        if self._deferring:
-            self._deferred = signal.Signals[self.signal_name or 'SIGTERM']
-            return
-        raise Interrupted(self.signal_name or 'SIGTERM')
+        if not (self.spinning or self._finished):
+            self._interrupt(signal.Signals[self.signal_name])   # set by the first signal
 
     @contextlib.contextmanager
     def signals_deferred(self):
@@ -275,9 +275,8 @@ class ProcessShutdown:
         """
         if self.signal_name is None or isinstance(exc, Interrupted):
             return False
-        text = ' '.join(f'{type(exc).__name__}: {exc}'.split())[:300]
         print(f'{who}: start-up stopped by {self.signal_name}; the step it interrupted '
-              f'failed with {text} (ignored)', file=sys.stderr, flush=True)
+              f'failed with {_one_line(exc)} (ignored)', file=sys.stderr, flush=True)
         return True
 
     def cleanup_step(self, what: str, step, *args) -> None:
@@ -293,6 +292,11 @@ class ProcessShutdown:
               'exiting without it', file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(self.exit_code)
+
+
+def _one_line(exc: BaseException) -> str:
+    """Return ``Type: message`` of an exception on one line, at most 300 characters."""
+    return ' '.join(f'{type(exc).__name__}: {exc}'.split())[:300]
 
 
 NATIVE_EXIT_DELAY_S = 0.5     # after faulthandler's traceback, so that it is printed whole
