@@ -28,6 +28,7 @@ import pytest
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from conftest import URDF_DIR
+import pinocchio_oracle
 from ros_harness import NodeProcess, Probe, Received, wait_for
 
 pytestmark = pytest.mark.ros
@@ -109,7 +110,8 @@ def test_a_node_made_in_process_gives_the_loaders_records_back_when_destroyed(ca
         node = DynamicsNode(context=context)
         other = DynamicsNode(context=context, cli_args=['--ros-args', '-r', '__node:=other'])
         assert len(library.handlers) == len(before[0]) + 1      # one, for both
-        assert library.level == before[1] and library.propagate == before[2]
+        # the nodes' level (rcutils' default, info), below the warnings the logger inherits
+        assert library.level == logging.INFO and library.propagate == before[2]
         other.destroy_node()
         capfd.readouterr()
         library.warning('a record while node %s lives', 'in_process')
@@ -127,6 +129,89 @@ def test_a_node_made_in_process_gives_the_loaders_records_back_when_destroyed(ca
     assert state() == before
     _, note = load_machine(URDF_DIR / 'rover_arm.urdf')
     assert 'joints joint3, joint5' in note and not capfd.readouterr().err
+
+
+def test_a_nodes_debug_log_level_shows_the_loaders_debug_lines():
+    """
+    ``--log-level <node>:=debug``: the URDF elements the loader ignores are in the node's log.
+
+    Python's logger drops records below its level (warning) before any handler sees them:
+    the handler alone passed on warnings and errors only, whatever the node's level.
+    """
+    urdf = pinocchio_oracle.robots_dir() / 'ur_description/urdf/ur5_robot.urdf'
+    line = 'ignored 6 <transmission> element(s): not used by dynamics'
+    node = NodeProcess('dynamics_node', ['-r', '__node:=debug_node', '-p', f'urdf_file:={urdf}',
+                                         '-r', 'joint_states:=/debug_node/nothing',
+                                         '--log-level', 'debug_node:=debug'])
+    try:
+        assert wait_for(lambda: line in node.output(), 60), node.output()
+    finally:
+        out = node.stop()
+    found = next(x for x in out.splitlines() if line in x)
+    assert found.startswith('[DEBUG] [') and '[debug_node.kron_dynamics]: ' in found, found
+    assert 'Traceback' not in out, out
+    # at the default level (info), as before
+    plain = NodeProcess('dynamics_node', ['-r', '__node:=plain_node', '-p', f'urdf_file:={urdf}',
+                                          '-r', 'joint_states:=/plain_node/nothing'])
+    probe = Probe('plain_probe')
+    try:
+        probe.call(ListParameters, '/plain_node/list_parameters', ListParameters.Request())
+        assert plain.alive(), plain.output()
+    finally:
+        probe.close()
+        out = plain.stop()
+    assert 'not used by dynamics' not in out and 'Traceback' not in out, out
+
+
+def test_a_level_the_process_set_is_kept_and_a_lowered_one_given_back(capfd):
+    """The node's level applies only where the process left the logger's level unset."""
+    import logging
+    import rclpy
+    from rclpy.logging import LoggingSeverity, set_logger_level
+    from kron_dynamics.nodes.dynamics_node import DynamicsNode
+    library = logging.getLogger('kron_dynamics')
+    urdf = pinocchio_oracle.robots_dir() / 'ur_description/urdf/ur5_robot.urdf'
+    assert library.level == logging.NOTSET
+    context = rclpy.Context()
+    rclpy.init(context=context, args=['--ros-args', '-p', f'urdf_file:={urdf}'])
+    try:
+        set_logger_level('debug_in_process.kron_dynamics', LoggingSeverity.DEBUG)
+        capfd.readouterr()
+        node = DynamicsNode(context=context,
+                            cli_args=['--ros-args', '-r', '__node:=debug_in_process'])
+        assert library.level == logging.DEBUG
+        err = capfd.readouterr().err
+        assert '[debug_in_process.kron_dynamics]: ' in err and '<transmission>' in err, err
+        # a node made later at the default level: its level applies (the records go there)
+        later = DynamicsNode(context=context, cli_args=['--ros-args', '-r', '__node:=later'])
+        assert library.level == logging.INFO
+        later.destroy_node()
+        assert library.level == logging.DEBUG
+        node.destroy_node()
+        assert library.level == logging.NOTSET
+        # the process's own level is kept: no debug line, and the level stays after the node
+        library.setLevel(logging.WARNING)
+        try:
+            node = DynamicsNode(context=context,
+                                cli_args=['--ros-args', '-r', '__node:=debug_in_process'])
+            assert library.level == logging.WARNING
+            node.destroy_node()
+            assert library.level == logging.WARNING
+        finally:
+            library.setLevel(logging.NOTSET)
+        assert '<transmission>' not in capfd.readouterr().err
+        # a level the process sets while a node lives is kept after the node, too
+        node = DynamicsNode(context=context,
+                            cli_args=['--ros-args', '-r', '__node:=debug_in_process'])
+        library.setLevel(logging.ERROR)
+        try:
+            node.destroy_node()
+            assert library.level == logging.ERROR
+        finally:
+            library.setLevel(logging.NOTSET)
+    finally:
+        set_logger_level('debug_in_process.kron_dynamics', LoggingSeverity.UNSET)
+        rclpy.try_shutdown(context=context)
 
 
 def test_a_node_collected_without_destroy_node_no_longer_takes_the_records(capfd, caplog):
@@ -163,7 +248,7 @@ def test_a_record_met_while_the_collected_nodes_callback_is_pending_is_not_lost(
     class Gone:
         pass
     handler, gone = LibraryLog(), Gone()
-    handler._nodes = [(weakref.ref(gone), None)]
+    handler._nodes = [(weakref.ref(gone), None, 0)]
     del gone
     library = logging.getLogger('kron_dynamics')
     record = library.makeRecord('kron_dynamics', logging.WARNING, __file__, 1,

@@ -45,25 +45,33 @@ class LibraryLog(logging.Handler):
     ``--log-level``. While a node of this package exists in the process, this handler on
     logger ``kron_dynamics`` sends each record to the ROS logger ``<node>.kron_dynamics`` of
     the newest such node, at the record's severity (the numbers are the same), where the
-    node's log level decides; being a handler, it keeps the last-resort handler quiet. It
-    changes nothing else of the logger (level, propagation, other handlers: an application's
-    own handlers still get the records) and it is tied to the nodes' life: added with the
-    first node, removed when the last one is destroyed. A node that is gone without
-    ``destroy_node`` (collected after its constructor failed) no longer counts.
+    node's log level decides; being a handler, it keeps the last-resort handler quiet.
+    Python's logger filters records by level before any handler sees them, so while the
+    logger has no level of its own (``NOTSET``: the process set none) the handler gives it
+    that node's ROS level when it is lower than the one the logger inherits (``--log-level
+    debug`` shows the loader's debug lines) and takes it back with the node; a level the
+    process set is kept. It changes nothing else of the logger (propagation, other
+    handlers: an application's own handlers still get the records) and it is tied to the
+    nodes' life: added with the first node, removed when the last one is destroyed. A node
+    that is gone without ``destroy_node`` (collected after its constructor failed) no
+    longer counts.
     """
 
     def __init__(self):
         super().__init__(logging.NOTSET)
-        self._nodes = []            # (weak reference to a node, its ROS logger), oldest first
+        # (weak reference to a node, its ROS logger, that logger's level), oldest first
+        self._nodes = []
+        self._level = None          # the level this handler gave the logger, if any
 
     def attach(self, node) -> None:
         """Send the library's records to ``node``'s logger ``<node>.kron_dynamics`` from now."""
-        entry = (weakref.ref(node, self._collected), node.get_logger().get_child('kron_dynamics'))
+        log = node.get_logger().get_child('kron_dynamics')
+        entry = (weakref.ref(node, self._collected), log, int(log.get_effective_level()))
         self._update(lambda nodes: [*nodes, entry])
 
     def detach(self, node) -> None:
         """Stop sending records to ``node``'s logger; with no node left, remove the handler."""
-        self._update(lambda nodes: [(ref, log) for ref, log in nodes if ref() is not node])
+        self._update(lambda nodes: [entry for entry in nodes if entry[0]() is not node])
 
     def _collected(self, _) -> None:
         """Forget a node collected without ``destroy_node`` (its constructor failed)."""
@@ -71,7 +79,7 @@ class LibraryLog(logging.Handler):
 
     def _update(self, change) -> None:
         """
-        Change the list of nodes (dropping collected ones); add or remove the handler to match.
+        Change the list of nodes (dropping collected ones); set the handler and level to match.
 
         Under logging's own lock, and the logger's list of handlers is replaced, not changed
         in place: this runs from the garbage collector too, possibly while that list is being
@@ -79,13 +87,25 @@ class LibraryLog(logging.Handler):
         """
         library = logging.getLogger('kron_dynamics')
         with logging._lock:     # what Logger.addHandler / removeHandler hold (3.11 to 3.13)
-            self._nodes = [(ref, log) for ref, log in change(self._nodes) if ref() is not None]
+            self._nodes = [entry for entry in change(self._nodes) if entry[0]() is not None]
             others = [h for h in library.handlers if h is not self]
             library.handlers = [*others, self] if self._nodes else others
+            if self._level is not None and library.level != self._level:
+                self._level = None      # the process set a level since: it stays
+            if self._level is None and library.level != logging.NOTSET:
+                return
+            inherited = library.parent.getEffectiveLevel()
+            wanted = self._nodes[-1][2] if self._nodes else inherited
+            if logging.NOTSET < wanted < inherited:
+                self._level = wanted
+                library.setLevel(wanted)
+            elif self._level is not None:
+                self._level = None
+                library.setLevel(logging.NOTSET)
 
     def emit(self, record: logging.LogRecord) -> None:
         """Log one record on the newest live node's ROS logger at its severity."""
-        nodes = [log for ref, log in self._nodes if ref() is not None]
+        nodes = [log for ref, log, _ in self._nodes if ref() is not None]
         if not nodes:       # collected, its callback not run yet: as if this were not here
             if not _other_handlers(logging.getLogger('kron_dynamics'), self) \
                     and logging.lastResort is not None \
