@@ -83,6 +83,32 @@ def _wrenches(f_ext, check_link: Callable) -> list:
     return out
 
 
+def _wrench_rows(f_ext, N: int, check_link: Callable) -> list:
+    """
+    Check f_ext for a batch of N states; return one {link: wrench} per row.
+
+    A wrench is 6 numbers (the same for every row) or N x 6 (one per row); an unknown link
+    raises as ``check_link`` does, a bad shape or a non-finite wrench is a ValueError naming
+    the link (and the rows).
+    """
+    _has_wrenches(f_ext)
+    rows = [{} for _ in range(N)]
+    for link, wrench in f_ext.items():
+        check_link(link)
+        w = real_array(wrench, f"f_ext['{link}']")
+        if w is None or w.shape not in ((6,), (N, 6)):
+            got = 'no array of numbers' if w is None else f'shape {w.shape}'
+            raise ValueError(f"f_ext['{link}'] must be 6 numbers (every row's) or {N} x 6 "
+                             f'(one wrench per batch row), got {got}')
+        finite = np.isfinite(w).all(axis=-1)
+        if not np.all(finite):
+            at = '' if w.ndim == 1 else f' at batch row(s) {np.flatnonzero(~finite).tolist()}'
+            raise ValueError(f"f_ext['{link}'] is not finite{at}")
+        for k, row in enumerate(rows):
+            row[link] = w if w.ndim == 1 else w[k]
+    return rows
+
+
 def _on_device(x) -> bool:
     """Return True for a CUDA array (numba device array, CuPy, PyTorch CUDA tensor)."""
     return not isinstance(x, np.ndarray) and (hasattr(x, '__cuda_array_interface__')

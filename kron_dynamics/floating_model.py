@@ -630,9 +630,10 @@ class MovingBase:
 
     def _with_wrenches(self, q, v, dv, f_ext) -> Array:
         """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
-        wrenches = _wrenches(f_ext, self.fixed._site)
         if max(ndim(q), ndim(v), ndim(dv)) >= 2:
-            raise ValueError('f_ext is not supported for a batch: call per configuration')
+            return self._per_row_wrenches(self.inverse_dynamics, f_ext, self.fixed._site,
+                                          q=q, v=v, dv=dv)
+        wrenches = _wrenches(f_ext, self.fixed._site)
         tau = self.inverse_dynamics(q, v, dv)
         for link, w in wrenches:
             tau = tau - self.jacobian(q, link).T @ w
@@ -1439,7 +1440,8 @@ _COMPILED_BASE = {
 
         002, 004 app. B. ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that
         the environment applies to the link: force at the link frame origin and moment, in
-        world axes (as on a fixed base, with the world for the root frame).
+        world axes (as on a fixed base, with the world for the root frame); in a batch, a
+        wrench is 6 numbers (every row's) or N x 6 (one per row).
         """),
     'mass_matrix': _BaseRow(
         'q: ArrayLike, method: str | None = None', ('q',), 'floating_crba', f'{{}}, {_TOL}',
@@ -1629,8 +1631,9 @@ _COMPILED_BASE = {
         'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv, f_ext)',
         prelude=('wrenches = f_ext is not None and _has_wrenches(f_ext)',
                  'if wrenches and max(ndim(q), ndim(v), ndim(dv)) >= 2:',
-                 "    raise ValueError('f_ext is not supported for a batch: call per "
-                 "configuration')"), fast_if='not wrenches', parts=3, returns=_THREE,
+                 '    return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,',
+                 '                                  self.fixed._site, q=q, v=v, dv=dv)'),
+        fast_if='not wrenches', parts=3, returns=_THREE,
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         gpu='self._gpu_for(f_ext).inverse_dynamics_derivatives(q, v, dv)', doc="""
         Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.

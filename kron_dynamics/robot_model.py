@@ -53,8 +53,9 @@ from .algorithms.operational_space import operational_space_inertia, RCOND as OP
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _boolean, _contacts, _finite_scalar, _frame_code,
                      _generator, _has_wrenches, _on_device, _PARTS, _step_arguments,
-                     _task_arguments, _wrenches, argument_names, ArrayChecker, BASE_TYPES,
-                     CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array, real_number)
+                     _task_arguments, _wrench_rows, _wrenches, argument_names, ArrayChecker,
+                     BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array,
+                     real_number)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
@@ -716,6 +717,22 @@ class RobotModel:
         if isinstance(results[0], tuple):
             return tuple(np.stack(items) for items in zip(*results))
         return np.stack(results) if isinstance(results[0], np.ndarray) else np.array(results)
+
+    def _per_row_wrenches(self, method: Callable, f_ext, check_link: Callable, **arrays):
+        """
+        Return method(*row, f_ext=row's wrenches) stacked over a batch (f_ext: 6 or N x 6 each).
+
+        A batch with external wrenches runs one state at a time (on a fixed base, the
+        compiled single call); an empty batch checks f_ext and gives the method's empty
+        results. CUDA arrays: the GPU's refusal of f_ext.
+        """
+        if any(_on_device(x) for x in arrays.values()):
+            self._gpu_for(f_ext)
+        values, N = self._inputs(**arrays)
+        rows = _wrench_rows(f_ext, N, check_link)
+        if N == 0:
+            return method(*values)
+        return self._per_row(lambda *row: method(*row[:-1], f_ext=row[-1]), N, *values, rows)
 
     def _run(self, single, batch, N, shape, *args):
         """Call a kernel on checked inputs into a new output array of shape ([N,] *shape)."""
@@ -1460,8 +1477,9 @@ class RobotModel:
         qdd = values[2] if len(values) > 2 else q
         wrenches = _has_wrenches(f_ext)
         if N is not None:
-            if wrenches:
-                raise ValueError('f_ext is not supported for a batch: call per configuration')
+            if wrenches:        # only inverse_dynamics takes f_ext
+                return self._per_row_wrenches(self.inverse_dynamics, f_ext, self._frame,
+                                              **dict(zip(arrays, values)))
             return self._run(None, native.rnea_batch, N, self._n, q, qd, qdd, mode)
         W = self._external_wrenches(self._internal(q, 'q'), f_ext) if wrenches else _NO_WRENCH
         return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
@@ -1529,7 +1547,8 @@ class RobotModel:
         (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         wrenches = _has_wrenches(f_ext)
         if wrenches and N is not None:
-            raise ValueError('f_ext is not supported for a batch: call per configuration')
+            return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext, self._site,
+                                          q=q, qd=qd, qdd=qdd)
         out = self._run(native.rnea_derivatives, native.rnea_derivatives_batch, N, self._3nn,
                         q, qd, qdd)
         if wrenches:
@@ -1914,7 +1933,8 @@ _COMPILED = {
 
         ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that the environment
         applies to the link: force at the link frame origin and moment, in root-frame
-        coordinates (004 eq. 33). Armature torques are included.
+        coordinates (004 eq. 33); in a batch, a wrench is 6 numbers (every row's) or N x 6
+        (one per row). Armature torques are included.
         """),
 }
 
@@ -2138,7 +2158,8 @@ class CoupledRobotModel(RobotModel):
         (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if N is not None:
             if _has_wrenches(f_ext):
-                raise ValueError('f_ext is not supported for a batch: call per configuration')
+                return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,
+                                              self._site, q=u, qd=ud, qdd=udd)
             out = np.empty((N, 3, self._n, self._n))
             if self._cpl is not None and native.coupled_rnea_derivatives_batch(
                     self._fints, self._freals, self._cpl, self.armature, u, ud, udd, out):

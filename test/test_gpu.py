@@ -1248,8 +1248,10 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     link = model.link_names[-1]
     with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
         model.full_configuration(dQ)
-    with pytest.raises(ValueError, match='f_ext is not supported (on the GPU|for a batch)'):
+    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
         model.inverse_dynamics(dQ, dV, dV, f_ext={link: np.ones(6)})
+    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
+        model.inverse_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones((2, 6))})
     if root == 'fixed':
         with pytest.raises(ValueError, match="is a CUDA array|method 'hessian' runs on the CPU"):
             model.coriolis_star(dQ, method='hessian')

@@ -194,9 +194,10 @@ def test_batch_errors_name_the_row_and_joint():
         model.bias_torque(np.zeros((5, n)), np.zeros((4, n)))
     with pytest.raises(ValueError, match=rf'must have shape \({n},\) or \(N, {n}\)'):
         model.mass_matrix(np.zeros((5, n + 1)))
-    with pytest.raises(ValueError, match='f_ext is not supported for a batch'):
+    with pytest.raises(ValueError, match=rf"f_ext\['{model.link_names[-1]}'\] is not finite at "
+                                         r'batch row\(s\) \[1\]'):
         model.inverse_dynamics(np.zeros((2, n)), np.zeros(n), np.zeros(n),
-                               f_ext={model.link_names[-1]: np.ones(6)})
+                               f_ext={model.link_names[-1]: [np.ones(6), np.full(6, np.nan)]})
     singular = RobotModel.from_urdf_file(model_path('rover_arm.urdf'))
     Q = np.zeros((3, singular.n))
     with pytest.raises(SingularMassMatrixError, match=r'^row 0: mass matrix is singular'):

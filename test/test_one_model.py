@@ -206,28 +206,77 @@ def test_kinematics_in_every_frame_are_pinocchios(case):
               model.jacobian_derivative(q, v, link), "hessians: H (E kron v) = J'")
 
 
+def _pinocchio_rnea_with_fext(pair, q, v, dv, f_ext):
+    """Pinocchio's rnea with f_ext's world-aligned wrenches at link origins made joint-local."""
+    pm, pd = pair.pm, pair.pd
+    pq = pair.q(q)
+    pin.forwardKinematics(pm, pd, pq)
+    pin.updateFramePlacements(pm, pd)
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for link, wrench in f_ext.items():
+        fid = pm.getFrameId(link)
+        joint = pm.frames[fid].parentJoint
+        oMi, oMf = pd.oMi[joint], pd.oMf[fid]
+        R = oMi.rotation
+        moment = wrench[3:] + np.cross(oMf.translation - oMi.translation, wrench[:3])
+        fext[joint] += pin.Force(R.T @ wrench[:3], R.T @ moment)
+    return pair.P.T @ pin.rnea(pm, pd, pq, pair.v(v), pair.v(dv), fext)
+
+
 def test_inverse_dynamics_with_external_wrenches_is_pinocchios_rnea_with_fext(case):
     """f_ext: world-aligned wrench at the link origin; Pinocchio's fext is joint-local."""
     kind, model, pair = case
-    pm, pd, P = pair.pm, pair.pd, pair.P
     q, v, dv = state(model, 5)
     link = CASES[kind][2][0]
     wrench = np.array([3.0, -2.0, 5.0, 0.4, -0.3, 0.2])
     tau = model.inverse_dynamics(q, v, dv, f_ext={link: wrench})
-    pq = pair.q(q)
-    pin.forwardKinematics(pm, pd, pq)
-    pin.updateFramePlacements(pm, pd)
-    fid = pm.getFrameId(link)
-    joint = pm.frames[fid].parentJoint
-    oMi, oMf = pd.oMi[joint], pd.oMf[fid]
-    R = oMi.rotation
-    moment = wrench[3:] + np.cross(oMf.translation - oMi.translation, wrench[:3])
-    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-    fext[joint] = pin.Force(R.T @ wrench[:3], R.T @ moment)
-    ref = pin.rnea(pm, pd, pq, pair.v(v), pair.v(dv), fext)
-    close(tau, P.T @ ref, 'inverse dynamics with f_ext against rnea with fext')
+    close(tau, _pinocchio_rnea_with_fext(pair, q, v, dv, {link: wrench}),
+          'inverse dynamics with f_ext against rnea with fext')
     with pytest.raises(ValueError, match=r"f_ext\['%s'\] must be 6 finite numbers" % link):
         model.inverse_dynamics(q, v, dv, f_ext={link: [1.0, np.nan, 0, 0, 0, 0]})
+
+
+def test_a_batch_takes_external_wrenches_one_per_row_or_one_for_all(case):
+    """
+    f_ext on a batch: a wrench of N x 6 gives each row its own, one of 6 is every row's.
+
+    Each row against Pinocchio's rnea with that row's wrenches, the derivatives against the
+    single calls; a batch with wrenches was refused ('call per configuration').
+    """
+    kind, model, pair = case
+    links = CASES[kind][2]
+    states = [state(model, seed) for seed in (11, 12, 13)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    rng = np.random.default_rng(3)
+    per_row, common = rng.uniform(-5, 5, (3, 6)), np.array([1.0, -2.0, 3.0, 0.3, 0.2, -0.1])
+    f_ext = {links[0]: per_row, links[-1]: common} if len(links) > 1 else {links[0]: per_row}
+
+    def row(k):
+        return {link: w if w.ndim == 1 else w[k] for link, w in f_ext.items()}
+    tau = model.inverse_dynamics(Q, V, A, f_ext=f_ext)
+    assert tau.shape == (3, model.nv)
+    for k in range(3):
+        close(tau[k], _pinocchio_rnea_with_fext(pair, Q[k], V[k], A[k], row(k)),
+              f'row {k} of a batch with f_ext against rnea with fext')
+    # one state broadcast against a batch of wrenches, as the joint arrays broadcast
+    close(model.inverse_dynamics(Q[1], V, A, f_ext=f_ext)[1], tau[1], 'q broadcast')
+    D = model.inverse_dynamics_derivatives(Q, V, A, f_ext=f_ext)
+    for k in range(3):
+        for got, want in zip(D, model.inverse_dynamics_derivatives(Q[k], V[k], A[k], row(k))):
+            close(got[k], want, f'row {k} of the derivatives with f_ext')
+    empty = model.inverse_dynamics(Q[:0], V[:0], A[:0], f_ext={links[0]: np.zeros((0, 6))})
+    assert empty.shape == (0, model.nv)
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] must be 6 numbers \(every row's\) or "
+                                         r'3 x 6 \(one wrench per batch row\), got shape '
+                                         r'\(2, 6\)' % links[0]):
+        model.inverse_dynamics(Q, V, A, f_ext={links[0]: per_row[:2]})
+    bad = per_row.copy()
+    bad[2, 4] = np.inf
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
+                                         r'\[2\]' % links[0]):
+        model.inverse_dynamics_derivatives(Q, V, A, f_ext={links[0]: bad})
+    with pytest.raises(ModelError, match="unknown link 'no_such_link'"):
+        model.inverse_dynamics(Q[:0], V[:0], A[:0], f_ext={'no_such_link': common})
 
 
 def test_operational_space_inertia_and_energies(case):
