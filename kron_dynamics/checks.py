@@ -83,16 +83,16 @@ def _wrenches(f_ext, check_link: Callable) -> list:
     return out
 
 
-def _wrench_rows(f_ext, N: int, check_link: Callable) -> list:
+def _batch_wrenches(f_ext, N: int, check_link: Callable) -> list:
     """
-    Check f_ext for a batch of N states; return one {link: wrench} per row.
+    Check f_ext for a batch of N states; return [(link, N x 6 wrenches)].
 
     A wrench is 6 numbers (the same for every row) or N x 6 (one per row); an unknown link
     raises as ``check_link`` does, a bad shape or a non-finite wrench is a ValueError naming
     the link (and the rows).
     """
     _has_wrenches(f_ext)
-    rows = [{} for _ in range(N)]
+    out = []
     for link, wrench in f_ext.items():
         check_link(link)
         w = real_array(wrench, f"f_ext['{link}']")
@@ -104,9 +104,8 @@ def _wrench_rows(f_ext, N: int, check_link: Callable) -> list:
         if not np.all(finite):
             at = '' if w.ndim == 1 else f' at batch row(s) {np.flatnonzero(~finite).tolist()}'
             raise ValueError(f"f_ext['{link}'] is not finite{at}")
-        for k, row in enumerate(rows):
-            row[link] = w if w.ndim == 1 else w[k]
-    return rows
+        out.append((link, np.broadcast_to(w, (N, 6))))
+    return out
 
 
 def _on_device(x) -> bool:

@@ -631,8 +631,7 @@ class MovingBase:
     def _with_wrenches(self, q, v, dv, f_ext) -> Array:
         """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
         if max(ndim(q), ndim(v), ndim(dv)) >= 2:
-            return self._per_row_wrenches(self.inverse_dynamics, f_ext, self.fixed._site,
-                                          q=q, v=v, dv=dv)
+            return self._batch_less_wrenches(f_ext, self.fixed._site, q=q, v=v, dv=dv)
         wrenches = _wrenches(f_ext, self.fixed._site)
         tau = self.inverse_dynamics(q, v, dv)
         for link, w in wrenches:

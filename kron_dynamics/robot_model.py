@@ -53,7 +53,7 @@ from .algorithms.operational_space import operational_space_inertia, RCOND as OP
 from .algorithms.regressor import body_inertia, body_parameters
 from .checks import (_body_parameters, _boolean, _contacts, _finite_scalar, _frame_code,
                      _generator, _has_wrenches, _on_device, _PARTS, _step_arguments,
-                     _task_arguments, _wrench_rows, _wrenches, argument_names, ArrayChecker,
+                     _task_arguments, _batch_wrenches, _wrenches, argument_names, ArrayChecker,
                      BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array,
                      real_number)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
@@ -718,20 +718,37 @@ class RobotModel:
             return tuple(np.stack(items) for items in zip(*results))
         return np.stack(results) if isinstance(results[0], np.ndarray) else np.array(results)
 
+    def _batch_wrenches(self, f_ext, check_link: Callable, arrays: dict):
+        """Check a batch's arrays and f_ext; return (arrays, N, [(link, N x 6 wrenches)])."""
+        if any(_on_device(x) for x in arrays.values()):
+            self._gpu_for(f_ext)        # the GPU's refusal of f_ext
+        values, N = self._inputs(**arrays)
+        return values, N, _batch_wrenches(f_ext, N, check_link)
+
+    def _batch_less_wrenches(self, f_ext, check_link: Callable, **arrays) -> Array:
+        """
+        Return a batch's inverse dynamics less sum J^T F (f_ext: 6 or N x 6 per link).
+
+        Compiled batches: inverse dynamics, then each wrench's link Jacobian (root axes at
+        the link origin: the axes and point f_ext is given in).
+        """
+        (q, v, dv), _, wrenches = self._batch_wrenches(f_ext, check_link, arrays)
+        tau = self.inverse_dynamics(q, v, dv)
+        for link, w in wrenches:
+            tau = tau - np.einsum('nrk,nr->nk', self.jacobian(q, link), w)
+        return tau
+
     def _per_row_wrenches(self, method: Callable, f_ext, check_link: Callable, **arrays):
         """
         Return method(*row, f_ext=row's wrenches) stacked over a batch (f_ext: 6 or N x 6 each).
 
-        A batch with external wrenches runs one state at a time (on a fixed base, the
-        compiled single call); an empty batch checks f_ext and gives the method's empty
-        results. CUDA arrays: the GPU's refusal of f_ext.
+        One state at a time (the compiled single call); an empty batch checks f_ext and
+        gives the method's empty results.
         """
-        if any(_on_device(x) for x in arrays.values()):
-            self._gpu_for(f_ext)
-        values, N = self._inputs(**arrays)
-        rows = _wrench_rows(f_ext, N, check_link)
+        values, N, wrenches = self._batch_wrenches(f_ext, check_link, arrays)
         if N == 0:
             return method(*values)
+        rows = [{link: w[k] for link, w in wrenches} for k in range(N)]
         return self._per_row(lambda *row: method(*row[:-1], f_ext=row[-1]), N, *values, rows)
 
     def _run(self, single, batch, N, shape, *args):
@@ -1478,8 +1495,8 @@ class RobotModel:
         wrenches = _has_wrenches(f_ext)
         if N is not None:
             if wrenches:        # only inverse_dynamics takes f_ext
-                return self._per_row_wrenches(self.inverse_dynamics, f_ext, self._frame,
-                                              **dict(zip(arrays, values)))
+                return self._batch_less_wrenches(f_ext, self._frame,
+                                                 **dict(zip(arrays, values)))
             return self._run(None, native.rnea_batch, N, self._n, q, qd, qdd, mode)
         W = self._external_wrenches(self._internal(q, 'q'), f_ext) if wrenches else _NO_WRENCH
         return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
