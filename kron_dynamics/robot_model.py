@@ -1498,21 +1498,24 @@ class RobotModel:
                 return self._batch_less_wrenches(f_ext, self._frame,
                                                  **dict(zip(arrays, values)))
             return self._run(None, native.rnea_batch, N, self._n, q, qd, qdd, mode)
-        W = self._external_wrenches(self._internal(q, 'q'), f_ext) if wrenches else _NO_WRENCH
+        W = self._external_wrenches(q, f_ext) if wrenches else _NO_WRENCH
         return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
 
-    def _external_wrenches(self, qi, f_ext):
+    def _external_wrenches(self, q, f_ext):
+        """Return f_ext as body-frame wrenches on the bodies (n x 6, internal order) at q."""
         wrenches = _wrenches(f_ext, self._frame)
-        R, p = forward_kinematics(self.tree, qi)
         W = np.zeros((self.n, 6))
         for link, w in wrenches:
             body, Rb, pb = self._frame(link)
             if body < 0:
                 continue  # acts on the fixed base
-            force, moment = w[:3], w[3:]
-            lever = R[body] @ pb     # body origin -> link origin, root-frame axes
-            W[body, :3] += R[body].T @ force
-            W[body, 3:] += R[body].T @ (moment + np.cross(lever, force))
+            R = self.link_pose(q, link)[:3, :3] @ Rb.T       # the body's orientation
+            f = w[:3]
+            x = R @ pb      # body origin -> link origin, root-frame axes; then x cross f:
+            lever = [x[1] * f[2] - x[2] * f[1], x[2] * f[0] - x[0] * f[2],
+                     x[0] * f[1] - x[1] * f[0]]     # (np.cross took most of the call)
+            W[body, :3] += R.T @ f
+            W[body, 3:] += R.T @ (w[3:] + lever)
         return W
 
     def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike) -> Array:

@@ -82,7 +82,7 @@ def test_kernels_match_reference(seed, n, branching):
         # external wrenches (kernel with W) against the readable Newton-Euler with f_ext
         link = links[int(rng.integers(len(links)))]
         wrench = rng.normal(size=6)
-        W = model._external_wrenches(qi, {link: wrench})
+        W = model._external_wrenches(q, {link: wrench})
         close(model.inverse_dynamics(q, qd, qdd, f_ext={link: wrench}),
               rnea(tree, qi, qdi, qddi, f_ext=W)[p] + arm * qdd)
         tau = rng.uniform(-5, 5, n)
