@@ -1474,11 +1474,19 @@ _COMPILED_BASE = {
         moving=f'{_MOVING_ORIGIN}, {{}}, CORIOLIS, {_TOL}',
         doc='Return C*(q)(v kron v) = h(q, v) - G(q) (nv).'),
     'forward_dynamics': _BaseRow(
-        'q: ArrayLike, v: ArrayLike, tau: ArrayLike', ('q', 'v', 'tau'),
+        'q: ArrayLike, v: ArrayLike, tau: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
+        'None', ('q', 'v', 'tau'),
         'floating_forward_dynamics', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_v', 'self._general_forward_dynamics(q, v, tau)',
+        prelude=('if f_ext is not None and _has_wrenches(f_ext):',
+                 '    tau = self._plus_wrenches(f_ext, self.fixed._site, q, tau)'),
         gpu='self.on_gpu().forward_dynamics(q, v, tau)', moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
-        doc="Return v' = M^-1 (tau - h(q, v)); SingularMassMatrixError naming the coordinates."),
+        doc="""
+        Return v' = M^-1 (tau + sum J^T F_ext - h(q, v)); SingularMassMatrixError if M singular.
+
+        ``f_ext`` as for :meth:`inverse_dynamics` (Pinocchio: ``aba`` with ``fext``); a
+        SingularMassMatrixError names the coordinates.
+        """),
     'jacobian': _BaseRow(
         "q: ArrayLike, link: str, point: ArrayLike | None = None, "
         "frame: str = 'local_world_aligned'", ('q',), 'floating_jacobian',

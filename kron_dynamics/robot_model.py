@@ -725,6 +725,19 @@ class RobotModel:
         values, N = self._inputs(**arrays)
         return values, N, _batch_wrenches(f_ext, N, check_link)
 
+    def _plus_wrenches(self, f_ext, check_link: Callable, q, tau) -> Array:
+        """Return tau + sum J^T F: f_ext's generalized forces at q (one state or a batch)."""
+        if _on_device(q) or _on_device(tau):
+            self._gpu_for(f_ext)        # the GPU's refusal of f_ext
+        (q, tau), N = self._inputs(q=q, tau=tau)
+        if N is None:
+            for link, w in _wrenches(f_ext, check_link):
+                tau = tau + self.jacobian(q, link).T @ w
+            return tau
+        for link, w in _batch_wrenches(f_ext, N, check_link):
+            tau = tau + np.einsum('nrk,nr->nk', self.jacobian(q, link), w)
+        return tau
+
     def _batch_less_wrenches(self, f_ext, check_link: Callable, **arrays) -> Array:
         """
         Return a batch's inverse dynamics less sum J^T F (f_ext: 6 or N x 6 per link).
@@ -1518,8 +1531,15 @@ class RobotModel:
             W[body, 3:] += R.T @ (w[3:] + lever)
         return W
 
-    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike) -> Array:
-        """Return q'' = M^-1 (tau - C*(q' kron q') - G); SingularMassMatrixError if M singular."""
+    def forward_dynamics(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
+                         f_ext: Mapping[str, ArrayLike] | None = None) -> Array:
+        """
+        Return q'' = M^-1 (tau + sum J^T F_ext - C*(q' kron q') - G); SingularMassMatrixError.
+
+        ``f_ext`` as for :meth:`inverse_dynamics` (Pinocchio: ``aba`` with ``fext``).
+        """
+        if f_ext is not None and _has_wrenches(f_ext):
+            tau = self._plus_wrenches(f_ext, self._site, q, tau)
         if _is_vector(q) and _is_vector(qd) and _is_vector(tau):
             qdd = np.empty(self._n)
             if native.forward_dynamics(self._ints, self._reals, q, qd, tau, self._zeros, qdd):
@@ -2159,7 +2179,9 @@ class CoupledRobotModel(RobotModel):
                                           self._lift_rate(udd), f_ext)
         return self._vec(tau) + self.armature * udd
 
-    def _general_forward_dynamics(self, q, qd, tau) -> Array:
+    def _general_forward_dynamics(self, q, qd, tau, f_ext) -> Array:
+        if f_ext is not None and _has_wrenches(f_ext):
+            return self.forward_dynamics(q, qd, self._plus_wrenches(f_ext, self._site, q, tau))
         if _on_device(q):
             return self.on_gpu().forward_dynamics(q, qd, tau)
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
@@ -2493,8 +2515,9 @@ _COUPLED = {
         for RobotModel.
         """),
     'forward_dynamics': _CoupledRow(       # a singular M_u or bad input: the general path
-        ('q', 'qd', 'tau'), 'self._cpl, self.armature, {}', 'self._n', 'q, qd, tau',
-        doc="Return u'' = M_u^-1 (tau_u - C*_u (u' kron u') - G_u); SingularMassMatrixError."),
+        ('q', 'qd', 'tau'), 'self._cpl, self.armature, {}', 'self._n', 'q, qd, tau, f_ext',
+        fast_if='f_ext is None', doc="Return u'' = M_u^-1 (tau_u + (J B)^T F_ext - C*_u (u' kron "
+        "u') - G_u); SingularMassMatrixError."),
     'inverse_dynamics_derivatives': _CoupledRow(
         ('q', 'qd', 'qdd'), 'self._cpl, self.armature, {}', '(3, self._n, self._n)',
         'q, qd, qdd, f_ext', kernel='coupled_rnea_derivatives', fast_if='f_ext is None',
