@@ -64,7 +64,7 @@ from .model.tree import KinematicTree
 from .written_out import parameter_names, write_out
 from .checks import _boolean  # noqa: F401  (_ROOT_FLAG's written-out check)
 from .checks import (_body_parameters, _has_wrenches, _host_only, _on_device,
-                     _step_arguments, _task_arguments, _wrenches, argument_names, ArrayChecker,
+                     _step_arguments, _task_arguments, argument_names, ArrayChecker,
                      BASE_TYPES, frame_name, ndim, real_array)
 
 Array = NDArray[np.float64]
@@ -627,16 +627,6 @@ class MovingBase:
         dv = self._vector(dv, self.nv, 'dv')
         tau = self._rnea(qk, self._lift(v), self._lift(dv), self._gravity_base(T))
         return self._project(tau) + self._armature_after * dv
-
-    def _with_wrenches(self, q, v, dv, f_ext) -> Array:
-        """Return inverse dynamics less the generalized forces J^T F of external wrenches."""
-        if max(ndim(q), ndim(v), ndim(dv)) >= 2:
-            return self._batch_less_wrenches(f_ext, self.fixed._site, q=q, v=v, dv=dv)
-        wrenches = _wrenches(f_ext, self.fixed._site)
-        tau = self.inverse_dynamics(q, v, dv)
-        for link, w in wrenches:
-            tau = tau - self.jacobian(q, link).T @ w
-        return tau
 
     def _general_mass_matrix(self, q) -> Array:
         _, _, _, qk = self._split(q)
@@ -1433,7 +1423,7 @@ _COMPILED_BASE = {
         'q, v, dv', 'self._shape_v', 'self._general_inverse_dynamics(q, v, dv)',
         moving=f'{_MOVING_ORIGIN}, {{}}, ID, {_TOL}',
         prelude=('if f_ext is not None and _has_wrenches(f_ext):',
-                 '    return self._with_wrenches(q, v, dv, f_ext)'),
+                 '    return self._less_wrenches(f_ext, self.fixed._site, q=q, v=v, dv=dv)'),
         gpu='self.on_gpu().inverse_dynamics(q, v, dv)', doc="""
         Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
 

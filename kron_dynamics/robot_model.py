@@ -51,11 +51,11 @@ from .algorithms.kinematics import com_positions, forward_kinematics
 from .algorithms.mass_matrix_jacobian import mass_matrix_jacobian
 from .algorithms.operational_space import operational_space_inertia, RCOND as OPERATIONAL_RCOND
 from .algorithms.regressor import body_inertia, body_parameters
-from .checks import (_body_parameters, _boolean, _contacts, _finite_scalar, _frame_code,
-                     _generator, _has_wrenches, _on_device, _PARTS, _step_arguments,
-                     _task_arguments, _batch_wrenches, _wrenches, argument_names, ArrayChecker,
-                     BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim, real_array,
-                     real_number)
+from .checks import (_batch_wrenches, _body_parameters, _boolean, _contacts, _finite_scalar,
+                     _frame_code, _generator, _has_wrenches, _on_device, _PARTS,
+                     _step_arguments, _task_arguments, _wrenches, argument_names,
+                     ArrayChecker, BASE_TYPES, CONTACT_FRAMES, DEFAULT_BASE_BOX, ndim,
+                     real_array, real_number)
 from .errors import ModelError, SingularJacobianError, SingularMassMatrixError
 from .floating_model import MovingBase
 from .kernels.layout import WORLD  # noqa: F401  (_COMPILED's acceleration uses it)
@@ -718,38 +718,40 @@ class RobotModel:
             return tuple(np.stack(items) for items in zip(*results))
         return np.stack(results) if isinstance(results[0], np.ndarray) else np.array(results)
 
-    def _batch_wrenches(self, f_ext, check_link: Callable, arrays: dict):
-        """Check a batch's arrays and f_ext; return (arrays, N, [(link, N x 6 wrenches)])."""
+    def _wrench_inputs(self, f_ext, arrays: dict):
+        """Check the arrays of a call with f_ext (CUDA arrays: the GPU refuses f_ext)."""
         if any(_on_device(x) for x in arrays.values()):
-            self._gpu_for(f_ext)        # the GPU's refusal of f_ext
-        values, N = self._inputs(**arrays)
-        return values, N, _batch_wrenches(f_ext, N, check_link)
+            self._gpu_for(f_ext)
+        return self._inputs(**arrays)
+
+    def _generalized_wrenches(self, f_ext, check_link: Callable, q: Array, N) -> Array:
+        """
+        Return sum J^T F over f_ext at checked q: nv, or N x nv for a batch of N.
+
+        Link Jacobians in root axes at the link origin, the axes and point f_ext is given in
+        (compiled, a batch in one call per link); in a batch a wrench is 6 numbers (every
+        row's) or N x 6.
+        """
+        if N is None:
+            total = np.zeros(self.nv)
+            for link, w in _wrenches(f_ext, check_link):
+                total += self.jacobian(q, link).T @ w
+            return total
+        total = np.zeros((N, self.nv))
+        for link, w in _batch_wrenches(f_ext, N, check_link):
+            total += np.einsum('nrk,nr->nk', self.jacobian(q, link), w)
+        return total
 
     def _plus_wrenches(self, f_ext, check_link: Callable, q, tau) -> Array:
-        """Return tau + sum J^T F: f_ext's generalized forces at q (one state or a batch)."""
-        if _on_device(q) or _on_device(tau):
-            self._gpu_for(f_ext)        # the GPU's refusal of f_ext
-        (q, tau), N = self._inputs(q=q, tau=tau)
-        if N is None:
-            for link, w in _wrenches(f_ext, check_link):
-                tau = tau + self.jacobian(q, link).T @ w
-            return tau
-        for link, w in _batch_wrenches(f_ext, N, check_link):
-            tau = tau + np.einsum('nrk,nr->nk', self.jacobian(q, link), w)
-        return tau
+        """Return tau + sum J^T F (one state or a batch): forward dynamics' joint forces."""
+        (q, tau), N = self._wrench_inputs(f_ext, {'q': q, 'tau': tau})
+        return tau + self._generalized_wrenches(f_ext, check_link, q, N)
 
-    def _batch_less_wrenches(self, f_ext, check_link: Callable, **arrays) -> Array:
-        """
-        Return a batch's inverse dynamics less sum J^T F (f_ext: 6 or N x 6 per link).
-
-        Compiled batches: inverse dynamics, then each wrench's link Jacobian (root axes at
-        the link origin: the axes and point f_ext is given in).
-        """
-        (q, v, dv), _, wrenches = self._batch_wrenches(f_ext, check_link, arrays)
-        tau = self.inverse_dynamics(q, v, dv)
-        for link, w in wrenches:
-            tau = tau - np.einsum('nrk,nr->nk', self.jacobian(q, link), w)
-        return tau
+    def _less_wrenches(self, f_ext, check_link: Callable, **arrays) -> Array:
+        """Return inverse dynamics less sum J^T F (one state or a batch), compiled calls."""
+        (q, v, dv), N = self._wrench_inputs(f_ext, arrays)
+        return self.inverse_dynamics(q, v, dv) - self._generalized_wrenches(f_ext, check_link,
+                                                                            q, N)
 
     def _per_row_wrenches(self, method: Callable, f_ext, check_link: Callable, **arrays):
         """
@@ -758,7 +760,8 @@ class RobotModel:
         One state at a time (the compiled single call); an empty batch checks f_ext and
         gives the method's empty results.
         """
-        values, N, wrenches = self._batch_wrenches(f_ext, check_link, arrays)
+        values, N = self._wrench_inputs(f_ext, arrays)
+        wrenches = _batch_wrenches(f_ext, N, check_link)
         if N == 0:
             return method(*values)
         rows = [{link: w[k] for link, w in wrenches} for k in range(N)]
@@ -1508,8 +1511,7 @@ class RobotModel:
         wrenches = _has_wrenches(f_ext)
         if N is not None:
             if wrenches:        # only inverse_dynamics takes f_ext
-                return self._batch_less_wrenches(f_ext, self._frame,
-                                                 **dict(zip(arrays, values)))
+                return self._less_wrenches(f_ext, self._frame, **dict(zip(arrays, values)))
             return self._run(None, native.rnea_batch, N, self._n, q, qd, qdd, mode)
         W = self._external_wrenches(q, f_ext) if wrenches else _NO_WRENCH
         return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
