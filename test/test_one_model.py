@@ -245,6 +245,22 @@ def test_inverse_dynamics_with_external_wrenches_is_pinocchios_rnea_with_fext(ca
         model.inverse_dynamics(q, v, dv, f_ext={link: [1.0, np.nan, 0, 0, 0, 0]})
 
 
+def _batch_with_wrenches(model, links, seed):
+    """
+    Return (Q, V, A, f_ext, row): three states, wrenches, and row(k), row k's wrenches.
+
+    f_ext: a wrench per row (3 x 6) on the first link, one for every row (6 numbers) on the
+    last (the same link where ``links`` has one: the first wins).
+    """
+    Q, V, A = (np.stack(x) for x in zip(*(state(model, seed + k) for k in range(3))))
+    rng = np.random.default_rng(seed)
+    f_ext = {links[-1]: rng.uniform(-5, 5, 6), links[0]: rng.uniform(-5, 5, (3, 6))}
+
+    def row(k):
+        return {link: w if w.ndim == 1 else w[k] for link, w in f_ext.items()}
+    return Q, V, A, f_ext, row
+
+
 def test_a_batch_takes_external_wrenches_one_per_row_or_one_for_all(case):
     """
     f_ext on a batch: a wrench of N x 6 gives each row its own, one of 6 is every row's.
@@ -254,14 +270,8 @@ def test_a_batch_takes_external_wrenches_one_per_row_or_one_for_all(case):
     """
     kind, model, pair = case
     links = CASES[kind][2]
-    states = [state(model, seed) for seed in (11, 12, 13)]
-    Q, V, A = (np.stack(x) for x in zip(*states))
-    rng = np.random.default_rng(3)
-    per_row, common = rng.uniform(-5, 5, (3, 6)), np.array([1.0, -2.0, 3.0, 0.3, 0.2, -0.1])
-    f_ext = {links[0]: per_row, links[-1]: common} if len(links) > 1 else {links[0]: per_row}
-
-    def row(k):
-        return {link: w if w.ndim == 1 else w[k] for link, w in f_ext.items()}
+    Q, V, A, f_ext, row = _batch_with_wrenches(model, links, 11)
+    per_row = f_ext[links[0]]
     tau = model.inverse_dynamics(Q, V, A, f_ext=f_ext)
     assert tau.shape == (3, model.nv)
     for k in range(3):
@@ -285,7 +295,7 @@ def test_a_batch_takes_external_wrenches_one_per_row_or_one_for_all(case):
                                          r'\[2\]' % links[0]):
         model.inverse_dynamics_derivatives(Q, V, A, f_ext={links[0]: bad})
     with pytest.raises(ModelError, match="unknown link 'no_such_link'"):
-        model.inverse_dynamics(Q[:0], V[:0], A[:0], f_ext={'no_such_link': common})
+        model.inverse_dynamics(Q[:0], V[:0], A[:0], f_ext={'no_such_link': np.ones(6)})
 
 
 def test_forward_dynamics_with_external_wrenches_against_pinocchio(case):
@@ -298,15 +308,9 @@ def test_forward_dynamics_with_external_wrenches_against_pinocchio(case):
     kind, model, pair = case
     assert not np.any(model.armature)       # the reference has none
     links = CASES[kind][2]
-    states = [state(model, seed) for seed in (21, 22, 23)]
-    Q, V, _ = (np.stack(x) for x in zip(*states))
-    rng = np.random.default_rng(4)
-    Tau = rng.uniform(-5, 5, (3, model.nv))
-    per_row, common = rng.uniform(-5, 5, (3, 6)), np.array([-1.0, 2.0, 0.5, 0.1, -0.2, 0.3])
-    f_ext = {links[0]: per_row, links[-1]: common} if len(links) > 1 else {links[0]: per_row}
-
-    def row(k):
-        return {link: w if w.ndim == 1 else w[k] for link, w in f_ext.items()}
+    Q, V, _, f_ext, row = _batch_with_wrenches(model, links, 21)
+    per_row = f_ext[links[0]]
+    Tau = np.random.default_rng(4).uniform(-5, 5, (3, model.nv))
     batch = model.forward_dynamics(Q, V, Tau, f_ext=f_ext)
     assert batch.shape == (3, model.nv)
     for k in range(3):
