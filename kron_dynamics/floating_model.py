@@ -1646,12 +1646,20 @@ _COMPILED_BASE = {
         mimic joints: moving_rnea_derivatives, lifted and projected by P), batches too.
         """),
     'forward_dynamics_derivatives': _BaseRow(
-        'q: ArrayLike, v: ArrayLike, tau: ArrayLike', ('q', 'v', 'tau'),
+        'q: ArrayLike, v: ArrayLike, tau: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
+        'None', ('q', 'v', 'tau'),
         'floating_forward_dynamics_derivatives', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_d', 'self._derivatives_at(q, v, tau)', parts=3, returns=_THREE,
+        prelude=('if f_ext is not None and _has_wrenches(f_ext):',
+                 '    return self._derivatives_with_wrenches(self.forward_dynamics_derivatives,',
+                 '                                           f_ext, q=q, v=v, tau=tau)'),
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
-        gpu='self.on_gpu().forward_dynamics_derivatives(q, v, tau)',
-        doc="Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space."),
+        gpu='self.on_gpu().forward_dynamics_derivatives(q, v, tau)', doc="""
+        Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space.
+
+        ``f_ext`` as for :meth:`forward_dynamics`, held constant in world axes: dv'/dq
+        gains M^-1 sum_i F_i H_i (the Hessians of :meth:`hessian`).
+        """),
 }
 
 

@@ -767,6 +767,51 @@ class RobotModel:
         rows = [{link: w[k] for link, w in wrenches} for k in range(N)]
         return self._per_row(lambda *row: method(*row[:-1], f_ext=row[-1]), N, *values, rows)
 
+    def _wrench_derivative(self, q: Array, f_ext, N=None) -> Array:
+        """
+        Return D = d/dq of sum J^T F over f_ext, held constant in root axes, at checked q.
+
+        nv x nv (N x nv x nv for a batch of N): sum_i F_i H_i with the link Hessians H of
+        000 section 3 ([row, s, k] = dJ_row,s/dq_k), compiled, a batch in one call per link.
+        """
+        n = self.nv
+        if N is None:
+            D = np.zeros((n, n))
+            for link, w in _wrenches(f_ext, self._site):
+                D += np.einsum('r,rsk->sk', w, self.hessian(q, link).reshape(6, n, n))
+            return D
+        D = np.zeros((N, n, n))
+        for link, w in _batch_wrenches(f_ext, N, self._site):
+            D += np.einsum('nr,nrsk->nsk', w, self.hessian(q, link).reshape(N, 6, n, n))
+        return D
+
+    def _derivatives_with_wrenches(self, derivatives: Callable, f_ext, **arrays):
+        """
+        Return derivatives(q, v, tau + sum J^T F), each d/dq plus its d/dtau times D.
+
+        The wrenches enter forward dynamics as the generalized forces g(q) = sum J^T F, so
+        a result x(q, v, tau + g(q)) has dx/dq + dx/dtau D, D = dg/dq
+        (:meth:`_wrench_derivative`, the wrenches held in root axes). ``derivatives`` gives
+        (dv'/dq, dv'/dv, M^-1) or :class:`ConstrainedDerivatives` (lambda's too); one state
+        or a batch, in the compiled calls of both.
+        """
+        (q, v, tau), N = self._wrench_inputs(f_ext, arrays)
+        out = derivatives(q, v, tau + self._generalized_wrenches(f_ext, self._site, q, N))
+        D = self._wrench_derivative(q, f_ext, N)
+        if isinstance(out, ConstrainedDerivatives):
+            return out._replace(dv_dq=out.dv_dq + out.dv_dtau @ D,
+                                dlambda_dq=out.dlambda_dq + out.dlambda_dtau @ D)
+        da_dq, da_dv, Minv = out
+        return da_dq + Minv @ D, da_dv, Minv
+
+    def _generalized(self, tau):
+        """Return tau as all nv generalized forces: joint forces (n, N x n) get a 0 base."""
+        nb = self.nv - self.n
+        forces = real_array(tau, 'tau')
+        if nb and forces is not None and forces.ndim in (1, 2) and forces.shape[-1] == self.n:
+            return np.concatenate([np.zeros(forces.shape[:-1] + (nb,)), forces], axis=-1)
+        return tau
+
     def _run(self, single, batch, N, shape, *args):
         """Call a kernel on checked inputs into a new output array of shape ([N,] *shape)."""
         shape = (shape,) if isinstance(shape, int) else shape
@@ -1086,7 +1131,8 @@ class RobotModel:
         return self._single(tau, 'tau')
 
     def constrained_forward_dynamics(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
-                                     contacts) -> tuple[Array, Array]:
+                                     contacts, f_ext: Mapping[str, ArrayLike] | None = None
+                                     ) -> tuple[Array, Array]:
         """
         Return (v', lambda): M v' + h = S^T tau + J_c^T lambda with J_c v' + J_c' v = 0.
 
@@ -1098,9 +1144,13 @@ class RobotModel:
         6) in the contact's ``reference_frame`` axes, what the world applies to the robot.
         Redundant contacts (J_c without full row rank) get the minimum-norm lambda of the same
         v'; contacts that contradict each other are refused (SingularJacobianError).
+        ``f_ext`` as for :meth:`forward_dynamics`: other wrenches on the robot, which
+        S^T tau + sum J^T F_ext then stands for.
         """
         if _on_device(q):
-            return self.on_gpu().constrained_forward_dynamics(q, v, tau, contacts)
+            return self._gpu_for(f_ext).constrained_forward_dynamics(q, v, tau, contacts)
+        if f_ext is not None and _has_wrenches(f_ext):
+            tau = self._plus_wrenches(f_ext, self._site, q, self._generalized(tau))
         fast = self._constrained_compiled(q, v, tau, contacts)
         if fast is not None:
             return fast
@@ -1178,7 +1228,8 @@ class RobotModel:
         return (total - J.T @ lam)[nb:], lam
 
     def constrained_forward_dynamics_derivatives(self, q: ArrayLike, v: ArrayLike,
-                                                 tau: ArrayLike, contacts
+                                                 tau: ArrayLike, contacts,
+                                                 f_ext: Mapping[str, ArrayLike] | None = None
                                                  ) -> ConstrainedDerivatives:
         """
         Return the partial derivatives of :meth:`constrained_forward_dynamics` (v', lambda).
@@ -1195,11 +1246,17 @@ class RobotModel:
         over the compiled inverse-dynamics derivatives and J_c. Pinocchio:
         ``computeConstraintDynamicsDerivatives``. SingularJacobianError if the contacts'
         rows are redundant (J_c M^-1 J_c^T with cond > 1e10: lambda is not unique, nor its
-        derivatives).
+        derivatives). ``f_ext`` as for :meth:`constrained_forward_dynamics`, each wrench
+        held constant in root axes (the d/dq gain their d/dtau times d(sum J^T F)/dq).
         """
         if _on_device(q):
-            return ConstrainedDerivatives(
-                *self.on_gpu().constrained_forward_dynamics_derivatives(q, v, tau, contacts))
+            return ConstrainedDerivatives(*self._gpu_for(
+                f_ext).constrained_forward_dynamics_derivatives(q, v, tau, contacts))
+        if f_ext is not None and _has_wrenches(f_ext):
+            return self._derivatives_with_wrenches(
+                lambda q, v, tau: self.constrained_forward_dynamics_derivatives(q, v, tau,
+                                                                                contacts),
+                f_ext, q=q, v=v, tau=tau)
         batch = self._contact_batch(self.constrained_forward_dynamics_derivatives,
                                     (q, v, tau), contacts, *_DERIVATIVE_SHAPES,
                                     compiled=self._constrained_derivative_rows)
@@ -1492,8 +1549,8 @@ class RobotModel:
     def _gpu_for(self, f_ext):
         """Return on_gpu() for a method given CUDA arrays; f_ext is refused by name."""
         if _has_wrenches(f_ext):
-            raise ValueError('f_ext is not supported on the GPU: call per configuration on '
-                             'the CPU')
+            raise ValueError('f_ext is not supported on the GPU: pass NumPy arrays (the '
+                             'CPU batch takes f_ext, a wrench per row or one for all)')
         return self.on_gpu()
 
     def _on_gpu_call(self, mode, f_ext, arrays):
@@ -1597,16 +1654,8 @@ class RobotModel:
             out[0] -= self._wrench_derivative(q, f_ext)
         return out[..., 0, :, :], out[..., 1, :, :], out[..., 2, :, :]
 
-    def _wrench_derivative(self, q: Array, f_ext) -> Array:
-        """d/dq of sum J^T F over the wrenches of f_ext, held constant in root axes (n x n)."""
-        n = self.nv
-        D = np.zeros((n, n))
-        for link, w in _wrenches(f_ext, self._site):
-            H = self.hessian(q, link).reshape(6, n, n)      # [row, s, k] = dJ_row,s/dq_k
-            D += np.einsum('r,rsk->sk', w, H)
-        return D
-
-    def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike
+    def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
+                                     f_ext: Mapping[str, ArrayLike] | None = None
                                      ) -> tuple[Array, Array, Array]:
         """
         Return (dq''/dq, dq''/dq', M^-1), the partial derivatives of :meth:`forward_dynamics`.
@@ -1614,14 +1663,19 @@ class RobotModel:
         At q'' = forward_dynamics(q, q', tau): dq''/dx = -M^-1 dtau/dx with the derivatives of
         :meth:`inverse_dynamics_derivatives` (Carpentier and Mansard, 2018). Each n x n
         (N x n x n for a batch); SingularMassMatrixError if M is singular. Pinocchio:
-        ``computeABADerivatives``.
+        ``computeABADerivatives``. ``f_ext`` as for :meth:`forward_dynamics`, each wrench
+        held constant in root axes: dq''/dq gains M^-1 sum_i F_i H_i (the link Hessians of
+        000 section 3), the derivative of its generalized forces sum J^T F.
         """
-        if _is_vector(q) and _is_vector(qd) and _is_vector(tau):
+        if f_ext is None and _is_vector(q) and _is_vector(qd) and _is_vector(tau):
             out = np.empty(self._3nn)
             if native.forward_dynamics_derivatives(self._ints, self._reals, q, qd, tau, out):
                 return out[0], out[1], out[2]
         if _on_device(q):
-            return self.on_gpu().forward_dynamics_derivatives(q, qd, tau)
+            return self._gpu_for(f_ext).forward_dynamics_derivatives(q, qd, tau)
+        if f_ext is not None and _has_wrenches(f_ext):
+            return self._derivatives_with_wrenches(self.forward_dynamics_derivatives, f_ext,
+                                                   q=q, qd=qd, tau=tau)
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             out = np.empty((N, *self._3nn))
@@ -1638,7 +1692,8 @@ class RobotModel:
         return -Minv @ dq, -Minv @ dv, Minv
 
     def linearize(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
-                  dt: float | None = None, contacts=None) -> tuple[Array, Array]:
+                  dt: float | None = None, contacts=None,
+                  f_ext: Mapping[str, ArrayLike] | None = None) -> tuple[Array, Array]:
         """
         Return (A, B) of the dynamics linearised at (q, v, tau) for LQR and MPC.
 
@@ -1659,19 +1714,22 @@ class RobotModel:
         in contact: a = v' of :meth:`constrained_forward_dynamics` and M^-1 S^T its
         derivative in the joint torques, from
         :meth:`constrained_forward_dynamics_derivatives` (a batch: its compiled batch).
+
+        ``f_ext`` as for :meth:`forward_dynamics`: wrenches held constant (in root axes) over
+        the step, a part of the dynamics and not of the input u (with or without contacts).
         """
         if _on_device(q):
-            return self.on_gpu().linearize(q, v, tau, dt, contacts)
+            return self._gpu_for(f_ext).linearize(q, v, tau, dt, contacts)
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
         if max(ndim(q), ndim(v), ndim(tau)) >= 2:
-            da_dq, da_dv, Minv = self._acceleration_derivatives(q, v, tau, contacts)
+            da_dq, da_dv, Minv = self._acceleration_derivatives(q, v, tau, contacts, f_ext)
             (q, v), _ = self._check.arrays(True, q=q, v=v)
             N = da_dq.shape[0]
             q, v = (np.broadcast_to(x, (N, x.shape[-1])) for x in (q, v))
         else:
             q, v = self._single(q, 'q'), self._single(v, 'v')
-            da_dq, da_dv, Minv = self._acceleration_derivatives(q, v, tau, contacts)
+            da_dq, da_dv, Minv = self._acceleration_derivatives(q, v, tau, contacts, f_ext)
         nv, nb, n = self.nv, self.nv - self.n, self.n
         rows = da_dq.shape[:-2]             # () for one state, (N,) for a batch
         A, B = np.zeros(rows + (2 * nv, 2 * nv)), np.zeros(rows + (2 * nv, n))
@@ -1692,8 +1750,8 @@ class RobotModel:
         A[..., :nv, nv:] = dt * A[..., nv:, nv:]
         B[..., :nv, :], B[..., nv:, :] = dt * dt * MinvS, dt * MinvS
         if nb:
-            a = (self.forward_dynamics(q, v, tau) if contacts is None else
-                 self.constrained_forward_dynamics(q, v, tau, contacts)[0])
+            a = (self.forward_dynamics(q, v, tau, f_ext) if contacts is None else
+                 self.constrained_forward_dynamics(q, v, tau, contacts, f_ext)[0])
             v_next = v + dt * a
             Jq, Jw = self._base_integrate_jacobians(dt * v_next)
             A[..., :nb, :] = Jw @ A[..., :nb, :]
@@ -1702,11 +1760,11 @@ class RobotModel:
         A[..., diagonal[nb:], diagonal[nb:]] += 1.0
         return A, B
 
-    def _acceleration_derivatives(self, q, v, tau, contacts):
+    def _acceleration_derivatives(self, q, v, tau, contacts, f_ext):
         """Return (dv'/dq, dv'/dv, dv'/dtau (nv generalized forces)), free or in contact."""
         if contacts is None:
-            return self.forward_dynamics_derivatives(q, v, tau)      # dv'/dtau = M^-1
-        return self.constrained_forward_dynamics_derivatives(q, v, tau, contacts)[:3]
+            return self.forward_dynamics_derivatives(q, v, tau, f_ext)      # dv'/dtau = M^-1
+        return self.constrained_forward_dynamics_derivatives(q, v, tau, contacts, f_ext)[:3]
 
     def mass_matrix_derivative(self, q: ArrayLike) -> Array:
         """
@@ -2213,9 +2271,12 @@ class CoupledRobotModel(RobotModel):
             self._lift(u), self._lift_rate(ud), self._lift_rate(udd), f_ext)
         return self._mat(dq), self._mat(dv), self._mat(M) + np.diag(self.armature)
 
-    def _general_forward_dynamics_derivatives(self, q, qd, tau) -> tuple:
+    def _general_forward_dynamics_derivatives(self, q, qd, tau, f_ext) -> tuple:
         if _on_device(q):
-            return self.on_gpu().forward_dynamics_derivatives(q, qd, tau)
+            return self._gpu_for(f_ext).forward_dynamics_derivatives(q, qd, tau)
+        if _has_wrenches(f_ext):
+            return self._derivatives_with_wrenches(self.forward_dynamics_derivatives, f_ext,
+                                                   q=q, qd=qd, tau=tau)
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:       # a singular M_u: the per-row loop raises the single call's error
             out = np.empty((N, 3, self._n, self._n))
@@ -2527,7 +2588,7 @@ _COUPLED = {
         "q'' = B u''."),
     'forward_dynamics_derivatives': _CoupledRow(
         ('q', 'qd', 'tau'), 'self._cpl, self.armature, {}', '(3, self._n, self._n)',
-        'q, qd, tau', parts=3,
+        'q, qd, tau, f_ext', fast_if='f_ext is None', parts=3,
         doc="Return (du''/du, du''/du', M_u^-1) at u'' = forward_dynamics(u, u', tau)."),
 }
 

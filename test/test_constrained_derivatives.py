@@ -98,10 +98,10 @@ def test_they_equal_pinocchios_constraint_dynamics_derivatives(kind, frame, movi
             assert relative(x, y) < 1e-9, (kind, frame, seed, name, relative(x, y))
 
 
-def central_differences(model, q, v, tau, contacts, h=1e-6):
+def central_differences(model, q, v, tau, contacts, h=1e-6, f_ext=None):
     """Return d(v', lambda)/d(q, v, tau) by central differences, q moved by integrate."""
     def f(q, v, tau):
-        return np.concatenate(model.constrained_forward_dynamics(q, v, tau, contacts))
+        return np.concatenate(model.constrained_forward_dynamics(q, v, tau, contacts, f_ext))
 
     nv = model.nv
     out = [np.empty((len(f(q, v, tau)), nv)) for _ in range(3)]
@@ -114,10 +114,10 @@ def central_differences(model, q, v, tau, contacts, h=1e-6):
     return [x / (2 * h) for x in out]
 
 
-def assert_differences(model, q, v, tau, contacts, what):
+def assert_differences(model, q, v, tau, contacts, what, f_ext=None):
     """Assert the derivatives against central differences (1e-6 of their scale)."""
-    d = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts)
-    fd = central_differences(model, q, v, tau, contacts)
+    d = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts, f_ext)
+    fd = central_differences(model, q, v, tau, contacts, f_ext=f_ext)
     for name, dv, dlam, D in zip(('q', 'v', 'tau'), d[:3], d[3:], fd):
         err = relative(np.vstack([dv, dlam]), D)
         assert err < 1e-6, (what, name, err)
@@ -247,6 +247,61 @@ def test_a_batch_names_a_bad_row():
     twice = [Contact('FL_FOOT', dim=6), Contact('FL_FOOT', point=(0.0, 0.0, 0.01))]
     with pytest.raises(SingularJacobianError, match=r'^row 0: contacts .*redundant'):
         model.constrained_forward_dynamics_derivatives(Q, V, T, twice)
+
+
+WRENCHED = {'fixed arm': 'forearm_link', 'mimic gripper': 'panda_rightfinger',
+            'floating quadruped': 'FR_LOWER_LEG', 'planar base': 'torso_lift_link'}
+
+
+@pytest.mark.parametrize('kind', sorted(CASES))
+def test_external_wrenches_in_contact(kind):
+    """
+    f_ext beside the contacts: S^T tau + sum J^T F is what constrained dynamics then takes.
+
+    Its derivatives (the wrench held in root axes) against central differences, a batch
+    row by row, and linearize in contact with f_ext against differences of the step.
+    """
+    model, _ = case(kind)
+    contacts = CASES[kind]
+    nb, nv = model.nv - model.n, model.nv
+    q, v, tau = state(model, contacts, 9, moving=True)
+    link = WRENCHED[kind]
+    wrench = np.array([4.0, -3.0, 6.0, 0.5, -0.4, 0.3])
+    f_ext = {link: wrench}
+    got = model.constrained_forward_dynamics(q, v, tau, contacts, f_ext)
+    want = model.constrained_forward_dynamics(q, v, tau + model.jacobian(q, link).T @ wrench,
+                                              contacts)
+    for a, b, what in zip(got, want, ("v'", 'lambda')):
+        assert relative(a, b) < 1e-12, (kind, what)
+    free = model.constrained_forward_dynamics(q, v, tau, contacts)
+    assert relative(got[0], free[0]) > 1e-6, 'the wrench changes the motion'
+    if nb:      # the joint forces only (n): the base's are 0 as without f_ext
+        joints = tau.copy()
+        joints[:nb] = 0.0
+        one = model.constrained_forward_dynamics(q, v, joints[nb:], contacts, f_ext)
+        assert relative(one[0], model.constrained_forward_dynamics(
+            q, v, joints, contacts, f_ext)[0]) < 1e-14
+    assert_differences(model, q, v, tau, contacts, f'{kind} with f_ext', f_ext)
+    Q, V, T = (np.stack([x, x]) for x in (q, v, tau))
+    both = {link: np.stack([wrench, -wrench])}
+    batch = model.constrained_forward_dynamics_derivatives(Q, V, T, contacts, both)
+    for k, w in enumerate((wrench, -wrench)):
+        single = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts, {link: w})
+        for x, y in zip(batch, single):
+            assert relative(x[k], y) < 1e-12, (kind, k)
+    tau[:nb] = 0.0
+    dt = 0.01
+
+    def step(q, v, u):
+        dv, _ = model.constrained_forward_dynamics(q, v, u, contacts, f_ext)
+        return model.integrate(q, v + dt * dv, dt), v + dt * dv
+    A, B = model.linearize(q, v, tau, dt, contacts=contacts, f_ext=f_ext)
+    err = relative(np.hstack([A, B]), step_differences(model, step, q, v, tau[nb:]))
+    assert err < 1e-6, (kind, err)
+    d = model.constrained_forward_dynamics_derivatives(q, v, tau, contacts, f_ext)
+    Ac, Bc = model.linearize(q, v, tau, contacts=contacts, f_ext=f_ext)
+    assert np.array_equal(Ac[nv:], np.hstack([d.dv_dq, d.dv_dv]))
+    assert np.array_equal(Bc[nv:], d.dv_dtau[:, nb:])
 
 
 @pytest.mark.parametrize('kind', sorted(CASES))

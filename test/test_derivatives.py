@@ -26,7 +26,7 @@ import numpy as np
 import pinocchio as pin     # a declared test dependency (requirements.txt): no skip
 import pytest
 
-from kron_dynamics import RobotModel, SingularMassMatrixError
+from kron_dynamics import ModelError, RobotModel, SingularMassMatrixError
 from kron_dynamics.algorithms.rnea_derivatives import rnea_derivatives
 from kron_dynamics.testing.pinocchio_pair import symmetric_from_upper
 import model_helpers
@@ -216,6 +216,91 @@ def test_random_trees_with_mimic_joints_against_differences(seed):
     close(model.mass_matrix_derivative(q),
           np.stack([(model.mass_matrix(q + h * E[k]) - model.mass_matrix(q - h * E[k]))
                     / (2 * h) for k in range(n)], axis=2), 'dM/dq', 1e-6)
+
+
+def _two_wrenches(kind, rows=None):
+    """Wrenches on the first and last test links of a case (N x 6 on the first for rows)."""
+    links = ONE_MODEL_CASES[kind][2]
+    last = links[-1] if len(links) > 1 else 'torso_lift_link'      # TIAGo's torso
+    rng = np.random.default_rng(5)
+    first = rng.uniform(-5, 5, 6 if rows is None else (rows, 6))
+    return {links[0]: first, last: np.array([-1.0, 2.0, 0.5, 0.1, 0.2, -0.3])}
+
+
+def test_forward_dynamics_derivatives_with_external_wrenches(case):
+    """
+    f_ext held constant in root axes: against central differences of forward_dynamics.
+
+    And against the other route, -M^-1 of inverse_dynamics_derivatives with the same
+    wrenches at v' = forward_dynamics(q, v, tau, f_ext); a batch row by row.
+    """
+    kind, model, pair = case
+    q, v, dv = random_state(model, 12)
+    nb = model.nv - model.n
+    tau = model.inverse_dynamics(q, v, dv)
+    tau[:nb] = 0.0
+    f_ext = _two_wrenches(kind)
+    da_dq, da_dv, Minv = model.forward_dynamics_derivatives(q, v, tau, f_ext=f_ext)
+    E = np.eye(model.nv)
+    close(da_dq, columns(model, lambda x: model.forward_dynamics(x, v, tau, f_ext), q),
+          "dv'/dq with f_ext", 1e-5)
+    close(da_dv, np.stack([(model.forward_dynamics(q, v + 1e-6 * E[k], tau, f_ext)
+                            - model.forward_dynamics(q, v - 1e-6 * E[k], tau, f_ext)) / 2e-6
+                           for k in range(model.nv)], axis=1), "dv'/dv with f_ext", 1e-5)
+    close(Minv @ model.mass_matrix(q), E, 'M^-1 M', 1e-9)
+    free = model.forward_dynamics_derivatives(q, v, tau)
+    assert np.abs(da_dq - free[0]).max() > 1e-3, 'the wrenches change dv\'/dq'
+    dq, dvv, M = model.inverse_dynamics_derivatives(
+        q, v, model.forward_dynamics(q, v, tau, f_ext), f_ext=f_ext)
+    close(da_dq, -np.linalg.solve(M, dq), "dv'/dq = -M^-1 dtau/dq (with f_ext)", 1e-9)
+    close(da_dv, -np.linalg.solve(M, dvv), "dv'/dv = -M^-1 dtau/dv (with f_ext)", 1e-9)
+    for a, b in zip(model.forward_dynamics_derivatives(q, v, tau, f_ext={}), free):
+        close(a, b, 'no wrench', 1e-13)
+    states = [random_state(model, 50 + k) for k in range(3)]
+    Q, V = (np.stack(x) for x in list(zip(*states))[:2])
+    T = np.repeat(tau[None], 3, axis=0)
+    batch_ext = _two_wrenches(kind, rows=3)
+    batch = model.forward_dynamics_derivatives(Q, V, T, f_ext=batch_ext)
+    for k in range(3):
+        row = {link: w if w.ndim == 1 else w[k] for link, w in batch_ext.items()}
+        for got, want in zip(batch, model.forward_dynamics_derivatives(Q[k], V[k], T[k], row)):
+            close(got[k], want, f'row {k} of a batch with f_ext', 1e-12)
+    empty = model.forward_dynamics_derivatives(Q[:0], V[:0], T[:0], f_ext=_two_wrenches(kind, 0))
+    assert [x.shape for x in empty] == [(0, model.nv, model.nv)] * 3
+    bad = batch_ext[ONE_MODEL_CASES[kind][2][0]].copy()
+    bad[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
+                                         r'\[2\]' % ONE_MODEL_CASES[kind][2][0]):
+        model.forward_dynamics_derivatives(Q, V, T, f_ext={ONE_MODEL_CASES[kind][2][0]: bad})
+    with pytest.raises(ModelError, match="unknown link 'no_such_link'"):
+        model.forward_dynamics_derivatives(q, v, tau, f_ext={'no_such_link': np.ones(6)})
+
+
+def test_linearize_with_external_wrenches_is_the_derivative_of_the_step(case):
+    """f_ext in the dynamics of the step (not in u): against differences, batches per row."""
+    kind, model, pair = case
+    q, v, dv = random_state(model, 13)
+    nb = model.nv - model.n
+    tau = model.inverse_dynamics(q, v, dv)
+    tau[:nb] = 0.0
+    f_ext = _two_wrenches(kind)
+    dt = 0.01
+
+    def step(q, v, u):
+        a = model.forward_dynamics(q, v, np.concatenate([np.zeros(nb), u]), f_ext)
+        return model.integrate(q, v + dt * a, dt), v + dt * a
+    A, B = model.linearize(q, v, tau, dt, f_ext=f_ext)
+    close(np.hstack([A, B]), model_helpers.step_differences(model, step, q, v, tau[nb:]),
+          'discrete (A, B) with f_ext', 1e-6)
+    assert np.abs(A - model.linearize(q, v, tau, dt)[0]).max() > 1e-5, 'f_ext changes A'
+    Ac, Bc = model.linearize(q, v, tau, f_ext=f_ext)
+    da_dq, da_dv, Minv = model.forward_dynamics_derivatives(q, v, tau, f_ext)
+    assert np.array_equal(Ac[model.nv:], np.hstack([da_dq, da_dv]))
+    assert np.array_equal(Bc[model.nv:], Minv[:, nb:])
+    Q, V, T = (np.stack([x, x]) for x in (q, v, tau))
+    A2, B2 = model.linearize(Q, V, T, dt, f_ext=_two_wrenches(kind, rows=2))
+    row = {link: w if w.ndim == 1 else w[1] for link, w in _two_wrenches(kind, 2).items()}
+    close(A2[1], model.linearize(q, v, tau, dt, f_ext=row)[0], 'batch row of A', 1e-12)
 
 
 def test_a_singular_mass_matrix_is_named_by_forward_dynamics_derivatives():

@@ -1254,6 +1254,14 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
         model.inverse_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones((2, 6))})
     with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
         model.forward_dynamics(dQ, dV, dV, f_ext={link: np.ones((2, 6))})
+    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
+        model.forward_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones(6)})
+    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
+        model.linearize(dQ, dV, dV, 0.01, f_ext={link: np.ones(6)})
+    for method in (model.constrained_forward_dynamics,
+                   model.constrained_forward_dynamics_derivatives):
+        with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
+            method(dQ, dV, dV, [link], f_ext={link: np.ones(6)})
     if root == 'fixed':
         with pytest.raises(ValueError, match="is a CUDA array|method 'hessian' runs on the CPU"):
             model.coriolis_star(dQ, method='hessian')
