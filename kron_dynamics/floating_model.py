@@ -64,7 +64,7 @@ from .model.tree import KinematicTree
 from .written_out import parameter_names, write_out
 from .checks import _boolean  # noqa: F401  (_ROOT_FLAG's written-out check)
 from .checks import (_body_parameters, _has_wrenches, _host_only, _on_device,
-                     _step_arguments, _task_arguments, argument_names, ArrayChecker,
+                     _step_arguments, _task_arguments, _wrenches, argument_names, ArrayChecker,
                      BASE_TYPES, frame_name, ndim, real_array)
 
 Array = NDArray[np.float64]
@@ -918,20 +918,24 @@ class MovingBase:
         return np.array([*rng.uniform(-box, box, 2), math.cos(yaw), math.sin(yaw)])
 
     def simulate(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, dt: float, steps: int = 1,
-                 damping: ArrayLike | None = None) -> tuple[Array, Array]:
+                 damping: ArrayLike | None = None,
+                 f_ext: Mapping[str, ArrayLike] | None = None) -> tuple[Array, Array]:
         """
-        Integrate v' = forward_dynamics(q, v, tau - damping v) with RK4 on the manifold.
+        Integrate v' = forward_dynamics(q, v, tau - damping v, f_ext) with RK4 on the manifold.
 
         tau (nv) is held; ``damping`` is viscous damping per joint (n values; the base has
         none); q moves by :meth:`integrate` (the base along the exponential of its twist):
         Runge-Kutta-Munthe-Kaas, so fourth order on the manifold as RK4 is on a fixed base.
         Returns (q, v) after ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0).
+        ``f_ext`` as for :meth:`forward_dynamics`, held constant in world axes (the readable
+        loop below over its compiled calls; a batch row by row).
         """
         if _on_device(q):
-            return self.on_gpu().simulate(q, v, tau, dt, steps, damping)
+            return self._gpu_for(f_ext).simulate(q, v, tau, dt, steps, damping)
         dt, steps = _step_arguments(dt, steps)
-        if type(q) is _ND and q.dtype is _F64 and q.ndim == 1 and type(v) is _ND \
-                and v.dtype is _F64 and v.ndim == 1 and type(tau) is _ND \
+        wrenches = f_ext is not None and _has_wrenches(f_ext)
+        if not wrenches and type(q) is _ND and q.dtype is _F64 and q.ndim == 1 \
+                and type(v) is _ND and v.dtype is _F64 and v.ndim == 1 and type(tau) is _ND \
                 and tau.dtype is _F64 and tau.ndim == 1 and (damping is None or (
                     type(damping) is _ND and damping.dtype is _F64 and damping.ndim == 1
                     and damping.shape[0] == self._n_joints)):
@@ -948,7 +952,7 @@ class MovingBase:
         else:
             damping = np.concatenate([np.zeros(self._nb),
                                       self.fixed._vector(damping, 'damping')])
-        rows = _batch_rows(q, v, tau)
+        rows = None if wrenches else _batch_rows(q, v, tau)
         if rows is not None:        # a bad row or a singular M: the per-row loop says which
             N = rows[0].shape[0]
             q_out, v_out = _empty((N, self._nq)), _empty((N, self._nv))
@@ -957,6 +961,11 @@ class MovingBase:
                                             damping, dt, steps, QUATERNION_TOLERANCE, q_out,
                                             v_out):
                 return q_out, v_out
+        if wrenches and max(ndim(q), ndim(v), ndim(tau)) >= 2:
+            return self._per_row_wrenches(
+                lambda a, b, c, f_ext: self.simulate(a, b, c, dt, steps, damping[self._nb:],
+                                                     f_ext),
+                f_ext, self.fixed._site, q=q, v=v, tau=tau)
         if max(ndim(q), ndim(v), ndim(tau)) >= 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,
                                                              damping[self._nb:]), q, v, tau,
@@ -965,8 +974,11 @@ class MovingBase:
         v = self._vector(v, self.nv, 'v')
         tau = self._vector(tau, self.nv, 'tau')
 
+        if wrenches:        # checked once, even for no step
+            _wrenches(f_ext, self.fixed._site)
+
         def f(x, w):
-            return self.forward_dynamics(x, w, tau - damping * w)
+            return self.forward_dynamics(x, w, tau - damping * w, f_ext)
 
         for _ in range(steps):      # Runge-Kutta-Munthe-Kaas: RK4 in the chart q (+) xi
             a1 = f(q, v)

@@ -1823,19 +1823,23 @@ class RobotModel:
         return -float(self.tree.mass @ (coms @ self.tree.gravity))
 
     def simulate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
-                 steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
+                 steps: int = 1, damping: ArrayLike | None = None,
+                 f_ext: Mapping[str, ArrayLike] | None = None) -> tuple[Array, Array]:
         """
         Integrate the forward dynamics with fixed-step RK4 (compiled), tau held constant.
 
         ``damping`` adds viscous joint damping (per joint). Returns (q, qd) after
         ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0); SingularMassMatrixError
-        if M becomes singular.
+        if M becomes singular. ``f_ext`` as for :meth:`forward_dynamics`, held constant in
+        root axes (RK4 over its compiled calls with the wrenches, a batch in each stage).
         """
         if _on_device(q):
-            return self.on_gpu().simulate(q, qd, tau, dt, steps, damping)
+            return self._gpu_for(f_ext).simulate(q, qd, tau, dt, steps, damping)
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         dt, steps = _step_arguments(dt, steps)
+        if f_ext is not None and _has_wrenches(f_ext):
+            return self._rk4(q, qd, tau, dt, steps, damping, f_ext, N)
         if N == 0:      # not evaluated at q = 0 as _per_row would: M(0) may be singular
             return np.empty((0, self._n)), np.empty((0, self._n))
         if N is not None:
@@ -1849,6 +1853,33 @@ class RobotModel:
             raise SingularMassMatrixError('mass matrix became singular during integration',
                                           list(self.joint_names))
         return x[0], x[1]
+
+    def _rk4(self, q, v, tau, dt, steps, damping, f_ext=None, N=None) -> tuple[Array, Array]:
+        """
+        Return (q, v) after ``steps`` classical RK4 steps of q'' = a(q, q') (checked inputs).
+
+        a = forward_dynamics(q, q', tau - damping q', f_ext): the readable loop of
+        :meth:`simulate` (the compiled kernels' steps), one state or a batch (each stage one
+        batch call).
+        """
+        if f_ext is not None:       # checked once, even for no step or no row
+            _wrenches(f_ext, self._site) if N is None else _batch_wrenches(f_ext, N, self._site)
+
+        def f(x, w):
+            return self.forward_dynamics(x, w, tau - damping * w, f_ext)
+
+        x = q
+        for _ in range(steps):
+            a1 = f(x, v)
+            a2 = f(x + 0.5 * dt * v, v + 0.5 * dt * a1)
+            v2 = v + 0.5 * dt * a1
+            a3 = f(x + 0.5 * dt * v2, v + 0.5 * dt * a2)
+            v3 = v + 0.5 * dt * a2
+            a4 = f(x + dt * v3, v + dt * a3)
+            v4 = v + dt * a3
+            x = x + dt / 6.0 * (v + 2.0 * v2 + 2.0 * v3 + v4)
+            v = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+        return np.array(x, dtype=float), np.array(v, dtype=float)
 
     def _simulate_rows(self, N, q, qd, tau, dt, steps, damping) -> tuple[Array, Array]:
         """:meth:`simulate` row by row where the batch failed: the row whose M is singular."""
@@ -2318,13 +2349,16 @@ class CoupledRobotModel(RobotModel):
         return np.einsum('abc,ai,bj,ck->ijk', dM, *(self._joint_map.B,) * 3, optimize=True)
 
     def simulate(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike, dt: float,
-                 steps: int = 1, damping: ArrayLike | None = None) -> tuple[Array, Array]:
-        """Integrate u'' = forward_dynamics(u, u', tau - damping u') with fixed-step RK4."""
+                 steps: int = 1, damping: ArrayLike | None = None,
+                 f_ext: Mapping[str, ArrayLike] | None = None) -> tuple[Array, Array]:
+        """Integrate u'' = forward_dynamics(u, u', tau - damping u', f_ext) with RK4."""
         if _on_device(q):
-            return self.on_gpu().simulate(q, qd, tau, dt, steps, damping)
+            return self._gpu_for(f_ext).simulate(q, qd, tau, dt, steps, damping)
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         dt, steps = _step_arguments(dt, steps)
+        if f_ext is not None and _has_wrenches(f_ext):
+            return self._rk4(u, ud, tau_u, dt, steps, damping, f_ext, N)
         if N == 0:
             return np.empty((0, self._n)), np.empty((0, self._n))
         if N is not None:
@@ -2340,22 +2374,7 @@ class CoupledRobotModel(RobotModel):
                 steps, out):
             return out[0], out[1]
         # the readable RK4 (a general coupling, or the descriptive error of a singular M_u)
-
-        def f(x, v):
-            return self.forward_dynamics(x, v, tau_u - damping * v)
-
-        x, v = np.array(u), np.array(ud)
-        for _ in range(steps):
-            a1 = f(x, v)
-            a2 = f(x + 0.5 * dt * v, v + 0.5 * dt * a1)
-            v2 = v + 0.5 * dt * a1
-            a3 = f(x + 0.5 * dt * v2, v + 0.5 * dt * a2)
-            v3 = v + 0.5 * dt * a2
-            a4 = f(x + dt * v3, v + dt * a3)
-            v4 = v + dt * a3
-            x = x + dt / 6.0 * (v + 2.0 * v2 + 2.0 * v3 + v4)
-            v = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
-        return x, v
+        return self._rk4(u, ud, tau_u, dt, steps, damping)
 
     def friction_torque(self, qd: ArrayLike) -> Array:
         """B^T (damping q' + friction sign(q')) of every movable joint's <dynamics>, q' = B u'."""

@@ -375,6 +375,76 @@ def test_simulate_is_the_rk4_step_and_the_old_integrate_call_still_works_with_a_
             model.simulate(q, v, tau, dt, steps)
 
 
+def test_simulate_with_external_wrenches_does_their_work(case):
+    """
+    simulate(..., f_ext): E(t) - E(0) = the work of tau and of the wrenches, fourth order.
+
+    The work of a wrench F on a link is the integral of F . (J v) (trapezoid over 200
+    steps of 0.1 ms); on a fixed base (coordinates in R^n), against RK4 written here over
+    Pinocchio's crba and rnea with fext; a batch row by row.
+    """
+    kind, model, pair = case
+    links = CASES[kind][2]
+    f_ext = {links[0]: np.array([6.0, -4.0, 8.0, 0.6, -0.5, 0.4])}
+    q, v, _ = state(model, 17)
+    nb = model.nv - model.n
+    tau = np.concatenate([np.zeros(nb), np.random.default_rng(3).uniform(-1, 1, model.n)])
+    for a, b in zip(model.simulate(q, v, tau, 1e-3, 3, f_ext={}),
+                    model.simulate(q, v, tau, 1e-3, 3)):
+        assert np.array_equal(a, b), 'no wrench'
+
+    def powers(x, w):
+        forces = sum(w @ model.jacobian(x, link).T @ F for link, F in f_ext.items())
+        return tau @ w, forces
+
+    def energy(x, w):
+        return model.kinetic_energy(x, w) + model.potential_energy(x)
+    dt, x, w = 1e-4, q, v
+    work = np.zeros(2)
+    before = np.array(powers(x, w))
+    for _ in range(200):
+        x, w = model.simulate(x, w, tau, dt, 1, f_ext=f_ext)
+        after = np.array(powers(x, w))
+        work += 0.5 * dt * (before + after)
+        before = after
+    gained = energy(x, w) - energy(q, v)
+    assert abs(work[1]) > 1e-2 * (abs(gained) + 1e-3), 'the wrench does work here'
+    assert abs(gained - work.sum()) < 1e-5 * (1.0 + abs(gained)), (gained, work)
+    q_ref, v_ref = model.simulate(q, v, tau, 1e-5, 400, f_ext=f_ext)
+
+    def error(x, w):
+        return np.abs(np.concatenate([model.difference(q_ref, x), w - v_ref])).max()
+    coarse = error(*model.simulate(q, v, tau, 2e-3, 2, f_ext=f_ext))
+    fine = error(*model.simulate(q, v, tau, 1e-3, 4, f_ext=f_ext))
+    assert coarse < 1e-2 and 12.0 < coarse / fine < 20.0, (coarse, fine)    # 8 N on a foot
+    if not nb:      # RK4 in coordinates over Pinocchio's dynamics with fext
+        def a(x, w):
+            return _pinocchio_forward_dynamics_with_fext(pair, x, w, tau, f_ext)
+        x, w = q, v
+        for _ in range(5):
+            a1 = a(x, w)
+            a2 = a(x + 5e-4 * w, w + 5e-4 * a1)
+            a3 = a(x + 5e-4 * (w + 5e-4 * a1), w + 5e-4 * a2)
+            a4 = a(x + 1e-3 * (w + 5e-4 * a2), w + 1e-3 * a3)
+            x, w = (x + 1e-3 / 6 * (6 * w + 1e-3 * (a1 + a2 + a3)),
+                    w + 1e-3 / 6 * (a1 + 2 * a2 + 2 * a3 + a4))
+        ours = model.simulate(q, v, tau, 1e-3, 5, f_ext=f_ext)
+        close(ours[0], x, 'q against RK4 over Pinocchio with fext', 1e-12)
+        close(ours[1], w, 'v against RK4 over Pinocchio with fext', 1e-12)
+    Q, V, T = (np.stack([y, y]) for y in (q, v, tau))
+    both = {links[0]: np.stack([f_ext[links[0]], -f_ext[links[0]]])}
+    QB, VB = model.simulate(Q, V, T, 1e-3, 3, f_ext=both)
+    for k, sign in enumerate((1.0, -1.0)):
+        x, w = model.simulate(q, v, tau, 1e-3, 3, f_ext={links[0]: sign * f_ext[links[0]]})
+        close(QB[k], x, f'batch row {k}: q', 1e-14)
+        close(VB[k], w, f'batch row {k}: v', 1e-14)
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] must be 6 finite numbers" % links[0]):
+        model.simulate(q, v, tau, 1e-3, 0, f_ext={links[0]: np.ones(5)})
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
+                                         r'\[1\]' % links[0]):
+        model.simulate(Q, V, T, 1e-3, 1, f_ext={links[0]: np.array([np.ones(6), [np.nan] * 6])})
+
+
 def test_a_free_floating_robot_keeps_its_energy_under_simulate():
     """No gravity, no torque, no damping: simulate conserves T on the manifold (solo12)."""
     model, _ = build('floating quadruped')
