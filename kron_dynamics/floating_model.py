@@ -963,8 +963,8 @@ class MovingBase:
                 return q_out, v_out
         if wrenches and max(ndim(q), ndim(v), ndim(tau)) >= 2:
             return self._per_row_wrenches(
-                lambda a, b, c, f_ext: self.simulate(a, b, c, dt, steps, damping[self._nb:],
-                                                     f_ext),
+                lambda a, b, c, f_ext=None: self.simulate(a, b, c, dt, steps,
+                                                          damping[self._nb:], f_ext),
                 f_ext, self.fixed._site, q=q, v=v, tau=tau)
         if max(ndim(q), ndim(v), ndim(tau)) >= 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,

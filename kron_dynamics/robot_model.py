@@ -755,17 +755,19 @@ class RobotModel:
 
     def _per_row_wrenches(self, method: Callable, f_ext, check_link: Callable, **arrays):
         """
-        Return method(*row, f_ext=row's wrenches) stacked over a batch (f_ext: 6 or N x 6 each).
+        Return method(*row, row's wrenches) stacked over a batch (f_ext: 6 or N x 6 each).
 
-        One state at a time (the compiled single call); an empty batch checks f_ext and
-        gives the method's empty results.
+        ``method`` returns a tuple and takes the wrenches after the arrays (default None).
+        One state at a time (the compiled single call), an error naming its row; an empty
+        batch checks f_ext and gives the method's empty results.
         """
         values, N = self._wrench_inputs(f_ext, arrays)
         wrenches = _batch_wrenches(f_ext, N, check_link)
         if N == 0:
             return method(*values)
-        rows = [{link: w[k] for link, w in wrenches} for k in range(N)]
-        return self._per_row(lambda *row: method(*row[:-1], f_ext=row[-1]), N, *values, rows)
+        out = [_row_call(method, k, values, {link: w[k] for link, w in wrenches})
+               for k in range(N)]
+        return tuple(np.stack(items) for items in zip(*out))
 
     def _wrench_derivative(self, q: Array, f_ext, N=None) -> Array:
         """
@@ -1188,7 +1190,8 @@ class RobotModel:
         return Minv_rhs + Minv_JT @ lam, lam
 
     def contact_inverse_dynamics(self, q: ArrayLike, v: ArrayLike, dv: ArrayLike,
-                                 contacts) -> tuple[Array, Array]:
+                                 contacts, f_ext: Mapping[str, ArrayLike] | None = None
+                                 ) -> tuple[Array, Array]:
         """
         Return (tau, lambda): joint forces (n) and contact forces realising v' in contact.
 
@@ -1196,9 +1199,16 @@ class RobotModel:
         forces that give the base its acceleration, the one of minimum norm. ValueError if
         v' moves a contact (J_c v' + J_c' v != 0) or no contact force can give the base that
         acceleration (for instance, no contact and a base that does not fall freely).
+        ``f_ext`` as for :meth:`inverse_dynamics`: other wrenches on the robot (M v' + h -
+        sum J^T F_ext on the left); a batch with them row by row (the single call).
         """
         if _on_device(q):
-            return self.on_gpu().contact_inverse_dynamics(q, v, dv, contacts)
+            return self._gpu_for(f_ext).contact_inverse_dynamics(q, v, dv, contacts)
+        if f_ext is not None and _has_wrenches(f_ext) and max(ndim(q), ndim(v), ndim(dv)) >= 2:
+            return self._per_row_wrenches(
+                lambda q, v, dv, f_ext=None: self.contact_inverse_dynamics(q, v, dv, contacts,
+                                                                           f_ext),
+                f_ext, self._site, q=q, v=v, dv=dv)
         batch = self._contact_batch(self.contact_inverse_dynamics, (q, v, dv), contacts,
                                     ('n',), ('m',), compiled=self._contact_inverse_rows)
         if batch is not None:
@@ -1206,7 +1216,7 @@ class RobotModel:
         q = self._single(q, 'q')
         v = self._single(v, 'v')
         dv = self._single(dv, 'dv')
-        total = self.inverse_dynamics(q, v, dv)
+        total = self.inverse_dynamics(q, v, dv, f_ext)
         nb = self.nv - self.n
         J, gamma = self._contact_terms(q, v, contacts)
         links = [c.link for c in _contacts(contacts)]

@@ -259,7 +259,8 @@ def test_external_wrenches_in_contact(kind):
     f_ext beside the contacts: S^T tau + sum J^T F is what constrained dynamics then takes.
 
     Its derivatives (the wrench held in root axes) against central differences, a batch
-    row by row, and linearize in contact with f_ext against differences of the step.
+    row by row, linearize in contact with f_ext against differences of the step, and
+    contact_inverse_dynamics with f_ext: M v' + h - sum J^T F = S^T tau + J_c^T lambda.
     """
     model, _ = case(kind)
     contacts = CASES[kind]
@@ -290,6 +291,20 @@ def test_external_wrenches_in_contact(kind):
         for x, y in zip(batch, single):
             assert relative(x[k], y) < 1e-12, (kind, k)
     tau[:nb] = 0.0
+    dv, _ = model.constrained_forward_dynamics(q, v, tau, contacts, f_ext)
+    back, lam = model.contact_inverse_dynamics(q, v, dv, contacts, f_ext)
+    J_c = model.contact_jacobian(q, contacts)
+    left = model.inverse_dynamics(q, v, dv) - model.jacobian(q, link).T @ wrench
+    assert relative(np.concatenate([np.zeros(nb), back]) + J_c.T @ lam, left) < 1e-10, kind
+    assert relative(model.constrained_forward_dynamics(q, v, back, contacts, f_ext)[0],
+                    dv) < 1e-8, kind
+    DV = np.stack([dv, dv])
+    backs, lams = model.contact_inverse_dynamics(Q, V, DV, contacts, {link: np.stack([wrench,
+                                                                                      wrench])})
+    assert relative(backs[1], back) < 1e-14 and relative(lams[1], lam) < 1e-14, kind
+    DV[1] += 1.0
+    with pytest.raises(ValueError, match=r'^row 1: dv moves the contacts'):
+        model.contact_inverse_dynamics(Q, V, DV, contacts, f_ext)
     dt = 0.01
 
     def step(q, v, u):

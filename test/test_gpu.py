@@ -1261,7 +1261,8 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
         model.simulate(dQ, dV, dV, 0.01, f_ext={link: np.ones(6)})
     for method in (model.constrained_forward_dynamics,
-                   model.constrained_forward_dynamics_derivatives):
+                   model.constrained_forward_dynamics_derivatives,
+                   model.contact_inverse_dynamics):
         with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
             method(dQ, dV, dV, [link], f_ext={link: np.ones(6)})
     if root == 'fixed':
