@@ -1434,9 +1434,9 @@ _COMPILED_BASE = {
         'None', ('q', 'v', 'dv'), 'floating_rnea', f'self._origin, {{}}, ID, {_TOL}',
         'q, v, dv', 'self._shape_v', 'self._general_inverse_dynamics(q, v, dv)',
         moving=f'{_MOVING_ORIGIN}, {{}}, ID, {_TOL}',
-        prelude=('if f_ext is not None and _has_wrenches(f_ext):',
+        prelude=('if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):',
                  '    return self._less_wrenches(f_ext, self.fixed._site, q=q, v=v, dv=dv)'),
-        gpu='self.on_gpu().inverse_dynamics(q, v, dv)', doc="""
+        gpu='self.on_gpu().inverse_dynamics(q, v, dv, f_ext=f_ext)', doc="""
         Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
 
         002, 004 app. B. ``f_ext`` maps link names to wrenches (fx, fy, fz, mx, my, mz) that
@@ -1480,9 +1480,10 @@ _COMPILED_BASE = {
         'None', ('q', 'v', 'tau'),
         'floating_forward_dynamics', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_v', 'self._general_forward_dynamics(q, v, tau)',
-        prelude=('if f_ext is not None and _has_wrenches(f_ext):',
+        prelude=('if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):',
                  '    tau = self._plus_wrenches(f_ext, self.fixed._site, q, tau)'),
-        gpu='self.on_gpu().forward_dynamics(q, v, tau)', moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
+        gpu='self.on_gpu().forward_dynamics(q, v, tau, f_ext=f_ext)',
+        moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         doc="""
         Return v' = M^-1 (tau + sum J^T F_ext - h(q, v)); SingularMassMatrixError if M singular.
 

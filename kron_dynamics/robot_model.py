@@ -1557,14 +1557,21 @@ class RobotModel:
         return getattr(self.on_gpu(), method)(q)
 
     def _gpu_for(self, f_ext):
-        """Return on_gpu() for a method given CUDA arrays; f_ext is refused by name."""
+        """Return on_gpu() for a method given CUDA arrays that has no f_ext there (refused)."""
         if _has_wrenches(f_ext):
-            raise ValueError('f_ext is not supported on the GPU: pass NumPy arrays (the '
-                             'CPU batch takes f_ext, a wrench per row or one for all)')
+            raise ValueError('f_ext is not supported on the GPU by this method (inverse_dynamics '
+                             'and forward_dynamics take it there): pass NumPy arrays, whose '
+                             'CPU batch takes f_ext, a wrench per row or one for all')
         return self.on_gpu()
 
+    def _batch_wrench_rows(self, f_ext, N: int) -> list:
+        """Return [(link, N x 6)] of checked f_ext for a batch of N ([] for no wrench): GPU."""
+        return _batch_wrenches(f_ext, N, self._site) if _has_wrenches(f_ext) else []
+
     def _on_gpu_call(self, mode, f_ext, arrays):
-        """Run a Newton-Euler method on the GPU for CUDA-array inputs."""
+        """Run a Newton-Euler method on the GPU for CUDA-array inputs (f_ext: ID only)."""
+        if mode == ID and _has_wrenches(f_ext):
+            return self.on_gpu().inverse_dynamics(*arrays.values(), f_ext=f_ext)
         return getattr(self._gpu_for(f_ext), _GPU_METHODS[mode])(*arrays.values())
 
     def _rnea(self, mode, f_ext=None, **arrays) -> Array:
@@ -1607,14 +1614,14 @@ class RobotModel:
 
         ``f_ext`` as for :meth:`inverse_dynamics` (Pinocchio: ``aba`` with ``fext``).
         """
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics(q, qd, tau, f_ext=f_ext)
         if f_ext is not None and _has_wrenches(f_ext):
             tau = self._plus_wrenches(f_ext, self._site, q, tau)
         if _is_vector(q) and _is_vector(qd) and _is_vector(tau):
             qdd = np.empty(self._n)
             if native.forward_dynamics(self._ints, self._reals, q, qd, tau, self._zeros, qdd):
                 return qdd
-        if _on_device(q):
-            return self.on_gpu().forward_dynamics(q, qd, tau)
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             qdd = np.empty((N, self._n))
@@ -2281,10 +2288,10 @@ class CoupledRobotModel(RobotModel):
         return self._vec(tau) + self.armature * udd
 
     def _general_forward_dynamics(self, q, qd, tau, f_ext) -> Array:
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics(q, qd, tau, f_ext=f_ext)
         if f_ext is not None and _has_wrenches(f_ext):
             return self.forward_dynamics(q, qd, self._plus_wrenches(f_ext, self._site, q, tau))
-        if _on_device(q):
-            return self.on_gpu().forward_dynamics(q, qd, tau)
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             out = np.empty((N, self._n))

@@ -37,7 +37,7 @@ from numba import cuda  # noqa: E402
 from kron_dynamics import Contact, ModelError, RobotModel, SingularJacobianError  # noqa: E402,E501
 from kron_dynamics.gpu import codegen, GpuModel, MODES, tangent  # noqa: E402
 import model_helpers  # noqa: E402
-from pinocchio_oracle import robots_dir  # noqa: E402
+from pinocchio_oracle import build_case, ONE_MODEL_CASES, robots_dir  # noqa: E402
 
 RTOL = 1e-12
 METHODS = {'inverse_dynamics': 3, 'gravity_torque': 1, 'bias_torque': 2, 'coriolis_vector': 2}
@@ -1062,6 +1062,67 @@ def test_inverse_dynamics_derivatives_report_rows_and_take_out():
                                            f_ext={model.link_names[-1]: np.ones(6)})
 
 
+@pytest.mark.parametrize('kind', sorted(ONE_MODEL_CASES))
+def test_external_wrenches_on_the_gpu_equal_the_cpu_batch(kind):
+    """
+    f_ext with CUDA arrays: inverse and forward dynamics as the CPU batch computes them.
+
+    Wrenches from the host (6 numbers or N x 6, the CPU's checks and messages) or CUDA
+    arrays (N, 6), whose non-finite rows are reported after the call; fixed, mimic,
+    floating and planar models.
+    """
+    model, _ = build_case(kind)
+    links = ONE_MODEL_CASES[kind][2]
+    other = links[-1] if len(links) > 1 else 'torso_lift_link'
+    rng = np.random.default_rng(31)
+    N = 4
+    Q = np.stack([model.random_configuration(rng) for _ in range(N)])
+    V, A = rng.uniform(-2, 2, (2, N, model.nv))
+    f_ext = {links[0]: rng.uniform(-5, 5, (N, 6)), other: rng.uniform(-5, 5, 6)}
+    dQ, dV, dA = (cuda.to_device(X) for X in (Q, V, A))
+    cpu = model.inverse_dynamics(Q, V, A, f_ext=f_ext)
+    ours = model.inverse_dynamics(dQ, dV, dA, f_ext=f_ext)
+    assert not isinstance(ours, np.ndarray)
+    scale = max(1.0, float(np.max(np.abs(cpu))))
+    assert np.max(np.abs(ours.copy_to_host() - cpu)) <= RTOL * scale
+    assert np.max(np.abs(cpu - model.inverse_dynamics(Q, V, A))) > 1e-3, 'the wrenches act'
+    on_device = {links[0]: cuda.to_device(f_ext[links[0]]),
+                 other: np.broadcast_to(f_ext[other], (N, 6)).copy()}
+    qdd = model.forward_dynamics(dQ, dV, cuda.to_device(cpu), f_ext=on_device).copy_to_host()
+    M = model.mass_matrix(Q)
+    residual = model.inverse_dynamics(Q, V, qdd, f_ext=f_ext) - cpu
+    assert np.max(np.abs(residual)) <= RTOL * scale, 'M q\'\' + h - sum J^T F = tau'
+    for k in range(N):
+        bound = 1e-14 * np.linalg.cond(M[k]) + RTOL
+        assert np.max(np.abs(qdd[k] - A[k])) / max(1.0, np.max(np.abs(A[k]))) <= bound, k
+    plain = model.inverse_dynamics(dQ, dV, dA, f_ext={}).copy_to_host()
+    assert np.max(np.abs(plain - model.inverse_dynamics(Q, V, A))) <= RTOL * scale
+    bad = f_ext[links[0]].copy()
+    bad[1, 2] = np.nan
+    with pytest.raises(ValueError, match=r'^inverse_dynamics: rows \[1\] have a non-finite '
+                                         r'input \(their results are NaN\)'):
+        model.inverse_dynamics(dQ, dV, dA, f_ext={links[0]: cuda.to_device(bad)})
+    nan_row = model.on_gpu().inverse_dynamics(dQ, dV, dA, check=False,
+                                              f_ext={links[0]: cuda.to_device(bad)})
+    assert np.isnan(nan_row.copy_to_host()[1]).all()
+    assert not np.isnan(nan_row.copy_to_host()[[0, 2, 3]]).any()
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
+                                         r'\[1\]' % links[0]):
+        model.forward_dynamics(dQ, dV, dA, f_ext={links[0]: bad})
+    with pytest.raises(ValueError, match=r"^inverse_dynamics: f_ext\['%s'\] on the device must "
+                                         r'be a \(4, 6\) float64 array' % links[0]):
+        model.inverse_dynamics(dQ, dV, dA, f_ext={links[0]: cuda.to_device(bad[:3])})
+    with pytest.raises(ModelError, match="unknown link 'no_such_link'"):
+        model.forward_dynamics(dQ, dV, dA, f_ext={'no_such_link': cuda.to_device(bad)})
+    with pytest.raises(ValueError, match=r'^f_ext must map link names to 6-vectors'):
+        model.inverse_dynamics(dQ, dV, dA, f_ext=np.zeros(6))
+    if kind == 'fixed arm':         # single precision: the wrench's terms to 2e-6 as well
+        single = GpuModel(model, dtype=np.float32)
+        got = single.inverse_dynamics(*(X.astype(np.float32) for X in (Q, V, A)),
+                                      f_ext=f_ext).copy_to_host()
+        assert got.dtype == np.float32 and np.max(np.abs(got - cpu)) <= 2e-6 * scale
+
+
 def test_a_model_without_movable_joints():
     """Nothing to compute on a fixed base; a floating one is the base body alone."""
     xml = ('<robot name="block"><link name="b"><inertial><mass value="2"/>'
@@ -1248,12 +1309,8 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     link = model.link_names[-1]
     with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
         model.full_configuration(dQ)
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
-        model.inverse_dynamics(dQ, dV, dV, f_ext={link: np.ones(6)})
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
+    with pytest.raises(ValueError, match='f_ext is not supported on the GPU by this method'):
         model.inverse_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones((2, 6))})
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
-        model.forward_dynamics(dQ, dV, dV, f_ext={link: np.ones((2, 6))})
     with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
         model.forward_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones(6)})
     with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
@@ -1757,6 +1814,7 @@ from kron_dynamics.gpu import (codegen, CONSTRAINED_SIGNATURE, CONTACT_SIGNATURE
                                DERIVATIVE_SIGNATURES, LINK_SIGNATURES, ptx, SIGNATURES, tangent)
 from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
 from kron_dynamics.gpu.contacts import contacts_source
+from kron_dynamics.gpu.wrenches import SIGNATURE as WRENCH_SIGNATURE, wrench_source
 assert not config.ENABLE_CUDASIM
 model = RobotModel.from_urdf_file(sys.argv[1], root_joint=sys.argv[2])
 link, every = model.link_names[-1], sys.argv[3] == 'all'
@@ -1767,6 +1825,7 @@ small = ('integrate', 'difference', 'task_inertia', 'rk_stage', 'rk_finish', 'li
 kernels = [(main, name, signature) for name, signature in SIGNATURES.items()]
 kernels += [(derivatives, name, signature) for name, signature in DERIVATIVE_SIGNATURES.items()]
 kernels = [x for x in kernels if every or x[1] in small]
+kernels.append((wrench_source(model.nv), 'add_wrench', WRENCH_SIGNATURE))
 if every:
     kernels += [(links[kind](model, link), name, signature)
                 for name, (kind, signature) in LINK_SIGNATURES.items()]
@@ -1801,9 +1860,10 @@ def test_the_generated_kernels_compile_for_a_gpu(path, root, which):
     would ask for one, and the device functions they call, codegen.DEVICE_FUNCTIONS, are
     compiled for sm_90 too) with the signatures GpuModel gives them: every kernel of the UR5 (a
     fixed base), its forward dynamics also with the solve of large trees (the tables in
-    constant memory); on a floating base the small kernels whose moving-base branches differ and
-    the contact kernels (solo12's main and derivative kernels compile in 8 minutes here, so
-    they are left to a GPU run); on a planar base the small kernels. Where NVVM is not
+    constant memory), and the external wrenches' kernel on every base; on a floating base the
+    small kernels whose moving-base branches differ and the contact kernels (solo12's main
+    and derivative kernels compile in 8 minutes here, so they are left to a GPU run); on a
+    planar base the small kernels. Where NVVM is not
     installed, the test says so.
     """
     env = {**os.environ, 'NUMBA_ENABLE_CUDASIM': '0'}

@@ -47,6 +47,7 @@ Nothing here is imported until asked for; numba's CUDA target is the optional ex
 the same generated code on the CPU: that is how the tests check it.
 """
 
+from collections.abc import Mapping
 import contextlib
 import hashlib
 import importlib.util
@@ -521,10 +522,69 @@ class GpuModel:
         return self._launch(self._kernel(kernel), method, N, result, stream, check,
                             *arrays.values(), *extra)
 
+    # ----------------------------------------------------------------- external wrenches
+    def _wrench_rows(self, f_ext, N: int, method: str, stream) -> list:
+        """
+        Return [(link, W (N, 6) device array)] of f_ext; [] for None or no wrench.
+
+        Host wrenches (6 numbers, every row's, or N x 6) get the CPU batch's checks and
+        messages (link, shape, the rows that are not finite) and are copied over; a CUDA
+        array must be (N, 6) in the model's precision (its non-finite rows are reported
+        after the call, as the states' are).
+        """
+        if f_ext is None:
+            return []
+        device = {}
+        if isinstance(f_ext, Mapping):
+            device = {link: self._on_device(w) for link, w in f_ext.items()}
+            device = {link: array for link, array in device.items() if array is not None}
+            host = {link: w for link, w in f_ext.items() if link not in device}
+        else:
+            host = f_ext            # refused by the CPU's check, which names what it is
+        rows = [(link, self._cuda.to_device(np.ascontiguousarray(W, dtype=self.dtype),
+                                            stream=stream))
+                for link, W in self.model._batch_wrench_rows(host, N)]
+        for link, array in device.items():
+            self.model._batch_wrench_rows({link: np.zeros(6)}, N)     # the link's check
+            if array.dtype != self.dtype or tuple(array.shape) != (N, 6):
+                raise ValueError(f'{method}: f_ext[{link!r}] on the device must be a ({N}, 6) '
+                                 f'{self.dtype} array (one wrench per row), got '
+                                 f'{tuple(array.shape)} {array.dtype}')
+            rows.append((link, array))
+        return rows
+
+    def _add_wrenches(self, method: str, base, acc, Q, rows: list, sign: float, N: int,
+                      stream, check: bool):
+        """Write base + sign sum J^T W into acc per row (acc may be base): J of each link."""
+        kernel = self._kernels.get('add_wrench')
+        if kernel is None:
+            from .wrenches import SIGNATURE, wrench_source
+            _, _, module = _cached_module(self._precision(wrench_source(self.nv)), 'wrenches')
+            kernel = self._kernels['add_wrench'] = self._compile(SIGNATURE, module.add_wrench)
+        for link, W in rows:
+            J = self._per_link('jacobian', {'q': Q}, link, None, 'local_world_aligned', stream,
+                               check, None, (6, self.nv), method)
+            self._launch(kernel, method, N, (acc,), stream, check, J, W, float(sign), base)
+            base = acc
+
     # ----------------------------------------------------------------- methods
-    def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True, out=None):
-        """Return tau = M q'' + C*(q' kron q') + G per row, a device array (N, n)."""
-        return self._run('inverse_dynamics', stream, check, out, q, qd, qdd)
+    def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True, out=None,
+                         f_ext=None):
+        """
+        Return tau = M q'' + C*(q' kron q') + G - sum J^T F_ext per row, a device array (N, n).
+
+        ``f_ext`` as on the CPU ({link: wrench}, world axes at the link origin): 6 numbers
+        (every row's) or (N, 6), NumPy or a CUDA array; J^T F by :mod:`.wrenches`' kernel
+        on the link's Jacobian kernel.
+        """
+        if f_ext is None:
+            return self._run('inverse_dynamics', stream, check, out, q, qd, qdd)
+        arrays, N = self._rows({'q': q, 'qd': qd, 'qdd': qdd})
+        rows = self._wrench_rows(f_ext, N, 'inverse_dynamics', stream)
+        tau = self._run('inverse_dynamics', stream, check, out, *arrays.values())
+        self._add_wrenches('inverse_dynamics', tau, tau, arrays['q'], rows, -1.0, N, stream,
+                           check)
+        return tau
 
     def gravity_torque(self, q, stream=0, check: bool = True, out=None):
         """Return G(q) per row, a device array (N, n)."""
@@ -543,8 +603,22 @@ class GpuModel:
         return self._run_kernel('mass_matrix', 'mass_matrix', {'q': q}, (self.nv, self.nv),
                                 stream, check, out)
 
-    def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True, out=None):
-        """Return q'' = M^-1 (tau - C*(q' kron q') - G) per row, a device array (N, n)."""
+    def forward_dynamics(self, q, qd, tau, stream=0, check: bool = True, out=None,
+                         f_ext=None):
+        """
+        Return q'' = M^-1 (tau + sum J^T F_ext - C*(q' kron q') - G) per row, (N, n).
+
+        ``f_ext`` as for :meth:`inverse_dynamics` (its forces added to a copy of tau).
+        """
+        if f_ext is not None:
+            arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
+            rows = self._wrench_rows(f_ext, N, 'forward_dynamics', stream)
+            if rows:
+                forces = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream,
+                                                 order=self._order(arrays['q']))
+                self._add_wrenches('forward_dynamics', arrays['tau'], forces, arrays['q'],
+                                   rows, 1.0, N, stream, check)
+                q, qd, tau = arrays['q'], arrays['qd'], forces
         return self._run_kernel('forward_dynamics', 'forward_dynamics',
                                 {'q': q, 'qd': qd, 'tau': tau}, (self.nv,), stream, check, out)
 
