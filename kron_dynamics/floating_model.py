@@ -931,7 +931,7 @@ class MovingBase:
         loop below over its compiled calls; a batch row by row).
         """
         if _on_device(q):
-            return self._gpu_for(f_ext).simulate(q, v, tau, dt, steps, damping)
+            return self.on_gpu().simulate(q, v, tau, dt, steps, damping, f_ext=f_ext)
         dt, steps = _step_arguments(dt, steps)
         wrenches = f_ext is not None and _has_wrenches(f_ext)
         if not wrenches and type(q) is _ND and q.dtype is _F64 and q.ndim == 1 \

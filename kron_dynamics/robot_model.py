@@ -1559,9 +1559,9 @@ class RobotModel:
     def _gpu_for(self, f_ext):
         """Return on_gpu() for a method given CUDA arrays that has no f_ext there (refused)."""
         if _has_wrenches(f_ext):
-            raise ValueError('f_ext is not supported on the GPU by this method (inverse_dynamics '
-                             'and forward_dynamics take it there): pass NumPy arrays, whose '
-                             'CPU batch takes f_ext, a wrench per row or one for all')
+            raise ValueError('f_ext is not supported on the GPU by this method (inverse_dynamics, '
+                             'forward_dynamics and simulate take it there): pass NumPy arrays, '
+                             'whose CPU batch takes f_ext, a wrench per row or one for all')
         return self.on_gpu()
 
     def _batch_wrench_rows(self, f_ext, N: int) -> list:
@@ -1851,7 +1851,7 @@ class RobotModel:
         root axes (RK4 over its compiled calls with the wrenches, a batch in each stage).
         """
         if _on_device(q):
-            return self._gpu_for(f_ext).simulate(q, qd, tau, dt, steps, damping)
+            return self.on_gpu().simulate(q, qd, tau, dt, steps, damping, f_ext=f_ext)
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         dt, steps = _step_arguments(dt, steps)
@@ -2370,7 +2370,7 @@ class CoupledRobotModel(RobotModel):
                  f_ext: Mapping[str, ArrayLike] | None = None) -> tuple[Array, Array]:
         """Integrate u'' = forward_dynamics(u, u', tau - damping u', f_ext) with RK4."""
         if _on_device(q):
-            return self._gpu_for(f_ext).simulate(q, qd, tau, dt, steps, damping)
+            return self.on_gpu().simulate(q, qd, tau, dt, steps, damping, f_ext=f_ext)
         damping = self._zeros if damping is None else self._vector(damping, 'damping')
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         dt, steps = _step_arguments(dt, steps)

@@ -1065,7 +1065,7 @@ def test_inverse_dynamics_derivatives_report_rows_and_take_out():
 @pytest.mark.parametrize('kind', sorted(ONE_MODEL_CASES))
 def test_external_wrenches_on_the_gpu_equal_the_cpu_batch(kind):
     """
-    f_ext with CUDA arrays: inverse and forward dynamics as the CPU batch computes them.
+    f_ext with CUDA arrays: inverse and forward dynamics and simulate as the CPU batch.
 
     Wrenches from the host (6 numbers or N x 6, the CPU's checks and messages) or CUDA
     arrays (N, 6), whose non-finite rows are reported after the call; fixed, mimic,
@@ -1116,6 +1116,16 @@ def test_external_wrenches_on_the_gpu_equal_the_cpu_batch(kind):
         model.forward_dynamics(dQ, dV, dA, f_ext={'no_such_link': cuda.to_device(bad)})
     with pytest.raises(ValueError, match=r'^f_ext must map link names to 6-vectors'):
         model.inverse_dynamics(dQ, dV, dA, f_ext=np.zeros(6))
+    tau = rng.uniform(-1, 1, (N, model.nv))
+    tau[:, :model.nv - model.n] = 0.0
+    X, W = model.simulate(dQ, dV, cuda.to_device(tau), 1e-3, 3, f_ext=on_device)
+    cq, cv = model.simulate(Q, V, tau, 1e-3, 3, f_ext=f_ext)
+    for got, want in ((X, cq), (W, cv)):
+        assert np.max(np.abs(got.copy_to_host() - want)) <= RTOL * max(1.0, np.abs(want).max())
+    assert np.abs(cv - model.simulate(Q, V, tau, 1e-3, 3)[1]).max() > 1e-4, 'the wrenches act'
+    with pytest.raises(ValueError, match=r'^simulate: rows \[1\] have a non-finite input'):
+        model.simulate(dQ, dV, cuda.to_device(tau), 1e-3, 1,
+                       f_ext={links[0]: cuda.to_device(bad)})
     if kind == 'fixed arm':         # single precision: the wrench's terms to 2e-6 as well
         single = GpuModel(model, dtype=np.float32)
         got = single.inverse_dynamics(*(X.astype(np.float32) for X in (Q, V, A)),
@@ -1315,8 +1325,6 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
         model.forward_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones(6)})
     with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
         model.linearize(dQ, dV, dV, 0.01, f_ext={link: np.ones(6)})
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
-        model.simulate(dQ, dV, dV, 0.01, f_ext={link: np.ones(6)})
     for method in (model.constrained_forward_dynamics,
                    model.constrained_forward_dynamics_derivatives,
                    model.contact_inverse_dynamics):

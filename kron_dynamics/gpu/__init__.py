@@ -687,7 +687,7 @@ class GpuModel:
                                 stream, check, out, float(step))
 
     def simulate(self, q, qd, tau, dt: float, steps: int = 1, damping=None, stream=0,
-                 check: bool = True):
+                 check: bool = True, f_ext=None):
         """
         Return (q, q') per row after ``steps`` RK4 steps of dt under tau held, as on the CPU.
 
@@ -697,6 +697,8 @@ class GpuModel:
         fourth order (``rk_stage``), then the weighted sums (``rk_finish``): the CPU's
         ``kernels.floating_base.moving_simulate`` and ``forward_dynamics.rk4``. Rows the
         forward dynamics refuses are named under ``simulate`` (after the step they occur in).
+        ``f_ext`` as for :meth:`inverse_dynamics`, held in world axes: each stage's forces
+        gain sum J^T F at the stage's configuration (:meth:`forward_dynamics`' kernel).
         """
         dt, steps = self.model._step_arguments(dt, steps)
         first = self._robot.nbv                         # the joints' first velocity
@@ -708,6 +710,7 @@ class GpuModel:
                              f'{damping!r}')
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
         method, cuda = 'simulate', self._cuda
+        wrenches = self._wrench_rows(f_ext, N, method, stream)
         full = np.zeros(self.nv, dtype=self.dtype)
         full[first:] = host
         damp = cuda.to_device(full, stream=stream)
@@ -731,11 +734,13 @@ class GpuModel:
         for step in range(steps):
             self._launch(stage, method, N, (VS, XI, F), stream, False, W, W, W, 0.0, tau_,
                          damp)                          # F = tau - damping w
+            self._add_wrenches(method, F, F, X, wrenches, 1.0, N, stream, check)
             self._launch(forward, method, N, (A[0],), stream, check, X, W, F)
             for k, h in ((1, 0.5 * dt), (2, 0.5 * dt), (3, dt)):
                 self._launch(stage, method, N, (VS, XS[k], F), stream, False, W, A[k - 1],
                              XS[k - 1], h, tau_, damp)
                 self._launch(move, method, N, (QA,), stream, check, X, XS[k - 1], h)
+                self._add_wrenches(method, F, F, QA, wrenches, 1.0, N, stream, check)
                 self._launch(forward, method, N, (A[k],), stream, check, QA, VS, F)
             Xn, Wn = Xs[step % 2], Ws[step % 2]         # never an input, never X or W
             self._launch(finish, method, N, (XI, Wn), stream, False, W, *XS[1:], *A, dt)
