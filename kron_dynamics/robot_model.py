@@ -1266,7 +1266,7 @@ class RobotModel:
             return self._derivatives_with_wrenches(
                 lambda q, v, tau: self.constrained_forward_dynamics_derivatives(q, v, tau,
                                                                                 contacts),
-                f_ext, q=q, v=v, tau=tau)
+                f_ext, q=q, v=v, tau=self._generalized(tau))
         batch = self._contact_batch(self.constrained_forward_dynamics_derivatives,
                                     (q, v, tau), contacts, *_DERIVATIVE_SHAPES,
                                     compiled=self._constrained_derivative_rows)
@@ -1614,14 +1614,14 @@ class RobotModel:
 
         ``f_ext`` as for :meth:`inverse_dynamics` (Pinocchio: ``aba`` with ``fext``).
         """
-        if _on_device(q):
-            return self.on_gpu().forward_dynamics(q, qd, tau, f_ext=f_ext)
-        if f_ext is not None and _has_wrenches(f_ext):
+        if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):
             tau = self._plus_wrenches(f_ext, self._site, q, tau)
         if _is_vector(q) and _is_vector(qd) and _is_vector(tau):
             qdd = np.empty(self._n)
             if native.forward_dynamics(self._ints, self._reals, q, qd, tau, self._zeros, qdd):
                 return qdd
+        if _on_device(q):
+            return self.on_gpu().forward_dynamics(q, qd, tau, f_ext=f_ext)
         (q, qd, tau), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             qdd = np.empty((N, self._n))
@@ -1879,8 +1879,10 @@ class RobotModel:
         :meth:`simulate` (the compiled kernels' steps), one state or a batch (each stage one
         batch call).
         """
-        if f_ext is not None:       # checked once, even for no step or no row
-            _wrenches(f_ext, self._site) if N is None else _batch_wrenches(f_ext, N, self._site)
+        if f_ext is not None and N is None:      # checked once, even for no step or no row
+            _wrenches(f_ext, self._site)
+        elif f_ext is not None:
+            _batch_wrenches(f_ext, N, self._site)
 
         def f(x, w):
             return self.forward_dynamics(x, w, tau - damping * w, f_ext)

@@ -282,6 +282,11 @@ def test_external_wrenches_in_contact(kind):
         one = model.constrained_forward_dynamics(q, v, joints[nb:], contacts, f_ext)
         assert relative(one[0], model.constrained_forward_dynamics(
             q, v, joints, contacts, f_ext)[0]) < 1e-14
+        for x, y in zip(model.constrained_forward_dynamics_derivatives(q, v, joints[nb:],
+                                                                       contacts, f_ext),
+                        model.constrained_forward_dynamics_derivatives(q, v, joints, contacts,
+                                                                       f_ext)):
+            assert relative(x, y) < 1e-14
     assert_differences(model, q, v, tau, contacts, f'{kind} with f_ext', f_ext)
     Q, V, T = (np.stack([x, x]) for x in (q, v, tau))
     both = {link: np.stack([wrench, -wrench])}

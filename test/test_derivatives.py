@@ -227,6 +227,14 @@ def _two_wrenches(kind, rows=None):
     return {links[0]: first, last: np.array([-1.0, 2.0, 0.5, 0.1, 0.2, -0.3])}
 
 
+def _wrenched_state(model, kind, seed):
+    """Return (q, v, tau, f_ext): a random state, its joint torques (no base force), wrenches."""
+    q, v, dv = random_state(model, seed)
+    tau = model.inverse_dynamics(q, v, dv)
+    tau[:model.nv - model.n] = 0.0
+    return q, v, tau, _two_wrenches(kind)
+
+
 def test_forward_dynamics_derivatives_with_external_wrenches(case):
     """
     f_ext held constant in root axes: against central differences of forward_dynamics.
@@ -235,11 +243,7 @@ def test_forward_dynamics_derivatives_with_external_wrenches(case):
     wrenches at v' = forward_dynamics(q, v, tau, f_ext); a batch row by row.
     """
     kind, model, pair = case
-    q, v, dv = random_state(model, 12)
-    nb = model.nv - model.n
-    tau = model.inverse_dynamics(q, v, dv)
-    tau[:nb] = 0.0
-    f_ext = _two_wrenches(kind)
+    q, v, tau, f_ext = _wrenched_state(model, kind, 12)
     da_dq, da_dv, Minv = model.forward_dynamics_derivatives(q, v, tau, f_ext=f_ext)
     E = np.eye(model.nv)
     close(da_dq, columns(model, lambda x: model.forward_dynamics(x, v, tau, f_ext), q),
@@ -279,11 +283,8 @@ def test_forward_dynamics_derivatives_with_external_wrenches(case):
 def test_linearize_with_external_wrenches_is_the_derivative_of_the_step(case):
     """f_ext in the dynamics of the step (not in u): against differences, batches per row."""
     kind, model, pair = case
-    q, v, dv = random_state(model, 13)
+    q, v, tau, f_ext = _wrenched_state(model, kind, 13)
     nb = model.nv - model.n
-    tau = model.inverse_dynamics(q, v, dv)
-    tau[:nb] = 0.0
-    f_ext = _two_wrenches(kind)
     dt = 0.01
 
     def step(q, v, u):

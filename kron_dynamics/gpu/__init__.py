@@ -545,7 +545,7 @@ class GpuModel:
                                             stream=stream))
                 for link, W in self.model._batch_wrench_rows(host, N)]
         for link, array in device.items():
-            self.model._batch_wrench_rows({link: np.zeros(6)}, N)     # the link's check
+            self.model._site(link)      # ModelError naming the links if it is none of them
             if array.dtype != self.dtype or tuple(array.shape) != (N, 6):
                 raise ValueError(f'{method}: f_ext[{link!r}] on the device must be a ({N}, 6) '
                                  f'{self.dtype} array (one wrench per row), got '
@@ -554,8 +554,13 @@ class GpuModel:
         return rows
 
     def _add_wrenches(self, method: str, base, acc, Q, rows: list, sign: float, N: int,
-                      stream, check: bool):
-        """Write base + sign sum J^T W into acc per row (acc may be base): J of each link."""
+                      stream, check: bool, jacobians: dict | None = None):
+        """
+        Write base + sign sum J^T W into acc per row (acc may be base): J of each link.
+
+        ``jacobians``: {link: (N, 6, nv) device array} kept between calls (simulate's
+        stages), filled on first use; None: new ones.
+        """
         kernel = self._kernels.get('add_wrench')
         if kernel is None:
             from .wrenches import SIGNATURE, wrench_source
@@ -563,7 +568,10 @@ class GpuModel:
             kernel = self._kernels['add_wrench'] = self._compile(SIGNATURE, module.add_wrench)
         for link, W in rows:
             J = self._per_link('jacobian', {'q': Q}, link, None, 'local_world_aligned', stream,
-                               check, None, (6, self.nv), method)
+                               check, None if jacobians is None else jacobians.get(link),
+                               (6, self.nv), method)
+            if jacobians is not None:
+                jacobians[link] = J
             self._launch(kernel, method, N, (acc,), stream, check, J, W, float(sign), base)
             base = acc
 
@@ -710,7 +718,7 @@ class GpuModel:
                              f'{damping!r}')
         arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
         method, cuda = 'simulate', self._cuda
-        wrenches = self._wrench_rows(f_ext, N, method, stream)
+        wrenches, jacobians = self._wrench_rows(f_ext, N, method, stream), {}
         full = np.zeros(self.nv, dtype=self.dtype)
         full[first:] = host
         damp = cuda.to_device(full, stream=stream)
@@ -734,13 +742,14 @@ class GpuModel:
         for step in range(steps):
             self._launch(stage, method, N, (VS, XI, F), stream, False, W, W, W, 0.0, tau_,
                          damp)                          # F = tau - damping w
-            self._add_wrenches(method, F, F, X, wrenches, 1.0, N, stream, check)
+            self._add_wrenches(method, F, F, X, wrenches, 1.0, N, stream, check, jacobians)
             self._launch(forward, method, N, (A[0],), stream, check, X, W, F)
             for k, h in ((1, 0.5 * dt), (2, 0.5 * dt), (3, dt)):
                 self._launch(stage, method, N, (VS, XS[k], F), stream, False, W, A[k - 1],
                              XS[k - 1], h, tau_, damp)
                 self._launch(move, method, N, (QA,), stream, check, X, XS[k - 1], h)
-                self._add_wrenches(method, F, F, QA, wrenches, 1.0, N, stream, check)
+                self._add_wrenches(method, F, F, QA, wrenches, 1.0, N, stream, check,
+                                   jacobians)
                 self._launch(forward, method, N, (A[k],), stream, check, QA, VS, F)
             Xn, Wn = Xs[step % 2], Ws[step % 2]         # never an input, never X or W
             self._launch(finish, method, N, (XI, Wn), stream, False, W, *XS[1:], *A, dt)
