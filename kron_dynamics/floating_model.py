@@ -965,7 +965,7 @@ class MovingBase:
             return self._per_row_wrenches(
                 lambda a, b, c, f_ext=None: self.simulate(a, b, c, dt, steps,
                                                           damping[self._nb:], f_ext),
-                f_ext, self.fixed._site, q=q, v=v, tau=tau)
+                f_ext, q=q, v=v, tau=tau)
         if max(ndim(q), ndim(v), ndim(tau)) >= 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,
                                                              damping[self._nb:]), q, v, tau,
@@ -975,7 +975,7 @@ class MovingBase:
         tau = self._vector(tau, self.nv, 'tau')
 
         if wrenches:        # checked once, even for no step
-            _wrenches(f_ext, self.fixed._site)
+            _wrenches(f_ext, self._site)
 
         def f(x, w):
             return self.forward_dynamics(x, w, tau - damping * w, f_ext)
@@ -1435,7 +1435,7 @@ _COMPILED_BASE = {
         'q, v, dv', 'self._shape_v', 'self._general_inverse_dynamics(q, v, dv)',
         moving=f'{_MOVING_ORIGIN}, {{}}, ID, {_TOL}',
         prelude=('if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):',
-                 '    return self._less_wrenches(f_ext, self.fixed._site, q=q, v=v, dv=dv)'),
+                 '    return self._less_wrenches(f_ext, q=q, v=v, dv=dv)'),
         gpu='self.on_gpu().inverse_dynamics(q, v, dv, f_ext=f_ext)', doc="""
         Return tau = M(q) v' + h(q, v) - sum J^T F_ext (nv): RNEA with the base moving.
 
@@ -1481,7 +1481,7 @@ _COMPILED_BASE = {
         'floating_forward_dynamics', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_v', 'self._general_forward_dynamics(q, v, tau)',
         prelude=('if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):',
-                 '    tau = self._plus_wrenches(f_ext, self.fixed._site, q, tau)'),
+                 '    tau = self._plus_wrenches(f_ext, q, tau)'),
         gpu='self.on_gpu().forward_dynamics(q, v, tau, f_ext=f_ext)',
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         doc="""
@@ -1642,7 +1642,7 @@ _COMPILED_BASE = {
         prelude=('wrenches = f_ext is not None and _has_wrenches(f_ext)',
                  'if wrenches and max(ndim(q), ndim(v), ndim(dv)) >= 2:',
                  '    return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,',
-                 '                                  self.fixed._site, q=q, v=v, dv=dv)'),
+                 '                                  q=q, v=v, dv=dv)'),
         fast_if='not wrenches', parts=3, returns=_THREE,
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         gpu='self._gpu_for(f_ext).inverse_dynamics_derivatives(q, v, dv)', doc="""

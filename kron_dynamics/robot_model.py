@@ -724,7 +724,7 @@ class RobotModel:
             self._gpu_for(f_ext)
         return self._inputs(**arrays)
 
-    def _generalized_wrenches(self, f_ext, check_link: Callable, q: Array, N) -> Array:
+    def _generalized_wrenches(self, f_ext, q: Array, N) -> Array:
         """
         Return sum J^T F over f_ext at checked q: nv, or N x nv for a batch of N.
 
@@ -734,26 +734,25 @@ class RobotModel:
         """
         if N is None:
             total = np.zeros(self.nv)
-            for link, w in _wrenches(f_ext, check_link):
+            for link, w in _wrenches(f_ext, self._site):
                 total += self.jacobian(q, link).T @ w
             return total
         total = np.zeros((N, self.nv))
-        for link, w in _batch_wrenches(f_ext, N, check_link):
+        for link, w in _batch_wrenches(f_ext, N, self._site):
             total += np.einsum('nrk,nr->nk', self.jacobian(q, link), w)
         return total
 
-    def _plus_wrenches(self, f_ext, check_link: Callable, q, tau) -> Array:
+    def _plus_wrenches(self, f_ext, q, tau) -> Array:
         """Return tau + sum J^T F (one state or a batch): forward dynamics' joint forces."""
         (q, tau), N = self._wrench_inputs(f_ext, {'q': q, 'tau': tau})
-        return tau + self._generalized_wrenches(f_ext, check_link, q, N)
+        return tau + self._generalized_wrenches(f_ext, q, N)
 
-    def _less_wrenches(self, f_ext, check_link: Callable, **arrays) -> Array:
+    def _less_wrenches(self, f_ext, **arrays) -> Array:
         """Return inverse dynamics less sum J^T F (one state or a batch), compiled calls."""
         (q, v, dv), N = self._wrench_inputs(f_ext, arrays)
-        return self.inverse_dynamics(q, v, dv) - self._generalized_wrenches(f_ext, check_link,
-                                                                            q, N)
+        return self.inverse_dynamics(q, v, dv) - self._generalized_wrenches(f_ext, q, N)
 
-    def _per_row_wrenches(self, method: Callable, f_ext, check_link: Callable, **arrays):
+    def _per_row_wrenches(self, method: Callable, f_ext, **arrays):
         """
         Return method(*row, row's wrenches) stacked over a batch (f_ext: 6 or N x 6 each).
 
@@ -762,7 +761,7 @@ class RobotModel:
         batch checks f_ext and gives the method's empty results.
         """
         values, N = self._wrench_inputs(f_ext, arrays)
-        wrenches = _batch_wrenches(f_ext, N, check_link)
+        wrenches = _batch_wrenches(f_ext, N, self._site)
         if N == 0:
             return method(*values)
         out = [_row_call(method, k, values, {link: w[k] for link, w in wrenches})
@@ -798,7 +797,7 @@ class RobotModel:
         or a batch, in the compiled calls of both.
         """
         (q, v, tau), N = self._wrench_inputs(f_ext, arrays)
-        out = derivatives(q, v, tau + self._generalized_wrenches(f_ext, self._site, q, N))
+        out = derivatives(q, v, tau + self._generalized_wrenches(f_ext, q, N))
         D = self._wrench_derivative(q, f_ext, N)
         if isinstance(out, ConstrainedDerivatives):
             return out._replace(dv_dq=out.dv_dq + out.dv_dtau @ D,
@@ -1152,7 +1151,7 @@ class RobotModel:
         if _on_device(q):
             return self._gpu_for(f_ext).constrained_forward_dynamics(q, v, tau, contacts)
         if f_ext is not None and _has_wrenches(f_ext):
-            tau = self._plus_wrenches(f_ext, self._site, q, self._generalized(tau))
+            tau = self._plus_wrenches(f_ext, q, self._generalized(tau))
         fast = self._constrained_compiled(q, v, tau, contacts)
         if fast is not None:
             return fast
@@ -1208,7 +1207,7 @@ class RobotModel:
             return self._per_row_wrenches(
                 lambda q, v, dv, f_ext=None: self.contact_inverse_dynamics(q, v, dv, contacts,
                                                                            f_ext),
-                f_ext, self._site, q=q, v=v, dv=dv)
+                f_ext, q=q, v=v, dv=dv)
         batch = self._contact_batch(self.contact_inverse_dynamics, (q, v, dv), contacts,
                                     ('n',), ('m',), compiled=self._contact_inverse_rows)
         if batch is not None:
@@ -1585,7 +1584,7 @@ class RobotModel:
         wrenches = _has_wrenches(f_ext)
         if N is not None:
             if wrenches:        # only inverse_dynamics takes f_ext
-                return self._less_wrenches(f_ext, self._frame, **dict(zip(arrays, values)))
+                return self._less_wrenches(f_ext, **dict(zip(arrays, values)))
             return self._run(None, native.rnea_batch, N, self._n, q, qd, qdd, mode)
         W = self._external_wrenches(q, f_ext) if wrenches else _NO_WRENCH
         return self._run(native.rnea, None, N, self._n, q, qd, qdd, mode, W)
@@ -1615,7 +1614,7 @@ class RobotModel:
         ``f_ext`` as for :meth:`inverse_dynamics` (Pinocchio: ``aba`` with ``fext``).
         """
         if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):
-            tau = self._plus_wrenches(f_ext, self._site, q, tau)
+            tau = self._plus_wrenches(f_ext, q, tau)
         if _is_vector(q) and _is_vector(qd) and _is_vector(tau):
             qdd = np.empty(self._n)
             if native.forward_dynamics(self._ints, self._reals, q, qd, tau, self._zeros, qdd):
@@ -1663,7 +1662,7 @@ class RobotModel:
         (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         wrenches = _has_wrenches(f_ext)
         if wrenches and N is not None:
-            return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext, self._site,
+            return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,
                                           q=q, qd=qd, qdd=qdd)
         out = self._run(native.rnea_derivatives, native.rnea_derivatives_batch, N, self._3nn,
                         q, qd, qdd)
@@ -2293,7 +2292,7 @@ class CoupledRobotModel(RobotModel):
         if _on_device(q):
             return self.on_gpu().forward_dynamics(q, qd, tau, f_ext=f_ext)
         if f_ext is not None and _has_wrenches(f_ext):
-            return self.forward_dynamics(q, qd, self._plus_wrenches(f_ext, self._site, q, tau))
+            return self.forward_dynamics(q, qd, self._plus_wrenches(f_ext, q, tau))
         (u, ud, tau_u), N = self._inputs(q=q, qd=qd, tau=tau)
         if N is not None:
             out = np.empty((N, self._n))
@@ -2311,7 +2310,7 @@ class CoupledRobotModel(RobotModel):
         if N is not None:
             if _has_wrenches(f_ext):
                 return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,
-                                              self._site, q=u, qd=ud, qdd=udd)
+                                              q=u, qd=ud, qdd=udd)
             out = np.empty((N, 3, self._n, self._n))
             if self._cpl is not None and native.coupled_rnea_derivatives_batch(
                     self._fints, self._freals, self._cpl, self.armature, u, ud, udd, out):
