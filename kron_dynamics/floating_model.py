@@ -1639,13 +1639,12 @@ _COMPILED_BASE = {
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
         'None', ('q', 'v', 'dv'), 'floating_rnea_derivatives', f'self._origin, {{}}, {_TOL}',
         'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv, f_ext)',
-        prelude=('wrenches = f_ext is not None and _has_wrenches(f_ext)',
+        prelude=('wrenches = f_ext is not None and _has_wrenches(f_ext) and not _on_device(q)',
                  'if wrenches and max(ndim(q), ndim(v), ndim(dv)) >= 2:',
-                 '    return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,',
-                 '                                  q=q, v=v, dv=dv)'),
+                 '    return self._less_wrench_derivatives(f_ext, q=q, v=v, dv=dv)'),
         fast_if='not wrenches', parts=3, returns=_THREE,
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
-        gpu='self._gpu_for(f_ext).inverse_dynamics_derivatives(q, v, dv)', doc="""
+        gpu='self.on_gpu().inverse_dynamics_derivatives(q, v, dv, f_ext=f_ext)', doc="""
         Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.
 
         d/dq_k is the derivative along integrate(q, e_k t) with v and dv held (the base's
@@ -1663,11 +1662,11 @@ _COMPILED_BASE = {
         'None', ('q', 'v', 'tau'),
         'floating_forward_dynamics_derivatives', f'self._origin, {{}}, {_TOL}', 'q, v, tau',
         'self._shape_d', 'self._derivatives_at(q, v, tau)', parts=3, returns=_THREE,
-        prelude=('if f_ext is not None and _has_wrenches(f_ext):',
+        prelude=('if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):',
                  '    return self._derivatives_with_wrenches(self.forward_dynamics_derivatives,',
                  '                                           f_ext, q=q, v=v, tau=tau)'),
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
-        gpu='self.on_gpu().forward_dynamics_derivatives(q, v, tau)', doc="""
+        gpu='self.on_gpu().forward_dynamics_derivatives(q, v, tau, f_ext=f_ext)', doc="""
         Return (dv'/dq, dv'/dv, M^-1) at v' = forward_dynamics(q, v, tau), tangent space.
 
         ``f_ext`` as for :meth:`forward_dynamics`, held constant in world axes: dv'/dq

@@ -718,12 +718,6 @@ class RobotModel:
             return tuple(np.stack(items) for items in zip(*results))
         return np.stack(results) if isinstance(results[0], np.ndarray) else np.array(results)
 
-    def _wrench_inputs(self, f_ext, arrays: dict):
-        """Check the arrays of a call with f_ext (CUDA arrays: the GPU refuses f_ext)."""
-        if any(_on_device(x) for x in arrays.values()):
-            self._gpu_for(f_ext)
-        return self._inputs(**arrays)
-
     def _generalized_wrenches(self, f_ext, q: Array, N) -> Array:
         """
         Return sum J^T F over f_ext at checked q: nv, or N x nv for a batch of N.
@@ -744,12 +738,12 @@ class RobotModel:
 
     def _plus_wrenches(self, f_ext, q, tau) -> Array:
         """Return tau + sum J^T F (one state or a batch): forward dynamics' joint forces."""
-        (q, tau), N = self._wrench_inputs(f_ext, {'q': q, 'tau': tau})
+        (q, tau), N = self._inputs(q=q, tau=tau)
         return tau + self._generalized_wrenches(f_ext, q, N)
 
     def _less_wrenches(self, f_ext, **arrays) -> Array:
         """Return inverse dynamics less sum J^T F (one state or a batch), compiled calls."""
-        (q, v, dv), N = self._wrench_inputs(f_ext, arrays)
+        (q, v, dv), N = self._inputs(**arrays)
         return self.inverse_dynamics(q, v, dv) - self._generalized_wrenches(f_ext, q, N)
 
     def _per_row_wrenches(self, method: Callable, f_ext, **arrays):
@@ -760,13 +754,23 @@ class RobotModel:
         One state at a time (the compiled single call), an error naming its row; an empty
         batch checks f_ext and gives the method's empty results.
         """
-        values, N = self._wrench_inputs(f_ext, arrays)
+        values, N = self._inputs(**arrays)
         wrenches = _batch_wrenches(f_ext, N, self._site)
         if N == 0:
             return method(*values)
         out = [_row_call(method, k, values, {link: w[k] for link, w in wrenches})
                for k in range(N)]
         return tuple(np.stack(items) for items in zip(*out))
+
+    def _less_wrench_derivatives(self, f_ext, **arrays) -> tuple:
+        """
+        Return inverse_dynamics_derivatives(q, v, v') with sum F H taken off dtau/dq.
+
+        One state or a batch, the compiled calls of both (:meth:`_wrench_derivative`).
+        """
+        values, N = self._inputs(**arrays)
+        dq, dv, M = self.inverse_dynamics_derivatives(*values)
+        return dq - self._wrench_derivative(values[0], f_ext, N), dv, M
 
     def _wrench_derivative(self, q: Array, f_ext, N=None) -> Array:
         """
@@ -796,7 +800,7 @@ class RobotModel:
         (dv'/dq, dv'/dv, M^-1) or :class:`ConstrainedDerivatives` (lambda's too); one state
         or a batch, in the compiled calls of both.
         """
-        (q, v, tau), N = self._wrench_inputs(f_ext, arrays)
+        (q, v, tau), N = self._inputs(**arrays)
         out = derivatives(q, v, tau + self._generalized_wrenches(f_ext, q, N))
         D = self._wrench_derivative(q, f_ext, N)
         if isinstance(out, ConstrainedDerivatives):
@@ -1149,7 +1153,7 @@ class RobotModel:
         S^T tau + sum J^T F_ext then stands for.
         """
         if _on_device(q):
-            return self._gpu_for(f_ext).constrained_forward_dynamics(q, v, tau, contacts)
+            return self.on_gpu().constrained_forward_dynamics(q, v, tau, contacts, f_ext=f_ext)
         if f_ext is not None and _has_wrenches(f_ext):
             tau = self._plus_wrenches(f_ext, q, self._generalized(tau))
         fast = self._constrained_compiled(q, v, tau, contacts)
@@ -1202,7 +1206,7 @@ class RobotModel:
         sum J^T F_ext on the left); a batch with them row by row (the single call).
         """
         if _on_device(q):
-            return self._gpu_for(f_ext).contact_inverse_dynamics(q, v, dv, contacts)
+            return self.on_gpu().contact_inverse_dynamics(q, v, dv, contacts, f_ext=f_ext)
         if f_ext is not None and _has_wrenches(f_ext) and max(ndim(q), ndim(v), ndim(dv)) >= 2:
             return self._per_row_wrenches(
                 lambda q, v, dv, f_ext=None: self.contact_inverse_dynamics(q, v, dv, contacts,
@@ -1259,8 +1263,8 @@ class RobotModel:
         held constant in root axes (the d/dq gain their d/dtau times d(sum J^T F)/dq).
         """
         if _on_device(q):
-            return ConstrainedDerivatives(*self._gpu_for(
-                f_ext).constrained_forward_dynamics_derivatives(q, v, tau, contacts))
+            return ConstrainedDerivatives(*self.on_gpu().constrained_forward_dynamics_derivatives(
+                q, v, tau, contacts, f_ext=f_ext))
         if f_ext is not None and _has_wrenches(f_ext):
             return self._derivatives_with_wrenches(
                 lambda q, v, tau: self.constrained_forward_dynamics_derivatives(q, v, tau,
@@ -1555,23 +1559,15 @@ class RobotModel:
                              'for the other choice')
         return getattr(self.on_gpu(), method)(q)
 
-    def _gpu_for(self, f_ext):
-        """Return on_gpu() for a method given CUDA arrays that has no f_ext there (refused)."""
-        if _has_wrenches(f_ext):
-            raise ValueError('f_ext is not supported on the GPU by this method (inverse_dynamics, '
-                             'forward_dynamics and simulate take it there): pass NumPy arrays, '
-                             'whose CPU batch takes f_ext, a wrench per row or one for all')
-        return self.on_gpu()
-
     def _batch_wrench_rows(self, f_ext, N: int) -> list:
         """Return [(link, N x 6)] of checked f_ext for a batch of N ([] for no wrench): GPU."""
         return _batch_wrenches(f_ext, N, self._site) if _has_wrenches(f_ext) else []
 
     def _on_gpu_call(self, mode, f_ext, arrays):
         """Run a Newton-Euler method on the GPU for CUDA-array inputs (f_ext: ID only)."""
-        if mode == ID and _has_wrenches(f_ext):
+        if mode == ID:
             return self.on_gpu().inverse_dynamics(*arrays.values(), f_ext=f_ext)
-        return getattr(self._gpu_for(f_ext), _GPU_METHODS[mode])(*arrays.values())
+        return getattr(self.on_gpu(), _GPU_METHODS[mode])(*arrays.values())
 
     def _rnea(self, mode, f_ext=None, **arrays) -> Array:
         """General path of the Newton-Euler methods: checks, batches and external wrenches."""
@@ -1658,16 +1654,12 @@ class RobotModel:
             if native.rnea_derivatives(self._ints, self._reals, q, qd, qdd, out):
                 return out[0], out[1], out[2]
         if _on_device(q):
-            return self._gpu_for(f_ext).inverse_dynamics_derivatives(q, qd, qdd)
+            return self.on_gpu().inverse_dynamics_derivatives(q, qd, qdd, f_ext=f_ext)
         (q, qd, qdd), N = self._inputs(q=q, qd=qd, qdd=qdd)
-        wrenches = _has_wrenches(f_ext)
-        if wrenches and N is not None:
-            return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,
-                                          q=q, qd=qd, qdd=qdd)
         out = self._run(native.rnea_derivatives, native.rnea_derivatives_batch, N, self._3nn,
                         q, qd, qdd)
-        if wrenches:
-            out[0] -= self._wrench_derivative(q, f_ext)
+        if _has_wrenches(f_ext):
+            out[..., 0, :, :] -= self._wrench_derivative(q, f_ext, N)
         return out[..., 0, :, :], out[..., 1, :, :], out[..., 2, :, :]
 
     def forward_dynamics_derivatives(self, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
@@ -1688,7 +1680,7 @@ class RobotModel:
             if native.forward_dynamics_derivatives(self._ints, self._reals, q, qd, tau, out):
                 return out[0], out[1], out[2]
         if _on_device(q):
-            return self._gpu_for(f_ext).forward_dynamics_derivatives(q, qd, tau)
+            return self.on_gpu().forward_dynamics_derivatives(q, qd, tau, f_ext=f_ext)
         if f_ext is not None and _has_wrenches(f_ext):
             return self._derivatives_with_wrenches(self.forward_dynamics_derivatives, f_ext,
                                                    q=q, qd=qd, tau=tau)
@@ -1735,7 +1727,7 @@ class RobotModel:
         the step, a part of the dynamics and not of the input u (with or without contacts).
         """
         if _on_device(q):
-            return self._gpu_for(f_ext).linearize(q, v, tau, dt, contacts)
+            return self.on_gpu().linearize(q, v, tau, dt, contacts, f_ext=f_ext)
         if dt is not None:
             dt = _step_arguments(dt, 1)[0]
         if max(ndim(q), ndim(v), ndim(tau)) >= 2:
@@ -2305,12 +2297,11 @@ class CoupledRobotModel(RobotModel):
 
     def _general_inverse_dynamics_derivatives(self, q, qd, qdd, f_ext) -> tuple:
         if _on_device(q):
-            return self._gpu_for(f_ext).inverse_dynamics_derivatives(q, qd, qdd)
+            return self.on_gpu().inverse_dynamics_derivatives(q, qd, qdd, f_ext=f_ext)
         (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if N is not None:
             if _has_wrenches(f_ext):
-                return self._per_row_wrenches(self.inverse_dynamics_derivatives, f_ext,
-                                              q=u, qd=ud, qdd=udd)
+                return self._less_wrench_derivatives(f_ext, q=u, qd=ud, qdd=udd)
             out = np.empty((N, 3, self._n, self._n))
             if self._cpl is not None and native.coupled_rnea_derivatives_batch(
                     self._fints, self._freals, self._cpl, self.armature, u, ud, udd, out):
@@ -2322,7 +2313,7 @@ class CoupledRobotModel(RobotModel):
 
     def _general_forward_dynamics_derivatives(self, q, qd, tau, f_ext) -> tuple:
         if _on_device(q):
-            return self._gpu_for(f_ext).forward_dynamics_derivatives(q, qd, tau)
+            return self.on_gpu().forward_dynamics_derivatives(q, qd, tau, f_ext=f_ext)
         if _has_wrenches(f_ext):
             return self._derivatives_with_wrenches(self.forward_dynamics_derivatives, f_ext,
                                                    q=q, qd=qd, tau=tau)

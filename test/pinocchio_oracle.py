@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kron_dynamics import Contact
 # the one Pinocchio adapter, shared with bench/ (hand_coupling: B, d written out from the tags)
 from kron_dynamics.testing.pinocchio_pair import (hand_coupling,  # noqa: F401
                                                   PinocchioPair as PinPair, PROXIMAL,
@@ -171,6 +172,13 @@ ONE_MODEL_CASES = {
     'floating quadruped': ('solo_description/robots/solo12.urdf', 'floating',
                            ['FL_FOOT', 'HR_LOWER_LEG']),
     'planar base': ('tiago_description/robots/tiago.urdf', 'planar', ['arm_7_link']),
+}
+# their contacts in the tests of the dynamics in contact (a point on a fixed base's link)
+ONE_MODEL_CONTACTS = {
+    'fixed arm': [Contact('tool0', point=(0.01, 0.02, 0.03))],
+    'mimic gripper': [Contact('panda_link7', point=(0.0, 0.02, 0.1))],
+    'floating quadruped': [Contact('FL_FOOT'), Contact('HR_FOOT', dim=6)],
+    'planar base': [Contact('arm_7_link', point=(0.0, 0.0, 0.05))],
 }
 _ROOT_JOINTS = {'fixed': None, 'floating': 'JointModelFreeFlyer', 'planar': 'JointModelPlanar'}
 

@@ -32,15 +32,11 @@ from kron_dynamics.algorithms.constrained_dynamics_derivatives import (
 from kron_dynamics.kernels import native
 from kron_dynamics.testing.random_urdf import random_urdf
 from model_helpers import step_differences
-from pinocchio_oracle import build_case, PinPair, PROXIMAL, random_state, robots_dir
+from pinocchio_oracle import (build_case, ONE_MODEL_CONTACTS, PinPair, PROXIMAL,
+                              random_state, robots_dir)
 
 FRAMES = ['local_world_aligned', 'local']
-CASES = {           # a model of ONE_MODEL_CASES (or TALOS): its contacts
-    'fixed arm': [Contact('tool0', point=(0.01, 0.02, 0.03))],
-    'mimic gripper': [Contact('panda_link7', point=(0.0, 0.02, 0.1))],
-    'floating quadruped': [Contact('FL_FOOT'), Contact('HR_FOOT', dim=6)],
-    'planar base': [Contact('arm_7_link', point=(0.0, 0.0, 0.05))],
-}
+CASES = ONE_MODEL_CONTACTS     # a model of ONE_MODEL_CASES (or TALOS): its contacts
 _MODELS = {}
 
 

@@ -235,6 +235,33 @@ def _wrenched_state(model, kind, seed):
     return q, v, tau, _two_wrenches(kind)
 
 
+def test_inverse_dynamics_derivatives_of_a_batch_with_wrenches_equal_each_row(case):
+    """
+    A batch with f_ext (a wrench per row and one for all): the compiled batch less sum F H.
+
+    Each row as its single call; an empty batch; a non-finite wrench row named.
+    """
+    kind, model, _ = case
+    states = [random_state(model, 60 + k) for k in range(3)]
+    Q, V, A = (np.stack(x) for x in zip(*states))
+    batch_ext = _two_wrenches(kind, rows=3)
+    batch = model.inverse_dynamics_derivatives(Q, V, A, f_ext=batch_ext)
+    plain = model.inverse_dynamics_derivatives(Q, V, A)
+    assert np.abs(batch[0] - plain[0]).max() > 1e-3, 'the wrenches act'
+    for k in range(3):
+        row = {link: w if w.ndim == 1 else w[k] for link, w in batch_ext.items()}
+        for got, want in zip(batch, model.inverse_dynamics_derivatives(Q[k], V[k], A[k], row)):
+            close(got[k], want, f'row {k} of a batch with f_ext', 1e-12)
+    empty = model.inverse_dynamics_derivatives(Q[:0], V[:0], A[:0], _two_wrenches(kind, 0))
+    assert [x.shape for x in empty] == [(0, model.nv, model.nv)] * 3
+    link = ONE_MODEL_CASES[kind][2][0]
+    bad = batch_ext[link].copy()
+    bad[1, 4] = np.nan
+    with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
+                                         r'\[1\]' % link):
+        model.inverse_dynamics_derivatives(Q, V, A, f_ext={link: bad})
+
+
 def test_forward_dynamics_derivatives_with_external_wrenches(case):
     """
     f_ext held constant in root axes: against central differences of forward_dynamics.

@@ -37,7 +37,8 @@ from numba import cuda  # noqa: E402
 from kron_dynamics import Contact, ModelError, RobotModel, SingularJacobianError  # noqa: E402,E501
 from kron_dynamics.gpu import codegen, GpuModel, MODES, tangent  # noqa: E402
 import model_helpers  # noqa: E402
-from pinocchio_oracle import build_case, ONE_MODEL_CASES, robots_dir  # noqa: E402
+from pinocchio_oracle import (build_case, ONE_MODEL_CASES, ONE_MODEL_CONTACTS,  # noqa: E402
+                              robots_dir)
 
 RTOL = 1e-12
 METHODS = {'inverse_dynamics': 3, 'gravity_torque': 1, 'bias_torque': 2, 'coriolis_vector': 2}
@@ -1057,9 +1058,25 @@ def test_inverse_dynamics_derivatives_report_rows_and_take_out():
     assert 'rnea_derivatives' in gpu.compile_seconds
     with pytest.raises(ValueError, match='out must be 3 CUDA arrays'):
         gpu.inverse_dynamics_derivatives(Q, V, A, out=out[:2])
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
-        model.inverse_dynamics_derivatives(*(cuda.to_device(X) for X in (Q, V, A)),
-                                           f_ext={model.link_names[-1]: np.ones(6)})
+
+
+def _wrenched_batch(kind, N):
+    """
+    Return (model, rng, Q, V, A, f_ext, on_device) of a one-model case with two wrenches.
+
+    f_ext (host): one link's (N, 6), another's 6 numbers for every row; on_device: the
+    same wrenches as a CUDA array (N, 6) and a host (N, 6); rng for more.
+    """
+    model, _ = build_case(kind)
+    links = ONE_MODEL_CASES[kind][2]
+    other = links[-1] if len(links) > 1 else 'torso_lift_link'
+    rng = np.random.default_rng(31)
+    Q = np.stack([model.random_configuration(rng) for _ in range(N)])
+    V, A = rng.uniform(-2, 2, (2, N, model.nv))
+    f_ext = {links[0]: rng.uniform(-5, 5, (N, 6)), other: rng.uniform(-5, 5, 6)}
+    on_device = {links[0]: cuda.to_device(f_ext[links[0]]),
+                 other: np.broadcast_to(f_ext[other], (N, 6)).copy()}
+    return model, rng, Q, V, A, f_ext, on_device
 
 
 @pytest.mark.parametrize('kind', sorted(ONE_MODEL_CASES))
@@ -1071,14 +1088,9 @@ def test_external_wrenches_on_the_gpu_equal_the_cpu_batch(kind):
     arrays (N, 6), whose non-finite rows are reported after the call; fixed, mimic,
     floating and planar models.
     """
-    model, _ = build_case(kind)
-    links = ONE_MODEL_CASES[kind][2]
-    other = links[-1] if len(links) > 1 else 'torso_lift_link'
-    rng = np.random.default_rng(31)
     N = 4
-    Q = np.stack([model.random_configuration(rng) for _ in range(N)])
-    V, A = rng.uniform(-2, 2, (2, N, model.nv))
-    f_ext = {links[0]: rng.uniform(-5, 5, (N, 6)), other: rng.uniform(-5, 5, 6)}
+    model, rng, Q, V, A, f_ext, on_device = _wrenched_batch(kind, N)
+    link = next(iter(f_ext))
     dQ, dV, dA = (cuda.to_device(X) for X in (Q, V, A))
     cpu = model.inverse_dynamics(Q, V, A, f_ext=f_ext)
     ours = model.inverse_dynamics(dQ, dV, dA, f_ext=f_ext)
@@ -1086,8 +1098,6 @@ def test_external_wrenches_on_the_gpu_equal_the_cpu_batch(kind):
     scale = max(1.0, float(np.max(np.abs(cpu))))
     assert np.max(np.abs(ours.copy_to_host() - cpu)) <= RTOL * scale
     assert np.max(np.abs(cpu - model.inverse_dynamics(Q, V, A))) > 1e-3, 'the wrenches act'
-    on_device = {links[0]: cuda.to_device(f_ext[links[0]]),
-                 other: np.broadcast_to(f_ext[other], (N, 6)).copy()}
     qdd = model.forward_dynamics(dQ, dV, cuda.to_device(cpu), f_ext=on_device).copy_to_host()
     M = model.mass_matrix(Q)
     residual = model.inverse_dynamics(Q, V, qdd, f_ext=f_ext) - cpu
@@ -1097,21 +1107,21 @@ def test_external_wrenches_on_the_gpu_equal_the_cpu_batch(kind):
         assert np.max(np.abs(qdd[k] - A[k])) / max(1.0, np.max(np.abs(A[k]))) <= bound, k
     plain = model.inverse_dynamics(dQ, dV, dA, f_ext={}).copy_to_host()
     assert np.max(np.abs(plain - model.inverse_dynamics(Q, V, A))) <= RTOL * scale
-    bad = f_ext[links[0]].copy()
+    bad = f_ext[link].copy()
     bad[1, 2] = np.nan
     with pytest.raises(ValueError, match=r'^inverse_dynamics: rows \[1\] have a non-finite '
                                          r'input \(their results are NaN\)'):
-        model.inverse_dynamics(dQ, dV, dA, f_ext={links[0]: cuda.to_device(bad)})
+        model.inverse_dynamics(dQ, dV, dA, f_ext={link: cuda.to_device(bad)})
     nan_row = model.on_gpu().inverse_dynamics(dQ, dV, dA, check=False,
-                                              f_ext={links[0]: cuda.to_device(bad)})
+                                              f_ext={link: cuda.to_device(bad)})
     assert np.isnan(nan_row.copy_to_host()[1]).all()
     assert not np.isnan(nan_row.copy_to_host()[[0, 2, 3]]).any()
     with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
-                                         r'\[1\]' % links[0]):
-        model.forward_dynamics(dQ, dV, dA, f_ext={links[0]: bad})
+                                         r'\[1\]' % link):
+        model.forward_dynamics(dQ, dV, dA, f_ext={link: bad})
     with pytest.raises(ValueError, match=r"^inverse_dynamics: f_ext\['%s'\] on the device must "
-                                         r'be a \(4, 6\) float64 array' % links[0]):
-        model.inverse_dynamics(dQ, dV, dA, f_ext={links[0]: cuda.to_device(bad[:3])})
+                                         r'be a \(4, 6\) float64 array' % link):
+        model.inverse_dynamics(dQ, dV, dA, f_ext={link: cuda.to_device(bad[:3])})
     with pytest.raises(ModelError, match="unknown link 'no_such_link'"):
         model.forward_dynamics(dQ, dV, dA, f_ext={'no_such_link': cuda.to_device(bad)})
     with pytest.raises(ValueError, match=r'^f_ext must map link names to 6-vectors'):
@@ -1125,12 +1135,82 @@ def test_external_wrenches_on_the_gpu_equal_the_cpu_batch(kind):
     assert np.abs(cv - model.simulate(Q, V, tau, 1e-3, 3)[1]).max() > 1e-4, 'the wrenches act'
     with pytest.raises(ValueError, match=r'^simulate: rows \[1\] have a non-finite input'):
         model.simulate(dQ, dV, cuda.to_device(tau), 1e-3, 1,
-                       f_ext={links[0]: cuda.to_device(bad)})
+                       f_ext={link: cuda.to_device(bad)})
     if kind == 'fixed arm':         # single precision: the wrench's terms to 2e-6 as well
         single = GpuModel(model, dtype=np.float32)
         got = single.inverse_dynamics(*(X.astype(np.float32) for X in (Q, V, A)),
                                       f_ext=f_ext).copy_to_host()
         assert got.dtype == np.float32 and np.max(np.abs(got - cpu)) <= 2e-6 * scale
+
+
+@pytest.mark.slow    # seconds on the simulator: in make test, not make check
+@pytest.mark.parametrize('kind', sorted(ONE_MODEL_CASES))
+def test_external_wrenches_in_the_derivatives_and_contacts_on_the_gpu_equal_the_cpu(kind):
+    """
+    f_ext with CUDA arrays in the derivatives, linearize and the contact methods.
+
+    The wrenches' sum J^T F enters as in inverse and forward dynamics, and its derivative
+    -sum F H (each link's Hessian kernel) enters dtau/dq before the solves: the CPU batch's
+    results, free and in contact (ONE_MODEL_CONTACTS), on every base; a device wrench's
+    non-finite row is named under the method, a host one's by the CPU's check.
+    """
+    N = 3
+    model, rng, Q, V, A, f_ext, on_device = _wrenched_batch(kind, N)
+    contacts = ONE_MODEL_CONTACTS[kind]
+    T = rng.uniform(-2, 2, (N, model.n))
+    full = np.concatenate([np.zeros((N, model.nv - model.n)), T], axis=1)
+    dQ, dV, dA, dT, dF = (cuda.to_device(X) for X in (Q, V, A, T, full))
+    M, J = model.mass_matrix(Q), model.contact_jacobian(Q, contacts)
+    solved = [1e-14 * np.linalg.cond(M[k]) + RTOL for k in range(N)]
+    in_contact = [1e-14 * np.linalg.cond(M[k]) * max(1.0, np.linalg.cond(
+        J[k] @ np.linalg.solve(M[k], J[k].T))) + RTOL for k in range(N)]
+
+    def agree(name, got, cpu, bound):
+        _same_rows(model, [(f'{name}[{i}]', x, y) for i, (x, y) in enumerate(zip(got, cpu))],
+                   bound)
+    cpu = model.inverse_dynamics_derivatives(Q, V, A, f_ext=f_ext)
+    assert np.abs(cpu[0] - model.inverse_dynamics_derivatives(Q, V, A)[0]).max() > 1e-3
+    agree('inverse_dynamics_derivatives',
+          model.inverse_dynamics_derivatives(dQ, dV, dA, f_ext=on_device), cpu, [RTOL] * N)
+    agree('forward_dynamics_derivatives',
+          model.forward_dynamics_derivatives(dQ, dV, dF, f_ext=on_device),
+          model.forward_dynamics_derivatives(Q, V, full, f_ext=f_ext), solved)
+    for dt in (None, 0.01):
+        agree(f'linearize dt={dt}', model.linearize(dQ, dV, dF, dt, f_ext=on_device),
+              model.linearize(Q, V, full, dt, f_ext=f_ext), solved)
+    cpu = model.constrained_forward_dynamics(Q, V, T, contacts, f_ext=f_ext)
+    assert np.abs(cpu[0] - model.constrained_forward_dynamics(Q, V, T, contacts)[0]).max() > 1e-3
+    agree('constrained_forward_dynamics',
+          model.constrained_forward_dynamics(dQ, dV, dT, contacts, f_ext=on_device), cpu,
+          in_contact)
+    agree('contact_inverse_dynamics',
+          model.contact_inverse_dynamics(dQ, dV, cuda.to_device(cpu[0]), contacts,
+                                         f_ext=on_device),
+          model.contact_inverse_dynamics(Q, V, cpu[0], contacts, f_ext=f_ext), in_contact)
+    agree('constrained_forward_dynamics_derivatives',
+          model.constrained_forward_dynamics_derivatives(dQ, dV, dT, contacts, f_ext=on_device),
+          model.constrained_forward_dynamics_derivatives(Q, V, T, contacts, f_ext=f_ext),
+          in_contact)
+    agree('linearize in contact', model.linearize(dQ, dV, dT, 0.01, contacts, f_ext=on_device),
+          model.linearize(Q, V, T, 0.01, contacts, f_ext=f_ext), in_contact)
+    link = next(iter(f_ext))
+    bad = f_ext[link].copy()
+    bad[1, 2] = np.inf
+    for method, arrays in ((model.inverse_dynamics_derivatives, (dQ, dV, dA)),
+                           (model.forward_dynamics_derivatives, (dQ, dV, dF)),
+                           (model.linearize, (dQ, dV, dF))):
+        with pytest.raises(ValueError, match=rf'^{method.__name__}: rows \[1\] have a '
+                                             'non-finite input'):
+            method(*arrays, f_ext={link: cuda.to_device(bad)})
+    for method, arrays in ((model.constrained_forward_dynamics, (dQ, dV, dT)),
+                           (model.contact_inverse_dynamics, (dQ, dV, dA)),
+                           (model.constrained_forward_dynamics_derivatives, (dQ, dV, dT))):
+        with pytest.raises(ValueError, match=rf'^{method.__name__}: rows \[1\] have a '
+                                             'non-finite input'):
+            method(*arrays, contacts, f_ext={link: cuda.to_device(bad)})
+        with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
+                                             r'\[1\]' % link):
+            method(*arrays, contacts, f_ext={link: bad})
 
 
 def test_a_model_without_movable_joints():
@@ -1319,17 +1399,6 @@ def test_a_method_without_a_gpu_path_refuses_cuda_arrays_by_name(path, root):
     link = model.link_names[-1]
     with pytest.raises(ValueError, match='is a CUDA array, and this method runs on the CPU'):
         model.full_configuration(dQ)
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU by this method'):
-        model.inverse_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones((2, 6))})
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
-        model.forward_dynamics_derivatives(dQ, dV, dV, f_ext={link: np.ones(6)})
-    with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
-        model.linearize(dQ, dV, dV, 0.01, f_ext={link: np.ones(6)})
-    for method in (model.constrained_forward_dynamics,
-                   model.constrained_forward_dynamics_derivatives,
-                   model.contact_inverse_dynamics):
-        with pytest.raises(ValueError, match='f_ext is not supported on the GPU'):
-            method(dQ, dV, dV, [link], f_ext={link: np.ones(6)})
     if root == 'fixed':
         with pytest.raises(ValueError, match="is a CUDA array|method 'hessian' runs on the CPU"):
             model.coriolis_star(dQ, method='hessian')
@@ -1822,7 +1891,8 @@ from kron_dynamics.gpu import (codegen, CONSTRAINED_SIGNATURE, CONTACT_SIGNATURE
                                DERIVATIVE_SIGNATURES, LINK_SIGNATURES, ptx, SIGNATURES, tangent)
 from kron_dynamics.gpu.constrained_derivatives import constrained_derivatives_source
 from kron_dynamics.gpu.contacts import contacts_source
-from kron_dynamics.gpu.wrenches import SIGNATURE as WRENCH_SIGNATURE, wrench_source
+from kron_dynamics.gpu.wrenches import (DERIVATIVE_SIGNATURE, SIGNATURE as WRENCH_SIGNATURE,
+                                        wrench_source)
 assert not config.ENABLE_CUDASIM
 model = RobotModel.from_urdf_file(sys.argv[1], root_joint=sys.argv[2])
 link, every = model.link_names[-1], sys.argv[3] == 'all'
@@ -1834,6 +1904,7 @@ kernels = [(main, name, signature) for name, signature in SIGNATURES.items()]
 kernels += [(derivatives, name, signature) for name, signature in DERIVATIVE_SIGNATURES.items()]
 kernels = [x for x in kernels if every or x[1] in small]
 kernels.append((wrench_source(model.nv), 'add_wrench', WRENCH_SIGNATURE))
+kernels.append((wrench_source(model.nv), 'add_wrench_derivative', DERIVATIVE_SIGNATURE))
 if every:
     kernels += [(links[kind](model, link), name, signature)
                 for name, (kind, signature) in LINK_SIGNATURES.items()]
@@ -1868,7 +1939,7 @@ def test_the_generated_kernels_compile_for_a_gpu(path, root, which):
     would ask for one, and the device functions they call, codegen.DEVICE_FUNCTIONS, are
     compiled for sm_90 too) with the signatures GpuModel gives them: every kernel of the UR5 (a
     fixed base), its forward dynamics also with the solve of large trees (the tables in
-    constant memory), and the external wrenches' kernel on every base; on a floating base the
+    constant memory), and the external wrenches' two kernels on every base; on a floating base the
     small kernels whose moving-base branches differ and the contact kernels (solo12's main
     and derivative kernels compile in 8 minutes here, so they are left to a GPU run); on a
     planar base the small kernels. Where NVVM is not

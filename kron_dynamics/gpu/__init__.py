@@ -332,6 +332,7 @@ class GpuModel:
         self._link_kernels = {}     # (kernel, link) -> its kernel, made on first use
         self._link_modules = {}     # (module, link) -> the module, generated on first use
         self._derivatives = None    # the module of .tangent's kernels, made on first use
+        self._wrenches = None       # the module of .wrenches' kernels, made on first use
         self._spare_flags = None    # the flags of calls with check=False
         self._contact_modules = {}  # m -> the module of .contacts' kernels for m contact rows
         self._constrained_kernels = {}  # contacts -> (derivative kernel, its constants)
@@ -561,11 +562,7 @@ class GpuModel:
         ``jacobians``: {link: (N, 6, nv) device array} kept between calls (simulate's
         stages), filled on first use; None: new ones.
         """
-        kernel = self._kernels.get('add_wrench')
-        if kernel is None:
-            from .wrenches import SIGNATURE, wrench_source
-            _, _, module = _cached_module(self._precision(wrench_source(self.nv)), 'wrenches')
-            kernel = self._kernels['add_wrench'] = self._compile(SIGNATURE, module.add_wrench)
+        kernel = self._wrench_kernel('add_wrench')
         for link, W in rows:
             J = self._per_link('jacobian', {'q': Q}, link, None, 'local_world_aligned', stream,
                                check, None if jacobians is None else jacobians.get(link),
@@ -574,6 +571,40 @@ class GpuModel:
                 jacobians[link] = J
             self._launch(kernel, method, N, (acc,), stream, check, J, W, float(sign), base)
             base = acc
+
+    def _add_wrench_derivatives(self, method: str, D, Q, rows: list, sign: float, N: int,
+                                stream, check: bool) -> None:
+        """Add sign sum_i F_i H_i to D (N, nv, nv) per row: H of each link's Hessian kernel."""
+        if not rows:
+            return
+        kernel = self._wrench_kernel('add_wrench_derivative')
+        for link, W in rows:
+            H = self._per_link('hessian', {'q': Q}, link, None, 'local_world_aligned', stream,
+                               check, None, (6, self.nv * self.nv), method)
+            self._launch(kernel, method, N, (D,), stream, check, H, W, float(sign))
+
+    def _wrench_kernel(self, name: str):
+        """Return a kernel of :mod:`.wrenches` (one generated module), compiled on first use."""
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            from . import wrenches
+            if self._wrenches is None:
+                _, _, self._wrenches = _cached_module(
+                    self._precision(wrenches.wrench_source(self.nv)), 'wrenches')
+            signature = (wrenches.SIGNATURE if name == 'add_wrench'
+                         else wrenches.DERIVATIVE_SIGNATURE)
+            kernel = self._kernels[name] = self._compile(signature,
+                                                         getattr(self._wrenches, name))
+        return kernel
+
+    def _plus_wrenches(self, method: str, Q, tau, rows: list, N: int, stream, check: bool):
+        """Return tau + sum J^T F per row at Q, a new array (tau itself without rows)."""
+        if not rows:
+            return tau
+        forces = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream,
+                                         order=self._order(Q))
+        self._add_wrenches(method, tau, forces, Q, rows, 1.0, N, stream, check)
+        return forces
 
     # ----------------------------------------------------------------- methods
     def inverse_dynamics(self, q, qd, qdd, stream=0, check: bool = True, out=None,
@@ -621,12 +652,8 @@ class GpuModel:
         if f_ext is not None:
             arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
             rows = self._wrench_rows(f_ext, N, 'forward_dynamics', stream)
-            if rows:
-                forces = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream,
-                                                 order=self._order(arrays['q']))
-                self._add_wrenches('forward_dynamics', arrays['tau'], forces, arrays['q'],
-                                   rows, 1.0, N, stream, check)
-                q, qd, tau = arrays['q'], arrays['qd'], forces
+            q, qd, tau = arrays['q'], arrays['qd'], self._plus_wrenches(
+                'forward_dynamics', arrays['q'], arrays['tau'], rows, N, stream, check)
         return self._run_kernel('forward_dynamics', 'forward_dynamics',
                                 {'q': q, 'qd': qd, 'tau': tau}, (self.nv,), stream, check, out)
 
@@ -774,7 +801,7 @@ class GpuModel:
                                 out)
 
     def inverse_dynamics_derivatives(self, q, qd, qdd, stream=0, check: bool = True,
-                                     out=None):
+                                     out=None, f_ext=None):
         """
         Return (dtau/dq, dtau/dq', M) per row, device arrays (N, nv, nv) each: [t, i, k].
 
@@ -782,33 +809,54 @@ class GpuModel:
         2 nv passes per state, exact to rounding; q's directions on a moving base as the
         CPU's (along integrate(q, e_k t)). The kernel is generated and compiled on first use
         (``compile_seconds['rnea_derivatives']``); M is :meth:`mass_matrix`'s. ``out``: a
-        tuple of three CUDA arrays.
+        tuple of three CUDA arrays. ``f_ext`` as for :meth:`inverse_dynamics`, each wrench
+        held in world axes: dtau/dq gains -sum_i F_i H_i (each link's :meth:`hessian`).
         """
+        method = 'inverse_dynamics_derivatives'
         arrays, N = self._rows({'q': q, 'qd': qd, 'qdd': qdd})
-        return self._derivatives_at(arrays, N, arrays['qdd'], stream, check, out,
-                                    'inverse_dynamics_derivatives')
+        rows = self._wrench_rows(f_ext, N, method, stream)
+        outputs = self._derivatives_at(arrays, N, arrays['qdd'], stream, check, out, method)
+        self._add_wrench_derivatives(method, outputs[0], arrays['q'], rows, -1.0, N, stream,
+                                     check)
+        return outputs
 
     def forward_dynamics_derivatives(self, q, qd, tau, stream=0, check: bool = True,
-                                     out=None):
+                                     out=None, f_ext=None):
         """
         Return (dq''/dq, dq''/dq', M^-1) per row at q'' = forward_dynamics: (N, nv, nv) each.
 
         dq''/dx = -M^-1 dtau/dx with :meth:`inverse_dynamics_derivatives` at that q''
         (Carpentier and Mansard, 2018), then a Cholesky solve per row: three kernels and a
-        scratch q''. Rows whose M is not positive definite are named (and NaN).
+        scratch q''. Rows whose M is not positive definite are named (and NaN). ``f_ext``
+        as for :meth:`forward_dynamics`, each wrench held in world axes: dq''/dq gains
+        M^-1 sum_i F_i H_i.
         """
-        arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
         method = 'forward_dynamics_derivatives'
+        arrays, N = self._rows({'q': q, 'qd': qd, 'tau': tau})
+        rows = self._wrench_rows(f_ext, N, method, stream)
+        return self._free_derivatives(method, *arrays.values(), rows, N, stream, check,
+                                      out)[1]
+
+    def _free_derivatives(self, method: str, Q, V, tau, rows: list, N: int, stream,
+                          check: bool, out) -> tuple:
+        """
+        Return (q'', (dq''/dq, dq''/dq', M^-1)) at (Q, V, tau) and the wrench rows.
+
+        q'' of the forward dynamics under tau + sum J^T F, the inverse dynamics' derivatives
+        there less sum F H in dtau/dq (the wrenches' generalized forces move with q), then
+        -M^-1 of them per row (``minus_solve``).
+        """
+        forces = self._plus_wrenches(method, Q, tau, rows, N, stream, check)
         qdd = self._cuda.device_array((N, self.nv), dtype=self.dtype, stream=stream)
-        self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check,
-                     arrays['q'], arrays['qd'], arrays['tau'])
-        outputs = self._derivatives_at(arrays, N, qdd, stream, check, out, method)
-        self._launch(self._kernel('minus_solve'), method, N, outputs, stream,
-                     check)
-        return outputs
+        self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check, Q, V,
+                     forces)
+        outputs = self._derivatives_at({'q': Q, 'qd': V}, N, qdd, stream, check, out, method)
+        self._add_wrench_derivatives(method, outputs[0], Q, rows, -1.0, N, stream, check)
+        self._launch(self._kernel('minus_solve'), method, N, outputs, stream, check)
+        return qdd, outputs
 
     def linearize(self, q, v, tau, dt=None, contacts=None, stream=0, check: bool = True,
-                  out=None):
+                  out=None, f_ext=None):
         """
         Return (A (N, 2 nv, 2 nv), B (N, 2 nv, n)) of the dynamics linearised per row.
 
@@ -819,25 +867,25 @@ class GpuModel:
         or the derivatives of integrate(q, dt v+)). ``out``: a tuple of two CUDA arrays.
         With ``contacts`` the dynamics in contact: v' and its derivatives of
         :meth:`constrained_forward_dynamics_derivatives` (tau (N, nv) or the joints' (N, n)).
+        ``f_ext`` as for :meth:`forward_dynamics`: wrenches held in world axes over the
+        step, a part of the dynamics and not of the input (free or in contact), as on the
+        CPU.
         """
         step = 0.0 if dt is None else self.model._step_arguments(dt, 1)[0]
         method, nv = 'linearize', self.nv
         if contacts is not None:
             qdd, derivatives = self._constrained_derivatives(method, q, v, tau, contacts,
-                                                             stream, check, None)
+                                                             stream, check, None, f_ext)
             derivatives = derivatives[:3]
             arrays, N = self._rows({'q': q, 'v': v})
         else:
             arrays, N = self._rows({'q': q, 'v': v, 'tau': tau})
+            rows = self._wrench_rows(f_ext, N, method, stream)
         outputs = self._outputs(((N, 2 * nv, 2 * nv), (N, 2 * nv, self.n)), arrays, stream,
                                 out, method)
         if contacts is None:
-            qdd = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
-            self._launch(self._kernel('forward_dynamics'), method, N, (qdd,), stream, check,
-                         arrays['q'], arrays['v'], arrays['tau'])
-            derivatives = self._derivatives_at({'q': arrays['q'], 'qd': arrays['v']}, N, qdd,
-                                               stream, check, None, method)
-            self._launch(self._kernel('minus_solve'), method, N, derivatives, stream, check)
+            qdd, derivatives = self._free_derivatives(method, *arrays.values(), rows, N,
+                                                      stream, check, None)
         return self._launch(self._kernel('linearize'), method, N, outputs, stream, check,
                             *derivatives, arrays['v'], qdd, step, int(dt is not None))
 
@@ -1089,7 +1137,7 @@ class GpuModel:
                                    out)[0]
 
     def constrained_forward_dynamics(self, q, v, tau, contacts, stream=0, check: bool = True,
-                                     out=None):
+                                     out=None, f_ext=None):
         """
         Return (v' (N, nv), lambda (N, m)): M v' + h = S^T tau + J_c^T lambda, J_c v' + gamma = 0.
 
@@ -1098,10 +1146,14 @@ class GpuModel:
         and gamma by :meth:`contact_jacobian`'s kernels, M and h by the generated ones, then
         ``contact_solve`` (:mod:`.contacts`): redundant contacts get the minimum-norm lambda;
         rows whose contacts contradict each other are named (SingularJacobianError) and NaN.
-        ``out``: a tuple of two CUDA arrays.
+        ``out``: a tuple of two CUDA arrays. ``f_ext`` as for :meth:`forward_dynamics`:
+        other wrenches on the robot, their sum J^T F taken off h.
         """
-        return self._constrained('constrained_forward_dynamics', q, v, tau, contacts, stream,
-                                 check, out)
+        method, rows = 'constrained_forward_dynamics', []
+        if f_ext is not None:
+            arrays, N = self._rows({'q': q, 'v': v})
+            q, v, rows = arrays['q'], arrays['v'], self._wrench_rows(f_ext, N, method, stream)
+        return self._constrained(method, q, v, tau, contacts, stream, check, out, rows)
 
     def _double_only(self, method: str) -> None:
         """Refuse a contact solve in float32: its tolerances are the CPU's, for float64."""
@@ -1110,8 +1162,13 @@ class GpuModel:
                              '1e-8 residuals and 1e-10 cut-offs, are below float32\'s '
                              'rounding): use model.on_gpu()')
 
-    def _constrained(self, method: str, q, v, tau, contacts, stream, check: bool, out):
-        """Return :meth:`constrained_forward_dynamics`, refused rows named under ``method``."""
+    def _constrained(self, method: str, q, v, tau, contacts, stream, check: bool, out,
+                     rows: list = ()):
+        """
+        Return :meth:`constrained_forward_dynamics`, refused rows named under ``method``.
+
+        ``rows``: the wrenches of :meth:`_wrench_rows`, their sum J^T F taken off h.
+        """
         self._double_only(method)
         contacts = self.model._contact_list(contacts)
         arrays, N = self._rows({'q': q, 'v': v})
@@ -1127,13 +1184,14 @@ class GpuModel:
         H = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
         self._launch(self._kernel('rnea'), method, N, (H,), stream, check, arrays['q'],
                      arrays['v'], arrays['q'], 1, 0, 1.0)
+        self._add_wrenches(method, H, H, arrays['q'], rows, -1.0, N, stream, check)
         from .contacts import CONTACT_RCOND
         return self._launch(self._contact_kernel('contact_solve', m), method, N, outputs,
                             stream, check, M, H, forces, nv - forces.shape[1], J, G,
                             CONTACT_RCOND)
 
     def contact_inverse_dynamics(self, q, v, dv, contacts, stream=0, check: bool = True,
-                                 out=None):
+                                 out=None, f_ext=None):
         """
         Return (tau (N, n), lambda (N, m)): the joint forces and contact forces realising v'.
 
@@ -1141,18 +1199,21 @@ class GpuModel:
         generated inverse dynamics at v', J_c and gamma, then ``contact_inverse``
         (:mod:`.contacts`): the minimum-norm lambda giving the base its acceleration; rows
         whose v' moves a contact, or whose base acceleration no contact force gives, are
-        named (ValueError) and NaN. ``out``: a tuple of two CUDA arrays.
+        named (ValueError) and NaN. ``out``: a tuple of two CUDA arrays. ``f_ext`` as for
+        :meth:`inverse_dynamics`: other wrenches on the robot (M v' + h - sum J^T F_ext).
         """
         method = 'contact_inverse_dynamics'
         self._double_only(method)
         contacts = self.model._contact_list(contacts)
         arrays, N = self._rows({'q': q, 'v': v, 'dv': dv})
+        rows = self._wrench_rows(f_ext, N, method, stream)
         m, nv = sum(c.dim for c in contacts), self.nv
         outputs = self._outputs(((N, self.n), (N, m)), arrays, stream, out, method)
         J, G = self._contact_terms(method, arrays, N, contacts, stream, check)
         total = self._cuda.device_array((N, nv), dtype=self.dtype, stream=stream)
         self._launch(self._kernel('rnea'), method, N, (total,), stream, check, arrays['q'],
                      arrays['v'], arrays['dv'], 1, 1, 1.0)
+        self._add_wrenches(method, total, total, arrays['q'], rows, -1.0, N, stream, check)
         from .contacts import CONTACT_RCOND
         return self._launch(self._contact_kernel('contact_inverse', m), method, N, outputs,
                             stream, check, total, J, G, arrays['dv'], CONTACT_RCOND)
@@ -1184,7 +1245,7 @@ class GpuModel:
         return kernel, constants
 
     def constrained_forward_dynamics_derivatives(self, q, v, tau, contacts, stream=0,
-                                                 check: bool = True, out=None):
+                                                 check: bool = True, out=None, f_ext=None):
         """
         Return the six derivatives of :meth:`constrained_forward_dynamics` per row.
 
@@ -1194,17 +1255,21 @@ class GpuModel:
         derivatives at v' and the link poses from the generated kernels, then one kernel
         per row (:mod:`.constrained_derivatives`: the contact terms along each contact's
         path, the KKT solve). Rows with redundant contact rows are named
-        (SingularJacobianError) and NaN. ``out``: a tuple of six CUDA arrays.
+        (SingularJacobianError) and NaN. ``out``: a tuple of six CUDA arrays. ``f_ext`` as
+        for :meth:`constrained_forward_dynamics`, each wrench held in world axes: the
+        inverse dynamics' dtau/dq less sum_i F_i H_i enters the solve (so d/dq gains d/dtau
+        sum F H, the CPU's rule).
         """
         return self._constrained_derivatives(
             'constrained_forward_dynamics_derivatives', q, v, tau, contacts, stream, check,
-            out)[1]
+            out, f_ext)[1]
 
     def _constrained_derivatives(self, method: str, q, v, tau, contacts, stream, check: bool,
-                                 out) -> tuple:
+                                 out, f_ext=None) -> tuple:
         """Return (v', the six derivatives) of :meth:`constrained_forward_dynamics`."""
         contacts, nv = self.model._contact_list(contacts), self.nv
         arrays, N = self._rows({'q': q, 'v': v})
+        rows = self._wrench_rows(f_ext, N, method, stream)
         m = sum(c.dim for c in contacts)
         forces = self._device(tau, 'tau', joints=True)
         if forces.shape[0] != N:
@@ -1212,9 +1277,11 @@ class GpuModel:
         outputs = self._outputs(((N, nv, nv),) * 3 + ((N, m, nv),) * 3,
                                 {**arrays, 'tau': forces}, stream, out, method)
         dv, lam = self._constrained(method, arrays['q'], arrays['v'], forces, contacts, stream,
-                                    check, None)
+                                    check, None, rows)
         derivatives = self._derivatives_at({'q': arrays['q'], 'qd': arrays['v']}, N, dv,
                                            stream, check, None, method)
+        self._add_wrench_derivatives(method, derivatives[0], arrays['q'], rows, -1.0, N,
+                                     stream, check)
         poses = self.link_poses(arrays['q'], stream, check)[0]
         kernel, constants = self._constrained_kernel(contacts)
         from .constrained_derivatives import DELASSUS_RCOND
