@@ -63,7 +63,7 @@ from .model.rotations import matrix_to_quaternion, quaternion_to_matrix, skew
 from .model.tree import KinematicTree
 from .written_out import parameter_names, write_out
 from .checks import _boolean  # noqa: F401  (_ROOT_FLAG's written-out check)
-from .checks import (_body_parameters, _has_wrenches, _host_only, _on_device,
+from .checks import (_batch_wrenches, _body_parameters, _has_wrenches, _host_only, _on_device,
                      _step_arguments, _task_arguments, _wrenches, argument_names, ArrayChecker,
                      BASE_TYPES, frame_name, ndim, real_array)
 
@@ -928,7 +928,7 @@ class MovingBase:
         Runge-Kutta-Munthe-Kaas, so fourth order on the manifold as RK4 is on a fixed base.
         Returns (q, v) after ``steps`` steps of ``dt`` s (dt > 0, steps an integer >= 0).
         ``f_ext`` as for :meth:`forward_dynamics`, held constant in world axes (the readable
-        loop below over its compiled calls; a batch row by row).
+        loop below over its compiled calls, a batch's stages each one batch call).
         """
         if _on_device(q):
             return self.on_gpu().simulate(q, v, tau, dt, steps, damping, f_ext=f_ext)
@@ -961,21 +961,20 @@ class MovingBase:
                                             damping, dt, steps, QUATERNION_TOLERANCE, q_out,
                                             v_out):
                 return q_out, v_out
-        if wrenches and max(ndim(q), ndim(v), ndim(tau)) >= 2:
-            return self._per_row_wrenches(
-                lambda a, b, c, f_ext=None: self.simulate(a, b, c, dt, steps,
-                                                          damping[self._nb:], f_ext),
-                f_ext, q=q, v=v, tau=tau)
-        if max(ndim(q), ndim(v), ndim(tau)) >= 2:
+        if wrenches and max(ndim(q), ndim(v), ndim(tau)) >= 2:     # the loop on the batch
+            (q, v, tau), N = self._inputs(q=self._configurations(q), v=v, tau=tau)
+            _batch_wrenches(f_ext, N, self._site)       # checked once, even for no step
+            q, v = np.array(q, dtype=float), np.array(v, dtype=float)
+        elif max(ndim(q), ndim(v), ndim(tau)) >= 2:
             return self._batch(lambda a, b, c: self.simulate(a, b, c, dt, steps,
                                                              damping[self._nb:]), q, v, tau,
                                names=('q', 'v', 'tau'))
-        q = self._configuration(q)
-        v = self._vector(v, self.nv, 'v')
-        tau = self._vector(tau, self.nv, 'tau')
-
-        if wrenches:        # checked once, even for no step
-            _wrenches(f_ext, self._site)
+        else:
+            q = self._configuration(q)
+            v = self._vector(v, self.nv, 'v')
+            tau = self._vector(tau, self.nv, 'tau')
+            if wrenches:        # checked once, even for no step
+                _wrenches(f_ext, self._site)
 
         def f(x, w):
             return self.forward_dynamics(x, w, tau - damping * w, f_ext)
@@ -1001,14 +1000,14 @@ class MovingBase:
 
         The base twist in the body frame (q' = q w, q = q0 exp(xi)): dexp^-1_{-xi}(w) =
         w + [xi, w] / 2 + [xi, [xi, w]] / 12, the terms an order-4 method needs (the planar
-        twists are a subalgebra); the joints: w itself.
+        twists are a subalgebra); the joints: w itself. One state or a batch (N, nv) of both.
         """
         P = P_BASE[self.base]
         nb = self._nb
-        ad = motion_cross(P @ xi[:nb])
-        wb = P @ w[:nb]
+        x, wb = xi[..., :nb] @ P.T, w[..., :nb] @ P.T
+        once = _twist_bracket(x, wb)
         out = np.array(w, dtype=float)
-        out[:nb] = P.T @ (wb + 0.5 * ad @ wb + ad @ (ad @ wb) / 12.0)
+        out[..., :nb] = (wb + 0.5 * once + _twist_bracket(x, once) / 12.0) @ P
         return out
 
     def _base_brackets(self, v: Array) -> Array:
@@ -1392,6 +1391,12 @@ class MovingBase:
         """Check one state's q (normalised orientation) or a velocity-sized array."""
         return (self._configuration(x, batch) if what == 'q'
                 else self._check.vector(x, what, batch=batch))
+
+
+def _twist_bracket(x: Array, m: Array) -> Array:
+    """Return [x, m] = ad_x m of twists (..., 6), linear rows first: motion_cross(x) @ m."""
+    return np.concatenate([np.cross(x[..., 3:], m[..., :3]) + np.cross(x[..., :3], m[..., 3:]),
+                           np.cross(x[..., 3:], m[..., 3:])], axis=-1)
 
 
 # ------------------------------------------------------------------ the compiled methods

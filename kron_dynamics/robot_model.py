@@ -1084,20 +1084,20 @@ class RobotModel:
             return None         # a bad row: the per-row loop names it
         return J, gamma
 
-    def _contact_inverse_rows(self, q, v, dv, contacts):
+    def _contact_inverse_rows(self, q, v, dv, contacts, f_ext=None):
         """
         Return ((tau, lambda), ok) of a batch: compiled batches and NumPy, or None.
 
-        The rows' contact terms and inverse dynamics by their compiled batches, lambda of
-        all rows by one stacked pseudo-inverse (the minimum-norm least squares of the single
-        call, the same cut-off); a row whose checks fail is left to the single call (ok
-        False), which raises the error that says why.
+        The rows' contact terms and inverse dynamics (with ``f_ext``, checked: its wrenches)
+        by their compiled batches, lambda of all rows by one stacked pseudo-inverse (the
+        minimum-norm least squares of the single call, the same cut-off); a row whose checks
+        fail is left to the single call (ok False), which raises the error that says why.
         """
         terms = self._contact_term_rows(q, v, contacts)
         if terms is None:
             return None
         J, gamma = terms
-        total = self.inverse_dynamics(q, v, dv)
+        total = self.inverse_dynamics(q, v, dv, f_ext)
         nb = self.nv - self.n
         Jdv = np.einsum('kij,kj->ki', J, dv)
         ok = np.linalg.norm(Jdv + gamma, axis=1) <= 1e-6 * (1.0 + np.linalg.norm(Jdv, axis=1))
@@ -1111,6 +1111,29 @@ class RobotModel:
         ok &= np.linalg.norm(left, axis=1) <= 1e-8 * (1.0 + np.linalg.norm(total[:, :nb], axis=1))
         tau = (total - np.einsum('kji,kj->ki', J, lam))[:, nb:]
         return (tau, lam), ok
+
+    def _contact_inverse_with_wrenches(self, q, v, dv, contacts, f_ext) -> tuple:
+        """
+        Return contact_inverse_dynamics of a batch with f_ext (6 or N x 6 numbers per link).
+
+        :meth:`_contact_inverse_rows` with the wrenches in its inverse dynamics; the rows it
+        does not solve, or all of them where it has no kernel, are the single call's with
+        the row's wrenches (its error naming the row).
+        """
+        def single(q, v, dv, f_ext=None):
+            return self.contact_inverse_dynamics(q, v, dv, contacts, f_ext)
+        (q, v, dv), N = self._inputs(q=q, v=v, dv=dv)
+        wrenches = _batch_wrenches(f_ext, N, self._site)
+        done = N and self._contact_inverse_rows(
+            *(np.ascontiguousarray(x) for x in (q, v, dv)), contacts, f_ext)
+        if not done:
+            return self._per_row_wrenches(single, f_ext, q=q, v=v, dv=dv)
+        results, ok = done
+        for k in np.flatnonzero(~ok):
+            row = _row_call(single, k, (q, v, dv), {link: w[k] for link, w in wrenches})
+            for result, x in zip(results, row):
+                result[k] = x
+        return results
 
     def _constrained_rows(self, q, v, tau, contacts):
         """Return ((v', lambda), ok) of a batch in one compiled call, or None (no kernel)."""
@@ -1203,15 +1226,12 @@ class RobotModel:
         v' moves a contact (J_c v' + J_c' v != 0) or no contact force can give the base that
         acceleration (for instance, no contact and a base that does not fall freely).
         ``f_ext`` as for :meth:`inverse_dynamics`: other wrenches on the robot (M v' + h -
-        sum J^T F_ext on the left); a batch with them row by row (the single call).
+        sum J^T F_ext on the left); a batch with them in the compiled batches too.
         """
         if _on_device(q):
             return self.on_gpu().contact_inverse_dynamics(q, v, dv, contacts, f_ext=f_ext)
         if f_ext is not None and _has_wrenches(f_ext) and max(ndim(q), ndim(v), ndim(dv)) >= 2:
-            return self._per_row_wrenches(
-                lambda q, v, dv, f_ext=None: self.contact_inverse_dynamics(q, v, dv, contacts,
-                                                                           f_ext),
-                f_ext, q=q, v=v, dv=dv)
+            return self._contact_inverse_with_wrenches(q, v, dv, contacts, f_ext)
         batch = self._contact_batch(self.contact_inverse_dynamics, (q, v, dv), contacts,
                                     ('n',), ('m',), compiled=self._contact_inverse_rows)
         if batch is not None:

@@ -256,7 +256,8 @@ def test_external_wrenches_in_contact(kind):
 
     Its derivatives (the wrench held in root axes) against central differences, a batch
     row by row, linearize in contact with f_ext against differences of the step, and
-    contact_inverse_dynamics with f_ext: M v' + h - sum J^T F = S^T tau + J_c^T lambda.
+    contact_inverse_dynamics with f_ext: M v' + h - sum J^T F = S^T tau + J_c^T lambda (a
+    batch row by row).
     """
     model, _ = case(kind)
     contacts = CASES[kind]
@@ -303,6 +304,14 @@ def test_external_wrenches_in_contact(kind):
     backs, lams = model.contact_inverse_dynamics(Q, V, DV, contacts, {link: np.stack([wrench,
                                                                                       wrench])})
     assert relative(backs[1], back) < 1e-14 and relative(lams[1], lam) < 1e-14, kind
+    # a wrench per row: each row as its single call (the batch's compiled rows)
+    dv2, _ = model.constrained_forward_dynamics(q, v, tau, contacts, {link: -wrench})
+    backs, lams = model.contact_inverse_dynamics(Q, V, np.stack([dv, dv2]), contacts,
+                                                 {link: np.stack([wrench, -wrench])})
+    for k, (w, a) in enumerate(((wrench, dv), (-wrench, dv2))):
+        one, one_lam = model.contact_inverse_dynamics(q, v, a, contacts, {link: w})
+        assert relative(backs[k], one) < 1e-12 and relative(lams[k], one_lam) < 1e-12, k
+    assert relative(backs[0], backs[1]) > 1e-6, 'the rows differ'
     DV[1] += 1.0
     with pytest.raises(ValueError, match=r'^row 1: dv moves the contacts'):
         model.contact_inverse_dynamics(Q, V, DV, contacts, f_ext)

@@ -381,7 +381,8 @@ def test_simulate_with_external_wrenches_does_their_work(case):
 
     The work of a wrench F on a link is the integral of F . (J v) (trapezoid over 200
     steps of 0.1 ms); on a fixed base (coordinates in R^n), against RK4 written here over
-    Pinocchio's crba and rnea with fext; a batch row by row.
+    Pinocchio's crba and rnea with fext; a batch row by row (rows of one state and of
+    different states).
     """
     kind, model, pair = case
     links = CASES[kind][2]
@@ -438,6 +439,20 @@ def test_simulate_with_external_wrenches_does_their_work(case):
         x, w = model.simulate(q, v, tau, 1e-3, 3, f_ext={links[0]: sign * f_ext[links[0]]})
         close(QB[k], x, f'batch row {k}: q', 1e-14)
         close(VB[k], w, f'batch row {k}: v', 1e-14)
+    # rows of different states (fast turns: the base's dexp^-1 terms matter), one wrench
+    # for all and one per row: each row as its single call
+    Q3, V3 = (np.stack(y) for y in list(zip(*(state(model, 40 + k) for k in range(3))))[:2])
+    V3 *= 4.0
+    per_row = {links[0]: np.stack([f_ext[links[0]], -f_ext[links[0]], 2 * f_ext[links[0]]]),
+               CASES[kind][2][-1] if len(links) > 1 else 'torso_lift_link':
+               np.array([1.0, 2.0, -3.0, 0.1, 0.2, 0.3])}
+    QB, VB = model.simulate(Q3, V3, tau, 5e-3, 4, f_ext=per_row)
+    for k in range(3):
+        row = {link: w if w.ndim == 1 else w[k] for link, w in per_row.items()}
+        x, w = model.simulate(Q3[k], V3[k], tau, 5e-3, 4, f_ext=row)
+        close(QB[k], x, f'batch row {k} of different states: q', 1e-12)
+        close(VB[k], w, f'batch row {k} of different states: v', 1e-12)
+    assert np.abs(VB[0] - VB[1]).max() > 1e-3
     with pytest.raises(ValueError, match=r"f_ext\['%s'\] must be 6 finite numbers" % links[0]):
         model.simulate(q, v, tau, 1e-3, 0, f_ext={links[0]: np.ones(5)})
     with pytest.raises(ValueError, match=r"f_ext\['%s'\] is not finite at batch row\(s\) "
