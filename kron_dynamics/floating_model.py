@@ -674,7 +674,7 @@ class MovingBase:
         return solve_mass_matrix(self.mass_matrix(q), tau - self.bias_torque(q, v),
                                  list(self.velocity_names))
 
-    def _general_inverse_dynamics_derivatives(self, q, v, dv, f_ext) -> tuple:
+    def _general_inverse_dynamics_derivatives(self, q, v, dv) -> tuple:
         q, T, _, qk = self._split(q)
         vk = self._lift(self._vector(v, self.nv, 'v'))
         dvk = self._lift(self._vector(dv, self.nv, 'dv'))
@@ -689,10 +689,7 @@ class MovingBase:
         native.floating_corrections(vk, gb, out)        # the base's tangent columns
         Dq, Dv, Mk = out
         P = self._Pk
-        dq = P.T @ Dq @ P
-        if _has_wrenches(f_ext):
-            dq -= self._wrench_derivative(q, f_ext)
-        return dq, P.T @ Dv @ P, P.T @ Mk @ P + np.diag(self._armature_after)
+        return P.T @ Dq @ P, P.T @ Dv @ P, P.T @ Mk @ P + np.diag(self._armature_after)
 
     # ----------------------------------------------------------------- inertial parameters
     @property
@@ -1643,11 +1640,10 @@ _COMPILED_BASE = {
     'inverse_dynamics_derivatives': _BaseRow(
         'q: ArrayLike, v: ArrayLike, dv: ArrayLike, f_ext: Mapping[str, ArrayLike] | None = '
         'None', ('q', 'v', 'dv'), 'floating_rnea_derivatives', f'self._origin, {{}}, {_TOL}',
-        'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv, f_ext)',
-        prelude=('wrenches = f_ext is not None and _has_wrenches(f_ext) and not _on_device(q)',
-                 'if wrenches and max(ndim(q), ndim(v), ndim(dv)) >= 2:',
+        'q, v, dv', 'self._shape_d', 'self._general_inverse_dynamics_derivatives(q, v, dv)',
+        prelude=('if f_ext is not None and _has_wrenches(f_ext) and not _on_device(q):',
                  '    return self._less_wrench_derivatives(f_ext, q=q, v=v, dv=dv)'),
-        fast_if='not wrenches', parts=3, returns=_THREE,
+        parts=3, returns=_THREE,
         moving=f'{_MOVING_ORIGIN}, {{}}, {_TOL}',
         gpu='self.on_gpu().inverse_dynamics_derivatives(q, v, dv, f_ext=f_ext)', doc="""
         Return (dtau/dq, dtau/dv, M) in the tangent space (nv x nv each), Pinocchio's convention.

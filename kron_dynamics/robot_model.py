@@ -1560,10 +1560,13 @@ class RobotModel:
         forward_dynamics, link_poses, link_pose, center_of_mass, center_of_mass_jacobian,
         centroidal_momentum_matrix, jacobian, hessian, jacobian_derivative,
         jacobian_derivative_times_velocity, acceleration, coriolis_star, christoffel,
-        coriolis_matrix, regressor, operational_space_inertia, simulate, integrate,
-        difference, the derivatives of inverse and forward dynamics, mass_matrix_derivative,
+        coriolis_matrix, regressor, operational_space_inertia, simulate, contact_jacobian,
+        constrained_forward_dynamics, contact_inverse_dynamics,
+        constrained_forward_dynamics_derivatives, linearize, integrate, difference, the
+        derivatives of inverse and forward dynamics, mass_matrix_derivative,
         gravity_derivative, kinetic_energy and potential_energy given CUDA arrays run there
-        and return device arrays; the other methods refuse CUDA arrays by name.
+        (with f_ext too, where the method takes it) and return device arrays; the other
+        methods refuse CUDA arrays by name.
         """
         gpu = self.__dict__.get('_gpu')
         if gpu is None or gpu.threads_per_block != threads_per_block:
@@ -2318,17 +2321,17 @@ class CoupledRobotModel(RobotModel):
     def _general_inverse_dynamics_derivatives(self, q, qd, qdd, f_ext) -> tuple:
         if _on_device(q):
             return self.on_gpu().inverse_dynamics_derivatives(q, qd, qdd, f_ext=f_ext)
+        if _has_wrenches(f_ext):
+            return self._less_wrench_derivatives(f_ext, q=q, qd=qd, qdd=qdd)
         (u, ud, udd), N = self._inputs(q=q, qd=qd, qdd=qdd)
         if N is not None:
-            if _has_wrenches(f_ext):
-                return self._less_wrench_derivatives(f_ext, q=u, qd=ud, qdd=udd)
             out = np.empty((N, 3, self._n, self._n))
             if self._cpl is not None and native.coupled_rnea_derivatives_batch(
                     self._fints, self._freals, self._cpl, self.armature, u, ud, udd, out):
                 return out[:, 0], out[:, 1], out[:, 2]
             return self._per_row(self.inverse_dynamics_derivatives, N, u, ud, udd)
         dq, dv, M = self._full.inverse_dynamics_derivatives(
-            self._lift(u), self._lift_rate(ud), self._lift_rate(udd), f_ext)
+            self._lift(u), self._lift_rate(ud), self._lift_rate(udd))
         return self._mat(dq), self._mat(dv), self._mat(M) + np.diag(self.armature)
 
     def _general_forward_dynamics_derivatives(self, q, qd, tau, f_ext) -> tuple:

@@ -755,7 +755,7 @@ def test_the_compiled_mass_matrix_derivative_and_regressor_are_their_numpy_proje
             close(model.regressor(q, v, dv), model._regressor_readable(q, v, dv),
                   f'{kind}: regressor', 1e-12)
             for x, y, what in zip(model.inverse_dynamics_derivatives(q, v, dv),
-                                  model._general_inverse_dynamics_derivatives(q, v, dv, None),
+                                  model._general_inverse_dynamics_derivatives(q, v, dv),
                                   ('dtau/dq', 'dtau/dv', 'M')):
                 close(x, y, f'{kind}: {what}', 1e-12)
             for x, y, what in zip(model.forward_dynamics_derivatives(q, v, dv),
