@@ -29,6 +29,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # each with its output or its refusal (the default, state_policy newest, may answer only the
 # last of states that arrive together; test_node_overload tests that policy)
 EVERY_STATE = ['-p', 'state_policy:=all']
+# the controller's state_timeout while its watchdog is not under test: no delay of a loaded
+# machine between a state and the test's look at its command lets the watchdog's zero come
+# first; a test of the watchdog sets its short timeout at run time, where it needs it
+LONG_TIMEOUT = 600.0
 
 
 def isolated_env() -> dict:

@@ -37,14 +37,13 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
 from kron_dynamics.nodes.throttled_logger import THROTTLE_S
-from ros_harness import NodeProcess, Probe, wait_for
+from ros_harness import LONG_TIMEOUT, NodeProcess, Probe, wait_for
 
 pytestmark = pytest.mark.ros
 
 RP_ARM = str(URDF_DIR / 'rp_arm.urdf')
 JOINTS = ['theta1', 'd2']
 KP, KD = np.array([50.0, 40.0]), np.array([10.0, 12.0])
-LONG_TIMEOUT = 600.0     # state_timeout while the watchdog is not under test
 WAIT = 30.0              # generous: the machine may be busy
 
 

@@ -40,8 +40,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import REPO, URDF_DIR
 from kron_dynamics import RobotModel
-from ros_harness import (EVERY_STATE, expect_one_more, NodeProcess, Probe, stamped_state,
-                         wait_for)
+from ros_harness import (EVERY_STATE, expect_one_more, LONG_TIMEOUT, NodeProcess, Probe,
+                         stamped_state, wait_for)
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]   # node processes, rclpy
 
@@ -328,10 +328,6 @@ def test_topic_mode_applies_parameter_updates_and_validates_them_against_the_urd
 
 # ------------------------------------------------------------------ controller (items 3, 4)
 KP, KD = np.array([50.0, 40.0]), np.array([10.0, 12.0])
-# state_timeout while the watchdog is not under test: no delay of a loaded machine between a
-# state and the test's look at its command lets the watchdog fire (test_controller_node's
-# rule); the two tests of the watchdog set their short timeout at run time, where they need it
-LONG_TIMEOUT = 600.0
 
 
 def law(model, q, qd, q_d, qd_d, qdd_d, kp=KP, kd=KD, v_max=None):

@@ -492,11 +492,21 @@ def test_controller_parameters_with_ros2_run_and_param_set(tools, probe):
         np.testing.assert_allclose(command(q, qd, now - 10_000_000),
                                    law(model, q, qd, q_d + qd_d * 0.01, qd_d, 0, kp, kd, v_max),
                                    rtol=1e-9)
-        # state_timeout: a state stamped 1 s ago gets no command once the timeout is 0.5 s
-        tools.param_set('/cli_controller', 'state_timeout', '0.5')
+        # state_timeout: once it is 0.5 s, no state comes for longer, so the watchdog sends
+        # its one zero; the test waits for it (it may come after ros2 param set has returned)
         n0 = len(commands)
-        states.publish(stamped_state(RP_JOINTS, q, qd, time.time_ns() - 1_000_000_000))
-        command(q, qd)
+        tools.param_set('/cli_controller', 'state_timeout', '0.5')
+        assert wait_for(lambda: len(commands) > n0, 30), 'the watchdog did not fire'
+        assert list(commands[n0].data) == [0.0, 0.0]
+        # a state stamped 1 s ago gets no command, refused in words (the test waits for them:
+        # the controller answers only the newest of states that arrive together); the next
+        # command answers the fresh state after it
+        n0 = len(commands)
+        states.publish(stamped_state(RP_JOINTS, q + 0.1, qd, time.time_ns() - 1_000_000_000))
+        assert wait_for(lambda: 'older than state_timeout' in output(proc), 30), output(proc)
+        np.testing.assert_allclose(
+            command(q, qd), law(model, q, qd, q_d + qd_d * 0.01, qd_d, 0, kp, kd, v_max),
+            rtol=1e-9)
         assert len(commands) == n0 + 1
         text = tools.ros2('param', 'set', '/cli_controller', 'kd', '[0.0]', check=False)
         assert 'kd' in text and 'failed' in text.lower(), text
