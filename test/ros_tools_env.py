@@ -35,8 +35,10 @@ import os
 from pathlib import Path
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / 'shared' / 'ros2_cli'
@@ -197,9 +199,56 @@ class Workspace:
         """Return the installed share/kron_dynamics directory."""
         return self.root / 'install' / 'kron_dynamics' / 'share' / 'kron_dynamics'
 
+    def daemon_pids(self) -> list:
+        """Return the pids of this environment's ros2 daemons on this session's domain."""
+        python = str(self.sa / 'venv' / 'bin' / 'python')
+        found = []
+        for entry in Path('/proc').iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / 'cmdline').read_bytes().decode().split('\0')
+            except (OSError, ValueError):
+                continue                  # gone, or not ours to read
+            if (argv[0] != python or '--ros-domain-id' not in argv
+                    or not any('ros2cli.daemon.daemonize' in a for a in argv)):
+                continue
+            k = argv.index('--ros-domain-id')
+            if argv[k + 1:k + 2] == [self.env['ROS_DOMAIN_ID']]:
+                found.append(int(entry.name))
+        return found
+
+    def stop_daemon(self, timeout: float = 30.0) -> str:
+        """
+        Stop this session's ros2 daemon, as ``ros2 daemon stop``; kill it where that hangs.
+
+        A ros2 daemon is one long-lived DDS participant that sees every other come and go.
+        Fast DDS can deadlock it when a peer leaves: the thread that removes the peer's
+        writer holds the discovery lock and waits for the timer thread, which waits for that
+        lock (eProsima/Fast-DDS#6502; seen here once, in a loaded CI replica). The daemon
+        then answers with a frozen graph ('Node not found') and hangs in its own shutdown.
+        Return what was done, for the log.
+        """
+        try:
+            done = subprocess.run(['ros2', 'daemon', 'stop'], env=self.env,
+                                  capture_output=True, text=True, timeout=timeout)
+            deadline = time.monotonic() + 10      # the process ends after its socket closes
+            while done.returncode == 0 and time.monotonic() < deadline:
+                if not self.daemon_pids():
+                    return 'ros2 daemon stop: ' + done.stdout.strip()
+                time.sleep(0.1)
+        except subprocess.TimeoutExpired:
+            pass
+        pids = self.daemon_pids()
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return f'ros2 daemon stop did not stop it (in {timeout:g} s): killed pid(s) {pids}'
+
     def close(self) -> None:
         """Stop the ros2 daemon of this session, release the workspace."""
         if self.env is not None:
-            subprocess.run(['ros2', 'daemon', 'stop'], env=self.env, capture_output=True,
-                           timeout=60)
+            self.log(self.stop_daemon())
         self.lock.release()

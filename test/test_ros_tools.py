@@ -51,6 +51,8 @@ STACKER_JOINTS = ['q1_travel', 'q2_slew', 'q3_luff']
 RP_JOINTS = ['theta1', 'd2']
 NODES = ('plant_simulator', 'reference_generator', 'computed_torque_controller',
          'dynamics_node')
+# what ros2 says where its daemon has not seen a node or a topic (yet)
+GRAPH_LAG = ('Node not found', 'does not appear to be published yet')
 
 
 # ------------------------------------------------------------------ the tools
@@ -72,22 +74,38 @@ class Tools:
         # Fast DDS dropped (the server had not matched the client's response reader yet,
         # ros2/ros2#1253; ros_harness.Probe.call) hangs the command, so it is run again
         round_trip = args[0] == 'param' or args[:2] == ['service', 'call']
+        # the ros2 daemon's view of the graph can lag behind a node that just started: asked
+        # again for a minute. A daemon whose graph stays frozen, or that does not answer, is
+        # restarted once (a Fast DDS deadlock, ros_tools_env.Workspace.stop_daemon), as a
+        # user would do, and asked again for another minute.
         deadline = time.monotonic() + 60
-        hung = 0
+        hung, restarted = 0, False
+
+        def restart():
+            nonlocal deadline, restarted
+            print(f'ros2 {" ".join(args)}: restarting the ros2 daemon: '
+                  + self.workspace.stop_daemon(), flush=True)
+            deadline, restarted = time.monotonic() + 60, True
         while True:
             try:
                 done = subprocess.run(['ros2', *args], env=self.env, capture_output=True,
                                       text=True, timeout=timeout)
             except subprocess.TimeoutExpired as e:
                 hung += 1
+                if not restarted:
+                    restart()
+                    continue
                 if round_trip and hung < 3:
                     continue
                 raise AssertionError(f'ros2 {" ".join(args)}: no answer in {hung} runs '
                                      f'of {timeout} s; last output:\n{e.stdout}\n{e.stderr}')
             text = done.stdout + done.stderr
-            # the ros2 daemon's view of the graph can lag behind a node that just started
-            if 'Node not found' not in text or time.monotonic() > deadline:
+            if not (done.returncode and any(lag in text for lag in GRAPH_LAG)):
                 break
+            if time.monotonic() > deadline:
+                if restarted:
+                    break
+                restart()
             time.sleep(1.0)
         if check:
             assert done.returncode == 0, f'ros2 {" ".join(args)}:\n{text}'
