@@ -27,6 +27,7 @@ import re
 import signal
 import time
 
+from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import WrenchStamped
 from kron_dynamics_interfaces.srv import GetDynamics, GetKinematics
 from nav_msgs.msg import Odometry
@@ -353,15 +354,36 @@ def test_absurd_wrenches_and_outputs_are_refused_by_name(graph):
     before = len(g.stamped)
     g.states.publish(stamped_state(model.joint_names, q))
     assert wait_for(lambda: 'bias torque beyond max_output 1' in g.log(), 30), g.log()
+    # so are a reference's and a trajectory's feedforward (their log lines, nothing on the
+    # topic) and a service's answer (success false, saying why)
+    ff_before = len(g.ff)
+    g.reference.publish(JointTrajectoryPoint(positions=list(q)))
+    g.trajectory.publish(JointTrajectory(joint_names=list(model.joint_names), points=[
+        JointTrajectoryPoint(positions=list(q), time_from_start=Duration(sec=k))
+        for k in range(2)]))
+    for reason in ('rejected: reference: feedforward torque beyond max_output 1',
+                   'rejected: reference_trajectory point 0: feedforward torque beyond '
+                   'max_output 1'):
+        assert wait_for(lambda: reason in g.log(), 30), g.log()
+    res = g.probe.call(GetDynamics, f'/{g.name}/get_dynamics',
+                       GetDynamics.Request(state=stamped_state(model.joint_names, q)))
+    assert not res.success and 'dynamics beyond max_output 1 ' in res.message, res.message
     assert g.set('max_output', double(1e12)).successful
     g.answer(model.joint_names, q)
     assert len(g.stamped) == before + 1
+    g.reference.publish(JointTrajectoryPoint(positions=list(q)))     # the marker
+    assert wait_for(lambda: len(g.ff) > ff_before, 30), g.log()
+    np.testing.assert_allclose(g.ff[-1].data, model.gravity_torque(q), rtol=1e-12, atol=1e-9)
+    assert len(g.ff) == ff_before + 1, 'a feedforward beyond max_output was published'
     refused = g.set('max_wrench_force', double(-1.0))
     assert not refused.successful and 'max_wrench_force must be a finite number > 0' \
         in refused.reason
     # overflow inside the dynamics: said once, by name, and no NumPy warning on stderr
     g.states.publish(stamped_state(model.joint_names, [1e300, 0.1, 0.2]))
     assert wait_for(lambda: 'not finite at this state' in g.log(), 30), g.log()
+    res = g.probe.call(GetDynamics, f'/{g.name}/get_dynamics', GetDynamics.Request(
+        state=stamped_state(model.joint_names, [1e300, 0.1, 0.2])))
+    assert not res.success and 'dynamics not finite at this state' in res.message, res.message
     g.answer(model.joint_names, q)
     assert 'RuntimeWarning' not in g.log() and 'Traceback' not in g.log(), g.log()
 
