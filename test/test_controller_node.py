@@ -79,7 +79,13 @@ def first_nonzero(commands, start: int):
     return next((k for k in range(start, len(commands)) if any(commands[k].data)), None)
 
 
-def send_state(loop, q, qd):
+def joint_state(q, qd, stamp_ns: int = 0) -> JointState:
+    msg = JointState(name=JOINTS, position=list(q), velocity=list(qd))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    return msg
+
+
+def send_state(loop, q, qd, stamp_ns: int = 0):
     """
     Publish a valid joint state and return its command: the first non-zero one after it.
 
@@ -88,18 +94,34 @@ def send_state(loop, q, qd):
     """
     _, _, commands, states, *_ = loop
     n0 = len(commands)
-    states.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
+    states.publish(joint_state(q, qd, stamp_ns))
     assert wait_for(lambda: first_nonzero(commands, n0) is not None, WAIT), \
         'no command for a valid state'
     return np.array(commands[first_nonzero(commands, n0)].data)
 
 
-def send_bad_state(loop, q, qd, marker_q, expected):
-    """Publish a bad joint state, then a valid marker: the marker's command comes first."""
-    _, _, _, states, *_ = loop
-    states.publish(JointState(name=JOINTS, position=list(q), velocity=list(qd)))
+def rejected_states(node) -> list:
+    """Return the controller's log lines that refuse a joint state."""
+    return [line for line in node.output().splitlines() if 'rejected joint state: ' in line]
+
+
+def send_bad_state(loop, msg, reason, marker_q, expected):
+    """
+    Publish a bad joint state, wait for the line refusing it, then a valid marker.
+
+    The controller answers only the newest of the states that arrive together, so a bad
+    state followed at once by the marker might never be looked at: its refusal is waited for
+    first. The marker's command is then the one new command.
+    """
+    node, _, commands, states, *_ = loop
+    time.sleep(THROTTLE_S * 1.1)    # one refusal is logged per THROTTLE_S: the gate is open
+    n_lines, n0 = len(rejected_states(node)), len(commands)
+    states.publish(msg)
+    assert wait_for(lambda: len(rejected_states(node)) > n_lines, WAIT), node.output()[-2000:]
+    assert reason in rejected_states(node)[-1], rejected_states(node)[-1]
     tau = send_state(loop, marker_q, [0.0, 0.0])
     np.testing.assert_allclose(tau, expected, rtol=1e-9, err_msg='a command for the bad state')
+    assert len(commands) == n0 + 1, 'a command for the bad state'
 
 
 def follow(loop, q, qd, expected, what='the new reference'):
@@ -175,9 +197,45 @@ def test_bad_states_give_no_command(loop, model):
     ref.publish(JointTrajectoryPoint(positions=list(q_d)))
     expected = law(model, marker, np.zeros(2), q_d, 0, 0)
     follow(loop, marker, [0.0, 0.0], expected)
-    send_bad_state(loop, [math.nan, 0.1], [0.0, 0.0], marker, expected)
-    send_bad_state(loop, [0.1, 0.1], [math.inf, 0.0], marker, expected)
+    send_bad_state(loop, joint_state([math.nan, 0.1], [0.0, 0.0]),
+                   "non-finite position of joint(s) ['theta1']", marker, expected)
+    send_bad_state(loop, joint_state([0.1, 0.1], [math.inf, 0.0]),
+                   "non-finite velocity of joint(s) ['theta1']", marker, expected)
+    # finite, but the centripetal torque overflows (1e320 rad^2/s^2)
+    send_bad_state(loop, joint_state([0.1, 0.5], [1e160, 0.0]),
+                   'computed torque is not finite', marker, expected)
     assert node.alive()
+
+
+def test_a_state_stamped_before_the_last_one_gives_no_command(loop, model):
+    """
+    A stamp older than the last accepted one is refused (the stream went backwards).
+
+    Only within StampGuard.restart_s (1 s) of the last accepted state: after that the
+    stream counts as restarted and the state is answered. A loaded machine may deliver the
+    older state that late, so it is tried again, three times at most.
+    """
+    node, _, commands, states, ref, _ = loop
+    q_d, marker = np.array([0.1, 0.1]), np.array([0.15, 0.05])
+    ref.publish(JointTrajectoryPoint(positions=list(q_d)))
+    expected = law(model, marker, np.zeros(2), q_d, 0, 0)
+    follow(loop, marker, [0.0, 0.0], expected)
+    for _ in range(3):
+        time.sleep(THROTTLE_S * 1.1)    # one refusal is logged per THROTTLE_S: the gate is open
+        n_lines = len(rejected_states(node))
+        now = time.time_ns()
+        send_state(loop, marker, [0.0, 0.0], now)
+        n0 = len(commands)
+        states.publish(joint_state([0.2, 0.2], [0.0, 0.0], now - 10_000_000_000))
+        assert wait_for(lambda: len(rejected_states(node)) > n_lines or len(commands) > n0,
+                        WAIT), node.output()[-2000:]
+        if len(rejected_states(node)) > n_lines:
+            break
+    else:
+        pytest.fail('a state stamped 10 s before the last one was answered, three times')
+    assert 'is older than the previous' in rejected_states(node)[-1], rejected_states(node)[-1]
+    np.testing.assert_allclose(send_state(loop, marker, [0.0, 0.0]), expected, rtol=1e-9)
+    assert len(commands) == n0 + 1, 'a command for the state stamped before the last one'
 
 
 def test_torques_are_clamped_to_effort_limits(loop, model):

@@ -26,6 +26,7 @@ import signal
 import threading
 import time
 
+from builtin_interfaces.msg import Duration
 from kron_dynamics_interfaces.srv import GetDynamics, GetMassMatrix
 import numpy as np
 import pytest
@@ -477,9 +478,12 @@ def test_reference_age_is_measured_by_stamps(controller):
     now = time.time_ns()
     ref_time, state_time = now - 50_000_000, now - 10_000_000     # 40 ms apart
     q_d, qd_d, qdd_d = np.array([0.5, 0.45]), np.array([0.2, -0.1]), np.array([1.0, 0.5])
+    # the first point's time is header.stamp + its time_from_start
     msg = JointTrajectory(joint_names=RP_JOINTS, points=[JointTrajectoryPoint(
-        positions=list(q_d), velocities=list(qd_d), accelerations=list(qdd_d))])
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ref_time, 1_000_000_000)
+        positions=list(q_d), velocities=list(qd_d), accelerations=list(qdd_d),
+        time_from_start=Duration(nanosec=30_000_000))])
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(ref_time - 30_000_000,
+                                                            1_000_000_000)
     q, qd = np.array([0.48, 0.46]), np.array([0.1, 0.0])
 
     def advanced_by(age):
@@ -493,6 +497,15 @@ def test_reference_age_is_measured_by_stamps(controller):
         assert set_parameter(probe, 'faults_controller', 'max_reference_age', 0.01).successful
         np.testing.assert_allclose(command_for(controller, q, qd, state_time),
                                    advanced_by(0.01), rtol=1e-9)
+        # a reference 20 ms after a state is not moved back to that state's time
+        q_d2 = q_d + 0.01
+        msg.points[0].positions = list(q_d2)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(state_time, 1_000_000_000)
+        traj.publish(msg)
+        assert wait_for(lambda: np.allclose(command_for(controller, q, qd,
+                                                        state_time + 10_000_000),
+                                            law(model, q, qd, q_d2, qd_d, qdd_d), rtol=1e-9),
+                        10, period=0.1)
     finally:
         assert set_parameter(probe, 'faults_controller', 'max_reference_age', 0.02).successful
 

@@ -28,7 +28,8 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from kron_dynamics.nodes.joint_states import InputError, JointStateIndex
+from kron_dynamics.nodes.joint_states import (FUTURE_TOLERANCE_NS, InputError,
+                                              JointStateIndex, StampGuard)
 from kron_dynamics.nodes.messages import array_msg
 from kron_dynamics.nodes.wire import (float64_multiarray_bytes, JointStateReader,
                                       stamped_effort_bytes, stamped_effort_prefix)
@@ -203,6 +204,31 @@ def test_index_from_serialized_teaches_itself_and_keeps_the_descriptive_errors()
     # after the errors the stream's own names still take the fast path
     msg.position = [9.0, 0.5, 0.1, 0.2]
     assert list(index.from_serialized(serialize_message(msg))[1]) == [0.1, 0.2, 0.5]
+
+
+def test_stamp_guard_refuses_a_stream_going_backwards_until_it_restarts():
+    """Older than the last accepted stamp, or ahead of the clock: refused; 0 is unset."""
+    guard = StampGuard(restart_s=3600.0)    # no restart between two lines of this test
+    ms = 1_000_000
+    now = 1_000_000 * ms
+    assert guard.check_ns(now - 10 * ms, now) == now - 10 * ms
+    guard.accept(now - 10 * ms)
+    with pytest.raises(InputError, match=r'^joint_states: stamp 999\.980000 s is older than '
+                                         r'the previous 999\.990000 s$'):
+        guard.check_ns(now - 20 * ms, now)
+    assert guard.check_ns(now - 10 * ms, now) == now - 10 * ms     # the same stamp: taken
+    assert guard.check_ns(0, now) == 0                              # unset: always taken
+    assert guard.check_ns(now + FUTURE_TOLERANCE_NS, now) == now + FUTURE_TOLERANCE_NS
+    with pytest.raises(InputError, match='^odometry: .* ahead of this node'):
+        guard.check_ns(now + FUTURE_TOLERANCE_NS + 1, now, 'odometry')
+    # nothing accepted for restart_s: the stream counts as restarted (a rewound clock)
+    guard.last_accept -= 2 * guard.restart_s
+    assert guard.check_ns(now - 20 * ms, now) == now - 20 * ms
+    guard.accept(now - 20 * ms)
+    with pytest.raises(InputError, match='older than the previous'):
+        guard.check_ns(now - 30 * ms, now)
+    guard.reset()                                                   # a new model: any stamp
+    assert guard.check_ns(now - 30 * ms, now) == now - 30 * ms
 
 
 @pytest.mark.parametrize('names', [[], ['a'], ['ab', 'c', 'def'],
