@@ -42,6 +42,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
+from kron_dynamics.nodes.throttled_logger import THROTTLE_S
 from ros_harness import NodeProcess, odometry, Probe, stamped_state, wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]   # node processes, rclpy
@@ -161,7 +162,9 @@ def test_a_model_swap_drops_the_old_models_trajectory_and_wrench(graph):
     wrench = WrenchStamped()
     wrench.header.frame_id = 'link1'
     wrench.wrench.force.x, wrench.wrench.force.y, wrench.wrench.force.z = 80.0, -60.0, -100.0
-    wrench.wrench.torque.x = 30.0
+    # torque.z turns rp_arm's theta1 (about link1's z): a wrench kept across the swap would
+    # change rp_arm's bias torque
+    wrench.wrench.torque.x, wrench.wrench.torque.z = 30.0, 20.0
     for _ in range(60):        # until the wrench is applied (its subscription matched)
         g.wrench.publish(wrench)
         out = g.answer(stacker.joint_names, q)
@@ -192,6 +195,15 @@ def test_a_model_swap_drops_the_old_models_trajectory_and_wrench(graph):
     out = g.answer(rp_arm.joint_names, marker)
     np.testing.assert_allclose(out.effort, rp_arm.bias_torque(marker, np.zeros(2)), rtol=1e-12,
                                atol=1e-9)
+    # a trajectory of rp_arm restarts the chunks: its own points come out, none of the stacker's
+    n = len(g.ff)
+    g.trajectory.publish(JointTrajectory(joint_names=list(rp_arm.joint_names), points=[
+        JointTrajectoryPoint(positions=[0.1 * k, 0.05]) for k in range(3)]))
+    assert wait_for(lambda: len(g.ff) >= n + 3, 60), g.log()
+    assert 3 not in [len(m.data) for m in g.ff[first_new:]], 'a stacker feedforward after all'
+    np.testing.assert_allclose([m.data for m in g.ff[n:]],
+                               [rp_arm.gravity_torque(np.array([0.1 * k, 0.05]))
+                                for k in range(3)], atol=1e-9)
 
 
 def test_a_swap_to_a_moving_base_starts_without_the_old_odometry(graph):
@@ -229,6 +241,17 @@ def test_a_swap_to_a_moving_base_starts_without_the_old_odometry(graph):
     np.testing.assert_allclose(out.effort, solo.bias_torque(np.concatenate([qb, u]),
                                                             np.concatenate([vb, 0 * u])),
                                rtol=1e-10, atol=1e-9)
+    # the same URDF again is a new model too: the odometry received for the one before is
+    # dropped (said so), and a joint state waits for odometry of its own again
+    g.description.publish(String(data=text))
+    assert wait_for(lambda: g.log().count("model 'solo'") >= 2, 60), g.log()
+    line = [x for x in g.log().splitlines() if "model 'solo'" in x][-1]
+    assert 'dropped what belonged to the previous model: the odometry' in line, line
+    time.sleep(THROTTLE_S * 1.1)    # one 'no odometry yet' is logged per THROTTLE_S
+    said, before = g.log().count('no odometry yet'), len(g.stamped)
+    g.states.publish(stamped_state(solo.joint_names, u))
+    assert wait_for(lambda: g.log().count('no odometry yet') > said, 30), g.log()
+    assert len(g.stamped) == before
 
 
 # ------------------------------------------------------------------ finding 2: overload
