@@ -402,6 +402,16 @@ def test_simulator_integrates_and_publishes_joint_states(model):
         # after the next 5 states (a loaded clean-clone run saw it so)
         assert wait_for(lambda: 'rejected command' in sim.output(), WAIT), sim.output()
         assert wait_for(lambda: len(states) > n1 + 5, WAIT) and sim.alive()
+        # a command that is not finite is rejected too; the push stays applied
+        time.sleep(THROTTLE_S * 1.1)    # one rejection is logged per THROTTLE_S: the gate is open
+        said = sim.output().count('rejected command')
+        cmd.publish(Float64MultiArray(data=[math.nan, 0.0]))
+        assert wait_for(lambda: sim.output().count('rejected command') > said, WAIT), \
+            sim.output()
+        n2 = len(states)
+        assert wait_for(lambda: len(states) > n2 + 5, WAIT) and sim.alive()
+        assert all(list(s.effort) == list(push) for s in list(states)[n2:]), states[-1]
+        assert all(math.isfinite(v) for s in list(states) for v in (*s.position, *s.velocity))
         # each state is stamped with its simulated instant (integration_rate 1 kHz: whole
         # milliseconds apart, whenever the message was built), never going backwards
         stamps = np.array([s.header.stamp.sec * 10 ** 9 + s.header.stamp.nanosec
