@@ -411,6 +411,55 @@ def test_absurd_wrenches_and_outputs_are_refused_by_name(graph):
     assert 'RuntimeWarning' not in g.log() and 'Traceback' not in g.log(), g.log()
 
 
+def test_publish_stamped_and_external_wrench_timeout_apply_when_set_at_run_time(graph):
+    """
+    A setting the node accepts is one it applies: publish_stamped and external_wrench_timeout.
+
+    With publish_stamped false a state gets its plain bias torque and no stamped one (had it
+    one, it would come before the next state's, on the same topic). A wrench sent once under
+    external_wrench_timeout 0.3 s (set at run time; 0, never, by default) is applied, then
+    dropped, saying so.
+    """
+    g = graph('runtime_settings', ['-p', f'urdf_file:={STACKER}'])
+    model = RobotModel.from_urdf_file(STACKER)
+    q = np.array([0.0, 0.4, 0.3])
+    plain = g.probe.collect(Float64MultiArray, f'/{g.name}/bias_torque', 100000)
+    for _ in range(60):        # until the plain output's subscription has matched
+        g.answer(model.joint_names, q)
+        if wait_for(lambda: len(plain) > 0, 1.0):
+            break
+    off = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=False)
+    assert g.set('publish_stamped', off).successful
+    n = len(plain)
+    quiet = stamped_state(model.joint_names, q + 0.1)
+    g.states.publish(quiet)
+    assert wait_for(lambda: len(plain) > n, 30), g.log()
+    np.testing.assert_allclose(plain[-1].data, model.bias_torque(q + 0.1, np.zeros(3)),
+                               rtol=1e-12, atol=1e-9)
+    on = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=True)
+    assert g.set('publish_stamped', on).successful
+    g.answer(model.joint_names, q)
+    assert stamp_of(quiet) not in [stamp_of(m) for m in g.stamped], 'stamped while off'
+    # the wrench: applied while it keeps coming, dropped 0.3 s after the last one
+    assert g.set('external_wrench_timeout', double(0.3)).successful
+    wrench = WrenchStamped()
+    wrench.header.frame_id = 'link3'
+    wrench.wrench.force.z = -5e4
+    F = np.array([0.0, 0.0, -5e4, 0.0, 0.0, 0.0])
+    free = model.bias_torque(q, np.zeros(3))
+    loaded = free - model.jacobian(q, 'link3', frame='local').T @ F
+
+    def seen(expected, resend_wrench):
+        def check():
+            if resend_wrench:
+                g.wrench.publish(wrench)
+            return np.allclose(g.answer(model.joint_names, q).effort, expected, rtol=1e-9)
+        return wait_for(check, 30, period=0.05)
+    assert seen(loaded, True), g.log()
+    assert seen(free, False), g.log()
+    assert wait_for(lambda: "the wrench on 'link3' is no longer applied" in g.log(), 30), g.log()
+
+
 # ------------------------------------------------------------------ findings 3-5: moving base
 def test_odometry_is_checked_as_joint_states_and_requests_are(graph, tmp_path):
     """
@@ -446,6 +495,29 @@ def test_odometry_is_checked_as_joint_states_and_requests_are(graph, tmp_path):
                 return
         raise AssertionError(g.log())
 
+    # odometry_timeout set at run time applies: a state 0.5 s after the odometry is served
+    # under 1 s (the default 0.1 s refuses it), and refused, saying so, under 0.2 s. The
+    # stamps are in the past (a stamp ahead of the node's clock is refused) and the first
+    # of the test's (each stream's stamps must go forward)
+    assert g.set('odometry_timeout', double(1.0)).successful
+    t0 = time.time_ns() - 600_000_000
+    for attempt in range(60):
+        g.odom.publish(odometry(*good, stamp_ns=t0))
+        time.sleep(0.05)           # two topics, two queues: the odometry first, mostly
+        before = len(g.stamped)
+        g.states.publish(stamped_state(solo.joint_names, u,
+                                       stamp_ns=t0 + 500_000_000 + 1000 * attempt))
+        if wait_for(lambda: len(g.stamped) > before, 1.0):
+            break
+    else:
+        raise AssertionError(g.log())
+    np.testing.assert_allclose(g.stamped[-1].effort, expected, rtol=1e-10, atol=1e-9)
+    assert g.set('odometry_timeout', double(0.2)).successful
+    t1 = time.time_ns() - 600_000_000
+    g.odom.publish(odometry(*good, stamp_ns=t1))
+    g.states.publish(stamped_state(solo.joint_names, u, stamp_ns=t1 + 500_000_000))
+    assert wait_for(lambda: '(odometry_timeout 0.2 s)' in g.log(), 30), g.log()
+    assert g.set('odometry_timeout', double(0.1)).successful
     answer_after(time.time_ns())
     nan, inf = float('nan'), float('inf')
     cases = (
