@@ -36,6 +36,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import URDF_DIR
 from kron_dynamics import RobotModel
+from kron_dynamics.nodes.reference_generator import quintic
 from kron_dynamics.nodes.throttled_logger import THROTTLE_S
 from ros_harness import LONG_TIMEOUT, NodeProcess, Probe, wait_for
 
@@ -421,6 +422,51 @@ def test_simulator_integrates_and_publishes_joint_states(model):
     finally:
         probe.close()
         sim.stop()
+
+
+def test_reference_generator_holds_t0_until_the_first_command_then_plays_its_path():
+    """
+    wait_for_commands (default): the t = 0 point until the first effort command, then the path.
+
+    Counted, not timed: 20 points before any command are all the first waypoint at rest at
+    t = 0; after one command on command_topic the points move along the quintic path, each
+    at its time. A segment duration that is not > 0 is refused at start-up, by name.
+    """
+    waypoints = ['-p', 'waypoints:=[0.0, 0.5, 1.0, 0.8]']
+    node = NodeProcess('reference_generator', [
+        '-r', '__node:=waiting_generator', '-r', 'reference:=/waiting_test/reference',
+        '-r', 'reference_trajectory:=/waiting_test/reference_trajectory',
+        '-p', 'joints:=[theta1, d2]', '-p', 'mode:=quintic', *waypoints,
+        '-p', 'segment_durations:=[2.0]', '-p', 'rate:=50.0',
+        '-p', 'command_topic:=/waiting_test/commands'])
+    probe = Probe('waiting_probe')
+    try:
+        points = probe.collect(JointTrajectoryPoint, '/waiting_test/reference')
+        cmd = probe.node.create_publisher(Float64MultiArray, '/waiting_test/commands', 10)
+        assert wait_for(lambda: len(points) >= 20 and cmd.get_subscription_count() > 0, 60), \
+            node.output()
+        before = list(points)
+        for point in before:
+            assert (point.time_from_start.sec, point.time_from_start.nanosec) == (0, 0), point
+            assert list(point.positions) == [0.0, 0.5] and not any(point.velocities), point
+        cmd.publish(Float64MultiArray(data=[0.0, 0.0]))
+
+        def moving():
+            return [p for p in list(points)[len(before):] if any(p.velocities)]
+        assert wait_for(lambda: len(moving()) >= 5, WAIT), node.output()
+        assert 'first effort command seen: reference clock started' in node.output()
+        for point in moving():
+            t = point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
+            q, qd, qdd = quintic(min(t, 2.0), np.array([0.0, 0.5]), np.array([1.0, 0.8]), 2.0)
+            np.testing.assert_allclose(point.positions, q, atol=1e-8)
+            np.testing.assert_allclose(point.velocities, qd, atol=1e-8)
+    finally:
+        probe.close()
+        node.stop()
+    code, out = NodeProcess('reference_generator', [
+        '-p', 'joints:=[theta1, d2]', '-p', 'mode:=quintic', *waypoints,
+        '-p', 'segment_durations:=[0.0]']).wait(60)
+    assert code == 1 and 'segment_durations must be > 0' in out and 'Traceback' not in out, out
 
 
 def test_reference_generator_plays_an_excitation_file_by_joint_name(tmp_path):
