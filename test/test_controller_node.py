@@ -454,7 +454,8 @@ def test_reference_generator_holds_t0_until_the_first_command_then_plays_its_pat
         def moving():
             return [p for p in list(points)[len(before):] if any(p.velocities)]
         assert wait_for(lambda: len(moving()) >= 5, WAIT), node.output()
-        assert 'first effort command seen: reference clock started' in node.output()
+        assert wait_for(lambda: 'first effort command seen: reference clock started'
+                        in node.output(), WAIT), node.output()
         for point in moving():
             t = point.time_from_start.sec + 1e-9 * point.time_from_start.nanosec
             q, qd, qdd = quintic(min(t, 2.0), np.array([0.0, 0.5]), np.array([1.0, 0.8]), 2.0)
