@@ -38,7 +38,10 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
   Python, and an error of the step it cut short (numba's "no compiled object yet") ends the
   start-up as a normal stop too, with one line on stderr; no traceback, exit status 0.
 - Repeated signals (``ros2 launch`` without a terminal sends SIGINT twice, to the process
-  group and its own) change nothing.
+  group and its own; the kernel sends the parent-death signal once for each thread of the
+  parent that ends) change nothing: the first one sets SIGINT and SIGTERM to be ignored
+  from then on. Python may still run the handler again inside itself before that, so it
+  takes no lock (:class:`SignalFlag`).
 - Clean-up (executor, node, DDS participant) runs under a watchdog: if it takes longer than
   ``CLEANUP_TIMEOUT_S`` the process leaves with ``os._exit(0)`` after saying so. A clean-up
   stuck in native code that holds the interpreter (no Python thread can run then) is ended
@@ -106,11 +109,37 @@ class Interrupted(BaseException):
     """A signal arrived before the node was spinning: stop starting up (exit status 0)."""
 
 
+class SignalFlag:
+    """
+    A flag that a signal handler sets and the spin loop reads: no lock, unlike threading.Event.
+
+    Python runs a signal's handler in the main thread between two bytecodes, also between
+    two of the handler's own when the signal comes again (a burst: the parent-death signal
+    once for each thread of the parent, ``ros2 launch``'s two SIGINTs). A handler that takes
+    a lock (``Event.set``) then waits for the lock its outer run holds, for ever: a demo's
+    node, killed with its parent, stayed asleep in that wait. One attribute store under the
+    GIL needs no lock.
+    """
+
+    __slots__ = ('_set',)
+
+    def __init__(self):
+        self._set = False
+
+    def set(self) -> None:
+        """Set the flag (safe in a signal handler, nested or not)."""
+        self._set = True
+
+    def is_set(self) -> bool:
+        """Return True once the flag was set."""
+        return self._set
+
+
 class ProcessShutdown:
     """The shutdown state of this process (one instance, :data:`PROCESS`)."""
 
     def __init__(self):
-        self.requested = threading.Event()
+        self.requested = SignalFlag()
         self.spinning = False
         self.installed = False
         self.exit_code = 0
@@ -133,9 +162,11 @@ class ProcessShutdown:
         self.installed = True
 
     def _on_signal(self, signum, frame) -> None:
-        first = not self.requested.is_set()
+        if self.requested.is_set():     # a burst's signal that came before the next line
+            return
         self.requested.set()
-        if first and not self.spinning:
+        ignore_signals()    # no more handler calls nested in this one (RecursionError)
+        if not self.spinning:
             self.signal_name = signal.Signals(signum).name
             self._interrupt(signum)
 
@@ -228,12 +259,15 @@ class ProcessShutdown:
         return self._python_actions is not None
 
     def _unbind_spin(self) -> None:
-        """Undo :meth:`bound_spin`: Python's handlers back, no timer, SIGALRM released."""
+        """Undo :meth:`bound_spin`: Python's handlers back (a signal came: ignored), no timer."""
         actions, self._python_actions = self._python_actions, None
         if actions is None:
             return
-        for signum, action in actions.items():
-            _libc().sigaction(signum, ctypes.byref(action), None)
+        if not self.requested.is_set():     # after a signal: SIGINT and SIGTERM stay ignored
+            for signum, action in actions.items():
+                _libc().sigaction(signum, ctypes.byref(action), None)
+            if self.requested.is_set():     # one came while they were put back
+                ignore_signals()
         signal.setitimer(signal.ITIMER_REAL, 0.0)
         faulthandler.unregister(signal.SIGALRM)     # puts the compiled on_alarm back ...
         signal.signal(signal.SIGALRM, signal.SIG_DFL)   # ... which is not needed any more
@@ -261,8 +295,7 @@ class ProcessShutdown:
             self._watchdog.cancel()
             faulthandler.cancel_dump_traceback_later()
             signal.setitimer(signal.ITIMER_REAL, 0.0)
-        for signum in SIGNALS:
-            signal.signal(signum, signal.SIG_IGN)
+        ignore_signals()
 
     def stopped_starting(self, exc: BaseException, who: str) -> bool:
         """
@@ -292,6 +325,18 @@ class ProcessShutdown:
               'exiting without it', file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(self.exit_code)
+
+
+def ignore_signals() -> None:
+    """
+    Have the kernel discard SIGINT and SIGTERM from now on (main thread).
+
+    After the first one, a process that stops needs no other: a burst of them (the
+    parent-death signal comes once for each thread of the parent that ends) would otherwise
+    run Python's handler nested in itself, as deep as the burst is long.
+    """
+    for signum in SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 def _one_line(exc: BaseException) -> str:
