@@ -38,7 +38,7 @@ from conftest import URDF_DIR
 from kron_dynamics import RobotModel
 from kron_dynamics.nodes.reference_generator import quintic
 from kron_dynamics.nodes.throttled_logger import THROTTLE_S
-from ros_harness import LONG_TIMEOUT, NodeProcess, Probe, wait_for
+from ros_harness import LONG_TIMEOUT, NodeProcess, Probe, stamped_state, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -80,12 +80,6 @@ def first_nonzero(commands, start: int):
     return next((k for k in range(start, len(commands)) if any(commands[k].data)), None)
 
 
-def joint_state(q, qd, stamp_ns: int = 0) -> JointState:
-    msg = JointState(name=JOINTS, position=list(q), velocity=list(qd))
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-    return msg
-
-
 def send_state(loop, q, qd, stamp_ns: int = 0):
     """
     Publish a valid joint state and return its command: the first non-zero one after it.
@@ -95,7 +89,7 @@ def send_state(loop, q, qd, stamp_ns: int = 0):
     """
     _, _, commands, states, *_ = loop
     n0 = len(commands)
-    states.publish(joint_state(q, qd, stamp_ns))
+    states.publish(stamped_state(JOINTS, q, qd, stamp_ns))
     assert wait_for(lambda: first_nonzero(commands, n0) is not None, WAIT), \
         'no command for a valid state'
     return np.array(commands[first_nonzero(commands, n0)].data)
@@ -198,12 +192,12 @@ def test_bad_states_give_no_command(loop, model):
     ref.publish(JointTrajectoryPoint(positions=list(q_d)))
     expected = law(model, marker, np.zeros(2), q_d, 0, 0)
     follow(loop, marker, [0.0, 0.0], expected)
-    send_bad_state(loop, joint_state([math.nan, 0.1], [0.0, 0.0]),
+    send_bad_state(loop, stamped_state(JOINTS, [math.nan, 0.1], [0.0, 0.0], 0),
                    "non-finite position of joint(s) ['theta1']", marker, expected)
-    send_bad_state(loop, joint_state([0.1, 0.1], [math.inf, 0.0]),
+    send_bad_state(loop, stamped_state(JOINTS, [0.1, 0.1], [math.inf, 0.0], 0),
                    "non-finite velocity of joint(s) ['theta1']", marker, expected)
     # finite, but the centripetal torque overflows (1e320 rad^2/s^2)
-    send_bad_state(loop, joint_state([0.1, 0.5], [1e160, 0.0]),
+    send_bad_state(loop, stamped_state(JOINTS, [0.1, 0.5], [1e160, 0.0], 0),
                    'computed torque is not finite', marker, expected)
     assert node.alive()
 
@@ -227,7 +221,7 @@ def test_a_state_stamped_before_the_last_one_gives_no_command(loop, model):
         now = time.time_ns()
         send_state(loop, marker, [0.0, 0.0], now)
         n0 = len(commands)
-        states.publish(joint_state([0.2, 0.2], [0.0, 0.0], now - 10_000_000_000))
+        states.publish(stamped_state(JOINTS, [0.2, 0.2], [0.0, 0.0], now - 10_000_000_000))
         assert wait_for(lambda: len(rejected_states(node)) > n_lines or len(commands) > n0,
                         WAIT), node.output()[-2000:]
         if len(rejected_states(node)) > n_lines:

@@ -147,6 +147,12 @@ def test_simulator_publishes_the_locked_joints_held_still():
         '-p', f'urdf_file:={GRIPPER_ARM}', '-p', 'locked_joints:=[left_finger_joint]',
         '-p', 'locked_positions:=[0.02, 0.0]']).wait(60)
     assert code == 1 and 'locked_positions' in out and 'Traceback' not in out, out
+    # a joint named twice: refused by name (taken silently, the last position would win)
+    code, out = NodeProcess('plant_simulator', [
+        '-p', f'urdf_file:={GRIPPER_ARM}', '-p', 'locked_joints:=[shoulder, shoulder]',
+        '-p', 'locked_positions:=[0.1, 0.2]']).wait(60)
+    assert code == 1 and "locked_joints names ['shoulder'] more than once" in out, out
+    assert 'Traceback' not in out, out
 
 
 def test_an_identification_of_a_subset_gives_the_nodes_their_model(tmp_path):
