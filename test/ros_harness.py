@@ -15,6 +15,7 @@
 """Real rclpy test harness: nodes under test run as processes; a probe node talks to them."""
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -65,8 +66,17 @@ class NodeProcess:
         return stop(self.proc, timeout)
 
     def wait(self, timeout: float = 30.0):
-        """Wait for the process to exit; return (returncode, output)."""
-        self.proc.wait(timeout=timeout)
+        """
+        Wait for the process to exit; return (returncode, output).
+
+        Still running after timeout (a start-up refusal that never came): stopped, so that it
+        does not go on publishing into later tests' domain, and the test fails with its output.
+        """
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f'still running {timeout:g} s after its start (stopped now):\n'
+                                 f'{self.stop()}') from None
         return self.proc.returncode, output(self.proc)
 
 
