@@ -175,6 +175,15 @@ def wait_for(condition, timeout: float = 20.0, period: float = 0.01) -> bool:
     return bool(condition())
 
 
+def has_loaded(pid: int, library: str) -> bool:
+    """Return True once process pid has mapped the shared library (Linux: /proc/PID/maps)."""
+    try:
+        with open(f'/proc/{pid}/maps') as f:
+            return library in f.read()
+    except OSError:
+        return False
+
+
 def stamped_state(names, q, qd=(), stamp_ns=None):
     """Return a JointState stamped stamp_ns (default: now, the system clock)."""
     from sensor_msgs.msg import JointState

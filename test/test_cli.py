@@ -22,7 +22,7 @@ import sys
 import pytest
 
 from conftest import REPO, URDF_DIR
-from ros_harness import isolated_env
+from ros_harness import has_loaded, isolated_env
 
 
 def kron_dynamics(*args, timeout=300):
@@ -164,14 +164,6 @@ def _children(pid: int) -> list:
     return found
 
 
-def _loaded(pid: int, library: str) -> bool:
-    try:
-        with open(f'/proc/{pid}/maps') as f:
-            return library in f.read()
-    except OSError:
-        return False
-
-
 def _describe(pid: int) -> str:
     """Say what a process is doing (Linux /proc): command, state, signals, wait, its output."""
     def read(name, size=None):
@@ -217,10 +209,10 @@ def test_a_demo_stopped_or_killed_leaves_no_node_running(signum, tmp_path):
             nodes = _children(demo.pid)
         assert len(nodes) == 4, f'the demo started {nodes} (exit {demo.poll()})'
         # up: each has loaded rcl (after its parent-death signal was armed, before spinning)
-        while not all(_loaded(pid, 'librcl.so') for pid in nodes) \
+        while not all(has_loaded(pid, 'librcl.so') for pid in nodes) \
                 and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert all(_loaded(pid, 'librcl.so') for pid in nodes), 'the nodes did not start'
+        assert all(has_loaded(pid, 'librcl.so') for pid in nodes), 'the nodes did not start'
         demo.send_signal(signum)
         demo.wait(timeout=120)
         deadline = time.monotonic() + 120

@@ -32,7 +32,7 @@ from sensor_msgs.msg import JointState
 
 from conftest import REPO, URDF_DIR
 from kron_dynamics.demo.processes import output, start_logged
-from ros_harness import isolated_env, Probe, wait_for
+from ros_harness import has_loaded, isolated_env, Probe, wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]   # node processes, rclpy
 
@@ -137,16 +137,8 @@ def test_a_burst_of_signals_never_deadlocks_the_handler(phase):
     assert 'Traceback' not in out, out
 
 
-def has_loaded(proc, library: str) -> bool:
-    """Return True once the process has mapped the library (Linux /proc)."""
-    try:
-        with open(f'/proc/{proc.pid}/maps') as f:
-            return library in f.read()
-    except OSError:
-        return False
-
-
-@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='reads /proc/PID/maps')
+@pytest.mark.skipif(not sys.platform.startswith('linux'),
+                    reason='Linux only: finds start-up through /proc/PID/maps')
 @pytest.mark.parametrize('when', ['start-up', 'spinning'])
 def test_a_node_ends_with_exit_0_on_a_burst_of_sigterm(probe, when):
     """
@@ -160,7 +152,7 @@ def test_a_node_ends_with_exit_0_on_a_burst_of_sigterm(probe, when):
     if when == 'spinning':
         spinning(proc, probe)
     else:       # rclpy loaded: imports done, the node not yet made
-        assert wait_for(lambda: has_loaded(proc, 'librcl.so') or proc.poll() is not None,
+        assert wait_for(lambda: has_loaded(proc.pid, 'librcl.so') or proc.poll() is not None,
                         60), output(proc)
     subprocess.run(['bash', '-c', f'for i in $(seq 20000); do kill -TERM {proc.pid} '
                     '2>/dev/null || exit 0; done'], timeout=300)
