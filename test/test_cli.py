@@ -15,6 +15,7 @@
 """The kron-dynamics command: info and the demo runner (short run, table and plot)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -84,22 +85,32 @@ def test_the_rover_arm_demo_says_once_why_its_m_is_singular(tmp_path):
     assert 'tiny inertia' not in out.stdout + out.stderr, out.stdout + out.stderr
 
 
-def test_demo_plot_shows_the_error_with_units_and_the_torque_split(tmp_path):
-    """Issue 15: the plot showed q over q_d (the lines covered each other), no units."""
+def _tracked(model):
+    """Return a stacker's Recording as the recorder fills it: 1.6 s at 250 Hz, tau_fb = 10."""
     import numpy as np
 
-    from kron_dynamics import RobotModel
-    from kron_dynamics.demo.run import plot, Recording
+    from kron_dynamics.demo.run import Recording
 
-    model = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
     rec = Recording(list(model.joint_names), ('prismatic', 'revolute', 'revolute'), model)
-    for k in range(400):                 # a recording as the recorder fills it, 250 Hz
+    for k in range(400):
         t = 0.004 * k
         q_d, qd_d, qdd_d = np.full(3, np.sin(t)), np.full(3, np.cos(t)), np.full(3, -np.sin(t))
         rec.references.append((t, q_d, qd_d, qdd_d))
         rec.states.append((t + 0.001, q_d - 0.001, qd_d))
         tau_ff = model.inverse_dynamics(q_d, qd_d, qdd_d)
         rec.commands.append((t + 0.002, tau_ff + 10.0))
+    return rec
+
+
+def test_demo_plot_shows_the_error_with_units_and_the_torque_split(tmp_path):
+    """Issue 15: the plot showed q over q_d (the lines covered each other), no units."""
+    import numpy as np
+
+    from kron_dynamics import RobotModel
+    from kron_dynamics.demo.run import plot
+
+    model = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    rec = _tracked(model)
     t, tau, tau_ff, tau_fb = rec.torque_split()
     np.testing.assert_allclose(tau_fb, 10.0, rtol=1e-9)     # the feedback is what was added
     labels = plot(rec, str(tmp_path / 'p.png'), 'test')
@@ -108,6 +119,43 @@ def test_demo_plot_shows_the_error_with_units_and_the_torque_split(tmp_path):
     assert {'command tau', 'feedforward: model at q_d',
             'feedback = tau - feedforward'} <= set(labels)
     assert os.path.getsize(tmp_path / 'p.png') > 10_000
+
+
+def test_a_demo_whose_node_failed_prints_its_output_and_exits_1(tmp_path, capsys, monkeypatch):
+    """The tracking is judged and plotted, and a node that exited with an error fails the demo."""
+    import kron_dynamics.demo.run
+    from kron_dynamics.cli import demo
+
+    def run_demo(machine, duration, share_dir, model=None):    # the graph, as it ended
+        rec = _tracked(model)
+        rec.exit_codes = {'plant_simulator': 0, 'reference_generator': None,
+                          'dynamics_node': 1}
+        rec.logs = {name: f'{name}: its output' for name in rec.exit_codes}
+        return rec
+    monkeypatch.setattr(kron_dynamics.demo.run, 'run_demo', run_demo)
+    assert demo('stacker', 1.0, str(tmp_path / 'p.png')) == 1
+    out, err = capsys.readouterr()
+    assert '--- dynamics_node exited with 1:\ndynamics_node: its output\n' in err, err
+    assert err.count('exited with') == 1, err      # not the node at 0, nor the one still on
+    assert 'RMS error' in out and os.path.getsize(tmp_path / 'p.png') > 10_000, out
+    monkeypatch.setattr(kron_dynamics.demo.run, 'run_demo',
+                        lambda *args, model=None: _tracked(model))
+    assert demo('stacker', 1.0, str(tmp_path / 'p.png')) == 0
+    assert 'exited with' not in capsys.readouterr().err
+
+
+def test_locked_joints_are_read_from_joint_value_pairs():
+    """--locked JOINT=VALUE ...: spaces around the name are not part of it (a quoted item)."""
+    from kron_dynamics.cli import _locked
+    assert _locked(None) is None and _locked([]) is None
+    assert _locked([' panda_finger_joint1 = 0.02', 'slide=-1e-3']) == {
+        'panda_finger_joint1': 0.02, 'slide': -0.001}
+    for bad, words in ((['slide'], "'slide' is not JOINT=VALUE"),
+                       (['slide=x'], "'slide=x' is not JOINT=VALUE"),
+                       ([' =1'], "' =1' is not JOINT=VALUE"),
+                       (['slide=1', 'slide =2'], "joint 'slide' given twice")):
+        with pytest.raises(ValueError, match=f'^--locked: {re.escape(words)}'):
+            _locked(bad)
 
 
 def test_the_demo_records_until_a_state_can_be_judged_against_a_reference():

@@ -23,6 +23,8 @@ round-trips exactly and names what is wrong in a bad file; the JointTrajectory m
 holds the same samples; noise-free torques on it give back the base parameters.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -195,6 +197,22 @@ def test_bad_arguments_of_the_optimisation_are_named():
             excitation_trajectory(robot, 10.0, **kwargs)
     with pytest.raises(ValueError, match="^duration must be a number, got '10'$"):
         excitation_trajectory(robot, '10')
+    for duration in (-1.0, 0.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match=f'^duration must be > 0 s, got {duration}$'):
+            excitation_trajectory(robot, duration)
+    for margin in (0.5, -0.1, np.nan):
+        with pytest.raises(ValueError, match=rf'^margin must be in \[0, 0\.5\), got {margin}$'):
+            excitation_trajectory(robot, 10.0, margin=margin)
+
+
+def test_a_robot_too_weak_to_hold_itself_up_is_named_with_its_joints():
+    """Every joint's effort limit 0.01 N m: gravity at mid-range exceeds two UR5 joints."""
+    xml = (robots_dir() / ONE_MODEL_CASES['fixed arm'][0]).read_text()
+    weak = RobotModel.from_urdf_string(re.sub(r'effort="[^"]*"', 'effort="0.01"', xml))
+    with pytest.raises(ValueError, match=re.escape(
+            'excitation_trajectory: no motion within the effort limits was found (gravity '
+            "alone exceeds them at mid-range on ['shoulder_lift_joint', 'elbow_joint'])")):
+        excitation_trajectory(weak, 10.0, harmonics=2, maxiter=0)
 
 
 def test_a_trajectory_refuses_what_it_cannot_play_by_name(ur5_excitation):

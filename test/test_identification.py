@@ -310,6 +310,100 @@ def test_a_csv_recording_is_read_by_column_name(tmp_path):
         read_recording(path, true.joint_names)
 
 
+def _write_messages(path, messages, topic='/joint_states'):
+    """Write JointStates (received [s], stamp [s], names, position, velocity, effort) as a bag."""
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import get_typestore, Stores
+    store = get_typestore(Stores.ROS2_KILTED)
+    JointState = store.types['sensor_msgs/msg/JointState']
+    Header = store.types['std_msgs/msg/Header']
+    Time = store.types['builtin_interfaces/msg/Time']
+    with Writer(path, version=8) as writer:
+        connection = writer.add_connection(topic, JointState.__msgtype__, typestore=store)
+        for received, stamp, names, position, velocity, effort in messages:
+            sec, nanosec = divmod(int(round(stamp * 1e9)), 1_000_000_000)
+            msg = JointState(header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=''),
+                             name=list(names), position=np.array(position, float),
+                             velocity=np.array(velocity, float), effort=np.array(effort, float))
+            writer.write(connection, int(round(received * 1e9)),
+                         store.serialize_cdr(msg, JointState.__msgtype__))
+
+
+def test_a_bag_is_read_by_stamp_skipping_other_publishers_joint_states(tmp_path):
+    """
+    Two publishers on one topic, a stamp of 0, stamps out of receive order, partial velocities.
+
+    A gripper's own JointState (other names) is skipped; a stamp of 0 (a driver that does not
+    stamp) takes the bag's receive time; the samples come out in stamp order; velocities are
+    given only if every message has one per name.
+    """
+    arm, gripper = ('a', 'b'), ('finger',)
+    messages = [(10.0, 5.00, arm, [0.0, 1.0], [0.1, 0.2], [1.0, 2.0]),
+                (10.1, 0.0, gripper, [0.02], [], [0.0]),
+                (10.2, 5.20, ('b', 'finger', 'a'), [3.0, 0.02, 2.0], [0.4, 0.0, 0.3],
+                 [4.0, 0.0, 3.0]),
+                (10.3, 5.10, arm, [4.0, 5.0], [0.5, 0.6], [5.0, 6.0]),     # late, stamped
+                (10.4, 0.0, arm, [6.0, 7.0], [0.7, 0.8], [7.0, 8.0])]      # unstamped
+    _write_messages(tmp_path / 'bag', messages)
+    rec = read_recording(tmp_path / 'bag', arm)
+    np.testing.assert_allclose(rec.t, [5.0, 5.1, 5.2, 10.4], rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(rec.q, [[0.0, 1.0], [4.0, 5.0], [2.0, 3.0], [6.0, 7.0]])
+    np.testing.assert_array_equal(rec.qd, [[0.1, 0.2], [0.5, 0.6], [0.3, 0.4], [0.7, 0.8]])
+    np.testing.assert_array_equal(rec.tau, [[1.0, 2.0], [5.0, 6.0], [3.0, 4.0], [7.0, 8.0]])
+    messages[3] = (10.3, 5.10, arm, [4.0, 5.0], [0.5], [5.0, 6.0])       # one velocity of two
+    _write_messages(tmp_path / 'partial', messages)
+    assert read_recording(tmp_path / 'partial', arm).qd is None
+    for k, (field, words) in enumerate((('effort', '1 efforts for 2 names'),
+                                        ('position', '3 positions for 2 names'))):
+        bad = list(messages[0])
+        bad[5 if field == 'effort' else 3] = [1.0] if field == 'effort' else [0.0, 1.0, 2.0]
+        _write_messages(tmp_path / f'bad{k}', [bad])
+        with pytest.raises(ValueError, match=f'/joint_states at 10.000000 s has {words}'):
+            read_recording(tmp_path / f'bad{k}', arm)
+    with pytest.raises(ValueError, match=re.escape(
+            "bag: no message on /joint_states names all of ['a', 'zz']")):
+        read_recording(tmp_path / 'bag', ('a', 'zz'))
+    # another message type on the topic; a bag whose storage file is gone
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import get_typestore, Stores
+    store = get_typestore(Stores.ROS2_KILTED)
+    String = store.types['std_msgs/msg/String']
+    with Writer(tmp_path / 'strings', version=8) as writer:
+        connection = writer.add_connection('/joint_states', String.__msgtype__, typestore=store)
+        writer.write(connection, 1, store.serialize_cdr(String(data='x'), String.__msgtype__))
+    with pytest.raises(ValueError, match='strings: /joint_states carries std_msgs/msg/String, '
+                                         'not sensor_msgs/msg/JointState$'):
+        read_recording(tmp_path / 'strings', arm)
+    for storage in (tmp_path / 'bag').iterdir():
+        if storage.name != 'metadata.yaml':
+            storage.unlink()
+    with pytest.raises(ValueError, match=r"bag: the bag cannot be read \(Some database files "
+                                         r"are missing: \[.*bag\.db3'\]\)$"):
+        read_recording(tmp_path / 'bag', arm)
+
+
+def test_a_csv_recording_has_velocities_if_every_joint_has_them_and_rows_by_time(tmp_path):
+    """Rows out of time order are sorted; an empty file or a header alone is named."""
+    path = tmp_path / 'states.csv'
+    path.write_text('t,a.position,a.velocity,a.effort,b.effort,b.position,b.velocity\n'
+                    '0.2,1,10,100,200,2,20\n'
+                    '0.1,3,30,300,400,4,40\n')
+    rec = read_recording(path, ('a', 'b'))
+    np.testing.assert_array_equal(rec.t, [0.1, 0.2])
+    np.testing.assert_array_equal(rec.q, [[3, 4], [1, 2]])
+    np.testing.assert_array_equal(rec.qd, [[30, 40], [10, 20]])
+    np.testing.assert_array_equal(rec.tau, [[300, 400], [100, 200]])
+    assert read_recording(path, ('b',)).qd.tolist() == [[40], [20]]
+    path.write_text('t,a.position,a.velocity,a.effort,b.effort,b.position\n0.2,1,10,100,200,2\n')
+    assert read_recording(path, ('a', 'b')).qd is None
+    path.write_text('')
+    with pytest.raises(ValueError, match='states.csv: empty CSV file$'):
+        read_recording(path, ('a',))
+    path.write_text('t,a.position,a.effort\n\n')
+    with pytest.raises(ValueError, match='states.csv: no data rows$'):
+        read_recording(path, ('a',))
+
+
 @pytest.mark.parametrize('kind', ['fixed arm', 'mimic gripper'])
 def test_the_exported_urdf_reloads_to_the_fitted_model(kind, tmp_path):
     """to_urdf: the fitted inertials (welded links merged) and friction; the rest kept."""
@@ -488,6 +582,14 @@ def test_the_commands_fit_a_robot_whose_gripper_stayed_shut(tmp_path, capsys):
     wrong_error = (RobotModel.from_urdf_file(wrong, locked=held).inverse_dynamics(q2, qd2, qdd2)
                    - expected)
     assert np.sqrt(np.mean(error ** 2)) < 0.1 * np.sqrt(np.mean(wrong_error ** 2))
+    # a recording of the arm alone: the fingers' coordinates unknown, nothing to warn about
+    arm = tmp_path / 'arm.csv'
+    columns = [k for k, name in enumerate(header) if not name.startswith('panda_finger')]
+    arm.write_text(','.join(header[k] for k in columns) + '\n' + '\n'.join(
+        ','.join(map(repr, row)) for row in body[:, columns].tolist()) + '\n')
+    assert main(['identify', str(wrong), str(arm), '-o', str(tmp_path / 'arm.urdf'),
+                 '--friction', '--validate', '0', '--locked', 'panda_finger_joint1=0.03']) == 0
+    assert not capsys.readouterr().err
     # --joints alone locks the fingers at 0, where they were not: said, naming both
     assert main(['identify', str(wrong), str(data), '-o', str(tmp_path / 'at_zero.urdf'),
                  '--friction', '--validate', '0', '--joints', *true.joint_names]) == 0
@@ -745,3 +847,6 @@ def test_the_command_names_bad_data_and_arguments_in_one_line(tmp_path, capsys):
     err = identify_command('--joints', 'ghost')
     assert (f"unknown or non-movable joint(s) ['ghost']; movable joints are "
             f'{list(true.joint_names)}') in err
+    for share in ('1', '-0.1', 'nan'):
+        err = identify_command('--validate', share)
+        assert err == f'kron-dynamics identify: validate must be in [0, 1), got {float(share)}\n'

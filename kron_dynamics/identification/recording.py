@@ -94,14 +94,12 @@ def _read_bag(path: Path, joints: tuple, topic: str) -> Recording:
     from rosbags.rosbag2 import Reader, ReaderError
     from rosbags.typesys import get_typestore, Stores
     store = get_typestore(Stores.ROS2_KILTED)
+    if not (path / 'metadata.yaml').is_file():
+        raise ValueError(f'{path}: not a rosbag2 directory (it has no metadata.yaml); give '
+                         'a rosbag2 directory or a CSV file')
     try:
         return _bag_messages(Reader, store, path, joints, topic)
-    except FileNotFoundError as exc:
-        if not (path / 'metadata.yaml').exists():
-            raise ValueError(f'{path}: not a rosbag2 directory (it has no metadata.yaml); give '
-                             'a rosbag2 directory or a CSV file') from None
-        raise ValueError(f'{path}: the bag is incomplete ({exc})') from None
-    except ReaderError as exc:
+    except ReaderError as exc:        # a storage file missing or not a database, bad metadata
         raise ValueError(f'{path}: the bag cannot be read ({exc})') from None
 
 
