@@ -431,6 +431,12 @@ def test_the_exported_urdf_reloads_to_the_fitted_model(kind, tmp_path):
     assert [x.get('name') for x in old.iter('link')] == [x.get('name') for x in new.iter('link')]
     assert [x.get('name') for x in old.iter('joint')] == [
         x.get('name') for x in new.iter('joint')]
+    for link, fitted in zip(old.iter('link'), new.iter('link')):
+        tags, fitted_tags = [x.tag for x in link], [x.tag for x in fitted]
+        if 'inertial' in fitted_tags:   # in its place (a small diff); welded links lose theirs
+            assert tags == fitted_tags, link.get('name')
+        else:
+            assert [x for x in tags if x != 'inertial'] == fitted_tags, link.get('name')
     params = yaml.safe_load(fit.to_params(tmp_path / 'fitted.yaml'))
     assert list(params) == ['/**', 'computed_torque_controller']
     values = params['computed_torque_controller']['ros__parameters']
@@ -441,6 +447,11 @@ def test_the_exported_urdf_reloads_to_the_fitted_model(kind, tmp_path):
     assert values['viscous'] == list(fit.friction['viscous'])
     assert values['coulomb'] == list(fit.friction['coulomb'])
     assert values['armature'] == [0.0] * true.n and values['torque_offset'] == [0.0] * true.n
+    assert values['coulomb_smoothing'] == 0.0           # sign(q'), as fitted
+    # a fit with tanh(q' / 0.05) for Coulomb friction: the controller is told the same
+    smoothed = identify(wrong, q, torques(true, q, qd, qdd, noise=0.1), qd, qdd, smooth=0.05)
+    values = yaml.safe_load(smoothed.to_params())['computed_torque_controller']
+    assert values['ros__parameters']['coulomb_smoothing'] == 0.05
 
 
 def test_negative_least_squares_friction_is_exported_as_zero_and_said(tmp_path, caplog):
