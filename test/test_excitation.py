@@ -81,6 +81,24 @@ def test_the_excitation_stays_within_every_limit_and_goes_rest_to_rest(kind):
         assert not qd_s.any() and not qdd_s.any()
 
 
+def test_limits_a_urdf_leaves_open_get_the_documented_defaults():
+    """
+    A UR5 with velocity="0" and effort="0" (what many URDFs write for "not given"): 2 rad/s.
+
+    URDF has no acceleration limit: it is 5 / s times the velocity limit, 10 rad/s^2 here.
+    An effort limit of 0 is none (read as 0 N m, no motion would be found). A 2 s period
+    makes the acceleration bind on some joints.
+    """
+    xml = (robots_dir() / ONE_MODEL_CASES['fixed arm'][0]).read_text()
+    open_limits = RobotModel.from_urdf_string(
+        re.sub(r'velocity="[^"]*"', 'velocity="0"', re.sub(r'effort="[^"]*"', 'effort="0"', xml)))
+    trajectory = excitation_trajectory(open_limits, 2.0, harmonics=4, maxiter=5)
+    t, q, qd, qdd = trajectory.sample(1000.0)
+    assert np.abs(qd).max() <= 2.0 and np.abs(qdd).max() <= 10.0, (qd, qdd)
+    use = np.maximum(np.abs(qd).max(axis=0) / 2.0, np.abs(qdd).max(axis=0) / 10.0)
+    assert np.all(use > 0.9), use        # 0.95 (the margin's) on each joint
+
+
 def test_the_optimisation_lowers_the_condition_number():
     robot = model()
     start = excitation_trajectory(robot, 10.0, harmonics=4, maxiter=0)
