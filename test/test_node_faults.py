@@ -681,6 +681,32 @@ def test_start_up_type_errors_are_one_clear_line(module, args, message):
     assert 'Traceback' not in out and len(out.strip().splitlines()) == 1, out
 
 
+@pytest.mark.parametrize('args,message', [
+    ([], 'reference_generator needs the joints parameter'),
+    (['joints:=[a]', 'mode:=circle'],
+     "parameter mode must be 'sine', 'quintic' or 'excitation', got 'circle'"),
+    (['joints:=[a, b]', 'amplitude:=[0.1, 0.2, 0.3]'],
+     'parameter amplitude must be 1 or 2 finite numbers, got [0.1, 0.2, 0.3]'),
+    (['joints:=[a]', 'ramp_time:=-1.0'], 'parameter ramp_time must be >= 0'),
+    (['joints:=[a, b]', 'mode:=quintic', 'waypoints:=[0.0, 1.0]'],
+     'parameter waypoints must hold at least 2 rows of 2 finite numbers'),
+    (['joints:=[a, b]', 'mode:=quintic', 'waypoints:=[0.0, 1.0, 2.0, 3.0, 4.0]'],
+     'parameter waypoints must hold at least 2 rows of 2 finite numbers'),
+    (['joints:=[a, b]', 'mode:=quintic', 'waypoints:=[0.0, 1.0, 2.0, .nan]'],
+     'parameter waypoints must hold at least 2 rows of 2 finite numbers'),
+    (['joints:=[a]', 'rate:=0.0'], 'parameter rate must be > 0'),
+    (['joints:=[a]', 'mode:=excitation'], "mode 'excitation' needs the parameter excitation_file"),
+    (['joints:=[a]', 'mode:=excitation', 'excitation_file:=/nonexistent/excitation.yaml'],
+     'excitation file /nonexistent/excitation.yaml: cannot read it'),
+])
+def test_a_reference_generator_refuses_a_path_it_cannot_play_at_start_up(args, message):
+    """Exit status 1 and one line naming the parameter: no node spins with a wrong path."""
+    code, out = NodeProcess('reference_generator', [a for arg in args for a in ('-p', arg)]
+                            ).wait(60)
+    assert code == 1 and message in out, out
+    assert 'Traceback' not in out and len(out.strip().splitlines()) == 1, out
+
+
 @pytest.mark.parametrize('module', ['dynamics_node', 'computed_torque_controller',
                                     'plant_simulator'])
 def test_a_urdf_without_a_movable_joint_is_refused_at_start_up(module):
