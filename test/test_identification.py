@@ -33,6 +33,7 @@ from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.identification import (base_parameters, friction_regressor, identify,
                                           pseudo_inertia, read_recording, Recording, write_bag)
 from kron_dynamics.identification.identify import filtered, held_on_grid
+from kron_dynamics.identification.recording import write_joint_states
 from kron_dynamics.testing.motion import sum_of_sines
 from pinocchio_oracle import ONE_MODEL_CASES, robots_dir
 
@@ -310,25 +311,6 @@ def test_a_csv_recording_is_read_by_column_name(tmp_path):
         read_recording(path, true.joint_names)
 
 
-def _write_messages(path, messages, topic='/joint_states'):
-    """Write JointStates (received [s], stamp [s], names, position, velocity, effort) as a bag."""
-    from rosbags.rosbag2 import Writer
-    from rosbags.typesys import get_typestore, Stores
-    store = get_typestore(Stores.ROS2_KILTED)
-    JointState = store.types['sensor_msgs/msg/JointState']
-    Header = store.types['std_msgs/msg/Header']
-    Time = store.types['builtin_interfaces/msg/Time']
-    with Writer(path, version=8) as writer:
-        connection = writer.add_connection(topic, JointState.__msgtype__, typestore=store)
-        for received, stamp, names, position, velocity, effort in messages:
-            sec, nanosec = divmod(int(round(stamp * 1e9)), 1_000_000_000)
-            msg = JointState(header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=''),
-                             name=list(names), position=np.array(position, float),
-                             velocity=np.array(velocity, float), effort=np.array(effort, float))
-            writer.write(connection, int(round(received * 1e9)),
-                         store.serialize_cdr(msg, JointState.__msgtype__))
-
-
 def test_a_bag_is_read_by_stamp_skipping_other_publishers_joint_states(tmp_path):
     """
     Two publishers on one topic, a stamp of 0, stamps out of receive order, partial velocities.
@@ -344,20 +326,20 @@ def test_a_bag_is_read_by_stamp_skipping_other_publishers_joint_states(tmp_path)
                  [4.0, 0.0, 3.0]),
                 (10.3, 5.10, arm, [4.0, 5.0], [0.5, 0.6], [5.0, 6.0]),     # late, stamped
                 (10.4, 0.0, arm, [6.0, 7.0], [0.7, 0.8], [7.0, 8.0])]      # unstamped
-    _write_messages(tmp_path / 'bag', messages)
+    write_joint_states(tmp_path / 'bag', messages)
     rec = read_recording(tmp_path / 'bag', arm)
     np.testing.assert_allclose(rec.t, [5.0, 5.1, 5.2, 10.4], rtol=0, atol=1e-9)
     np.testing.assert_array_equal(rec.q, [[0.0, 1.0], [4.0, 5.0], [2.0, 3.0], [6.0, 7.0]])
     np.testing.assert_array_equal(rec.qd, [[0.1, 0.2], [0.5, 0.6], [0.3, 0.4], [0.7, 0.8]])
     np.testing.assert_array_equal(rec.tau, [[1.0, 2.0], [5.0, 6.0], [3.0, 4.0], [7.0, 8.0]])
     messages[3] = (10.3, 5.10, arm, [4.0, 5.0], [0.5], [5.0, 6.0])       # one velocity of two
-    _write_messages(tmp_path / 'partial', messages)
+    write_joint_states(tmp_path / 'partial', messages)
     assert read_recording(tmp_path / 'partial', arm).qd is None
     for k, (field, words) in enumerate((('effort', '1 efforts for 2 names'),
                                         ('position', '3 positions for 2 names'))):
         bad = list(messages[0])
         bad[5 if field == 'effort' else 3] = [1.0] if field == 'effort' else [0.0, 1.0, 2.0]
-        _write_messages(tmp_path / f'bad{k}', [bad])
+        write_joint_states(tmp_path / f'bad{k}', [bad])
         with pytest.raises(ValueError, match=f'/joint_states at 10.000000 s has {words}'):
             read_recording(tmp_path / f'bad{k}', arm)
     with pytest.raises(ValueError, match=re.escape(

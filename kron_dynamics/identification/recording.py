@@ -56,6 +56,18 @@ def read_recording(path, joint_names, topic: str = '/joint_states') -> Recording
 
 def write_bag(path, recording: Recording, topic: str = '/joint_states') -> None:
     """Write a recording as a rosbag2 directory of sensor_msgs/JointState (for tests, demos)."""
+    write_joint_states(path, ((t, t, recording.joint_names, recording.q[k],
+                               recording.qd[k] if recording.qd is not None else (),
+                               recording.tau[k]) for k, t in enumerate(recording.t)), topic)
+
+
+def write_joint_states(path, messages, topic: str = '/joint_states') -> None:
+    """
+    Write JointState messages as a rosbag2 directory (for tests: what a recording may hold).
+
+    ``messages``: (received [s], stamp [s], names, position, velocity, effort) each, in the
+    order received; a stamp of 0 is an unstamped message.
+    """
     _rosbags()
     from rosbags.rosbag2 import Writer
     from rosbags.typesys import get_typestore, Stores
@@ -65,16 +77,14 @@ def write_bag(path, recording: Recording, topic: str = '/joint_states') -> None:
     Time = store.types['builtin_interfaces/msg/Time']
     with Writer(path, version=8) as writer:
         connection = writer.add_connection(topic, JointState.__msgtype__, typestore=store)
-        for k, t in enumerate(recording.t):
-            ns = int(round(float(t) * 1e9))
-            sec, nanosec = divmod(ns, 1_000_000_000)
+        for received, stamp, names, position, velocity, effort in messages:
+            sec, nanosec = divmod(int(round(float(stamp) * 1e9)), 1_000_000_000)
             msg = JointState(
                 header=Header(stamp=Time(sec=sec, nanosec=nanosec), frame_id=''),
-                name=list(recording.joint_names), position=recording.q[k].copy(),
-                velocity=(recording.qd[k].copy() if recording.qd is not None
-                          else np.zeros(0)),
-                effort=recording.tau[k].copy())
-            writer.write(connection, ns, store.serialize_cdr(msg, JointState.__msgtype__))
+                name=list(names), position=np.array(position, dtype=float),
+                velocity=np.array(velocity, dtype=float), effort=np.array(effort, dtype=float))
+            writer.write(connection, int(round(float(received) * 1e9)),
+                         store.serialize_cdr(msg, JointState.__msgtype__))
 
 
 def _rosbags():
