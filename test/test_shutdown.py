@@ -96,17 +96,32 @@ def test_a_spinning_node_exits_0_on_signals(probe, signals):
 BURST = textwrap.dedent('''
     import os, subprocess, sys
     from kron_dynamics.nodes.shutdown import Interrupted, PROCESS
+    # the sender waits for a line on a pipe, so that no signal cuts Popen short; its end is
+    # read by os.waitpid, never Popen.poll: poll takes a lock, and Interrupted raised by the
+    # first signal between that lock's acquire and its try left it held (poll then said
+    # "running" for ever, a loaded CI run's 120 s timeout, the sender a zombie)
+    go_read, go_write = os.pipe()
+    sender = subprocess.Popen(['bash', '-c', f'read -u {go_read} go; for i in $(seq '
+                               f'{sys.argv[2]}); do kill -TERM {os.getpid()}; done'],
+                              pass_fds=(go_read,))
+    os.close(go_read)
     PROCESS.install()
     PROCESS.spinning = sys.argv[1] == 'spinning'
-    sender = subprocess.Popen(['bash', '-c', f'for i in $(seq {sys.argv[2]}); do '
-                               f'kill -TERM {os.getpid()}; done'])
+
+    def sending():
+        try:
+            return os.waitpid(sender.pid, os.WNOHANG)[0] == 0
+        except ChildProcessError:            # reaped by a call that the first signal cut
+            return False
+
     raised = 0
     try:
-        while sender.poll() is None:         # Python code: the handler runs between bytecodes
+        os.write(go_write, b'go\\n')
+        while sending():                     # Python code: the handler runs between bytecodes
             sum(range(100))
     except Interrupted:                      # before spinning, the first signal raises
         raised += 1
-        while sender.poll() is None:
+        while sending():
             sum(range(100))
     PROCESS.finish_cleanup()
     print('survived the burst; flag', PROCESS.requested.is_set(), 'raised', raised, flush=True)
