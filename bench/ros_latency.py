@@ -44,6 +44,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics import RobotModel
+from kron_dynamics.demo.processes import wait_at_most
 from kron_dynamics.nodes.executor import make_executor
 
 GRAVITY = (0.0, 0.0, -9.81)     # as in config/dynamics.yaml
@@ -246,7 +247,7 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
         gc.enable()
         for p in hogs:
             p.kill()
-            p.wait()
+            wait_at_most(p, 10.0)   # bounded: see its docstring
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown(context=context)
@@ -258,7 +259,7 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 p.kill()
-                p.wait()
+                wait_at_most(p, 10.0)   # bounded: see its docstring
     node_logs = {key: path.read_text(errors='replace') for key, path in logs.items()}
     shutil.rmtree(logdir, ignore_errors=True)
     return {'model': model, 'names': names, 'traj': traj, 'plan': plan, 'node_of': node_of,

@@ -63,12 +63,42 @@ def interrupt(proc: subprocess.Popen) -> None:
         proc.interrupted = True
 
 
-def stop(proc: subprocess.Popen, timeout: float = 10.0) -> str:
-    """Interrupt the process (SIGINT), kill it after timeout s; return its output."""
-    interrupt(proc)
+def wait_at_most(proc: subprocess.Popen, timeout: float) -> bool:
+    """
+    Wait at most timeout s for the process to end; return whether it has ended.
+
+    Never waits without a bound. ``Popen.poll`` takes a lock and only then enters its
+    ``try``: an exception raised by a signal handler between the two (the demo's SIGTERM is
+    a ``SystemExit``, SIGINT a ``KeyboardInterrupt``, both raised in its polling loop) leaves
+    the lock held for ever. ``Popen.wait()`` then blocks for good and ``wait(timeout)`` times
+    out however long ago the process ended; the ``waitpid`` system call still answers, so a
+    timed-out wait asks it before saying the process runs.
+    """
     try:
         proc.wait(timeout=timeout)
+        return True
     except subprocess.TimeoutExpired:
+        pass
+    try:
+        pid, status = os.waitpid(proc.pid, os.WNOHANG)
+    except ChildProcessError:   # reaped already, by a poll() that the exception cut short
+        return True
+    if pid == 0:
+        return False
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return True
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10.0, kill_timeout: float = 10.0) -> str:
+    """
+    Interrupt the process (SIGINT), kill it after timeout s; return its output.
+
+    Returns within timeout + kill_timeout s whatever state ``proc`` was left in (see
+    :func:`wait_at_most`); a process that SIGKILL has not ended by then (in uninterruptible
+    sleep) keeps ``returncode`` None.
+    """
+    interrupt(proc)
+    if not wait_at_most(proc, timeout):
         proc.kill()
-        proc.wait()
+        wait_at_most(proc, kill_timeout)
     return output(proc)
