@@ -35,8 +35,10 @@ from conftest import REPO, URDF_DIR
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.symbolic.codegen import load_module
 from kron_dynamics.testing.random_urdf import random_urdf
-from kron_dynamics.symbolic import (load_dh_yaml, stacker_symbolic, SymbolicModel,
+from kron_dynamics.symbolic import (DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS, load_dh_yaml,
+                                    load_source, stacker_symbolic, SymbolicModel,
                                     SymbolicTooLarge)
+from kron_dynamics.symbolic.budget import Budget
 
 RANDOM_TREES = [(20, 2), (21, 3), (22, 4), (23, 4), (24, 3), (25, 4)]   # (seed, n movable)
 # CPU seconds of this process (not wall-clock time: a busy machine must not fail the test) for
@@ -331,6 +333,59 @@ def test_dh_yaml_errors(tmp_path, change, message):
         load_dh_yaml(path)
 
 
+ONE_ROW = 'rows:\n  - {joint: j1, a: 1, mass: m, inertia: [1, 1, 1]}\nparameters: {m: 2}\n'
+
+
+@pytest.mark.parametrize('text, message', [
+    ('rows: [\n', 'malformed YAML'),
+    ('- {joint: j1}\n', "a DH YAML file is a mapping with a list 'rows'"),
+    ('robot: arm\n', "a DH YAML file is a mapping with a list 'rows'"),
+    (ONE_ROW + 'robots: arm\n', r"unknown key\(s\) \['robots'\]; allowed: \['base_rpy', "),
+    (ONE_ROW.replace('rows:\n', 'rows:\n  - j0\n'), 'every entry of rows must be a mapping'),
+    (ONE_ROW.replace('{m: 2}', '[m, 2]'), 'parameters must be a mapping name: value'),
+    (ONE_ROW.replace('{m: 2}', '{m: two}'), "parameter 'm' must be a number, got 'two'"),
+    (ONE_ROW.replace('{m: 2}', '{m: true}'), "parameter 'm' must be a number, got True"),
+])
+def test_dh_yaml_text_errors(text, message):
+    """A DH YAML text that is not a table of rows and numeric parameters is named as such."""
+    with pytest.raises(ModelError, match=r'^<yaml>: ' + message):
+        load_dh_yaml(text)
+
+
+def test_dh_yaml_files_that_cannot_be_read_are_named(tmp_path):
+    missing = tmp_path / 'arm.yaml'
+    with pytest.raises(ModelError, match=rf'^cannot read DH YAML file {re.escape(str(missing))}'):
+        load_dh_yaml(missing)
+    binary = tmp_path / 'binary.yaml'
+    binary.write_bytes(b'\xff\xfe rows')
+    with pytest.raises(ModelError, match=r'^cannot read DH YAML file .*binary\.yaml: .*decode'):
+        load_dh_yaml(binary)
+
+
+def test_dh_yaml_base_offset_and_yml_suffix(tmp_path):
+    """base_xyz moves every link; a .yml file is a DH table too; no robot: named by its file."""
+    path = tmp_path / 'one_row.yml'
+    path.write_text(ONE_ROW + 'base_xyz: [1, 2, 3]\n')
+    model = load_source(str(path))
+    assert model.name == 'one_row'
+    rotation, position = model.link_pose('link1')
+    q1 = model.q[0]
+    assert_equal_matrix(position, [sp.cos(q1) + 1, sp.sin(q1) + 2, 3])
+    assert_equal_matrix(rotation, sp.rot_axis3(-q1))
+
+
+def test_load_source_replaces_known_symbols_unless_asked_to_keep_them(tmp_path):
+    """``kron-dynamics equations`` prints numbers; with --symbolic-parameters, symbols."""
+    path = tmp_path / 'one_row.yaml'
+    path.write_text(ONE_ROW)
+    for source, mass in ((str(path), 'm'), ('stacker', 'm3')):
+        kept = load_source(source, symbolic_parameters=True)
+        numbers = load_source(source)
+        assert kept.symbols(mass) in kept.parameters and not numbers.parameters
+        values = {kept.symbols(k): v for k, v in kept.parameter_values.items()}
+        assert_equal_matrix(kept.mass_matrix().xreplace(values), numbers.mass_matrix())
+
+
 # ----------------------------------------------------------------------------- bounds
 def test_time_bound_raises_clear_error():
     """A tiny time budget stops a 7-joint tree with SymbolicTooLarge naming max_seconds."""
@@ -350,6 +405,25 @@ def test_size_bound_raises_clear_error():
     model = SymbolicModel.from_urdf_file(URDF_DIR / 'rover_arm.urdf', max_operations=20)
     with pytest.raises(SymbolicTooLarge, match=r'max_operations=20.*--max-operations'):
         model.equations()
+
+
+def test_the_time_bound_is_checked_between_steps_and_predicted_before_a_product():
+    """Budget.check stops once max_seconds are spent; charge before a product that alone would."""
+    budget = Budget('arm', max_seconds=30.0, max_operations=None)
+    budget.check('step 1')
+    budget.start -= 31.0                          # as if 31 s had been spent
+    with pytest.raises(SymbolicTooLarge,
+                       match=r'^arm: .* max_seconds=30 \(3\d\.\d s spent, at step 2\)'):
+        budget.check('step 2')
+    fresh = Budget('arm', max_seconds=30.0, max_operations=None)
+    fresh.charge(1000, 'M')                       # about 4 ms by the cost model
+    with pytest.raises(SymbolicTooLarge, match=r'max_seconds=30 \(\d+\.\d s spent, the next '
+                                               r'product alone needs about 40 s, at C\*\)'):
+        fresh.charge(10_000_000, 'C*')            # about 40 s by the cost model
+    unbounded = Budget('arm', max_seconds=None, max_operations=None)
+    unbounded.start -= 1e6
+    unbounded.check('step 1')
+    unbounded.charge(10 ** 12, 'M')
 
 
 def test_unknown_link_and_no_joints():
@@ -440,7 +514,7 @@ def test_cli_reports_too_large(tmp_path):
 @pytest.mark.parametrize('bounds', [dict(max_seconds=-1.0), dict(max_seconds=float('nan')),
                                     dict(max_seconds=True), dict(max_seconds='30'),
                                     dict(max_operations=-5), dict(max_operations=2.5),
-                                    dict(max_operations=0)])
+                                    dict(max_operations=0), dict(max_operations=True)])
 def test_bad_bounds_are_refused_by_name(bounds):
     """A bound is None (no bound) or > 0: never a NaN that no time exceeds, never -1."""
     (name, value), = bounds.items()
@@ -464,6 +538,25 @@ def test_cli_refuses_bad_bounds_and_names_an_output_it_cannot_write(tmp_path, ca
     assert err.count('\n') == 1 and 'Traceback' not in err
     assert main(['equations', urdf, '--max-seconds', '0', '--max-operations', '0']) == 0
     assert "M(q) q'' + C*(q) (q' kron q') + G(q) = tau" in capsys.readouterr().out
+
+
+def test_the_command_bounds_by_default_and_says_what_it_wrote(tmp_path, capsys, monkeypatch):
+    """Without --max-seconds / --max-operations the defaults (30 s, 500000) apply."""
+    from kron_dynamics.cli import main
+    from kron_dynamics.symbolic import command
+    assert (DEFAULT_MAX_SECONDS, DEFAULT_MAX_OPERATIONS) == (30.0, 500_000)   # as --help says
+    urdf = str(URDF_DIR / 'rp_arm.urdf')
+    monkeypatch.setattr(command, 'DEFAULT_MAX_OPERATIONS', 3)
+    assert main(['equations', urdf]) == 2
+    assert 'max_operations=3 ' in capsys.readouterr().err
+    monkeypatch.setattr(command, 'DEFAULT_MAX_OPERATIONS', DEFAULT_MAX_OPERATIONS)
+    monkeypatch.setattr(command, 'DEFAULT_MAX_SECONDS', 1e-9)
+    assert main(['equations', urdf]) == 2
+    assert 'max_seconds=1e-09 ' in capsys.readouterr().err
+    out = tmp_path / 'eom.txt'
+    assert main(['equations', urdf, '--max-seconds', '0', '-o', str(out)]) == 0
+    assert capsys.readouterr() == ('', f'wrote {out}\n')
+    assert "M(q) q'' + C*(q) (q' kron q') + G(q) = tau" in out.read_text()
 
 
 def test_armature_from_a_urdf_and_bad_options_are_named():
