@@ -20,6 +20,7 @@ elements of 003, generated straight-line code against the numeric core, the boun
 ``kron-dynamics equations`` command.
 """
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -39,6 +40,7 @@ from kron_dynamics.symbolic import (DEFAULT_MAX_OPERATIONS, DEFAULT_MAX_SECONDS,
                                     load_source, stacker_symbolic, SymbolicModel,
                                     SymbolicTooLarge)
 from kron_dynamics.symbolic.budget import Budget
+from kron_dynamics.symbolic.codegen import _decimal, CSE_SECONDS_PER_OPERATION, latex_name
 
 RANDOM_TREES = [(20, 2), (21, 3), (22, 4), (23, 4), (24, 3), (25, 4)]   # (seed, n movable)
 # CPU seconds of this process (not wall-clock time: a busy machine must not fail the test) for
@@ -61,6 +63,9 @@ rows:
     com: [l3 - a3, 0, 0]
     inertia: [[I3x, 0, 0], [0, I3y, 0], [0, 0, I3z]]
 """
+
+# one revolute joint about a vertical axis: M = m + 1, C* = 0, G = 0
+ONE_ROW = 'rows:\n  - {joint: j1, a: 1, mass: m, inertia: [1, 1, 1]}\nparameters: {m: 2}\n'
 
 
 def is_zero(expr) -> bool:
@@ -240,6 +245,68 @@ def test_generated_python_stacker_symbolic(stacker_eom):
             module.gravity_torque(q, m1=value)
 
 
+def test_generated_python_of_one_joint_and_one_parameter_without_a_value():
+    """n = 1 and one parameter unpack as 1-tuples; a parameter with no value must be given."""
+    model = load_dh_yaml(ONE_ROW.replace('parameters: {m: 2}\n', ''))
+    eom = model.equations()
+    module = load_module(eom.to_python(), 'kron_gen_one_row')
+    assert module.PARAMETERS == {'m': None}
+    with pytest.raises(TypeError, match=r"^missing parameter value\(s\) \['m'\]$"):
+        module.mass_matrix([0.3])
+    assert module.mass_matrix([0.3], m=2.0).tolist() == [[3.0]]       # M = m + 1
+    assert module.inverse_dynamics([0.3], [1.0], [0.5], {'m': 2.0}).tolist() == [1.5]
+    text = eom.to_text()
+    assert 'parameters:\n  m (no value)\n' in text and '  M[1][1] = m + 1\n' in text
+    assert 'C* (n x n^2; entries not listed are 0):\n  C* = 0\n' in text
+    assert 'abbreviations' not in text            # no sin or cos in M, C*, G
+    tiny = load_dh_yaml(ONE_ROW.replace('{m: 2}', '{m: 2.5e-12}'))
+    assert r'Parameters: $m = 2.5 \cdot 10^{-12}$.' in tiny.equations().to_latex()
+
+
+def test_generating_python_is_bounded_by_max_seconds_too(stacker_eom):
+    """The CSE's predicted time counts against max_seconds like the derivation's."""
+    _, eom, _ = stacker_eom
+    predicted = eom.operations * CSE_SECONDS_PER_OPERATION
+    small = dataclasses.replace(eom, max_seconds=predicted / 2)
+    with pytest.raises(SymbolicTooLarge, match=rf"^'stacker': generating Python code for "
+                                               rf'{eom.operations} operations would take about '):
+        small.to_python()
+    assert 'def inverse_dynamics(' in dataclasses.replace(eom, max_seconds=None).to_python()
+
+
+def test_text_and_latex_name_what_they_abbreviate_and_escape(stacker_eom):
+    """The printers' conventions: s_k, c_k listed; 000's symbols; TeX-safe joint names."""
+    _, eom, _ = stacker_eom
+    assert 'abbreviations: s2 = sin(q2), c2 = cos(q2), s3 = sin(q3), c3 = cos(q3)\n' \
+        in eom.to_text()
+    tex = eom.to_latex()
+    assert (r'Abbreviations: $s_{2} = \sin q_{2}$, $c_{2} = \cos q_{2}$, '
+            r'$s_{3} = \sin q_{3}$, $c_{3} = \cos q_{3}$.') in tex
+    assert r'$q_{1}$ = \texttt{q1\_travel} (prismatic)' in tex
+    assert '$y_{G2} = -3.5$' in tex and '$I_{3y} = 8045000$' in tex
+    assert latex_name('theta1') == r'\theta_{1}' and latex_name('len2') == r'\mathrm{len}_{2}'
+    assert latex_name('yG2') == 'y_{G2}' and latex_name('I3x') == 'I_{3x}'
+
+
+def test_latex_splits_an_element_longer_than_a_line_between_terms():
+    """An element of the rover arm's symbolic M, C*, G over LATEX_LINE runs on several lines."""
+    rover = SymbolicModel.from_urdf_file(URDF_DIR / 'rover_arm.urdf', symbolic_parameters=True)
+    lines = rover.equations().to_latex().splitlines()
+    continued = [k for k, line in enumerate(lines) if line.startswith(r'  &\quad ')]
+    assert continued
+    for k in continued:     # a new line of the same row, starting with a term's sign
+        assert lines[k][len(r'  &\quad '):][:2] in ('+ ', '- '), lines[k]
+        assert lines[k - 1].endswith(' \\\\'), lines[k - 1]
+
+
+def test_rationals_print_as_decimals_when_short_and_exact():
+    """6/3125 -> 0.00192 (003's value); 1/2, 1/3 and 1/2^20 stay fractions."""
+    assert _decimal(sp.Rational(6, 3125)) == '0.00192'
+    assert _decimal(sp.Rational(1, 2)) is None          # denominator <= 10: reads better
+    assert _decimal(sp.Rational(1, 3)) is None          # no finite decimal
+    assert _decimal(sp.Rational(1, 2 ** 20)) is None    # 9.5367431640625e-07: too long
+
+
 @pytest.mark.parametrize('name', ['stacker', 'rover_arm', 'rover_arm_regularized', 'rp_arm',
                                   pytest.param('planar3r', marks=pytest.mark.slow)])
 def test_generated_python_machines(name):
@@ -331,9 +398,6 @@ def test_dh_yaml_errors(tmp_path, change, message):
     path.write_text(STACKER_YAML.replace(*change))
     with pytest.raises(ModelError, match=message):
         load_dh_yaml(path)
-
-
-ONE_ROW = 'rows:\n  - {joint: j1, a: 1, mass: m, inertia: [1, 1, 1]}\nparameters: {m: 2}\n'
 
 
 @pytest.mark.parametrize('text, message', [
