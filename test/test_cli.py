@@ -179,6 +179,80 @@ def test_the_demo_records_until_a_state_can_be_judged_against_a_reference():
     assert rec.statistics()['samples'] == judged
 
 
+def _closing(n_states, closes_at, q_until):
+    """Return a Recording at 250 Hz: effort applied from closes_at s on, q = 0.1 before q_until."""
+    import numpy as np
+
+    from kron_dynamics.demo.run import Recording
+
+    rec = Recording(['a'])
+    for k in range(n_states):
+        t = 0.004 * k
+        rec.states.append((t, np.full(1, 0.1 if t < q_until else 0.0), np.zeros(1)))
+        rec.state_stamps.append((t, np.full(1, 0.0 if t < closes_at else 1.0)))
+        rec.commands.append((t, np.ones(1)))
+        rec.references.append((t, np.zeros(1), np.zeros(1), np.zeros(1)))
+    return rec
+
+
+def test_the_statistics_start_a_second_after_the_plant_applies_a_command():
+    """The simulator holds the plant until it hears the controller: that part is not judged."""
+    from kron_dynamics.demo.run import SETTLE_S
+    rec = _closing(2000, closes_at=2.0, q_until=2.5)      # 8 s; the loop closes at 2 s
+    assert rec.loop_closed() == 500 and rec.settle_start() == rec.states[500][0]
+    stats = rec.statistics()
+    start = rec.settle_start() + SETTLE_S
+    assert stats['samples'] == sum(1 for t, _, _ in rec.states if t >= start)
+    assert stats['rms_error'][0] == 0.0 and stats['max_error'][0] == 0.0   # q = 0.1 before
+    assert rec.judged() == 1000          # of the last 1000 states only
+    held = _closing(300, closes_at=10.0, q_until=0.0)   # never closed: from the first command
+    assert held.loop_closed() is None and held.settle_start() == held.commands[0][0]
+    late = _closing(600, closes_at=2.0, q_until=0.0)    # closed 0.4 s before the end
+    with pytest.raises(RuntimeError, match=r'^no joint state recorded 1 s after the loop '
+                                           r'closed \(600 states in all\)'):
+        late.statistics()
+    with pytest.raises(RuntimeError, match='^no stamped reference of a moving trajectory'):
+        late.reference_start()
+
+
+def test_the_demo_graph_gives_each_node_its_parameters_urdf_and_remappings(tmp_path):
+    """node_parameters: '/**' then the node's own, which win; node_urdfs replace urdf_file."""
+    from kron_dynamics.demo.graph import DEMO_NODES, demo_graph, Graph, node_parameters
+    from kron_dynamics.demo.run import node_command
+    with pytest.raises(ValueError, match=r"^unknown demo 'crane'; choose one of "
+                                         r"\['rover_arm', 'stacker'\]"):
+        demo_graph('crane', str(REPO))
+    params = tmp_path / 'params.yaml'
+    params.write_text("/**:\n  ros__parameters: {joints: [a], armature: [0.1]}\n"
+                      "computed_torque_controller:\n  ros__parameters: {armature: [0.5]}\n")
+    graph = Graph('test', DEMO_NODES, str(params), 'true.urdf',
+                  (('computed_torque_controller', 'fitted.urdf'),))
+    assert node_parameters(graph, 'computed_torque_controller') == {'joints': ['a'],
+                                                                    'armature': [0.5]}
+    assert node_parameters(graph, 'dynamics_node') == {'joints': ['a'], 'armature': [0.1]}
+    commands = {spec.name: node_command(spec, graph) for spec in DEMO_NODES}
+    assert 'urdf_file:=fitted.urdf' in commands['computed_torque_controller']
+    assert 'urdf_file:=true.urdf' in commands['plant_simulator']
+    controller = commands['computed_torque_controller']
+    remap = controller.index('~/reference_trajectory:=/reference_trajectory')
+    assert controller[remap - 1] == '-r'
+    assert '~/reference:=/reference' in commands['dynamics_node']
+
+
+def test_the_demo_passes_on_every_loader_warning_but_the_singular_m(tmp_path, caplog):
+    import logging
+
+    from kron_dynamics.demo.run import load_machine
+    urdf = tmp_path / 'rover_arm.urdf'
+    urdf.write_text('\n' + (URDF_DIR / 'rover_arm.urdf').read_text())   # a blank line first
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        model, note = load_machine(urdf)
+    assert note.startswith('rover_arm: M is singular at q = 0 (joints joint3, joint5 move')
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1 and 'blank text before the XML declaration' in messages[0]
+    assert logging.getLogger('kron_dynamics').propagate
+
+
 @pytest.mark.parametrize('duration', ['-1', '0', 'nan', 'inf', 'ten'])
 def test_demo_refuses_a_duration_that_is_not_a_finite_positive_number(duration, capsys):
     """Refused by argparse before any node starts: -1 s used to run the demo, inf forever."""
