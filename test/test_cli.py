@@ -215,6 +215,39 @@ def test_the_statistics_start_a_second_after_the_plant_applies_a_command():
         late.reference_start()
 
 
+def test_the_identify_demo_fits_and_judges_from_the_closed_loop_on():
+    """fit_data and statistics of ``kron-dynamics demo identify`` on a recording of 4 s."""
+    import numpy as np
+
+    from kron_dynamics.demo.identify import fit_data, statistics, tracking_error
+    from kron_dynamics.identification.excitation import FourierTrajectory
+
+    rec = _closing(1000, closes_at=1.0, q_until=0.0)   # the loop closes at state 250 (1 s)
+    rec.states.insert(601, rec.states[600])            # a state published twice
+    rec.state_stamps.insert(601, rec.state_stamps[600])
+    t, q, tau = fit_data(rec)
+    assert t[0] == 0.0 and len(t) == 750 and np.all(np.diff(t) > 0)
+    np.testing.assert_allclose(t[-1], 0.004 * 749, rtol=1e-12)
+    assert np.all(tau == 1.0) and q.shape == (750, 1)
+    # the excitation rests at q0 = 0.05 for 2 s from the stamped reference's t = 0 (1.501 s);
+    # the plant follows it exactly then and is far off (1.0) before and after
+    rec.reference_stamp = 1.501
+    for k, (t_k, _, qd) in enumerate(rec.states):
+        rec.states[k] = (t_k, np.full(1, 0.05 if 1.501 <= t_k <= 3.501 else 1.0), qd)
+    rest = FourierTrajectory(('a',), np.array([0.05]), np.zeros((1, 1)), np.zeros((1, 1)),
+                             base_frequency=0.5, duration=2.0)
+    stats = statistics(rec, rest)
+    assert stats['samples'] == 501 and stats['max_error'][0] == 0.0
+    rec.reference_stamp = 100.0
+    with pytest.raises(RuntimeError, match='^no joint state recorded during the excitation'):
+        statistics(rec, rest)
+    held = _closing(100, closes_at=10.0, q_until=0.0)
+    with pytest.raises(RuntimeError, match='^the loop never closed'):
+        fit_data(held)
+    with pytest.raises(RuntimeError, match='^no closed loop recorded'):
+        tracking_error(held, rest)
+
+
 def test_the_demo_graph_gives_each_node_its_parameters_urdf_and_remappings(tmp_path):
     """node_parameters: '/**' then the node's own, which win; node_urdfs replace urdf_file."""
     from kron_dynamics.demo.graph import DEMO_NODES, demo_graph, Graph, node_parameters

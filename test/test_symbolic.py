@@ -246,7 +246,7 @@ def test_generated_python_stacker_symbolic(stacker_eom):
 
 
 def test_generated_python_of_one_joint_and_one_parameter_without_a_value():
-    """n = 1 and one parameter unpack as 1-tuples; a parameter with no value must be given."""
+    """One joint and one parameter unpack as 1-tuples; a parameter with no value is required."""
     model = load_dh_yaml(ONE_ROW.replace('parameters: {m: 2}\n', ''))
     eom = model.equations()
     module = load_module(eom.to_python(), 'kron_gen_one_row')
