@@ -81,8 +81,8 @@ def wait_at_most(proc: subprocess.Popen, timeout: float) -> bool:
         pass
     try:
         pid, status = os.waitpid(proc.pid, os.WNOHANG)
-    except ChildProcessError:   # reaped already, by a poll() that the exception cut short
-        return True
+    except ChildProcessError:   # reaped by a poll() cut short between its waitpid and its
+        return True             # record of the status: ended, returncode unknown (None)
     if pid == 0:
         return False
     proc.returncode = os.waitstatus_to_exitcode(status)
