@@ -450,6 +450,48 @@ def test_load_source_replaces_known_symbols_unless_asked_to_keep_them(tmp_path):
         assert_equal_matrix(kept.mass_matrix().xreplace(values), numbers.mass_matrix())
 
 
+@pytest.mark.parametrize('change, message', [
+    (dict(mass=''), 'mass: empty expression'),
+    (dict(mass='1/0'), "mass: '1/0' is not a real expression"),
+    (dict(mass=sp.sqrt(-2)), r'mass: sqrt\(2\)\*I is not a real expression'),
+    (dict(com=[sp.I, 0, 0]), r'com\[0\]: I is not a real expression'),
+    (dict(d=-sp.oo), 'd: -oo is not a real expression'),
+    (dict(mass=sp.Eq(sp.Symbol('x'), 1)), r'mass: Eq\(x, 1\) is not an expression'),
+    (dict(mass=True), 'mass: expected a number or an expression, got True'),
+    (dict(mass=float('nan')), 'mass: nan is not finite'),
+    (dict(mass=-1), 'mass must be >= 0'),
+    (dict(com=[0, 1]), 'com: expected 3 entries, got 2'),
+    (dict(inertia=[1, 2]), r'inertia: inertia must be 3 values or a 3 x 3 matrix, got \[1, 2'),
+    (dict(inertia=[[1, 0, 0], [0, 1], [0, 0, 1]]), 'inertia: expected a 3 x 3 matrix'),
+    (dict(inertia=[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]), 'inertia: inertia tensor is not sym'),
+])
+def test_dh_rows_with_values_that_are_not_real_finite_3_vectors_are_named(change, message):
+    """Each entry of a DH row (from YAML or Python) is refused with its row, joint and key."""
+    row = {**dict(joint='j1', a=1, mass=2, inertia=[1, 1, 1]), **change}
+    with pytest.raises(ModelError, match=r"^arm: DH row 1 \(joint 'j1'\): " + message):
+        SymbolicModel.from_dh([row], 'arm')
+
+
+def test_models_that_have_no_closed_forms_here_are_named(tmp_path):
+    """Duplicate DH joints, unknown parameters, a moving base, a tree without movable joints."""
+    row = dict(joint='j1', a=1, mass='m', inertia=[1, 1, 1])
+    with pytest.raises(ModelError, match=r"^arm: duplicate joint name\(s\) \['j1'\]"):
+        SymbolicModel.from_dh([row, row], 'arm')
+    with pytest.raises(ModelError, match=r"^unknown parameter\(s\) \['zz'\]"):
+        SymbolicModel.from_dh([row], 'arm').with_parameters({'zz': 1.0})
+    floating = RobotModel.from_urdf_file(URDF_DIR / 'rp_arm.urdf', root_joint='floating')
+    with pytest.raises(ModelError, match=r"^robot '.*' has a floating base: the closed forms "
+                                         'are of fixed-base trees'):
+        SymbolicModel.from_model(floating)
+    welded = tmp_path / 'welded.urdf'
+    welded.write_text('<robot name="welded"><link name="a"/><link name="b"><inertial>'
+                      '<mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" '
+                      'izz="1"/></inertial></link><joint name="w" type="fixed">'
+                      '<parent link="a"/><child link="b"/></joint></robot>')
+    with pytest.raises(ModelError, match='the model has no movable joints'):
+        SymbolicModel.from_urdf_file(welded)
+
+
 # ----------------------------------------------------------------------------- bounds
 def test_time_bound_raises_clear_error():
     """A tiny time budget stops a 7-joint tree with SymbolicTooLarge naming max_seconds."""

@@ -196,6 +196,8 @@ def to_expr(value, where: str = 'value') -> sp.Expr:
     if isinstance(value, sp.Basic):
         if not isinstance(value, sp.Expr):
             raise ModelError(f'{where}: {value!r} is not an expression')
+        if value.has(sp.I) or value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+            raise ModelError(f'{where}: {value!r} is not a real expression')
         return value.xreplace({f: exact_number(f) for f in value.atoms(sp.Float)})
     if isinstance(value, bool):
         raise ModelError(f'{where}: expected a number or an expression, got {value!r}')
