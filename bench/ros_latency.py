@@ -44,7 +44,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics import RobotModel
-from kron_dynamics.demo.processes import wait_at_most
+from kron_dynamics.demo.processes import end, interrupt, wait_at_most
 from kron_dynamics.nodes.executor import make_executor
 
 GRAVITY = (0.0, 0.0, -9.81)     # as in config/dynamics.yaml
@@ -203,8 +203,8 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
             if is_measured:
                 before = {p: cpu_seconds(procs[p].pid) for p in NODES}
                 sample, _ = foreign_cores(procs)
-            end = k + n
-            while k < end:
+            block_end = k + n
+            while k < block_end:
                 now = time.monotonic()
                 due = t0 + shift + target[k]
                 if now < due:
@@ -252,14 +252,9 @@ def run(urdf: Path, duration: float, rate: float, block: float, warmup: float, s
         node.destroy_node()
         rclpy.try_shutdown(context=context)
         for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(2)
+            interrupt(p)   # all at once, so that they shut down together
         for p in procs.values():
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                wait_at_most(p, 10.0)   # bounded: see its docstring
+            end(p)   # SIGKILL after 10 s; bounded (see wait_at_most)
     node_logs = {key: path.read_text(errors='replace') for key, path in logs.items()}
     shutil.rmtree(logdir, ignore_errors=True)
     return {'model': model, 'names': names, 'traj': traj, 'plan': plan, 'node_of': node_of,

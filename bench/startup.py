@@ -42,7 +42,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from kron_dynamics import RobotModel
-from kron_dynamics.demo.processes import wait_at_most
+from kron_dynamics.demo.processes import end
 from kron_dynamics.nodes.executor import make_executor
 
 TARGETS_S = {'warm': 3.0, 'cold': 20.0}
@@ -149,13 +149,7 @@ def one_run(driver: Driver, key: str, urdf: Path, cache_dir, timeout: float,
     except (OSError, IndexError):
         cpu = None
     exited = proc.poll()
-    if exited is None:
-        proc.send_signal(2)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        wait_at_most(proc, 10.0)   # bounded: see its docstring
+    end(proc)   # SIGINT, then SIGKILL after 10 s; bounded (see wait_at_most)
     reader.join(5.0)
     driver.arm(None)
     ready = None

@@ -89,9 +89,9 @@ def wait_at_most(proc: subprocess.Popen, timeout: float) -> bool:
     return True
 
 
-def stop(proc: subprocess.Popen, timeout: float = 10.0, kill_timeout: float = 10.0) -> str:
+def end(proc: subprocess.Popen, timeout: float = 10.0, kill_timeout: float = 10.0) -> None:
     """
-    Interrupt the process (SIGINT), kill it after timeout s; return its output.
+    Interrupt the process (SIGINT), kill it if it has not ended after timeout s.
 
     Returns within timeout + kill_timeout s whatever state ``proc`` was left in (see
     :func:`wait_at_most`); a process that SIGKILL has not ended by then (in uninterruptible
@@ -101,4 +101,9 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0, kill_timeout: float = 10
     if not wait_at_most(proc, timeout):
         proc.kill()
         wait_at_most(proc, kill_timeout)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10.0, kill_timeout: float = 10.0) -> str:
+    """End the process as :func:`end` does; return its output."""
+    end(proc, timeout, kill_timeout)
     return output(proc)
