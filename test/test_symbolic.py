@@ -233,7 +233,7 @@ def test_generated_python_stacker_symbolic(stacker_eom):
     with pytest.raises(ValueError, match='3 entries'):
         module.gravity_torque([0.0, 0.0])
     # the generated module names bad input as RobotModel does: never math's or NumPy's words
-    for bad in (q + 1j, np.array([q, q]), 'abc', None):
+    for bad in (q + 1j, np.array([q, q]), 'abc', '123', b'123', None):
         with pytest.raises(ValueError, match='^q must be 3 real numbers, got '):
             module.mass_matrix(bad)
     with pytest.raises(ValueError, match=r'^q is not finite: \[1\.0, nan, -0\.2\]$'):
@@ -461,6 +461,12 @@ def test_load_source_replaces_known_symbols_unless_asked_to_keep_them(tmp_path):
     (dict(mass=float('nan')), 'mass: nan is not finite'),
     (dict(mass=-1), 'mass must be >= 0'),
     (dict(com=[0, 1]), 'com: expected 3 entries, got 2'),
+    (dict(com=5), 'com: expected a list of 3 entries, got 5$'),
+    (dict(com='xyz'), "com: expected a list of 3 entries, got 'xyz'$"),   # not x, y and z
+    (dict(com='0 0 0.1'), "com: expected a list of 3 entries, got '0 0 0.1'$"),   # as in URDF
+    (dict(com={'x': 0, 'y': 0, 'z': 1}), 'com: expected a list of 3 entries, got {'),
+    (dict(inertia='abc'), "inertia: inertia must be 3 values or a 3 x 3 matrix, got 'abc'$"),
+    (dict(inertia=2.0), 'inertia: inertia must be 3 values or a 3 x 3 matrix, got 2.0$'),
     (dict(inertia=[1, 2]), r'inertia: inertia must be 3 values or a 3 x 3 matrix, got \[1, 2'),
     (dict(inertia=[[1, 0, 0], [0, 1], [0, 0, 1]]), 'inertia: expected a 3 x 3 matrix'),
     (dict(inertia=[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]), 'inertia: inertia tensor is not sym'),
@@ -470,6 +476,20 @@ def test_dh_rows_with_values_that_are_not_real_finite_3_vectors_are_named(change
     row = {**dict(joint='j1', a=1, mass=2, inertia=[1, 1, 1]), **change}
     with pytest.raises(ModelError, match=r"^arm: DH row 1 \(joint 'j1'\): " + message):
         SymbolicModel.from_dh([row], 'arm')
+
+
+def test_dh_rows_take_numpy_and_sympy_vectors_and_matrices_as_lists():
+    """A com as a NumPy row or column or a SymPy column, an inertia as a 3 x 3 array: as lists."""
+    base = dict(joint='j1', a=1, alpha=0.3, mass=2)
+    lists = dict(com=[0.1, -0.2, 0.3], inertia=[[1, 0.1, 0], [0.1, 2, 0], [0, 0, 3]])
+    expected = SymbolicModel.from_dh([{**base, **lists}, {**base, 'joint': 'j2', **lists}])
+    com = np.array(lists['com'])
+    for com in (com, com.reshape(3, 1), com.reshape(1, 3), sp.Matrix(com), tuple(lists['com'])):
+        for inertia in (np.array(lists['inertia']), sp.Matrix(lists['inertia'])):
+            row = {**base, 'com': com, 'inertia': inertia}
+            model = SymbolicModel.from_dh([row, {**row, 'joint': 'j2'}])
+            assert_equal_matrix(model.mass_matrix(), expected.mass_matrix())
+            assert_equal_matrix(model.gravity_torque(), expected.gravity_torque())
 
 
 def test_models_that_have_no_closed_forms_here_are_named(tmp_path):

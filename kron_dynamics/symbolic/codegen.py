@@ -410,6 +410,8 @@ def python_module(eom) -> str:
         '        v = x.tolist()',
         '    else:',
         '        try:',
+        '            if isinstance(x, (str, bytes)):   # not its characters or bytes',
+        '                raise TypeError',
         "            v = [float(e) for e in (x.tolist() if hasattr(x, 'tolist') else x)]",
         '        except (TypeError, ValueError):',
         "            raise ValueError(f'{name} must be {N} real numbers, got {x!r}') from None",

@@ -213,11 +213,24 @@ def to_expr(value, where: str = 'value') -> sp.Expr:
     raise ModelError(f'{where}: expected a number or an expression, got {value!r}')
 
 
+def _sequence(values):
+    """Return values as a list, or None if it is not a sequence (a string is not one)."""
+    if isinstance(values, np.ndarray):
+        if values.ndim == 0:
+            return None
+        row_or_column = values.ndim == 1 or 1 in values.shape
+        return values.ravel().tolist() if row_or_column else values.tolist()
+    if isinstance(values, sp.MatrixBase):
+        return list(values) if 1 in values.shape else values.tolist()
+    if isinstance(values, (list, tuple)):
+        return list(values)
+    return None
+
+
 def _vector(values, where: str) -> sp.Matrix:
-    try:
-        items = list(values)
-    except TypeError:
-        raise ModelError(f'{where}: expected 3 entries, got {values!r}') from None
+    items = _sequence(values)
+    if items is None:
+        raise ModelError(f'{where}: expected a list of 3 entries, got {values!r}')
     if len(items) != 3:
         raise ModelError(f'{where}: expected 3 entries, got {len(items)}')
     return sp.Matrix([to_expr(v, f'{where}[{i}]') for i, v in enumerate(items)])
@@ -233,14 +246,10 @@ def _matrix3(values, where: str) -> sp.Matrix:
 
 def _inertia(values, where: str) -> sp.Matrix:
     """Return a 3 x 3 inertia from 3 principal values or a 3 x 3 (nested) list."""
-    if isinstance(values, np.ndarray):
-        values = values.tolist()
-    if isinstance(values, sp.MatrixBase):
-        values = values.tolist()
-    try:
-        items = list(values)
-    except TypeError:
-        raise ModelError(f'{where}: inertia must be 3 values or a 3 x 3 matrix') from None
+    items = _sequence(values)
+    if items is None:
+        raise ModelError(f'{where}: inertia must be 3 values or a 3 x 3 matrix, '
+                         f'got {values!r}')
     nested = [isinstance(v, (list, tuple, np.ndarray)) for v in items]
     if len(items) == 3 and not any(nested):
         return sp.diag(*_vector(items, where))
