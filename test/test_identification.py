@@ -23,6 +23,7 @@ true base parameters; with torque noise the physically consistent fit must stay 
 torques as well as least squares does.
 """
 
+import dataclasses
 import logging
 import re
 
@@ -268,10 +269,159 @@ def test_bad_data_is_refused_by_name():
         identify(true, q, tau, t=[[0.0], []])
     with pytest.raises(ValueError, match='unknown method'):
         identify(true, q, tau, qd, qdd, method='magic')
+    with pytest.raises(ValueError, match=r'^tau has shape \(199, 6\), q \(200, 6\): one torque '):
+        identify(true, q, tau[:-1], qd, qdd)
+    for given, kwargs in (('qd', dict(qd=qd)), ('qdd', dict(qdd=qdd))):   # never ignored
+        with pytest.raises(ValueError, match=r'^identify: give both qd and qdd, or neither '
+                                             rf'\(.*\); got {given} only$'):
+            identify(true, q, tau, t=t, **kwargs)
+    for name, bad in (('q', q), ('tau', tau), ('qdd', qdd)):
+        bad = bad.copy()
+        bad[3, 2] = np.nan
+        with pytest.raises(ValueError, match=rf'^{name}\[3\] is not finite$'):
+            identify(true, **{'q': q, 'tau': tau, 'qd': qd, 'qdd': qdd, name: bad})
+    for stamps in (t[::-1], np.where(np.arange(len(t)) == 5, t[4], t)):   # back, repeated
+        with pytest.raises(ValueError, match='^t must be the increasing sample times'):
+            identify(true, q, tau, t=stamps)
+    for cutoff in (50.0, 80.0, 0.0):     # 100 samples/s: Nyquist 50 Hz
+        with pytest.raises(ValueError, match=rf'^cutoff {cutoff} Hz must be between 0 and the '
+                                             r'Nyquist frequency 50 Hz$'):
+            identify(true, q, tau, t=t, cutoff=cutoff)
+    # fewer than twice as many equations as parameters to fit (48 = 36 + 2 x 6), and a joint
+    # that barely moves (its friction columns 1e-12 of the others)
+    with pytest.raises(ValueError, match=r'^identify: the data excite the 48 parameters to fit '
+                                         r'\(36 base inertial, 12 friction\) too little '
+                                         r'\(15 samples, condition number of the base '
+                                         r'regressor \d'):
+        identify(true, q[:150:10], tau[:150:10], qd[:150:10], qdd[:150:10],
+                 method='least_squares')
+    assert identify(true, q[:170:10], tau[:170:10], qd[:170:10], qdd[:170:10],
+                    method='least_squares').base.count == 36        # 17 samples: 102 >= 96
+    still = (q.copy(), qd.copy(), qdd.copy())
+    still[0][:, 5] = q[0, 5] + 1e-12 * (q[:, 5] - q[:, 5].mean())
+    still[1][:, 5] *= 1e-12
+    still[2][:, 5] *= 1e-12
+    with pytest.raises(ValueError, match=r'too little \(200 samples, condition number of the '
+                                         r'base regressor \d\.\d+e\+1[3-9]\)'):
+        identify(true, still[0], torques(true, *still), still[1], still[2],
+                 method='least_squares')
     floating = RobotModel.from_urdf_file(robots_dir() / ONE_MODEL_CASES['floating quadruped'][0],
                                          root_joint='floating')
     with pytest.raises(ModelError, match='floating base'):
         identify(floating, q, tau, qd, qdd)
+
+
+def _body_from_pseudo_inertia(J):
+    """Return a body's 10 parameters from its pseudo-inertia (the inverse of pseudo_inertia)."""
+    sigma = J[:3, :3]
+    inertia = np.trace(sigma) * np.eye(3) - sigma
+    return np.array([J[3, 3], *J[:3, 3], inertia[0, 0], inertia[0, 1], inertia[1, 1],
+                     inertia[0, 2], inertia[1, 2], inertia[2, 2]])
+
+
+def _with_negative_eigenvalue(p, depth):
+    """Return body parameters p whose pseudo-inertia's smallest eigenvalue is -depth."""
+    w, V = np.linalg.eigh(pseudo_inertia(p))
+    J = pseudo_inertia(p) - (w[0] + depth) * np.outer(V[:, 0], V[:, 0])
+    return _body_from_pseudo_inertia(J)
+
+
+def test_the_report_flags_what_a_user_must_check():
+    """Solver tolerances not met, a mass changed more than 2x, a body no rigid body can be."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=2.0)
+    fit = identify(true, q, torques(true, q, qd, qdd), qd, qdd, method='least_squares')
+    P = true.dynamic_parameters()
+    assert np.allclose(_body_from_pseudo_inertia(pseudo_inertia(P[2])), P[2])
+    P[1] *= 3.0                                               # a mass 3x
+    P[2] *= 1.9                                               # 1.9x: plausible
+    P[3] *= 0.4                                               # 0.4x
+    P[4] = _with_negative_eigenvalue(P[4], 1e-8 * max(1.0, np.abs(P[4]).max()))
+    assert np.linalg.eigvalsh(pseudo_inertia(P[4]))[0] < -5e-9
+    changed = dataclasses.replace(fit, model=true.with_dynamic_parameters(P),
+                                  solver_status='clarabel: optimal_inaccurate')
+    assert changed.physically_consistent().tolist() == [True] * 4 + [False] + [True] * (
+        len(P) - 5)
+    lines = changed.report().splitlines()
+    assert lines[0].startswith('identification (least_squares): 36 base parameters; residual '
+                               'RMS per joint ')
+    assert lines[1] == ('the convex solver reports clarabel: optimal_inaccurate: its tolerances '
+                        'were not all met (check the residual and the flags below)')
+    bodies = {line.split(':')[0]: line for line in lines[2:2 + len(P)]}
+    names = true.body_names
+    assert list(bodies) == list(names)
+    assert bodies[names[1]].endswith('  [mass changed more than 2x]')
+    assert bodies[names[3]].endswith('  [mass changed more than 2x]')
+    assert bodies[names[4]].endswith('  [not physically consistent]')
+    for k in (0, 2, 5):
+        assert bodies[names[k]].endswith(' m'), bodies[names[k]]       # no flag
+    mass = P[2, 0]
+    assert f'mass {mass / 1.9:.4g} -> {mass:.4g} kg' in bodies[names[2]]
+    assert lines[2 + len(P)].startswith(f'viscous: {true.joint_names[0]} ')
+    assert lines[3 + len(P)].startswith(f'coulomb: {true.joint_names[0]} ')
+    assert 'tolerances' not in fit.report() and '  [' not in fit.report()     # no flag
+
+
+def test_a_body_the_solver_left_slightly_outside_the_cone_is_brought_back():
+    """A pseudo-inertia eigenvalue of -1e-9 (the solver's tolerance) is floored, nothing more."""
+    from kron_dynamics.identification.identify import _nearest_consistent
+    p = true_model().dynamic_parameters()[3]
+    outside = _with_negative_eigenvalue(p, 1e-9 * np.abs(p).max())
+    back = _nearest_consistent(outside)
+    assert np.linalg.eigvalsh(pseudo_inertia(back))[0] > 0.0
+    assert np.abs(back - outside).max() < 1e-8 * np.abs(p).max()
+    assert np.abs(_nearest_consistent(p) - p).max() < 1e-12 * np.abs(p).max()
+
+
+def test_the_standard_deviations_are_the_least_squares_ones():
+    """sigma^2 (W^T W)^-1 with sigma^2 = |r|^2 / (N n - k), from the normal equations."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=2.0)
+    tau = torques(true, q, qd, qdd, noise=0.05)
+    fit = identify(true, q, tau, qd, qdd, method='least_squares')
+    N, n = q.shape
+    Y = true.regressor(q, qd, qdd).reshape(N * n, -1)
+    W = np.hstack([Y[:, fit.base.independent], friction_regressor(qd, qdd).reshape(N * n, -1)])
+    x, *_ = np.linalg.lstsq(W, tau.reshape(-1), rcond=None)
+    residual = tau.reshape(-1) - W @ x
+    sigma2 = residual @ residual / (N * n - W.shape[1])
+    std = np.sqrt(sigma2 * np.diag(np.linalg.inv(W.T @ W)))
+    np.testing.assert_allclose(fit.base_values, x[:fit.base.count], rtol=1e-8,
+                               atol=1e-10 * np.abs(x).max())
+    np.testing.assert_allclose(fit.base_relative_std, (std / np.abs(x))[:fit.base.count],
+                               rtol=1e-6)
+    np.testing.assert_allclose(fit.residual_rms, np.sqrt(np.mean(
+        residual.reshape(N, n) ** 2, axis=0)), rtol=1e-8)
+
+
+@pytest.mark.parametrize('method', ['least_squares', 'physically_consistent'])
+def test_a_negative_armature_is_never_in_the_model(method):
+    """Data that want armature -0.05: least squares says so, the model takes 0 (a fit, >= 0)."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=2.0)
+    tau = torques(true, q, qd, qdd) - 0.05 * qdd
+    fit = identify(true, q, tau, qd, qdd, friction=('viscous', 'coulomb', 'armature'),
+                   method=method)
+    fitted = fit.friction['armature']
+    free = ~fit.base.armature_in_span
+    assert free.sum() >= 3
+    if method == 'least_squares':
+        np.testing.assert_allclose(fitted[free], -0.05, rtol=1e-6)
+    else:
+        assert np.all(fitted >= -1e-9), fitted
+    assert np.array_equal(fit.model.armature, np.maximum(fitted, 0.0))
+
+
+def test_a_part_too_short_for_the_filters_padding_is_left_out():
+    """14 samples between gaps keep 4 after the ends, but filtfilt pads 15: left out."""
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=4.0)      # 100 samples/s
+    tau = torques(true, q, qd, qdd)
+    kept = (t < 2.0) | ((t > 2.995) & (t < 3.135))
+    assert kept.sum() - (t < 2.0).sum() == 14
+    grid, *_ = filtered(t[kept], q[kept], tau[kept], 40.0, 0.2)
+    alone, *_ = filtered(t[t < 2.0], q[t < 2.0], tau[t < 2.0], 40.0, 0.2)
+    assert np.array_equal(grid, alone)
 
 
 def test_a_bag_written_by_rosbags_round_trips(tmp_path):
@@ -786,6 +936,8 @@ def test_bad_arguments_of_the_fit_are_refused_by_name():
             (dict(smooth=np.inf), '^smooth must be >= 0 .* got inf$'),
             (dict(smooth='0.1'), "^smooth must be a number, got '0.1'$"),
             (dict(prior_weight='1e-6'), "^prior_weight must be a number, got '1e-6'$"),
+            *[(dict(prior_weight=w), rf'^prior_weight must be > 0 .*, got {w}$')
+              for w in (0.0, -1e-6, np.inf, np.nan)],
             (dict(method=np.array(['least_squares', 'x'])), '^unknown method'),
             (dict(effort=np.array(['held', 'instant'])), '^unknown effort')]:
         with pytest.raises(ValueError, match=message):

@@ -203,7 +203,7 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     Fit the inertial parameters and friction of a fixed-base model to measured torques.
 
     ``q``, ``tau`` (N, n) in ``model.joint_names`` order; ``qd``, ``qdd`` likewise, or
-    None: then they come from q by zero-phase low-pass filtering (Butterworth, ``cutoff``
+    both None: then they come from q by zero-phase low-pass filtering (Butterworth, ``cutoff``
     Hz) and differentiation on a uniform grid, tau filtered alike (:func:`filtered`), which
     needs the sample times ``t`` (N,); a gap longer than ``max_gap`` [s] splits the
     recording there (see :func:`filtered`); ``effort``: 'instant' (a tau sample is the effort
@@ -233,7 +233,10 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     if tau.shape != q.shape:
         raise ValueError(f'tau has shape {tau.shape}, q {q.shape}: one torque per joint and '
                          'sample')
-    if qd is None or qdd is None:
+    if (qd is None) != (qdd is None):
+        raise ValueError(f"identify: give both qd and qdd, or neither (then both come from q "
+                         f"and the sample times t); got {'qd' if qdd is None else 'qdd'} only")
+    if qd is None:
         t, q, qd, qdd, tau = filtered(t, q, tau, cutoff, max_gap, effort)
     qd, qdd = _samples(qd, model, 'qd'), _samples(qdd, model, 'qdd')
     N, n = q.shape
@@ -265,9 +268,10 @@ def identify(model, q, tau, qd=None, qdd=None, t=None, friction=('viscous', 'cou
     k = len(base_columns)
     if N * n < 2 * k or np.linalg.cond(R[:k, :k]) > 1e12:
         cond = np.linalg.cond(R[:k, :k]) if N * n >= k else np.inf
-        raise ValueError(f'identify: the data excite the {k} base parameters too little '
-                         f'({N} samples, condition number of the base regressor {cond:.3g}); '
-                         'record a richer motion (an excitation trajectory)')
+        raise ValueError(f'identify: the data excite the {k} parameters to fit ({bp.count} '
+                         f'base inertial, {k - bp.count} friction) too little ({N} samples, '
+                         f'condition number of the base regressor {cond:.3g}); record a '
+                         'richer motion (an excitation trajectory)')
     x = np.linalg.solve(R[:k, :k], R[:k, -1])
     prior = model.dynamic_parameters().ravel()
     if method == 'least_squares':
