@@ -70,7 +70,8 @@ class JointStateIndex:
         """
         names = list(names)
         if len(position) != len(names):
-            raise InputError(f'{what}: {len(names)} names but {len(position)} {label}s')
+            raise InputError(f'{what}: {len(names)} names but {len(position)} '
+                             f"{'velocities' if label == 'velocity' else label + 's'}")
         if len(velocity) not in (0, len(names)):
             raise InputError(f'{what}: {len(names)} names but {len(velocity)} velocities')
         if strict or names != self._names:   # a stream repeats its names: checked once

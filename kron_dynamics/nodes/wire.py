@@ -316,8 +316,8 @@ def read_joint_trajectory(buf):
     rclpy's deserializer), 2 for a truncated or malformed message, 3/4/5 if point ``point``
     has a positions/velocities/accelerations array whose length is not the number of names
     (velocities and accelerations may be empty: zeros). ``stamp`` is (sec, nanosec), names
-    are byte ranges of ``buf``, the arrays are (points, names), times are time_from_start
-    in ns.
+    are byte ranges of ``buf`` (for codes 0 and 3-5), the arrays are (points, names), times
+    are time_from_start in ns.
     """
     empty2 = np.zeros((0, 0))
     empty1 = np.zeros(0, np.int64)
@@ -371,15 +371,15 @@ def read_joint_trajectory(buf):
                 return 2, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
             if a == 0:
                 if c != m:
-                    return 3, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+                    return 3, k, stamp, starts, ends, empty2, empty2, empty2, empty1
                 _copy_doubles(buf, at, c, positions[k])
             elif a == 1 and c:
                 if c != m:
-                    return 4, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+                    return 4, k, stamp, starts, ends, empty2, empty2, empty2, empty1
                 _copy_doubles(buf, at, c, velocities[k])
             elif a == 2 and c:
                 if c != m:
-                    return 5, k, stamp, empty1, empty1, empty2, empty2, empty2, empty1
+                    return 5, k, stamp, starts, ends, empty2, empty2, empty2, empty1
                 _copy_doubles(buf, at, c, accelerations[k])
         off += (-(off - p)) % 4
         if off + 8 > size:
