@@ -85,7 +85,7 @@ def test_a_state_read_by_rclpy_teaches_the_compiled_reader_its_names():
 
 
 def test_stamps_and_clocks():
-    """nanosec below 1e9; an accepted 0 keeps the last stamp; sim time is looked up again."""
+    """A stamp's nanosec is below 1e9; an accepted 0 keeps the last stamp; sim time rechecked."""
     assert stamp_ns(Time(sec=2, nanosec=999_999_999)) == 2_999_999_999
     with pytest.raises(InputError, match=r'^odometry: invalid header.stamp \(sec 2, nanosec '
                                          r'1000000000\): nanosec must be below 1e9$'):
