@@ -586,6 +586,29 @@ def test_the_exported_urdf_reloads_to_the_fitted_model(kind, tmp_path):
     assert values['ros__parameters']['coulomb_smoothing'] == 0.05
 
 
+def test_a_sensors_torque_offset_and_a_urdfs_namespaces_are_exported():
+    """An 'offset' fit goes to the controller's torque_offset; gz:plugin stays gz:plugin."""
+    import yaml
+    from kron_dynamics.identification.export import urdf_with_parameters
+    true = true_model()
+    t, q, qd, qdd = motion(true, seconds=2.0)
+    offset = np.linspace(-0.3, 0.3, true.n)
+    fit = identify(true, q, torques(true, q, qd, qdd) + offset, qd, qdd,
+                   friction=('viscous', 'coulomb', 'offset'), method='least_squares')
+    values = yaml.safe_load(fit.to_params())['computed_torque_controller']['ros__parameters']
+    np.testing.assert_allclose(values['torque_offset'], offset, atol=1e-9)
+    document = true.description.document
+    start = document.index('<robot')
+    end = document.index('>', start)
+    document = (document[:start] + document[start:end] + ' xmlns:gz="http://gazebosim.org/schema">'
+                '\n  <gazebo><gz:plugin name="sensors" filename="gz-sim-sensors-system"/></gazebo>'
+                + document[end + 1:])
+    model = RobotModel.from_urdf_string(document)
+    text = urdf_with_parameters(model, model.dynamic_parameters())
+    assert '<gz:plugin name="sensors" filename="gz-sim-sensors-system" />' in text
+    assert 'xmlns:gz="http://gazebosim.org/schema"' in text and 'ns0' not in text
+
+
 def test_negative_least_squares_friction_is_exported_as_zero_and_said(tmp_path, caplog):
     """A joint fitted with friction < 0 gave a URDF the loader and params the node refuse."""
     import yaml
