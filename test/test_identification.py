@@ -456,6 +456,10 @@ def test_a_csv_recording_is_read_by_column_name(tmp_path):
     assert rec.qd is None
     np.testing.assert_array_equal(rec.q, q)
     np.testing.assert_array_equal(rec.tau, tau)
+    # spaces after the commas (as a spreadsheet or a person writes them): the same columns
+    path.write_text(', '.join(header) + '\n' + '\n'.join(
+        ', '.join(repr(float(v)) for v in row) for row in body) + '\n')
+    np.testing.assert_array_equal(read_recording(path, true.joint_names).q, q)
     path.write_text('t,x\n0,1\n')
     with pytest.raises(ValueError, match='CSV columns .*shoulder_pan_joint.position'):
         read_recording(path, true.joint_names)
@@ -933,6 +937,13 @@ def test_a_recordings_bad_rows_are_named_by_file_row_and_column(tmp_path):
             f"bag: /joint_states: the position of '{names[1]}' at {100.0 + t[3]:.9f} s is "
             '-inf: every position and effort must be finite')):
         read_recording(tmp_path / 'bag', names)
+    tau_bad = tau.copy()
+    tau_bad[5, 0] = np.nan
+    write_bag(tmp_path / 'effort', Recording(names, t + 100.0, q, qd, tau_bad))
+    with pytest.raises(ValueError, match=re.escape(
+            f"effort: /joint_states: the effort of '{names[0]}' at {100.0 + t[5]:.9f} s is "
+            'nan: every position and effort must be finite')):
+        read_recording(tmp_path / 'effort', names)
     (tmp_path / 'empty').mkdir()
     with pytest.raises(ValueError, match=r'empty: not a rosbag2 directory \(it has no '
                                          r'metadata\.yaml\); give a rosbag2 directory or a CSV'):
