@@ -161,3 +161,24 @@ def test_an_overload_is_counted_and_reported_at_most_once_a_period(newest):
         assert 'up to 3 at once; answering every one (state_policy all)' in first
         assert '9 states waited' in second and 'up to 5 at once' in second
     assert overload.dropped == overload.arrived == overload.largest == 0
+
+
+def test_the_controllers_feasible_scale_is_the_largest_that_keeps_the_limits():
+    """Largest s in [0, 1] with |tau0 + s dtau| <= limits, against a fine search; 0 outside."""
+    from kron_dynamics.nodes.computed_torque_controller import feasible_scale
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 5))
+        limits = rng.uniform(1.0, 10.0, n)
+        tau0 = rng.uniform(-1.0, 1.0, n) * limits
+        dtau = rng.normal(0.0, 15.0, n) * rng.integers(0, 2, n)    # some joints unchanged
+        s = feasible_scale(tau0, dtau, limits)
+        assert 0.0 <= s <= 1.0
+        assert np.all(np.abs(tau0 + s * dtau) <= limits * (1 + 1e-12))
+        if s < 1.0:             # any larger s leaves the limits
+            assert np.any(np.abs(tau0 + (s + 1e-9) * dtau) > limits)
+    limits = np.array([2.0, 2.0])
+    assert feasible_scale(np.array([0.0, 0.0]), np.array([1.0, -1.0]), limits) == 1.0
+    assert feasible_scale(np.array([1.0, 0.0]), np.array([4.0, 0.0]), limits) == 0.25
+    assert feasible_scale(np.array([0.0, -1.0]), np.array([0.0, -4.0]), limits) == 0.25
+    assert feasible_scale(np.array([2.5, 0.0]), np.array([-1.0, 0.0]), limits) == 0.0
