@@ -82,8 +82,8 @@ def test_a_feed_forward_beyond_the_effort_limits_is_clamped(context):
         node.destroy_node()
 
 
-def test_negative_gains_are_refused_and_the_old_ones_kept(context):
-    """kp >= 0 and kd > 0, at run time as at start-up."""
+def test_bad_gains_and_durations_are_refused_and_the_watchdog_follows(context):
+    """Gains kp >= 0 and kd > 0, durations > 0, at run time as at start-up; the old ones kept."""
     node = controller(context, 'gains', 'kp:=[50.0, 40.0]', 'kd:=[10.0, 12.0]')
     try:
         for name, value in (('kp', [-1.0, 40.0]), ('kd', [0.0, 12.0]), ('kd', [10.0, -1.0])):
