@@ -106,6 +106,15 @@ def rover_arm() -> RobotModel:
     return load_oracle_model('rover_arm')
 
 
+@pytest.fixture(scope='module')
+def rclpy_context():
+    """Yield an rclpy context for nodes made in this process; shut it down after the module."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
 # ----------------------------------------------------------------- marker discipline
 _running = []   # the test item whose setup, call or teardown is running
 

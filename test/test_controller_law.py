@@ -22,7 +22,6 @@ is clamped, and negative gains are refused.
 
 import numpy as np
 import pytest
-import rclpy
 from rclpy.parameter import Parameter
 
 from conftest import URDF_DIR
@@ -34,26 +33,18 @@ pytestmark = pytest.mark.ros
 RP_ARM = str(URDF_DIR / 'rp_arm.urdf')
 
 
-@pytest.fixture(scope='module')
-def context():
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
-
-
-def controller(context, name, *parameters):
+def controller(rclpy_context, name, *parameters):
     """Return a controller of the RP arm with the given ``name:=value`` parameters."""
     args = ['--ros-args', '-r', f'__node:={name}', '-p', f'urdf_file:={RP_ARM}',
             '-p', 'command_topic:=/law_test/commands']
     for parameter in parameters:
         args += ['-p', parameter]
-    return ComputedTorqueController(context=context, cli_args=args)
+    return ComputedTorqueController(context=rclpy_context, cli_args=args)
 
 
-def test_a_torque_offset_alone_is_fed_forward(context):
+def test_a_torque_offset_alone_is_fed_forward(rclpy_context):
     """torque_offset without viscous or Coulomb friction: still added to every command."""
-    node = controller(context, 'offset_only', 'torque_offset:=[0.5, -0.25]')
+    node = controller(rclpy_context, 'offset_only', 'torque_offset:=[0.5, -0.25]')
     try:
         assert node.friction(np.zeros(2)).tolist() == [0.5, -0.25]
         q, qd = np.array([0.3, 0.1]), np.zeros(2)
@@ -65,9 +56,9 @@ def test_a_torque_offset_alone_is_fed_forward(context):
         node.destroy_node()
 
 
-def test_a_feed_forward_beyond_the_effort_limits_is_clamped(context):
+def test_a_feed_forward_beyond_the_effort_limits_is_clamped(rclpy_context):
     """A reference acceleration no actuator can give: the command is the clamped feed-forward."""
-    node = controller(context, 'clamped_feed_forward')
+    node = controller(rclpy_context, 'clamped_feed_forward')
     try:
         q, qd = np.array([0.3, 0.1]), np.zeros(2)
         node._set_reference(q, qd, np.array([1e6, -1e6]), 0)
@@ -82,9 +73,9 @@ def test_a_feed_forward_beyond_the_effort_limits_is_clamped(context):
         node.destroy_node()
 
 
-def test_bad_gains_and_durations_are_refused_and_the_watchdog_follows(context):
+def test_bad_gains_and_durations_are_refused_and_the_watchdog_follows(rclpy_context):
     """Gains kp >= 0 and kd > 0, durations > 0, at run time as at start-up; the old ones kept."""
-    node = controller(context, 'gains', 'kp:=[50.0, 40.0]', 'kd:=[10.0, 12.0]')
+    node = controller(rclpy_context, 'gains', 'kp:=[50.0, 40.0]', 'kd:=[10.0, 12.0]')
     try:
         for name, value in (('kp', [-1.0, 40.0]), ('kd', [0.0, 12.0]), ('kd', [10.0, -1.0])):
             result = node.set_parameters([Parameter(name, value=value)])[0]
@@ -113,12 +104,12 @@ def test_bad_gains_and_durations_are_refused_and_the_watchdog_follows(context):
     finally:
         node.destroy_node()
     with pytest.raises(Exception, match='parameters kp must be >= 0 and kd > 0'):
-        controller(context, 'negative_at_start', 'kp:=[-5.0]')
+        controller(rclpy_context, 'negative_at_start', 'kp:=[-5.0]')
 
 
-def test_the_watchdog_stops_once_per_stall(context):
+def test_the_watchdog_stops_once_per_stall(rclpy_context):
     """A state older than state_timeout: one stop (its zero command), none again until fresh."""
-    node = controller(context, 'watchdog')
+    node = controller(rclpy_context, 'watchdog')
     try:
         node._watchdog()
         assert not node.stale and node.counts['stale_stops'] == 0   # no state yet: nothing

@@ -25,7 +25,6 @@ import math
 import re
 
 import pytest
-import rclpy
 from rclpy.exceptions import ParameterNotDeclaredException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -43,18 +42,10 @@ GRIPPER_ARM = URDF_DIR / 'gripper_arm.urdf'
 T = Parameter.Type
 
 
-@pytest.fixture(scope='module')
-def context():
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    yield context
-    rclpy.try_shutdown(context=context)
-
-
 @pytest.fixture
-def node(context, request):
+def node(rclpy_context, request):
     """Yield a node with the model parameters declared, its urdf_file the gripper arm."""
-    node = Node(f'parameters_{request.node.name.split("[")[0][5:]}'[:60], context=context,
+    node = Node(f'parameters_{request.node.name.split("[")[0][5:]}'[:60], context=rclpy_context,
                 parameter_overrides=[Parameter('urdf_file', value=str(GRIPPER_ARM))])
     declare_model_parameters(node)
     yield node
@@ -147,10 +138,10 @@ def test_a_robot_description_without_movable_joints_names_its_source(node):
             model_from_parameters(node, overrides, urdf_text=text)
 
 
-def test_start_up_values_are_kept_and_read_only_parameters_say_why(context):
+def test_start_up_values_are_kept_and_read_only_parameters_say_why(rclpy_context):
     """A start-up array is not reset to its empty default; read_only names the reason."""
     order = ['elbow', 'left_finger_joint', 'shoulder']
-    node = Node('start_up_values', context=context, parameter_overrides=[
+    node = Node('start_up_values', context=rclpy_context, parameter_overrides=[
         Parameter('urdf_file', value=str(GRIPPER_ARM)), Parameter('joints', value=order),
         Parameter('locked_positions', value=[0.01])])
     try:
@@ -182,7 +173,7 @@ def test_a_bad_urdf_names_where_it_came_from(node, tmp_path):
             model_from_parameters(node, overrides, urdf_text=text)
 
 
-def test_a_start_up_value_of_the_wrong_type_is_refused_in_one_line(context):
+def test_a_start_up_value_of_the_wrong_type_is_refused_in_one_line(rclpy_context):
     """``gravity:=down``, ``joints:=[1, 2]``: the parameter, the type, an example, the value."""
     for name, value, message in (
             ('gravity', 'down', 'parameter gravity must be a list of numbers with a decimal '
@@ -196,7 +187,7 @@ def test_a_start_up_value_of_the_wrong_type_is_refused_in_one_line(context):
                                r'enabled:=true, got yes \(string\)$'),
             ('paused', 1, r'parameter paused must be true or false, e\.g\. paused:=false, '
                           r'got 1 \(integer\)$')):
-        node = Node('wrong_start_up_type', context=context,
+        node = Node('wrong_start_up_type', context=rclpy_context,
                     parameter_overrides=[Parameter(name, value=value)])
         try:
             with pytest.raises(ConfigurationError, match='^' + message):
