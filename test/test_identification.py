@@ -31,8 +31,9 @@ import numpy as np
 import pytest
 
 from kron_dynamics import ModelError, RobotModel
-from kron_dynamics.identification import (base_parameters, friction_regressor, identify,
-                                          pseudo_inertia, read_recording, Recording, write_bag)
+from kron_dynamics.identification import (base_parameters, body_parameters, friction_regressor,
+                                          identify, pseudo_inertia, read_recording, Recording,
+                                          write_bag)
 from kron_dynamics.identification.identify import filtered, held_on_grid
 from kron_dynamics.identification.recording import write_joint_states
 from kron_dynamics.testing.motion import sum_of_sines
@@ -311,19 +312,26 @@ def test_bad_data_is_refused_by_name():
         identify(floating, q, tau, qd, qdd)
 
 
-def _body_from_pseudo_inertia(J):
-    """Return a body's 10 parameters from its pseudo-inertia (the inverse of pseudo_inertia)."""
-    sigma = J[:3, :3]
-    inertia = np.trace(sigma) * np.eye(3) - sigma
-    return np.array([J[3, 3], *J[:3, 3], inertia[0, 0], inertia[0, 1], inertia[1, 1],
-                     inertia[0, 2], inertia[1, 2], inertia[2, 2]])
+def test_body_parameters_inverts_pseudo_inertia_on_real_bodies():
+    """Every body of a real arm: parameters -> J -> parameters, and J's Wensing form."""
+    P = RobotModel.from_urdf_file(robots_dir() / ONE_MODEL_CASES['fixed arm'][0]
+                                  ).dynamic_parameters()
+    for p in P:
+        J = pseudo_inertia(p)
+        assert np.allclose(body_parameters(J), p, rtol=0.0, atol=1e-14 * np.abs(p).max())
+        # Wensing et al. 2017: J = [[sigma, h], [h^T, m]], sigma = tr(I)/2 1 - I
+        inertia = np.trace(J[:3, :3]) * np.eye(3) - J[:3, :3]
+        assert np.allclose(0.5 * np.trace(inertia) * np.eye(3) - inertia, J[:3, :3])
+        assert J[3, 3] == p[0] and np.array_equal(J[:3, 3], p[1:4])
+        assert np.array_equal(body_parameters(J)[[4, 5, 6, 7, 8, 9]], inertia[
+            [0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]])
 
 
 def _with_negative_eigenvalue(p, depth):
     """Return body parameters p whose pseudo-inertia's smallest eigenvalue is -depth."""
     w, V = np.linalg.eigh(pseudo_inertia(p))
     J = pseudo_inertia(p) - (w[0] + depth) * np.outer(V[:, 0], V[:, 0])
-    return _body_from_pseudo_inertia(J)
+    return body_parameters(J)
 
 
 def test_the_report_flags_what_a_user_must_check():
@@ -332,7 +340,6 @@ def test_the_report_flags_what_a_user_must_check():
     t, q, qd, qdd = motion(true, seconds=2.0)
     fit = identify(true, q, torques(true, q, qd, qdd), qd, qdd, method='least_squares')
     P = true.dynamic_parameters()
-    assert np.allclose(_body_from_pseudo_inertia(pseudo_inertia(P[2])), P[2])
     P[1] *= 3.0                                               # a mass 3x
     P[2] *= 1.9                                               # 1.9x: plausible
     P[3] *= 0.4                                               # 0.4x
@@ -985,6 +992,18 @@ def test_bad_arguments_of_the_fit_are_refused_by_name():
         friction_regressor(qd, qdd[:, :3])
     with pytest.raises(ValueError, match=r"p must be a body's 10 parameters .* got shape \(2,\)"):
         pseudo_inertia([1.0, 0.0])
+    with pytest.raises(ValueError, match=r"J must be a body's 4 x 4 pseudo-inertia, got shape "
+                                         r"\(3, 3\)$"):
+        body_parameters(np.eye(3))
+    with pytest.raises(ValueError, match="J must be a body's 4 x 4 pseudo-inertia, got no array"):
+        body_parameters('J')
+    with pytest.raises(ValueError, match='^body_parameters: J must be finite, got NaN or inf$'):
+        body_parameters(np.full((4, 4), np.nan))
+    J = pseudo_inertia(true.dynamic_parameters()[1])
+    J[0, 3] += 1e-6
+    with pytest.raises(ValueError, match=r'^body_parameters: J must be symmetric \(a pseudo-'
+                                         r'inertia is\); largest J - J\^T entry 1e-06$'):
+        body_parameters(J)
     with pytest.raises(ValueError, match='^samples must be an integer >= 1, got 0$'):
         base_parameters(true, samples=0)
     with pytest.raises(ValueError, match="^rng must be None, a seed or a numpy.random.Generator, "

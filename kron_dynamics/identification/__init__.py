@@ -25,9 +25,10 @@ the fit well.
 
 from .base_parameters import base_parameters, BaseParameters
 from .excitation import excitation_trajectory, FourierTrajectory
-from .identify import friction_regressor, identify, Identification, pseudo_inertia
+from .identify import (body_parameters, friction_regressor, identify, Identification,
+                       pseudo_inertia)
 from .recording import read_recording, Recording, write_bag
 
 __all__ = ['base_parameters', 'BaseParameters', 'excitation_trajectory', 'FourierTrajectory',
-           'friction_regressor', 'identify', 'Identification', 'pseudo_inertia',
+           'body_parameters', 'friction_regressor', 'identify', 'Identification', 'pseudo_inertia',
            'read_recording', 'Recording', 'write_bag']

@@ -122,6 +122,23 @@ def pseudo_inertia(p) -> np.ndarray:
     return J
 
 
+def body_parameters(J) -> np.ndarray:
+    """Return a body's 10 parameters from its 4 x 4 pseudo-inertia (pseudo_inertia's inverse)."""
+    J = real_array(J, 'J')
+    if J is None or J.shape != (4, 4):
+        raise ValueError('body_parameters: J must be a body\'s 4 x 4 pseudo-inertia, got '
+                         + ('no array of numbers' if J is None else f'shape {J.shape}'))
+    if not np.isfinite(J).all():
+        raise ValueError('body_parameters: J must be finite, got NaN or inf')
+    if not np.allclose(J, J.T, rtol=0.0, atol=1e-12 * max(np.abs(J).max(), 1e-300)):
+        raise ValueError('body_parameters: J must be symmetric (a pseudo-inertia is); '
+                         f'largest J - J^T entry {np.abs(J - J.T).max():.3g}')
+    sigma = J[:3, :3]
+    inertia = np.trace(sigma) * np.eye(3) - sigma
+    return np.array([J[3, 3], *J[:3, 3], inertia[0, 0], inertia[0, 1], inertia[1, 1],
+                     inertia[0, 2], inertia[1, 2], inertia[2, 2]])
+
+
 @dataclass
 class Identification:
     """
@@ -414,11 +431,7 @@ def _nearest_consistent(p) -> np.ndarray:
     """
     w, V = np.linalg.eigh(pseudo_inertia(p))
     J = (V * np.maximum(w, 1e-12 * max(w.max(), 1e-300))) @ V.T
-    J = 0.5 * (J + J.T)
-    sigma = J[:3, :3]
-    inertia = np.trace(sigma) * np.eye(3) - sigma
-    return np.array([J[3, 3], *J[:3, 3], inertia[0, 0], inertia[0, 1], inertia[1, 1],
-                     inertia[0, 2], inertia[1, 2], inertia[2, 2]])
+    return body_parameters(0.5 * (J + J.T))
 
 
 def _samples(x, model, name) -> np.ndarray:
