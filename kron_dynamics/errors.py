@@ -16,7 +16,18 @@
 
 
 class ModelError(ValueError):
-    """A robot model (URDF, DH table or argument) is invalid; the message names the culprit."""
+    """
+    A robot model (URDF, DH table or argument) is invalid; the message names the culprit.
+
+    ``argument``: the loader's argument whose value is at fault ('armature', 'locked'),
+    where it is one the caller chose rather than the URDF; None otherwise. A caller that
+    maps its own settings onto those arguments (a node's parameters) names its setting
+    from it, not from the message's words.
+    """
+
+    def __init__(self, *args, argument: str | None = None):
+        super().__init__(*args)
+        self.argument = argument
 
 
 class SingularMassMatrixError(ModelError):

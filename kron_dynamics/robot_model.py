@@ -297,7 +297,7 @@ class RobotModel:
             try:
                 description = lock_joints(description, locked)
             except ModelError as exc:
-                raise ModelError(f'{source}: {exc}') from None
+                raise ModelError(f'{source}: {exc}', argument='locked') from None
         if isinstance(joint_names, Iterable) and not isinstance(joint_names, str):
             joint_names = list(joint_names)       # read more than once
         fixed = cls(description, joint_names, armature, lock_others)
@@ -442,8 +442,12 @@ class RobotModel:
             unknown = [j for j in armature if j not in self.joints]
             if unknown:
                 raise ModelError(f'armature: unknown joint(s) {unknown}; joints are '
-                                 f'{list(self.joint_names)}')
-            armature = [float(armature.get(j, 0.0)) for j in self.joint_names]
+                                 f'{list(self.joint_names)}', argument='armature')
+            try:
+                armature = [real_number(armature.get(j, 0.0), f'armature[{j!r}]')
+                            for j in self.joint_names]
+            except ValueError as exc:
+                raise ModelError(str(exc), argument='armature') from None
         return RobotModel(self._description, self.joint_names, armature)
 
     def with_frame(self, name: str, link: str, xyz: ArrayLike = (0.0, 0.0, 0.0),
@@ -666,9 +670,9 @@ class RobotModel:
                 armature = np.full(n, real_number(armature, 'armature'))
             armature = self._vector(armature, 'armature')
         except ValueError as exc:
-            raise ModelError(str(exc)) from None
+            raise ModelError(str(exc), argument='armature') from None
         if np.any(armature < 0):
-            raise ModelError('armature must be >= 0')
+            raise ModelError('armature must be >= 0', argument='armature')
         armature.setflags(write=False)
         return armature
 

@@ -380,16 +380,38 @@ def test_repeated_single_elements_are_refused(xml_edit, message):
         RobotModel.from_urdf_string(xml)
 
 
-@pytest.mark.parametrize('kwargs,message', [
-    ({'joint_names': 5}, 'joint_names must be a list'),
-    ({'joint_names': 'theta1'}, 'joint_names must be a list'),
-    ({'armature': [1.0]}, 'armature must have shape'),
-    ({'armature': ['a', 'b']}, 'armature'),
-    ({'armature': [-1.0, 0.0]}, 'armature must be >= 0'),
+@pytest.mark.parametrize('kwargs,message,argument', [
+    ({'joint_names': 5}, 'joint_names must be a list', None),
+    ({'joint_names': 'theta1'}, 'joint_names must be a list', None),
+    ({'armature': [1.0]}, 'armature must have shape', 'armature'),
+    ({'armature': ['a', 'b']}, 'armature', 'armature'),
+    ({'armature': [-1.0, 0.0]}, 'armature must be >= 0', 'armature'),
+    ({'locked': {'ghost': 0.0}}, r"^x\.urdf: cannot lock \['ghost'\]: not movable", 'locked'),
+    ({'locked': {'theta1': 'a'}}, r"^x\.urdf: cannot lock joint 'theta1' at 'a'", 'locked'),
+    ({'locked': ['theta1']}, r'^x\.urdf: locked joints must be a mapping', 'locked'),
 ])
-def test_bad_model_arguments(kwargs, message):
-    with pytest.raises(ModelError, match=message):
-        RobotModel.from_urdf_string(RP_ARM, **kwargs)
+def test_bad_model_arguments(kwargs, message, argument):
+    """A ModelError names the argument at fault (ModelError.argument), None for the others."""
+    with pytest.raises(ModelError, match=message) as info:
+        RobotModel.from_urdf_string(RP_ARM, source='x.urdf', **kwargs)
+    assert info.value.argument == argument
+
+
+def test_with_armature_refuses_a_mapping_of_non_numbers_by_joint():
+    """{joint: value}: a string, None or a bool is a ModelError naming the joint."""
+    model = RobotModel.from_urdf_string(RP_ARM)
+    for value in ('a', None, True):
+        with pytest.raises(ModelError, match=rf"^armature\['theta1'\] must be a number, got "
+                                             rf'{value!r}$') as info:
+            model.with_armature({'theta1': value})
+        assert info.value.argument == 'armature'
+    with pytest.raises(ModelError, match=r"^armature: unknown joint\(s\) \['x'\]") as info:
+        model.with_armature({'x': 1.0})
+    assert info.value.argument == 'armature'
+    assert model.with_armature({'d2': 0.5}).armature.tolist() == [0.0, 0.5]
+    with pytest.raises(ModelError, match='^bad$') as info:     # not the loader's argument
+        raise ModelError('bad')
+    assert info.value.argument is None and info.value.args == ('bad',)
 
 
 def test_an_inverted_limit_is_read_as_unlimited_with_one_warning(caplog):

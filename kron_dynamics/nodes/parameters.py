@@ -204,9 +204,9 @@ def model_from_parameters(node: Node, overrides: dict | None = None,
         else:
             return None
     except ModelError as exc:
-        if locked and 'cannot lock' in str(exc):
+        if exc.argument == 'locked':
             raise ConfigurationError(f'parameter locked_joints: {exc}') from None
-        if str(exc).startswith('armature '):    # one per joint: the count the URDF gives
+        if exc.argument == 'armature':      # one per joint: the count the URDF gives
             raise ConfigurationError(f'parameter {exc}') from None
         raise
     if not moving_base and model.nv != model.n:     # the one capability check: an actuated base
