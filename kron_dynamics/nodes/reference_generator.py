@@ -87,8 +87,6 @@ class QuinticPath:
         """Return (q, qd, qdd) at time t."""
         if self.loop:
             t = t % self.total
-        elif t >= self.total:
-            return quintic(1.0, self.waypoints[-2], self.waypoints[-1], 1.0)
         for k, T in enumerate(self.durations):
             if t <= T:
                 return quintic(t, self.waypoints[k], self.waypoints[k + 1], T)
