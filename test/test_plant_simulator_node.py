@@ -106,7 +106,9 @@ def test_a_step_integrates_the_held_torque_with_damping_and_a_failed_one_is_undo
         np.testing.assert_array_equal(node.q, q)                       # where it was
         assert node.qd.tolist() == [0.0, 0.0]                          # braked
         assert node.sim_time == pytest.approx(10 / 500.0)              # time went on
-        node.q = np.array([math.nan, 0.0])                  # the start state itself is bad
+        # the start state's own dynamics overflow (qdd inf), or the state itself is bad
+        assert node._cause(ValueError('y'), np.array([1e308, 1e308])) == 'y'
+        node.q = np.array([math.nan, 0.0])
         assert node._cause(ValueError('x'), np.zeros(2)) == 'x'
     finally:
         node.destroy_node()
@@ -115,7 +117,7 @@ def test_a_step_integrates_the_held_torque_with_damping_and_a_failed_one_is_undo
 def test_brakes_hold_the_plant_without_fresh_commands_and_a_fresh_one_moves_it(
         rclpy_context, model):
     """on_command_timeout brake: no command, or one older than command_timeout, holds q."""
-    node = plant(rclpy_context, 'brakes', 'command_timeout:=0.5')
+    node = plant(rclpy_context, 'brakes', 'command_timeout:=5.0')    # a busy machine's stall
     try:
         node._tick()                                     # the first tick starts the clock
         assert node.start is not None and node.counts['steps'] == 0
@@ -133,7 +135,7 @@ def test_brakes_hold_the_plant_without_fresh_commands_and_a_fresh_one_moves_it(
         assert node.sim_time == pytest.approx(sim_time + steps * node.dt)
         np.testing.assert_array_equal(node.q, model.simulate(q, np.zeros(2), np.array(
             [3.0, -4.0]), node.dt, steps)[0])
-        node.last_command = time.monotonic() - 0.6       # older than command_timeout
+        node.last_command = time.monotonic() - 5.1       # older than command_timeout
         node.start -= 0.02
         q = node.q.copy()
         node._tick()
@@ -158,6 +160,15 @@ def test_zero_mode_moves_under_zero_effort_and_a_tick_never_takes_more_than_its_
         q, qd = model.simulate(Q0, QD0, np.zeros(2), node.dt, steps)
         np.testing.assert_array_equal(node.q, q)
         np.testing.assert_array_equal(node.qd, qd)
+        node._on_command(Float64MultiArray(data=[40.0, 40.0]))
+        node.last_command = time.monotonic() - 1.0        # stale: zero effort, not 40
+        node.start -= 0.03
+        q, qd, steps = node.q.copy(), node.qd.copy(), node.counts['steps']
+        node._tick()
+        q, qd = model.simulate(q, qd, np.zeros(2), node.dt, node.counts['steps'] - steps)
+        np.testing.assert_array_equal(node.q, q)
+        np.testing.assert_array_equal(node.qd, qd)
+        steps = node.counts['steps']
         node.start -= 10.0                        # 10,000 steps due
         node._tick()
         assert node.counts['steps'] == steps + MAX_STEPS_PER_TICK
@@ -169,7 +180,8 @@ def test_zero_mode_moves_under_zero_effort_and_a_tick_never_takes_more_than_its_
 
 def test_a_published_state_is_stamped_with_its_simulated_instant(rclpy_context):
     """Stamp = clock offset + start + sim_time; names, q, q' and the effort held, by name."""
-    node = plant(rclpy_context, 'stamps', 'on_command_timeout:=zero')
+    node = plant(rclpy_context, 'stamps', 'on_command_timeout:=zero', 'command_timeout:=60.0')
+    node._tick()             # the clock's first instant (there, the stamp is the wall time)
     listener = Node('plant_stamp_listener', context=rclpy_context)
     received = []
     listener.create_subscription(JointState, '/plant_test/stamps/joint_states', received.append,
@@ -177,22 +189,29 @@ def test_a_published_state_is_stamped_with_its_simulated_instant(rclpy_context):
     executor = SingleThreadedExecutor(context=rclpy_context)
     executor.add_node(listener)
     try:
-        node._on_command(Float64MultiArray(data=[2.0, -1.0]))
-        expected = {}
         deadline = time.monotonic() + 60.0      # discovery in this process: well under that
-        while not received and time.monotonic() < deadline:
-            node._tick()
-            stamp = node._offset_ns + round((node.start + node.sim_time) * 1e9)
-            expected[stamp] = (node.q.tolist(), node.qd.tolist())
-            executor.spin_once(timeout_sec=0.05)
-        assert received, 'no joint_states within 60 s'
-        msg = received[0]
-        stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
-        assert 0 <= msg.header.stamp.nanosec < 1_000_000_000
-        assert stamp in expected
-        assert list(msg.name) == ['theta1', 'd2']
-        assert (list(msg.position), list(msg.velocity)) == tuple(expected[stamp])
-        assert list(msg.effort) == [2.0, -1.0]
+
+        def receive():
+            """Tick until a state comes; return it and the node's state at its stamp."""
+            received.clear()
+            expected = {}
+            while not received and time.monotonic() < deadline:
+                node._tick()
+                stamp = node._offset_ns + round((node.start + node.sim_time) * 1e9)
+                expected[stamp] = (node.q.tolist(), node.qd.tolist())
+                executor.spin_once(timeout_sec=0.05)
+            assert received, 'no joint_states within 60 s'
+            msg = received[0]
+            assert 0 <= msg.header.stamp.nanosec < 1_000_000_000
+            stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+            assert stamp in expected, (stamp, sorted(expected))
+            assert list(msg.name) == ['theta1', 'd2']
+            assert (list(msg.position), list(msg.velocity)) == tuple(expected[stamp])
+            return msg
+        node._on_command(Float64MultiArray(data=[2.0, -1.0]))
+        assert list(receive().effort) == [2.0, -1.0]
+        node.last_command = time.monotonic() - 61.0      # stale: the effort applied is zero
+        assert list(receive().effort) == [0.0, 0.0]
     finally:
         executor.shutdown()
         listener.destroy_node()
@@ -215,7 +234,14 @@ def test_the_clock_offset_is_kept_within_a_step_and_read_again_after_a_clock_set
         node._offset_ns = offset + CLOCK_STEP_NS // 3     # within a step of the clock: kept
         for _ in range(100):
             assert node._clock_offset_ns() == offset + CLOCK_STEP_NS // 3
-        node._offset_ns = offset + 10 * CLOCK_STEP_NS      # the clock was set: read again
+        node._offset_ns = offset + 10 * CLOCK_STEP_NS      # the clock was set
+        real = time.monotonic_ns
+        reads = iter(range(10))
+        with pytest.MonkeyPatch.context() as patch:       # each read preempted for 1 ms
+            patch.setattr(time, 'monotonic_ns', lambda: real() + 1_000_000 * (next(reads) % 2))
+            for _ in range(5):
+                assert node._clock_offset_ns() == offset + 10 * CLOCK_STEP_NS   # not taken
+        # read again
         for _ in range(10_000):                            # a preempted read is not taken
             if node._clock_offset_ns() != offset + 10 * CLOCK_STEP_NS:
                 break

@@ -39,6 +39,13 @@ def test_sine_with_ramp_starts_at_rest_and_is_consistent():
     np.testing.assert_allclose(qd, 0.0, atol=1e-15)
     np.testing.assert_allclose(qdd, 0.0, atol=1e-15)
     check_consistent(lambda t: sine(t, *args, ramp_time=2.0), np.linspace(0.01, 5.0, 37))
+    offset, amplitude, frequency, phase = args
+    for t in (0.5, 1.0, 1.5, 1.99, 2.0, 3.0):     # the amplitude times 10 s^3 - 15 s^4 + 6 s^5
+        s = min(t / 2.0, 1.0)
+        ramp = 10 * s ** 3 - 15 * s ** 4 + 6 * s ** 5
+        np.testing.assert_allclose(
+            sine(t, *args, ramp_time=2.0)[0],
+            offset + ramp * amplitude * np.sin(2 * np.pi * frequency * t + phase), atol=1e-15)
     check_consistent(lambda t: sine(t, *args), np.linspace(0.0, 5.0, 11))
 
 

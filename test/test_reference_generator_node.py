@@ -84,7 +84,8 @@ def test_settings_are_refused_by_name(rclpy_context, excitation_file):
     refused(rclpy_context, 'parameter frequency must be 1 or 2 finite numbers, got [nan]',
             two, 'frequency:=[.nan]')
     refused(rclpy_context, 'parameter ramp_time must be >= 0', two, 'ramp_time:=-1.0')
-    for waypoints in ('[0.0, 1.0]', '[0.0, 1.0, 2.0]', '[0.0, 1.0, .nan, 2.0]'):
+    for waypoints in ('[0.0, 1.0]', '[0.0, 1.0, 2.0]', '[0.0, 1.0, 2.0, 3.0, 4.0]',
+                      '[0.0, 1.0, .nan, 2.0]'):
         refused(rclpy_context, 'parameter waypoints must hold at least 2 rows of 2 finite '
                 'numbers', two, 'mode:=quintic', f'waypoints:={waypoints}')
     refused(rclpy_context, 'parameter segment_durations must be 1 or 2 finite numbers, got '
