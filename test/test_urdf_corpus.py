@@ -303,3 +303,20 @@ def test_huge_document_is_refused_after_little_work(make, pattern):
     assert cpu < REFUSE_CPU_SECONDS, f'{cpu:.2f} s of CPU time to refuse'
     grown = peak_memory_growth_mb(refuse)
     assert grown < REFUSE_MEMORY_MB, f'peak memory grew by {grown:.0f} MB'
+
+
+def test_each_text_node_is_held_to_the_limit_alone():
+    """
+    Two text nodes of 0.6 x MAX_NODE_CHARACTERS (an element's and the text after it) load.
+
+    The document is past MAX_NODE_CHARACTERS, so the guarded reader counts its text: per
+    node, not the sum of neighbours.
+    """
+    part = 'x' * (6 * urdf_loader.MAX_NODE_CHARACTERS // 10)
+    xml = chain_urdf(2).replace('</robot>', f'<note>{part}</note>{part}</robot>')
+    assert len(xml) > urdf_loader.MAX_NODE_CHARACTERS
+    reference = RobotModel.from_urdf_string(chain_urdf(2))
+    model = RobotModel.from_urdf_string(xml, source='long_text.urdf')
+    assert model.joint_names == reference.joint_names and model.n >= 1
+    q = np.linspace(0.3, -0.2, model.n)
+    np.testing.assert_array_equal(model.mass_matrix(q), reference.mass_matrix(q))
