@@ -24,6 +24,7 @@ holds the same samples; noise-free torques on it give back the base parameters.
 """
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -49,7 +50,8 @@ def ur5_excitation():
 def test_the_excitation_stays_within_every_limit_and_goes_rest_to_rest(kind):
     robot = model(kind)
     trajectory = excitation_trajectory(robot, 8.0, harmonics=4, base_frequency=0.25,
-                                       maxiter=5, max_acceleration=6.0)
+                                       maxiter=5, max_acceleration=(
+                                           6.0 if kind == 'fixed arm' else [6.0]))  # 1 or [1]
     t, q, qd, qdd = trajectory.sample(400.0)
     lower, upper = robot.position_limits
     assert np.all(q >= lower) and np.all(q <= upper)
@@ -61,6 +63,11 @@ def test_the_excitation_stays_within_every_limit_and_goes_rest_to_rest(kind):
         np.testing.assert_allclose(qdd[k], 0.0, atol=1e-12)
     np.testing.assert_allclose(q[-1], q[0], atol=1e-12)
     np.testing.assert_allclose(q[0], trajectory.q0, atol=1e-15)
+    # at rest just inside [0, duration] too (at its ends the trajectory rests by definition)
+    for s in (1e-9, 8.0 - 1e-9):
+        _, qd_s, qdd_s = trajectory(s)
+        np.testing.assert_allclose(qd_s, 0.0, atol=1e-7)
+        np.testing.assert_allclose(qdd_s, 0.0, atol=1e-6)
     # the motion is not trivial: each joint uses a good part of one of its limits
     use = np.maximum.reduce([np.abs(qd).max(axis=0) / robot.velocity_limits,
                              np.abs(qdd).max(axis=0) / 6.0,
@@ -99,6 +106,49 @@ def test_limits_a_urdf_leaves_open_get_the_documented_defaults():
     assert np.all(use > 0.9), use        # 0.95 (the margin's) on each joint
 
 
+def test_joints_without_position_limits_move_within_plus_minus_pi():
+    """The UR5's joints made continuous: +-pi rad less the 5 % margin; a 10 s period binds it."""
+    xml = (robots_dir() / ONE_MODEL_CASES['fixed arm'][0]).read_text()
+    continuous = RobotModel.from_urdf_string(xml.replace('type="revolute"', 'type="continuous"'))
+    assert np.all(np.isinf(continuous.position_limits[1]))
+    trajectory = excitation_trajectory(continuous, 10.0, harmonics=4, maxiter=5)
+    _, q, _, _ = trajectory.sample(200.0)
+    bound = np.pi * 0.9                 # the range 2 pi less 5 % of it at either end
+    # (scaled on a grid 10 x finer than the optimisation's: between its points, 1e-5 more)
+    assert np.all(np.abs(q) <= bound * (1 + 1e-4))
+    assert np.ptp(q, axis=0).max() > 0.99 * 2 * bound     # the positions bind a joint
+
+
+def test_every_amplitude_is_scaled_down_together_until_the_torques_are_within_effort():
+    """The UR5's wrists limited to 0.5 N m: the same motion, all of it 0.8^k as large."""
+    xml = (robots_dir() / ONE_MODEL_CASES['fixed arm'][0]).read_text()
+    weak = RobotModel.from_urdf_string(xml.replace('effort="28.0"', 'effort="0.5"'))
+    free = excitation_trajectory(model(), 10.0, harmonics=3, maxiter=0)
+    held = excitation_trajectory(weak, 10.0, harmonics=3, maxiter=0)
+    ratio = held.a[free.a != 0] / free.a[free.a != 0]
+    k = np.log(ratio[0]) / np.log(0.8)
+    assert 2 <= round(k) <= 16 and k == pytest.approx(round(k), abs=1e-9), k
+    np.testing.assert_allclose(ratio, 0.8 ** round(k), rtol=1e-12)
+    np.testing.assert_allclose(held.b, free.b * 0.8 ** round(k), rtol=1e-12, atol=1e-15)
+    _, q, qd, qdd = held.sample(100.0)
+    peak = np.abs(weak.inverse_dynamics(q, qd, qdd)).max(axis=0) / (0.95 * weak.effort_limits)
+    assert np.all(peak <= 1.0 + 1e-3) and peak.max() > 0.8 ** 2, peak    # 0.8 x: it binds
+
+
+def test_a_motion_that_excites_nothing_costs_a_finite_penalty():
+    """All coefficients 0: a singular regressor; the optimiser gets 1e3, not inf or NaN."""
+    from kron_dynamics.identification import base_parameters
+    from kron_dynamics.identification.excitation import _limits, _Problem
+    robot = model()
+    for criterion in ('cond', 'logdet'):
+        problem = _Problem(robot, _limits(robot, 0.05, None), 0.1, 3,
+                           base_parameters(robot).independent, ('viscous', 'coulomb'), 0.01,
+                           criterion, 100)
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')             # no division by zero on the way
+            assert problem.cost(np.zeros(2 * robot.n * 2)) == 1e3
+
+
 def test_the_optimisation_lowers_the_condition_number():
     robot = model()
     start = excitation_trajectory(robot, 10.0, harmonics=4, maxiter=0)
@@ -114,11 +164,29 @@ def test_the_optimisation_lowers_the_condition_number():
 
 
 def test_logdet_criterion_and_repeatability():
+    """The log-determinant of the information matrix rises from the random start's."""
     robot = model()
     a = excitation_trajectory(robot, 10.0, harmonics=3, maxiter=3, criterion='logdet')
     b = excitation_trajectory(robot, 10.0, harmonics=3, maxiter=3, criterion='logdet')
     np.testing.assert_array_equal(a.a, b.a)
     assert np.isfinite(a.condition_number)
+    start = excitation_trajectory(robot, 10.0, harmonics=3, maxiter=0, criterion='logdet')
+    from kron_dynamics.identification import base_parameters, friction_regressor
+
+    def logdet(trajectory):
+        t, q, qd, qdd = trajectory.sample(100.0)
+        W = np.concatenate([robot.regressor(q, qd, qdd)[:, :, base_parameters(robot).independent],
+                            friction_regressor(qd, qdd, ('viscous', 'coulomb'), 0.01)], axis=-1)
+        return np.linalg.slogdet(np.einsum('tji,tjk->ik', W, W) / len(t))[1]
+    assert logdet(a) > logdet(start) + 1.0, (logdet(a), logdet(start))
+
+
+def test_more_restarts_keep_the_best_optimum():
+    """Three starts from the same seed: the first is one of them, and with rng 0 not the best."""
+    robot = model()
+    one = excitation_trajectory(robot, 10.0, harmonics=3, maxiter=2, restarts=1)
+    three = excitation_trajectory(robot, 10.0, harmonics=3, maxiter=2, restarts=3)
+    assert three.condition_number < one.condition_number
 
 
 def test_yaml_round_trip_and_named_errors(tmp_path, ur5_excitation):
@@ -244,6 +312,11 @@ def test_a_trajectory_refuses_what_it_cannot_play_by_name(ur5_excitation):
         FourierTrajectory(*fields, '10')
     with pytest.raises(ConfigurationError, match='^excitation: q0 is no array of numbers$'):
         FourierTrajectory(e.joint_names, 'abc', e.a, e.b, e.base_frequency, e.duration)
+    with pytest.raises(ConfigurationError, match=(
+            r"^excitation: q0 must hold 6 numbers \(one per joint of \['shoulder_pan_joint', "
+            r'.*\]\) and a, b 6 rows of as many harmonics; got q0 \(6,\), a \(6, 4\), b '
+            r'\(6, 3\)$')):
+        FourierTrajectory(e.joint_names, e.q0, e.a, e.b[:, :3], e.base_frequency, e.duration)
     with pytest.raises(ConfigurationError, match=r'^excitation: a has complex entries'):
         FourierTrajectory(e.joint_names, e.q0, e.a + 0j, e.b, e.base_frequency, e.duration)
     q0 = e.q0.copy()
@@ -258,3 +331,6 @@ def test_a_trajectory_refuses_what_it_cannot_play_by_name(ur5_excitation):
     with pytest.raises(ValueError, match="^excitation: t must be a number or an array of "
                                          "numbers"):
         e('abc')
+    for t in (np.nan, [0.0, np.inf], -np.inf):
+        with pytest.raises(ValueError, match='^excitation: t must be finite$'):
+            e(t)
