@@ -1032,6 +1032,71 @@ def test_bad_arguments_of_the_fit_are_refused_by_name():
         base_parameters(true, rng='x')
 
 
+def _write_states(path, names, t, q, tau) -> None:
+    """Write joint states as the commands read them: t, then positions and efforts by name."""
+    header = ['t'] + [f'{j}.{kind}' for kind in ('position', 'effort') for j in names]
+    body = np.hstack([t[:, None], q, tau])
+    path.write_text(','.join(header) + '\n' + '\n'.join(','.join(map(repr, row))
+                                                        for row in body.tolist()) + '\n')
+
+
+def test_the_commands_apply_their_options(tmp_path, capsys):
+    """Excite --margin and --joints, identify --prior-weight: each reaches the computation."""
+    from kron_dynamics.cli import main
+    from kron_dynamics.identification import excitation_trajectory, FourierTrajectory
+    path = robots_dir() / ONE_MODEL_CASES['fixed arm'][0]
+    true = RobotModel.from_urdf_file(path)
+    arm = list(true.joint_names[:4])
+    assert main(['excite', str(path), '-o', str(tmp_path / 'exc.yaml'), '--duration', '5',
+                 '--harmonics', '2', '--maxiter', '2', '--margin', '0.2', '--joints', *arm]) == 0
+    assert '(locked: wrist_2_joint=0, wrist_3_joint=0)' in capsys.readouterr().out
+    written = FourierTrajectory.load(tmp_path / 'exc.yaml')
+    expected = excitation_trajectory(RobotModel.from_urdf_file(
+        path, joint_names=arm, lock_others=True), 5.0, 2, margin=0.2, maxiter=2)
+    assert written.joint_names == tuple(arm)
+    for name in ('q0', 'a', 'b'):
+        np.testing.assert_array_equal(getattr(written, name), getattr(expected, name))
+    # --prior-weight: a heavy one keeps the fit at the URDF given, a light one fits the data
+    t, q, qd, qdd = motion(true, seconds=4.0)
+    data = tmp_path / 'states.csv'
+    _write_states(data, true.joint_names, t, q, torques(true, q, qd, qdd))
+    wrong = tmp_path / 'wrong.urdf'
+    wrong.write_text(scaled_urdf(path))
+    prior = RobotModel.from_urdf_file(wrong).dynamic_parameters()
+    moved = {}
+    for weight in ('1e-6', '1e3'):
+        fitted = tmp_path / f'fit_{weight}.urdf'
+        assert main(['identify', str(wrong), str(data), '-o', str(fitted), '--validate', '0',
+                     '--prior-weight', weight]) == 0
+        moved[weight] = np.abs(RobotModel.from_urdf_file(fitted).dynamic_parameters()
+                               - prior).max()
+    assert moved['1e3'] < 0.1 * moved['1e-6'], moved
+
+
+def test_each_locked_joint_recorded_elsewhere_is_named_with_its_own_range(tmp_path, capsys):
+    """Two joints locked for the fit, recorded at other positions: one warning each."""
+    from kron_dynamics.identification.command import _check_locked
+    path = robots_dir() / ONE_MODEL_CASES['fixed arm'][0]
+    model = RobotModel.from_urdf_file(path, locked={'wrist_2_joint': 0.0, 'wrist_3_joint': 0.1})
+    names = [*model.joint_names, 'wrist_2_joint', 'wrist_3_joint']
+    t = np.linspace(0.0, 1.0, 11)
+    q = np.zeros((11, 6))
+    q[:, 4], q[:, 5] = 0.5, np.linspace(-0.7, -0.6, 11)
+    data = tmp_path / 'states.csv'
+    _write_states(data, names, t, q, np.zeros((11, 6)))
+    _check_locked(model, str(data), '/joint_states')
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2, err
+    assert err[0].startswith('warning: joint wrist_2_joint is locked at 0 for the fit but '
+                             'recorded between 0.5 and 0.5: ')
+    assert err[1].startswith('warning: joint wrist_3_joint is locked at 0.1 for the fit but '
+                             'recorded between -0.7 and -0.6: ')
+    q[:, 4], q[:, 5] = 0.0, 0.1 + 1e-4                   # within the 1e-3 tolerance: nothing
+    _write_states(data, names, t, q, np.zeros((11, 6)))
+    _check_locked(model, str(data), '/joint_states')
+    assert not capsys.readouterr().err
+
+
 def test_the_command_names_bad_data_and_arguments_in_one_line(tmp_path, capsys):
     """Exit code 2 and one line: a row of the CSV, a repeated friction term, an unknown joint."""
     from kron_dynamics.cli import main
