@@ -115,6 +115,16 @@ def rclpy_context():
     rclpy.try_shutdown(context=context)
 
 
+def node_in_process(node_class, context, name, parameters=(), remaps=()):
+    """Return a node_class node named ``name`` in this process: ``-r`` remaps, ``-p`` values."""
+    args = ['--ros-args', '-r', f'__node:={name}']
+    for remap in remaps:
+        args += ['-r', remap]
+    for parameter in parameters:
+        args += ['-p', parameter]
+    return node_class(context=context, cli_args=args)
+
+
 # ----------------------------------------------------------------- marker discipline
 _running = []   # the test item whose setup, call or teardown is running
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from rclpy.parameter import Parameter
 
-from conftest import URDF_DIR
+from conftest import node_in_process, URDF_DIR
 from kron_dynamics import RobotModel
 from kron_dynamics.nodes.computed_torque_controller import ComputedTorqueController
 
@@ -35,11 +35,8 @@ RP_ARM = str(URDF_DIR / 'rp_arm.urdf')
 
 def controller(rclpy_context, name, *parameters):
     """Return a controller of the RP arm with the given ``name:=value`` parameters."""
-    args = ['--ros-args', '-r', f'__node:={name}', '-p', f'urdf_file:={RP_ARM}',
-            '-p', 'command_topic:=/law_test/commands']
-    for parameter in parameters:
-        args += ['-p', parameter]
-    return ComputedTorqueController(context=rclpy_context, cli_args=args)
+    return node_in_process(ComputedTorqueController, rclpy_context, name, (
+        f'urdf_file:={RP_ARM}', 'command_topic:=/law_test/commands', *parameters))
 
 
 def test_a_torque_offset_alone_is_fed_forward(rclpy_context):

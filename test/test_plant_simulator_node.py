@@ -33,7 +33,7 @@ from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from conftest import URDF_DIR
+from conftest import node_in_process, URDF_DIR
 from kron_dynamics import ModelError, RobotModel
 from kron_dynamics.errors import ConfigurationError
 from kron_dynamics.nodes.plant_simulator import (CLOCK_READ_NS, CLOCK_STEP_NS,
@@ -47,13 +47,10 @@ Q0, QD0 = np.array([0.3, 0.5]), np.array([0.2, 0.1])
 
 def plant(rclpy_context, name, *parameters, urdf=RP_ARM):
     """Return a plant of the RP arm (at Q0, QD0) with the given ``name:=value`` parameters."""
-    args = ['--ros-args', '-r', f'__node:={name}', '-p', f'urdf_file:={urdf}',
-            '-p', f'command_topic:=/plant_test/{name}/commands',
-            '-r', f'joint_states:=/plant_test/{name}/joint_states',
-            '-p', 'initial_positions:=[0.3, 0.5]', '-p', 'initial_velocities:=[0.2, 0.1]']
-    for parameter in parameters:
-        args += ['-p', parameter]
-    return PlantSimulator(context=rclpy_context, cli_args=args)
+    return node_in_process(PlantSimulator, rclpy_context, name, (
+        f'urdf_file:={urdf}', f'command_topic:=/plant_test/{name}/commands',
+        'initial_positions:=[0.3, 0.5]', 'initial_velocities:=[0.2, 0.1]', *parameters),
+        [f'joint_states:=/plant_test/{name}/joint_states'])
 
 
 @pytest.fixture(scope='module')

@@ -31,6 +31,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from conftest import node_in_process
 from kron_dynamics.errors import ConfigurationError
 from kron_dynamics.identification import FourierTrajectory
 from kron_dynamics.nodes.reference_generator import QuinticPath, ReferenceGenerator, sine
@@ -40,13 +41,10 @@ pytestmark = pytest.mark.ros
 
 def generator(rclpy_context, name, *parameters):
     """Return a reference generator named ``name`` with the given ``name:=value`` parameters."""
-    args = ['--ros-args', '-r', f'__node:={name}',
-            '-p', f'command_topic:=/reference_test/{name}/commands',
-            '-r', f'reference:=/reference_test/{name}/reference',
-            '-r', f'reference_trajectory:=/reference_test/{name}/reference_trajectory']
-    for parameter in parameters:
-        args += ['-p', parameter]
-    return ReferenceGenerator(context=rclpy_context, cli_args=args)
+    topics = f'/reference_test/{name}'
+    return node_in_process(ReferenceGenerator, rclpy_context, name, (
+        f'command_topic:={topics}/commands', *parameters), [
+        f'reference:={topics}/reference', f'reference_trajectory:={topics}/reference_trajectory'])
 
 
 @pytest.fixture
