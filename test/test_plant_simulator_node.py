@@ -114,7 +114,7 @@ def test_a_step_integrates_the_held_torque_with_damping_and_a_failed_one_is_undo
 def test_brakes_hold_the_plant_without_fresh_commands_and_a_fresh_one_moves_it(
         rclpy_context, model):
     """on_command_timeout brake: no command, or one older than command_timeout, holds q."""
-    node = plant(rclpy_context, 'brakes', 'command_timeout:=5.0')    # a busy machine's stall
+    node = plant(rclpy_context, 'brakes', 'command_timeout:=60.0')   # a busy machine's stall
     try:
         node._tick()                                     # the first tick starts the clock
         assert node.start is not None and node.counts['steps'] == 0
@@ -132,7 +132,7 @@ def test_brakes_hold_the_plant_without_fresh_commands_and_a_fresh_one_moves_it(
         assert node.sim_time == pytest.approx(sim_time + steps * node.dt)
         np.testing.assert_array_equal(node.q, model.simulate(q, np.zeros(2), np.array(
             [3.0, -4.0]), node.dt, steps)[0])
-        node.last_command = time.monotonic() - 5.1       # older than command_timeout
+        node.last_command = time.monotonic() - 61.0      # older than command_timeout
         node.start -= 0.02
         q = node.q.copy()
         node._tick()
@@ -167,10 +167,12 @@ def test_zero_mode_moves_under_zero_effort_and_a_tick_never_takes_more_than_its_
         np.testing.assert_array_equal(node.qd, qd)
         steps = node.counts['steps']
         node.start -= 10.0                        # 10,000 steps due
+        start = node.start
         node._tick()
         assert node.counts['steps'] == steps + MAX_STEPS_PER_TICK
-        # the rest of the lag dropped: real time, not accuracy (10 s had it been kept)
-        assert time.monotonic() - node.start - node.sim_time < 5.0
+        # the rest of the lag dropped: real time, not accuracy. The start moves on by the
+        # steps not taken, at least 10,000 - 1 (rounding) - MAX_STEPS_PER_TICK of them
+        assert node.start - start >= (10_000 - 1 - MAX_STEPS_PER_TICK) * node.dt - 1e-9
     finally:
         node.destroy_node()
 
@@ -221,13 +223,12 @@ def test_the_clock_offset_is_kept_within_a_step_and_read_again_after_a_clock_set
     node = plant(rclpy_context, 'clock_offset')
     try:
         reads = []
-        for _ in range(200):                      # the offset itself, from the quickest read
+        while len(reads) < 200 or min(reads)[0] > CLOCK_READ_NS:   # until one was quick
             before = time.monotonic_ns()
             clock = node.get_clock().now().nanoseconds
             after = time.monotonic_ns()
             reads.append((after - before, clock - (before + after) // 2))
-        width, offset = min(reads)
-        assert width <= CLOCK_READ_NS
+        width, offset = min(reads)               # the offset itself, from the quickest read
         node._offset_ns = offset + CLOCK_STEP_NS // 3     # within a step of the clock: kept
         for _ in range(100):
             assert node._clock_offset_ns() == offset + CLOCK_STEP_NS // 3
