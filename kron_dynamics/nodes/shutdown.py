@@ -41,7 +41,10 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
   group and its own; the kernel sends the parent-death signal once for each thread of the
   parent that ends) change nothing: the first one sets SIGINT and SIGTERM to be ignored
   from then on. Python may still run the handler again inside itself before that, so it
-  takes no lock (:class:`SignalFlag`).
+  takes no lock (:class:`SignalFlag`). A signal of the burst that the kernel handed to
+  Python's C handler just before SIG_IGN replaced the Python one is reported by CPython as
+  an unraisable ``OSError: Signal 15 ignored due to race condition`` when it finds the
+  handler ignored: that is the ignoring asked for, so it is not printed.
 - Clean-up (executor, node, DDS participant) runs under a watchdog: if it takes longer than
   ``CLEANUP_TIMEOUT_S`` the process leaves with ``os._exit(0)`` after saying so. A clean-up
   stuck in native code that holds the interpreter (no Python thread can run then) is ended
@@ -60,6 +63,7 @@ import faulthandler
 import functools
 import os
 import platform
+import re
 import signal
 import sys
 import threading
@@ -193,6 +197,8 @@ class ProcessShutdown:
         """
         if isinstance(unraisable.exc_value, Interrupted):
             self._reraise_later()
+            return
+        if _ignored_on_purpose(unraisable.exc_value):
             return
         if self.signal_name is not None:    # a finalizer of a half-done step: one line
             text = _one_line(unraisable.exc_value)
@@ -337,6 +343,21 @@ def ignore_signals() -> None:
     """
     for signum in SIGNALS:
         signal.signal(signum, signal.SIG_IGN)
+
+
+_RACE = re.compile(r'Signal (\d+) ignored due to race condition')     # CPython's words
+
+
+def _ignored_on_purpose(exc: BaseException) -> bool:
+    """
+    Return True if ``exc`` reports a SIGINT or SIGTERM that came as :func:`ignore_signals` ran.
+
+    CPython's C handler marks a signal for the Python handler; when the main thread then
+    finds that handler replaced by SIG_IGN, it writes this OSError as unraisable instead.
+    """
+    match = _RACE.fullmatch(str(exc)) if type(exc) is OSError else None
+    return match is not None and int(match.group(1)) in SIGNALS \
+        and signal.getsignal(int(match.group(1))) == signal.SIG_IGN
 
 
 def _one_line(exc: BaseException) -> str:
