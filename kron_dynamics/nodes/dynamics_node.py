@@ -139,10 +139,15 @@ class DynamicsNode(DeferringNode):
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.create_subscription(String, '/robot_description', self._on_description, latched)
 
+        # the torques of every state: as deep as the joint_states queue, so that a backlog
+        # answered at once (state_policy all) is kept for a subscriber that lags behind it
+        # (a writer's KEEP_LAST history of 10 let a reliable subscriber under load miss
+        # answers in the middle of one: overwritten before they were acknowledged)
         self._pub_gravity = ArrayPublisher(
-            self.create_publisher(Float64MultiArray, '~/gravity_torque', 10), self._log)
+            self.create_publisher(Float64MultiArray, '~/gravity_torque', STATE_QUEUE),
+            self._log)
         self._pub_bias = ArrayPublisher(
-            self.create_publisher(Float64MultiArray, '~/bias_torque', 10), self._log)
+            self.create_publisher(Float64MultiArray, '~/bias_torque', STATE_QUEUE), self._log)
         self._pub_mass = ArrayPublisher(
             self.create_publisher(Float64MultiArray, '~/mass_matrix', 10), self._log)
         self._pub_cstar = ArrayPublisher(
@@ -150,9 +155,11 @@ class DynamicsNode(DeferringNode):
         self._pub_ff = ArrayPublisher(
             self.create_publisher(Float64MultiArray, '~/feedforward_torque', 10), self._log)
         # serialized: JointStateIndex.from_serialized, rclpy's deserializer only as fallback
-        self._pub_bias_stamped = self.create_publisher(JointState, '~/bias_torque_stamped', 10)
+        self._pub_bias_stamped = self.create_publisher(JointState, '~/bias_torque_stamped',
+                                                       STATE_QUEUE)
         self._pub_gravity_stamped = self.create_publisher(JointState,
-                                                          '~/gravity_torque_stamped', 10)
+                                                          '~/gravity_torque_stamped',
+                                                          STATE_QUEUE)
         self._state_sub = self.create_subscription(JointState, 'joint_states',
                                                    self._on_joint_state, STATE_QUEUE, raw=True)
         self.create_subscription(JointTrajectoryPoint, '~/reference', self._on_reference, 10)
