@@ -160,9 +160,13 @@ def test_coupling_resolved_as_written_by_hand(case):
     expected = expected_coupling(case)
     assert isinstance(model, CoupledRobotModel)
     assert set(model.mimic_joints) == set(expected)
+    written = {} if case == 'gripper_arm' else {
+        name: tag for name, _, _, _, tag in CASES[case][0] if tag is not None}
     for name, (primary, multiplier, offset) in expected.items():
         mimic = model.mimic_joints[name]
         assert mimic.primary == primary
+        if written:         # the <mimic> element as written, before chains are resolved
+            assert mimic.tag == written[name]
         assert mimic.multiplier == pytest.approx(multiplier, rel=1e-15)
         assert mimic.offset == pytest.approx(offset, rel=1e-15, abs=1e-16)
     assert model.joint_names == tuple(j for j in model.description.joint_names

@@ -226,6 +226,79 @@ def test_bad_mass_is_an_error_even_with_inertia_check_warn(case):
         RobotModel.from_urdf_string(xml, source=SOURCE, inertia_check='warn')
 
 
+def mimic_chain(couplings) -> str:
+    """Return BASE with joints m1, m2, ... after j2, each mimicking the one before (j2 first)."""
+    joints, parent = [], 'b'
+    for k, (a, b) in enumerate(couplings, start=1):
+        follows = 'j2' if k == 1 else f'm{k - 1}'
+        joints.append(f'<link name="l{k}"/><joint name="m{k}" type="revolute"><parent '
+                      f'link="{parent}"/><child link="l{k}"/><axis xyz="0 0 1"/>{J1_LIMIT}'
+                      f'<mimic joint="{follows}" multiplier="{a}" offset="{b}"/></joint>')
+        parent = f'l{k}'
+    return add(''.join(joints))
+
+
+@pytest.mark.parametrize('couplings', [
+    [(1e15, 0.0)] * 21,                     # multiplier 1e15 ** 21 overflows, 1e15 ** 20 not
+    [(1e-15, 1e15)] + [(1e15, 0.0)] * 20,   # offset 1e15 * 1e15 ** 20, multiplier 1e285
+], ids=['multiplier', 'offset'])
+def test_a_chain_of_mimics_that_overflows_is_refused_by_its_first_joint_that_does(couplings):
+    """Each <mimic> is within 1e15; composed along a chain of 21, the result is not finite."""
+    RobotModel.from_urdf_string(mimic_chain(couplings[:-1]), source=SOURCE)
+    with pytest.raises(ModelError, match=rf"^{SOURCE}: joint 'm21': the chain of <mimic> tags "
+                       r'm21 -> m20 -> .* -> m1 -> j2 gives a non-finite multiplier or offset'):
+        RobotModel.from_urdf_string(mimic_chain(couplings), source=SOURCE)
+
+
+def test_a_chain_of_mimics_into_a_cycle_names_the_cycle_only():
+    """j1 follows j2, which with m1 forms a cycle: the message names j1 and the cycle."""
+    text = in_joint('j2', '<axis', '<mimic joint="m1"/><axis', mimic_chain([(1.0, 0.0)]))
+    text = in_joint('j1', '<axis', '<mimic joint="j2"/><axis', text)
+    with pytest.raises(ModelError, match=r"joint 'j1': <mimic> tags form a cycle: "
+                                         r'j2 -> m1 -> j2$'):
+        RobotModel.from_urdf_string(text, source=SOURCE)
+
+
+B_INERTIA = '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/>'
+
+
+@pytest.mark.parametrize('old, within, beyond, pattern', [
+    ('izz="0.02"', 'izz="0.03000000005"', 'izz="0.0300000005"', 'violate the triangle inequality'),
+    ('ixx="0.01"', 'ixx="-5e-11"', 'ixx="-5e-10"', 'not positive semidefinite'),
+], ids=['triangle', 'psd'])
+def test_inertia_tolerance_is_1e_9_of_the_models_largest_moment(old, within, beyond, pattern):
+    """
+    Link b's moments are (0.01, 0.02, 0.02), the model's largest moment 0.1 (link a).
+
+    The tolerance is INERTIA_TOL (1e-9) times 0.1: a violation of half that loads, one of
+    five times that is refused.
+    """
+    RobotModel.from_urdf_string(edit(B_INERTIA, B_INERTIA.replace(old, within)), source=SOURCE)
+    with pytest.raises(ModelError, match=rf"^{SOURCE}: link 'b': .*{pattern}.*tolerance 1e-10"):
+        RobotModel.from_urdf_string(edit(B_INERTIA, B_INERTIA.replace(old, beyond)),
+                                    source=SOURCE)
+
+
+def test_more_than_five_other_failing_links_are_counted():
+    """The first failing link in full, five others by name, the rest as 'and N more'."""
+    bad = '<inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="3"/>'
+    parents = ['b'] + [f'c{k}' for k in range(6)]
+    chain = ''.join(f'<link name="c{k}"><inertial><mass value="1"/>{bad}</inertial></link>'
+                    f'<joint name="k{k}" type="revolute"><parent link="{parent}"/>'
+                    f'<child link="c{k}"/><axis xyz="0 0 1"/>{J1_LIMIT}</joint>'
+                    for k, parent in enumerate(parents))
+    with pytest.raises(ModelError) as info:
+        RobotModel.from_urdf_string(add(chain), source=SOURCE)
+    message = str(info.value)
+    assert message.startswith(f"{SOURCE}: link 'c0': principal moments"), message
+    assert "; 6 more link(s) also fail: 'c1', 'c2', 'c3', 'c4', 'c5' and 1 more." in message, \
+        message
+    with pytest.raises(ModelError) as info:      # five others: all named, none counted
+        RobotModel.from_urdf_string(add(chain.rsplit('<link name="c6">', 1)[0]), source=SOURCE)
+    assert "; 5 more link(s) also fail: 'c1', 'c2', 'c3', 'c4', 'c5'. No rigid body" in \
+        str(info.value), str(info.value)
+
+
 def test_base_urdf_is_valid():
     model = RobotModel.from_urdf_string(BASE)
     assert model.joint_names == ('j1', 'j2')

@@ -22,6 +22,7 @@ the locked joints carry branches, fixed links and massless links.
 """
 
 from functools import partial
+import logging
 import math
 import re
 import xml.etree.ElementTree as ET
@@ -159,6 +160,19 @@ def test_locked_keeps_gravity_and_armature_and_checks_its_input(stacker):
         stacker.locked({'q2_slew': 'x'})
     with pytest.raises(ModelError, match='must be a mapping'):
         stacker.locked(['q2_slew'])
+
+
+def test_a_joint_locked_outside_its_limits_is_locked_there_with_one_warning(stacker, caplog):
+    """q3_luff's limits are [-0.6, 0.6]: locked at 0.8 (a URDF's limits can be wrong)."""
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        stacker.locked({'q3_luff': 0.6, 'q2_slew': -3.0})
+    assert not caplog.records, caplog.text
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        reduced = stacker.locked({'q3_luff': 0.8})
+    assert [r.getMessage() for r in caplog.records] == [
+        "joint 'q3_luff' locked at 0.8, outside its limits [-0.6, 0.6]"]
+    q = np.array([0.3, 0.2, 0.8])
+    close(reduced.gravity_torque(q[:2]), stacker.gravity_torque(q)[:2])
 
 
 def test_locking_every_joint_leaves_a_rigid_body(stacker):
