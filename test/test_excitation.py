@@ -266,6 +266,7 @@ def test_bad_arguments_of_the_optimisation_are_named():
             (dict(maxiter=-1), '^maxiter must be an integer >= 0, got -1$'),
             (dict(maxiter=2.5), '^maxiter must be an integer >= 0, got 2.5$'),
             (dict(restarts=0), '^restarts must be an integer >= 1, got 0$'),
+            (dict(restarts=True), '^restarts must be an integer >= 1, got True$'),
             (dict(samples=0), '^samples must be an integer >= 1, got 0$'),
             (dict(rng='seed'), "^rng must be None, a seed or a numpy.random.Generator, got "
                                "'seed'$"),

@@ -15,6 +15,7 @@
 """Real-time settings (thread_priority, cpu_affinity, lock_memory) of the node processes."""
 
 import contextlib
+import errno
 import importlib
 import json
 import os
@@ -85,6 +86,60 @@ def test_defaults_change_nothing():
     after = threads_of(os.getpid())
     common = set(before) & set(after)
     assert common and all(after[t] == before[t] for t in common)
+
+
+def test_cpu_affinity_is_taken_as_a_set_of_cpus():
+    """Repeated and unordered CPUs name the same set: said once, in order."""
+    available = sorted(os.sched_getaffinity(0))
+    cpus = [available[-1], available[0], available[-1]]
+    assert realtime.validate(0, cpus, False)[1] == sorted(set(cpus))
+
+
+@pytest.mark.parametrize('code, hint', [(errno.EPERM, True), (errno.ENOMEM, True),
+                                        (errno.EINVAL, False)])
+def test_a_refused_setting_is_skipped_with_the_permission_hint_where_it_helps(
+        monkeypatch, code, hint):
+    """A memlock limit too small makes mlockall fail with ENOMEM: the hint names that limit."""
+    def refused():
+        raise OSError(code, os.strerror(code))
+    monkeypatch.setattr(realtime, 'lock_memory', refused)
+    lines = realtime.apply(0, None, True)
+    assert lines == [f'could not lock memory (mlockall) ({os.strerror(code)})'
+                     + (f'; {realtime.PERMISSION_HINT}' if hint else '')
+                     + '; running without it']
+
+
+LOCKED = textwrap.dedent('''
+    import sys
+    from kron_dynamics.nodes import realtime
+
+
+    def locked_kb():
+        with open('/proc/self/status') as f:
+            return next(int(line.split()[1]) for line in f if line.startswith('VmLck:'))
+
+
+    try:
+        realtime.lock_memory()
+    except OSError as exc:
+        print('refused', exc)
+        sys.exit(0)
+    before = locked_kb()
+    block = bytearray(64 * 1024 * 1024)     # allocated after mlockall
+    print('grew', locked_kb() - before)
+''')
+
+
+@pytest.mark.slow   # a child process
+def test_lock_memory_locks_the_pages_allocated_later_too():
+    """With MCL_CURRENT | MCL_FUTURE, 64 MB allocated after mlockall are locked as well."""
+    out = subprocess.run([sys.executable, '-c', LOCKED], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    if out.stdout.startswith('refused'):
+        pytest.skip(f'mlockall is not permitted here: {out.stdout.strip()}')
+    grew = int(out.stdout.split()[1])
+    assert grew >= 64 * 1024, out.stdout
 
 
 CHILD = textwrap.dedent('''

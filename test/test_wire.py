@@ -115,6 +115,18 @@ def test_bad_values_and_lengths_fall_back_to_the_descriptive_errors(change):
     assert isinstance(slow_path(data, index), InputError)
 
 
+def test_a_stamp_with_a_second_or_more_of_nanoseconds_falls_back():
+    """A stamp's nanosec is a uint32: 1e9 and above is no valid stamp; the slow path says so."""
+    index, reader = taught_reader(JointState(name=JOINTS, position=[1.0, 2.0, 3.0]), JOINTS)
+    msg = JointState(name=JOINTS, position=[1.0, 2.0, 3.0])
+    msg.header.stamp.sec = 7
+    for nanosec, fast in ((999_999_999, 7_999_999_999), (1_000_000_000, None),
+                          (2 ** 32 - 1, None)):
+        msg.header.stamp.nanosec = nanosec
+        got = reader.read(serialize_message(msg))
+        assert (got if got is None else got[0]) == fast, nanosec
+
+
 def test_untaught_reader_and_other_encodings_fall_back():
     msg = JointState(name=JOINTS, position=[1.0, 2.0, 3.0])
     data = serialize_message(msg)
