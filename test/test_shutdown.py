@@ -153,7 +153,7 @@ def test_a_burst_of_signals_never_deadlocks_the_handler(phase):
 
 
 LATE = textwrap.dedent('''
-    import os, signal, sys
+    import os, signal
     from kron_dynamics.nodes.shutdown import PROCESS
 
 
@@ -229,6 +229,51 @@ def test_a_node_ends_with_exit_0_on_a_burst_of_sigterm(probe, when):
     assert ended(proc) == 0, output(proc)
     assert 'Traceback' not in output(proc) and 'Exception ignored' not in output(proc), \
         output(proc)
+
+
+CLOSING = textwrap.dedent('''
+    import os, subprocess, sys
+    import rclpy
+    from rclpy.signals import SignalHandlerOptions
+    from kron_dynamics.nodes.executor import shutdown_rclpy
+    from kron_dynamics.nodes.shutdown import ignore_signals
+
+    SENDER = """if 1:
+        import os, signal, sys
+        target = int(sys.argv[1])
+        os.kill(target, signal.SIGTERM)
+        print(flush=True)
+        while os.getppid() == target:       # reparented once the target has ended
+            os.kill(target, signal.SIGTERM)
+    """
+    ignore_signals()        # as after a node's first signal
+    # SIGTERMs as fast as another process sends them, until this one has ended
+    sender = subprocess.Popen([sys.executable, '-c', SENDER, str(os.getpid())],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    sender.stdout.readline()                # sending from now on
+    for cycle in range(int(sys.argv[1])):
+        rclpy.init(signal_handler_options=SignalHandlerOptions.NO)     # as run_node
+        shutdown_rclpy()                                                # its clean-up step
+    sender.kill()
+    print('survived', sys.argv[1], 'shut-downs', flush=True)
+''')
+
+
+def test_shutting_rclpy_down_never_gives_sigterm_its_default_action():
+    """
+    A loaded CI run: a node stopping on a burst of SIGTERMs ended with status -15.
+
+    ``rclpy.try_shutdown`` uninstalls rclpy's signal handlers, also where none were
+    installed: it sets SIGINT and SIGTERM to SIG_DFL for a moment (strace: two sigaction
+    calls each), and a signal of the burst that came then killed the node in its clean-up.
+    Ignored signals must stay ignored through 300 of the clean-up's shut-downs of rclpy,
+    under SIGTERMs sent as fast as another process can.
+    """
+    done = subprocess.run([sys.executable, '-c', CLOSING, '300'], cwd=REPO,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout
+    assert 'survived 300 shut-downs' in done.stdout, done.stdout
 
 
 @pytest.mark.parametrize('delay', [0.2, 1.0, 2.5])

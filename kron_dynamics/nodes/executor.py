@@ -219,6 +219,21 @@ def spin(executor, log) -> None:
                           + traceback.format_exc(limit=8))
 
 
+def shutdown_rclpy() -> None:
+    """
+    Shut rclpy's default context down, leaving SIGINT's and SIGTERM's handlers as they are.
+
+    ``rclpy.try_shutdown`` uninstalls rclpy's signal handlers by default, also where none
+    were installed (``SignalHandlerOptions.NO``, as here): for each of SIGINT and SIGTERM it
+    puts back the action saved at install time (none: SIG_DFL) and then, finding that the
+    one it replaced was not its own, that one again. A signal between the two calls meets
+    the default action: a node stopping on a burst of SIGTERMs ended with status -15 (a
+    loaded CI run). rclpy's deferred signal thread, which that call also ends, is ended by
+    rclpy's own clean-up at exit.
+    """
+    rclpy.try_shutdown(uninstall_handlers=False)
+
+
 def route_warnings(log) -> None:
     """
     Send Python warnings to the node's ROS logger, one line each, throttled; quiet NumPy.
@@ -283,7 +298,7 @@ def run_node(node_class, args=None) -> int:
                 PROCESS.cleanup_step('executor shutdown', executor.shutdown)
             if node is not None:
                 PROCESS.cleanup_step('destroy_node', node.destroy_node)
-            PROCESS.cleanup_step('rclpy shutdown', rclpy.try_shutdown)
+            PROCESS.cleanup_step('rclpy shutdown', shutdown_rclpy)
             # the DDS participant, under the watchdog
             PROCESS.cleanup_step('context destroy', rclpy.get_default_context().destroy)
             PROCESS.finish_cleanup()

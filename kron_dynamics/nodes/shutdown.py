@@ -52,7 +52,9 @@ handlers before NumPy, numba and rclpy are loaded. The rules:
   and a SIGALRM handler compiled by numba (``numba.cfunc``, it needs no interpreter) calls
   ``_exit`` with the same exit status half a second later. Where that handler cannot be
   built, faulthandler ends the process itself (status 1).
-- Each clean-up step that fails is reported on stderr and the next one still runs.
+- Each clean-up step that fails is reported on stderr and the next one still runs. rclpy is
+  shut down without its uninstall of signal handlers (``executor.shutdown_rclpy``), which
+  gives SIGINT and SIGTERM their default action for a moment even where it installed none.
 - After clean-up further signals are ignored, so that the interpreter's own finalization
   (which restores the default handlers otherwise) cannot be killed by a late second signal.
 """
