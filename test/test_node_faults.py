@@ -24,6 +24,9 @@ import math
 import os
 import re
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -42,8 +45,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from conftest import REPO, URDF_DIR
 from kron_dynamics import RobotModel
-from ros_harness import (EVERY_STATE, expect_one_more, LONG_TIMEOUT, NodeProcess, Probe,
-                         stamped_state, wait_for)
+from ros_harness import (EVERY_STATE, expect_one_more, isolated_env, LONG_TIMEOUT, NodeProcess,
+                         Probe, stamped_state, wait_for)
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]   # node processes, rclpy
 
@@ -662,6 +665,50 @@ def test_dynamic_simulator_parameters_are_applied(simulator):
     assert not result.successful and 'brake' in result.reason
     result = set_parameter(probe, 'faults_sim', 'initial_positions', [1.0])
     assert not result.successful                   # read-only: used at start-up
+
+
+# ------------------------------------------------------------------ a defect in a callback
+FAULTY_CALLBACK = textwrap.dedent('''
+    import os, signal
+    from kron_dynamics.nodes.executor import DeferringNode, run_node
+
+
+    class Faulty(DeferringNode):
+        """A node whose timer raises three times (a defect no callback handles), then stops."""
+
+        def __init__(self):
+            super().__init__('faulty_callback')
+            self.calls = 0
+            self.create_timer(0.01, self.tick)
+
+        def tick(self):
+            self.calls += 1
+            if self.calls <= 3:
+                raise ZeroDivisionError(f'defect {self.calls}')
+            if self.calls == 4:
+                print('went on after 3 failures', flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+
+    raise SystemExit(run_node(Faulty))
+''')
+
+
+def test_a_callback_that_raises_is_logged_and_the_node_spins_on():
+    """
+    The spin loop's last guard: a defect met by one message cannot stop a torque loop.
+
+    Every callback of the nodes handles the faults it knows; an exception none expected is
+    logged with its traceback (throttled) and the next callback runs. Here a real node's
+    timer raises three times, then the node stops itself with SIGTERM: exit status 0.
+    """
+    done = subprocess.run([sys.executable, '-c', FAULTY_CALLBACK], cwd=REPO, env=isolated_env(),
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout
+    assert 'went on after 3 failures' in done.stdout, done.stdout
+    assert 'a callback failed (the node goes on)' in done.stdout, done.stdout
+    assert 'ZeroDivisionError: defect 1' in done.stdout, done.stdout
 
 
 # ------------------------------------------------------------------ start-up (item 11)
