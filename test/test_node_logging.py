@@ -253,9 +253,12 @@ def test_a_record_met_while_the_collected_nodes_callback_is_pending_is_not_lost(
     library = logging.getLogger('kron_dynamics')
     record = library.makeRecord('kron_dynamics', logging.WARNING, __file__, 1,
                                 'a record nobody else takes', (), None)
+    below = library.makeRecord('kron_dynamics', logging.INFO, __file__, 1,
+                               'below the last resort handler\'s level', (), None)
     propagate, library.propagate = library.propagate, False     # no handler but this one
     try:
         handler.handle(record)
+        handler.handle(below)       # not printed, as Python itself would not print it
     finally:
         library.propagate = propagate
     assert capsys.readouterr().err == 'a record nobody else takes\n'
@@ -263,3 +266,35 @@ def test_a_record_met_while_the_collected_nodes_callback_is_pending_is_not_lost(
     handler.handle(record)      # the root's handlers (pytest's) take it: nothing more here
     library.propagate = propagate
     assert not capsys.readouterr().err
+
+
+def test_python_warnings_go_to_the_nodes_log_and_numpy_floating_point_ones_are_quiet(
+        rclpy_context, capfd):
+    """
+    A node checks its outputs for finite values and says why one is withheld (executor).
+
+    NumPy's floating-point RuntimeWarnings would only repeat that on stderr, outside the ROS
+    log: they are off. Any other warning goes to the node's ROS logger, one line that names
+    where it was raised.
+    """
+    import warnings
+    import numpy as np
+    import rclpy
+    from kron_dynamics.nodes.executor import route_warnings
+    node = rclpy.create_node('warned', context=rclpy_context)
+    errors = np.geterr()
+    try:
+        with warnings.catch_warnings():     # puts warnings.showwarning back after
+            warnings.simplefilter('always')
+            route_warnings(node.get_logger())
+            np.float64(1e308) * np.float64(10.0)
+            np.array([1.0, -1.0]) / np.array([0.0, 0.0])
+            warnings.warn('a library notice\nover two lines', UserWarning)
+    finally:
+        np.seterr(**errors)
+        node.destroy_node()
+    err = capfd.readouterr().err
+    assert 'overflow' not in err and 'divide' not in err, err
+    line = next(line for line in err.splitlines() if 'UserWarning: ' in line)
+    assert '[warned]' in line and 'a library notice over two lines (' in line, err
+    assert 'test_node_logging.py:' in line, err
