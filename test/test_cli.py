@@ -50,7 +50,9 @@ def test_info_of_a_floating_base_prints_its_coordinates(tmp_path):
         '<child link="base_link"/></joint><link name="base_link"'), 1))
     out = kron_dynamics('info', str(floating))
     assert out.returncode == 0, out.stderr
-    for word in ('on a floating base', 'nq = 10, nv = 9', "'base_vx'", 'shoulder', 'M(0)'):
+    for word in ('on a floating base', 'nq = 10, nv = 9', "'base_vx'", 'shoulder', 'M(0)',
+                 "mimic joint 'flap_joint' = 0.02 * 'elbow' + 0.01 (a constraint, not a "
+                 'coordinate)'):
         assert word in out.stdout, out.stdout
 
 
@@ -142,6 +144,35 @@ def test_a_demo_whose_node_failed_prints_its_output_and_exits_1(tmp_path, capsys
                         lambda *args, model=None: _tracked(model))
     assert demo('stacker', 1.0, str(tmp_path / 'p.png')) == 0
     assert 'exited with' not in capsys.readouterr().err
+
+
+def test_a_demo_with_nothing_to_judge_says_so_in_one_line_and_exits_1(tmp_path, capsys,
+                                                                      monkeypatch):
+    """A graph that recorded nothing (a machine far too busy): no table, no plot, no traceback."""
+    import kron_dynamics.demo.identify
+    import kron_dynamics.demo.run
+    from kron_dynamics.cli import demo, demo_identify
+    from kron_dynamics.demo.run import Recording
+
+    def run_demo(machine, duration, share_dir, model=None):     # all nodes ran, none was heard
+        rec = Recording(list(model.joint_names), ('prismatic', 'revolute', 'revolute'), model)
+        rec.exit_codes = dict.fromkeys(('plant_simulator', 'reference_generator'), 0)
+        rec.logs = {}
+        return rec
+    monkeypatch.setattr(kron_dynamics.demo.run, 'run_demo', run_demo)
+    assert demo('stacker', 1.0, str(tmp_path / 'p.png')) == 1
+    out, err = capsys.readouterr()
+    assert err == 'demo stacker: no tracking data recorded\n', err
+    assert 'RMS' not in out and not (tmp_path / 'p.png').exists(), out
+
+    def run_identify_demo(share_dir, workdir, duration, log):
+        raise RuntimeError('the loop never closed: no joint state with an applied effort')
+    monkeypatch.setattr(kron_dynamics.demo.identify, 'run_identify_demo', run_identify_demo)
+    assert demo_identify(1.0, str(tmp_path / 'i.png')) == 1
+    out, err = capsys.readouterr()
+    assert err == ('demo identify: the loop never closed: no joint state with an applied '
+                   'effort\n'), err
+    assert not (tmp_path / 'i.png').exists(), out
 
 
 def test_locked_joints_are_read_from_joint_value_pairs():
@@ -286,6 +317,34 @@ def test_the_demo_passes_on_every_loader_warning_but_the_singular_m(tmp_path, ca
     assert logging.getLogger('kron_dynamics').propagate
 
 
+@pytest.mark.slow   # a child process
+def test_demo_static_prints_m_c_star_and_g_of_the_machine_at_a_sample_state():
+    """``demo MACHINE --static``: the matrices of the closed form at one state, no nodes."""
+    import numpy as np
+    from kron_dynamics import RobotModel
+    from kron_dynamics.resources import data_dir
+    done = kron_dynamics('demo', 'rover_arm', '--static', timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    model = RobotModel.from_urdf_file(data_dir('urdf') / 'rover_arm.urdf')
+    q, qd = np.linspace(0.3, 0.6, model.n), np.linspace(0.05, 0.1, model.n)
+    printed, name = {}, None
+    for line in done.stdout.splitlines():
+        if line.endswith(' ='):
+            name = line[:-2]
+            printed[name] = []
+        elif line.startswith('  [') and name is not None:
+            printed[name].append([float(v) for v in line.strip(' []').split()])
+    expected = {'M(q)': model.mass_matrix(q), 'C*(q)': model.coriolis_star(q),
+                'G(q)': [model.gravity_torque(q)],
+                'C*(q)(qd kron qd)': [model.coriolis_star(q) @ np.kron(qd, qd)]}
+    assert list(printed) == list(expected), done.stdout
+    for key, value in expected.items():     # six significant digits
+        np.testing.assert_allclose(printed[key], value, rtol=1e-5,
+                                   atol=1e-5 * np.abs(value).max(), err_msg=key)
+    assert f'rover_arm: joints {model.joint_names}' in done.stdout, done.stdout
+    assert f'q = {q.tolist()}, qd = {qd.tolist()}' in done.stdout, done.stdout
+
+
 @pytest.mark.parametrize('duration', ['-1', '0', 'nan', 'inf', 'ten'])
 def test_demo_refuses_a_duration_that_is_not_a_finite_positive_number(duration, capsys):
     """Refused by argparse before any node starts: -1 s used to run the demo, inf forever."""
@@ -370,6 +429,8 @@ def test_a_demo_stopped_or_killed_leaves_no_node_running(signum, tmp_path):
         assert all(has_loaded(pid, 'librcl.so') for pid in nodes), 'the nodes did not start'
         demo.send_signal(signum)
         demo.wait(timeout=120)
+        # SIGTERM: SystemExit(143) through the graph's clean-up, not the default action
+        assert demo.returncode == (128 + signum if signum == signal.SIGTERM else -signum)
         deadline = time.monotonic() + 120
         while any(_running(pid) for pid in nodes) and time.monotonic() < deadline:
             time.sleep(0.2)
