@@ -184,6 +184,15 @@ def has_loaded(pid: int, library: str) -> bool:
         return False
 
 
+def running(pid: int) -> bool:
+    """Return True if process pid exists and is no zombie (Linux: /proc/PID/stat)."""
+    try:
+        with open(f'/proc/{pid}/stat') as f:
+            return f.read().rpartition(')')[2].split()[0] != 'Z'
+    except (OSError, IndexError):
+        return False
+
+
 def stamped_state(names, q, qd=(), stamp_ns=None):
     """Return a JointState stamped stamp_ns (default: now, the system clock)."""
     from sensor_msgs.msg import JointState

@@ -23,7 +23,7 @@ import sys
 import pytest
 
 from conftest import REPO, URDF_DIR
-from ros_harness import has_loaded, isolated_env
+from ros_harness import has_loaded, isolated_env, running
 
 
 def kron_dynamics(*args, timeout=300):
@@ -394,14 +394,6 @@ def _describe(pid: int) -> str:
             f"  its output (stdout, the last 4000 characters):\n{read('fd/1', 4000)}")
 
 
-def _running(pid: int) -> bool:
-    try:
-        with open(f'/proc/{pid}/stat') as f:
-            return f.read().rpartition(')')[2].split()[0] != 'Z'
-    except (OSError, IndexError):
-        return False
-
-
 @pytest.mark.ros
 @pytest.mark.slow   # child processes
 @pytest.mark.skipif(not sys.platform.startswith('linux'), reason='Linux only: the fix is '
@@ -432,15 +424,15 @@ def test_a_demo_stopped_or_killed_leaves_no_node_running(signum, tmp_path):
         # SIGTERM: SystemExit(143) through the graph's clean-up, not the default action
         assert demo.returncode == (128 + signum if signum == signal.SIGTERM else -signum)
         deadline = time.monotonic() + 120
-        while any(_running(pid) for pid in nodes) and time.monotonic() < deadline:
+        while any(running(pid) for pid in nodes) and time.monotonic() < deadline:
             time.sleep(0.2)
-        alive = [pid for pid in nodes if _running(pid)]
+        alive = [pid for pid in nodes if running(pid)]
         assert not alive, 'nodes outlived the demo:\n' + '\n'.join(map(_describe, alive))
     finally:
         demo.kill()
         demo.wait()
         for pid in nodes:
-            if _running(pid):
+            if running(pid):
                 try:
                     os.kill(pid, signal.SIGKILL)     # what the assertion found: no orphan
                 except ProcessLookupError:
