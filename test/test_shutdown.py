@@ -21,6 +21,7 @@ The processes here are started as the console scripts start them (``kron_dynamic
 entry), and the bounds are generous: they say "it ends", not "it is fast".
 """
 
+import os
 import signal
 import subprocess
 import sys
@@ -32,7 +33,7 @@ from sensor_msgs.msg import JointState
 
 from conftest import REPO, URDF_DIR
 from kron_dynamics.demo.processes import output, start_logged
-from ros_harness import has_loaded, isolated_env, Probe, wait_for
+from ros_harness import has_loaded, isolated_env, Probe, running, wait_for
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]   # node processes, rclpy
 
@@ -290,6 +291,37 @@ def test_a_signal_during_start_up_ends_it_with_exit_0(delay):
         output(proc)
 
 
+ORPHANING = textwrap.dedent('''
+    import os, subprocess, sys
+    # a demo runner that started its node and died at once, before the node could ask the
+    # kernel for its parent-death signal: this process stays a zombie until the test reaps it
+    node = subprocess.Popen([sys.executable, '-m', 'kron_dynamics.nodes', 'dynamics_node',
+                             '--ros-args', '-p', f'urdf_file:={sys.argv[1]}'],
+                            env=dict(os.environ, KRON_DYNAMICS_PARENT_PID=str(os.getpid())),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    print(node.pid, flush=True)
+''')
+
+
+def test_a_node_whose_runner_died_before_it_started_ends_by_itself():
+    """
+    A node of a demo runner (or a test) killed at once is orphaned before its signal is armed.
+
+    The kernel's parent-death signal covers only a parent that dies after the node asked
+    for it; a parent already gone (here a zombie, not reaped yet) is a SIGTERM at once,
+    so that no orphaned node keeps running.
+    """
+    runner = subprocess.Popen([sys.executable, '-c', ORPHANING, STACKER], cwd=REPO,
+                              env=isolated_env(), stdout=subprocess.PIPE, text=True)
+    pid = int(runner.stdout.readline())
+    try:
+        assert wait_for(lambda: not running(pid), 120), f'node {pid} outlived its runner'
+    finally:
+        if running(pid):
+            os.kill(pid, signal.SIGKILL)
+        runner.wait()
+
+
 INSIDE_RCLPY = textwrap.dedent('''
     import os, signal, sys
     import rclpy
@@ -379,14 +411,15 @@ STUCK_SPINNING = textwrap.dedent('''
     sleep = ctypes.CDLL(None).sleep
     sleep.argtypes, sleep.restype = [ctypes.c_uint], ctypes.c_uint
     @numba.njit
-    def compiled_callback():                 # holds the GIL; a signal only ends one sleep
-        while True:
+    def compiled_callback(forever):          # holds the GIL; a signal only ends one sleep
+        while forever:
             sleep(60)
+    compiled_callback(False)                 # compiled now: from 'bound' on, soon stuck in it
     PROCESS.install()
     print('bound', PROCESS.bound_spin('stuck_node', delay=1), flush=True)
     PROCESS.spinning = True
     if sys.argv[1] == 'native':
-        compiled_callback()
+        compiled_callback(True)
     while not PROCESS.requested.is_set():   # the spin loop: Python's handler sets the flag
         time.sleep(0.01)
     print('requested, timer armed', signal.getitimer(signal.ITIMER_REAL)[0] > 0, flush=True)
@@ -423,7 +456,7 @@ def test_a_signal_while_spinning_reaches_clean_up_or_ends_the_process_in_bounded
     if where == 'native':
         assert proc.returncode == 0, (out, err)
         assert 'stuck_node: SIGINT/SIGTERM not handled within 1 s' in err, (out, err)
-        assert 'line 15 in <module>' in err, err    # faulthandler: the call it is stuck in
+        assert 'line 16 in <module>' in err, err    # faulthandler: the call it is stuck in
         assert 'requested' not in out, (out, err)
     else:
         assert proc.returncode == 0, (out, err)
@@ -468,6 +501,7 @@ SIGNAL_WHILE_BINDING = textwrap.dedent('''
         shutdown._bind_signals = bind_then_signal
     try:
         print('bound', PROCESS.bound_spin('binding_node'), flush=True)
+        print('bound again', PROCESS.bound_spin('binding_node'), flush=True)   # no change
         PROCESS.start_cleanup(1)             # clean-up for another reason (a model error)
         print('no signal; Python handler back', c_handler() == python_c_handler, flush=True)
     except Interrupted:
@@ -475,6 +509,8 @@ SIGNAL_WHILE_BINDING = textwrap.dedent('''
         print('interrupted; ignored from the first signal on', c_handler() == 1,
               signal.getsignal(signal.SIGINT) == signal.SIG_IGN, flush=True)
     PROCESS.finish_cleanup()
+    print('after clean-up ignored', c_handler() == 1,
+          _installed_action(signal.SIGTERM).handler == 1, flush=True)
 ''')
 
 
@@ -484,16 +520,103 @@ def test_a_signal_while_the_bound_is_armed_still_lets_clean_up_undo_it(event):
     bound_spin compiles with signals deferred; the Interrupted at its end left it armed.
 
     Clean-up takes the compiled handler away: after a signal SIGINT and SIGTERM are ignored
-    (a burst's later ones), without one Python's handler is back.
+    (a burst's later ones), without one Python's handler is back (also where bound_spin was
+    called twice); at the end of clean-up they are ignored in either case.
     """
     done = subprocess.run([sys.executable, '-c', SIGNAL_WHILE_BINDING, event], cwd=REPO,
                           capture_output=True, text=True, timeout=BOUND_S)
     assert done.returncode == 0, done
+    assert 'after clean-up ignored True True' in done.stdout, done     # whatever came before
     if event == 'signal':
         assert 'interrupted; ignored from the first signal on True True' in done.stdout, done
         return
-    assert 'bound True' in done.stdout, done
+    assert 'bound True' in done.stdout and 'bound again True' in done.stdout, done
     assert 'no signal; Python handler back True' in done.stdout, done
+
+
+UNBINDING = textwrap.dedent('''
+    import os, signal, sys
+    from kron_dynamics.nodes import shutdown
+    from kron_dynamics.nodes.shutdown import _installed_action, Interrupted, PROCESS
+    PROCESS.install()
+    if sys.argv[1] == 'nested':         # the handler run again inside itself, before SIG_IGN
+        try:
+            PROCESS._on_signal(signal.SIGTERM, None)
+        except Interrupted:
+            print('first raised', flush=True)
+        PROCESS._on_signal(signal.SIGTERM, None)
+        print('second returned', flush=True)
+        raise SystemExit
+    print('bound', PROCESS.bound_spin('unbinding_node'), flush=True)
+    PROCESS.spinning = True
+    libc, sent = shutdown._libc(), []
+
+    class SignalInUnbind:
+        """The C library, but a SIGTERM comes right after SIGINT's action was put back."""
+
+        def sigaction(self, signum, new, old):
+            result = libc.sigaction(signum, new, old)
+            if signum == signal.SIGINT and new is not None and not sent:
+                sent.append(os.kill(os.getpid(), signal.SIGTERM))
+            return result
+
+        def __getattr__(self, name):
+            return getattr(libc, name)
+    shutdown._libc = SignalInUnbind
+    PROCESS._unbind_spin()      # what start_cleanup does first
+    print('signal in unbind', bool(sent), PROCESS.requested.is_set(), flush=True)
+    print('ignored by the kernel', _installed_action(signal.SIGINT).handler == 1,
+          _installed_action(signal.SIGTERM).handler == 1, flush=True)
+''')
+
+
+@pytest.mark.parametrize('case', ['nested', 'unbinding'])
+def test_a_signal_in_the_handlers_own_window_changes_nothing(case):
+    """
+    Two windows of a burst, made to happen: each must leave the first signal's outcome.
+
+    nested: Python runs the handler again inside itself before SIG_IGN is in place; the
+    second run must not raise a second Interrupted. unbinding: a signal right after clean-up
+    put SIGINT's Python action back and before SIGTERM's; its handler ignores both, and the
+    action put back after it must not undo that.
+    """
+    done = subprocess.run([sys.executable, '-c', UNBINDING, case], cwd=REPO,
+                          capture_output=True, text=True, timeout=BOUND_S)
+    assert done.returncode == 0, done
+    if case == 'nested':
+        assert done.stdout == 'first raised\nsecond returned\n', done
+        return
+    assert 'signal in unbind True True' in done.stdout, done
+    assert 'ignored by the kernel True True' in done.stdout, done
+
+
+def test_signals_that_keep_coming_do_not_put_the_bound_off():
+    """
+    A second signal keeps the first one's deadline (``alarm`` is not restarted by it).
+
+    Otherwise a stuck node under a stream of signals (``ros2 launch``'s SIGINT, then its
+    SIGTERM) would never reach the bound. SIGINT every 0.25 s to a node stuck in native code
+    with a bound of 1 s: it must end, exit status 0, saying why. (A signal that comes before
+    the node is stuck is handled by Python, which ignores the later ones: the test passes
+    then too, but shows less.)
+    """
+    proc = subprocess.Popen([sys.executable, '-c', STUCK_SPINNING, 'native'], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == 'bound True\n'
+        time.sleep(0.5)                     # in the native call by now (already compiled)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            proc.send_signal(signal.SIGINT)
+            time.sleep(0.25)
+        assert proc.poll() is not None, 'still stuck after 60 s of SIGINT every 0.25 s'
+        out, err = proc.communicate(timeout=BOUND_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, (out, err)
+    assert 'stuck_node: SIGINT/SIGTERM not handled within 1 s' in err, (out, err)
 
 
 STUCK_NODE = textwrap.dedent('''

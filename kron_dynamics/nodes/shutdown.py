@@ -72,7 +72,7 @@ import threading
 import traceback
 
 CLEANUP_TIMEOUT_S = 3.0     # below ros2 launch's 5 s before it escalates to SIGTERM
-SIGNAL_TO_CLEANUP_S = 7     # whole seconds (alarm); launch sends SIGKILL 10 s after SIGINT
+SIGNAL_TO_CLEANUP_S = 7     # whole seconds; launch sends SIGKILL 10 s after SIGINT
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 RERAISE_S = 0.01            # a start-up signal swallowed by a native callback: raised again
 PARENT_ENV = 'KRON_DYNAMICS_PARENT_PID'     # set by demo.processes.start_logged
@@ -250,9 +250,10 @@ class ProcessShutdown:
         Make SIGINT and SIGTERM also end the process ``delay`` s later unless clean-up began.
 
         Installed just before the node spins, over Python's handlers (:meth:`install`): a
-        handler compiled by numba runs first, in the signal's context, calls ``alarm(delay)``
-        (a second signal keeps the first one's deadline) and then Python's own C handler, so
-        that the flag is set as before. SIGALRM then prints where each thread is
+        handler compiled by numba runs first, in the signal's context, arms a timer of
+        ``delay`` s unless one is running (a later signal keeps the first one's deadline, to
+        the microsecond) and then calls Python's own C handler, so that the flag is set as
+        before. SIGALRM then prints where each thread is
         (faulthandler) and a line that names the process (``name``) and says why, and calls
         ``_exit(0)``. :meth:`start_cleanup` puts Python's handlers back and replaces the
         timer by the clean-up's watchdog. Return False, changing nothing, where numba,
@@ -374,7 +375,10 @@ _NATIVE_HANDLERS = {}         # exit status -> compiled handler (kept alive: the
 _PROTOTYPES = {     # the C library's functions used here: argument types, result type
     'signal': ([ctypes.c_int, ctypes.c_void_p], ctypes.c_void_p),
     'sigaction': ([ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int),
-    'alarm': ([ctypes.c_uint], ctypes.c_uint),
+    # the timer's struct itimerval, and the bytes compared, at addresses of pointer size
+    'getitimer': ([ctypes.c_int, ctypes.c_size_t], ctypes.c_int),
+    'setitimer': ([ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t], ctypes.c_int),
+    'memcmp': ([ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t], ctypes.c_int),
     # write's buffer is passed as an integer of pointer size (an address numba can inline)
     'write': ([ctypes.c_int, ctypes.c_size_t, ctypes.c_size_t], ctypes.c_ssize_t),
     '_exit': ([ctypes.c_int], None),
@@ -475,7 +479,7 @@ def _bind_signals(python_callable, name: str, delay: int):
     compiled = _compile_spin_handlers(python_handler, name, delay)
     if compiled is None:
         return None
-    on_signal, on_alarm, _ = compiled
+    on_signal, on_alarm, _buffers = compiled
     _SPIN_HANDLERS[:] = compiled
     signal.setitimer(signal.ITIMER_REAL, 0.0)
     _libc().signal(signal.SIGALRM, on_alarm.address)
@@ -491,11 +495,25 @@ def _bind_signals(python_callable, name: str, delay: int):
 
 
 def _compile_spin_handlers(python_handler: int, name: str, delay: int):
-    """Return ``bound_spin``'s compiled handlers (signal, alarm) and its message, or None."""
+    """
+    Return ``bound_spin``'s compiled handlers (signal, alarm) and their buffers, or None.
+
+    The signal's handler arms ITIMER_REAL only where it is not running, read with
+    ``getitimer`` into a buffer of its own: ``alarm``, which says what was left in whole
+    seconds rounded to the nearest, put the deadline back up to half a second later at each
+    signal, so that signals more often than that put it off for ever.
+    """
     try:
         import numba
         libc = _libc()
-        alarm, write, exit_now = libc.alarm, libc.write, libc._exit
+        getitimer, setitimer, memcmp = libc.getitimer, libc.setitimer, libc.memcmp
+        write, exit_now = libc.write, libc._exit
+        timer = (ctypes.c_long * 4)()       # struct itimerval: it_interval, it_value
+        armed = (ctypes.c_long * 4)(0, 0, delay, 0)     # it_value: delay s, once
+        zero = (ctypes.c_long * 2)()
+        timer_at, armed_at, zero_at = map(ctypes.addressof, (timer, armed, zero))
+        value_at, value_size = timer_at + ctypes.sizeof(zero), ctypes.sizeof(zero)
+        real = int(signal.ITIMER_REAL)
         chained = ctypes.CFUNCTYPE(None, ctypes.c_int)(python_handler)
         message = ctypes.create_string_buffer(
             f'{name}: SIGINT/SIGTERM not handled within '
@@ -505,16 +523,16 @@ def _compile_spin_handlers(python_handler: int, name: str, delay: int):
 
         @numba.cfunc(numba.types.void(numba.types.int32))
         def on_signal(signum):
-            pending = alarm(delay)
-            if pending != 0:        # a signal before this one: its deadline holds
-                alarm(pending)
+            getitimer(real, timer_at)
+            if memcmp(value_at, zero_at, value_size) == 0:   # none running: the first signal
+                setitimer(real, armed_at, 0)
             chained(signum)
 
         @numba.cfunc(numba.types.void(numba.types.int32))
         def on_alarm(signum):
             write(2, address, length)
             exit_now(0)
-        return on_signal, on_alarm, message
+        return on_signal, on_alarm, (message, timer, armed, zero)
     except Exception:   # noqa: B902 (no numba: the Python handler alone, as before)
         return None
 
