@@ -410,6 +410,11 @@ def test_massless_leaf_link_loads_with_warning(caplog):
                 if r.name == 'kron_dynamics' and r.levelno == logging.WARNING]
     assert any("joint 'j2'" in r.getMessage() and SOURCE in r.getMessage()
                for r in warnings), [r.getMessage() for r in warnings]
+    caplog.clear()      # armature (a rotor) on that joint makes M regular: nothing to say
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        model = RobotModel.from_urdf_string(xml, source=SOURCE, armature=[0.0, 0.05])
+    assert not [r.getMessage() for r in caplog.records if r.name == 'kron_dynamics']
+    assert np.linalg.eigvalsh(model.mass_matrix(np.array([0.3, 0.1]))).min() > 0
 
 
 def test_root_link_inertia_loads_and_does_not_affect_mass_matrix():
