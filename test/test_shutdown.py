@@ -21,6 +21,7 @@ The processes here are started as the console scripts start them (``kron_dynamic
 entry), and the bounds are generous: they say "it ends", not "it is fast".
 """
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -56,6 +57,17 @@ def ended(proc: subprocess.Popen) -> int:
         proc.kill()
         proc.wait()
         pytest.fail(f'still running {BOUND_S} s after the signal:\n{output(proc)}')
+
+
+@contextlib.contextmanager
+def killed_after(proc: subprocess.Popen):
+    """Kill proc (its output collected) if it still runs when the block ends: no orphan."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 @pytest.fixture(scope='module')
@@ -444,15 +456,11 @@ def test_a_signal_while_spinning_reaches_clean_up_or_ends_the_process_in_bounded
     """
     proc = subprocess.Popen([sys.executable, '-c', STUCK_SPINNING, where], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with killed_after(proc):
         assert proc.stdout.readline() == 'bound True\n'
         time.sleep(0.3)                     # most likely in the native call by now (either way)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=BOUND_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     if where == 'native':
         assert proc.returncode == 0, (out, err)
         assert 'stuck_node: SIGINT/SIGTERM not handled within 1 s' in err, (out, err)
@@ -602,7 +610,7 @@ def test_signals_that_keep_coming_do_not_put_the_bound_off():
     """
     proc = subprocess.Popen([sys.executable, '-c', STUCK_SPINNING, 'native'], cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with killed_after(proc):
         assert proc.stdout.readline() == 'bound True\n'
         time.sleep(0.5)                     # in the native call by now (already compiled)
         deadline = time.monotonic() + 60
@@ -611,10 +619,6 @@ def test_signals_that_keep_coming_do_not_put_the_bound_off():
             time.sleep(0.25)
         assert proc.poll() is not None, 'still stuck after 60 s of SIGINT every 0.25 s'
         out, err = proc.communicate(timeout=BOUND_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 0, (out, err)
     assert 'stuck_node: SIGINT/SIGTERM not handled within 1 s' in err, (out, err)
 
@@ -646,16 +650,12 @@ def test_a_node_stuck_in_a_callback_exits_0_before_launch_would_kill_it():
     """run_node arms the bound: a real node, its executor, a callback stuck with the GIL."""
     proc = subprocess.Popen([sys.executable, '-c', STUCK_NODE], cwd=REPO, env=isolated_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with killed_after(proc):
         assert proc.stdout.readline() == 'in the callback\n', proc.stderr.read()
         proc.send_signal(signal.SIGINT)
         time.sleep(0.15)
         proc.send_signal(signal.SIGINT)     # as ros2 launch: its deadline is the first one's
         out, err = proc.communicate(timeout=BOUND_S)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
     assert proc.returncode == 0, (out, err)
     assert 'stuck_node: SIGINT/SIGTERM not handled within 7 s' in err, (out, err)
     assert 'in tick' in err and 'Traceback' not in err, err   # faulthandler's lines
