@@ -295,6 +295,7 @@ def test_python_warnings_go_to_the_nodes_log_and_numpy_floating_point_ones_are_q
         node.destroy_node()
     err = capfd.readouterr().err
     assert 'overflow' not in err and 'divide' not in err, err
-    line = next(line for line in err.splitlines() if 'UserWarning: ' in line)
-    assert '[warned]' in line and 'a library notice over two lines (' in line, err
-    assert 'test_node_logging.py:' in line, err
+    lines = [line for line in err.splitlines() if 'UserWarning: ' in line]
+    assert len(lines) == 1, err
+    assert '[warned]' in lines[0] and 'a library notice over two lines (' in lines[0], err
+    assert 'test_node_logging.py:' in lines[0], err

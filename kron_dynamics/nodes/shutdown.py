@@ -253,12 +253,11 @@ class ProcessShutdown:
         handler compiled by numba runs first, in the signal's context, arms a timer of
         ``delay`` s unless one is running (a later signal keeps the first one's deadline, to
         the microsecond) and then calls Python's own C handler, so that the flag is set as
-        before. SIGALRM then prints where each thread is
-        (faulthandler) and a line that names the process (``name``) and says why, and calls
-        ``_exit(0)``. :meth:`start_cleanup` puts Python's handlers back and replaces the
-        timer by the clean-up's watchdog. Return False, changing nothing, where numba,
-        glibc's ``sigaction`` layout (Linux on x86_64 or aarch64) or Python's handlers are
-        missing.
+        before. SIGALRM then prints where each thread is (faulthandler) and a line that
+        names the process (``name``) and says why, and calls ``_exit(0)``.
+        :meth:`start_cleanup` puts Python's handlers back and replaces the timer by the
+        clean-up's watchdog. Return False, changing nothing, where numba, glibc's
+        ``sigaction`` layout (Linux on x86_64 or aarch64) or Python's handlers are missing.
         """
         if self._python_actions is not None:
             return True
@@ -479,7 +478,7 @@ def _bind_signals(python_callable, name: str, delay: int):
     compiled = _compile_spin_handlers(python_handler, name, delay)
     if compiled is None:
         return None
-    on_signal, on_alarm, _buffers = compiled
+    on_signal, on_alarm, _ = compiled
     _SPIN_HANDLERS[:] = compiled
     signal.setitimer(signal.ITIMER_REAL, 0.0)
     _libc().signal(signal.SIGALRM, on_alarm.address)
