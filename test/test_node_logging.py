@@ -299,3 +299,36 @@ def test_python_warnings_go_to_the_nodes_log_and_numpy_floating_point_ones_are_q
     assert len(lines) == 1, err
     assert '[warned]' in lines[0] and 'a library notice over two lines (' in lines[0], err
     assert 'test_node_logging.py:' in lines[0], err
+
+
+def test_a_publish_the_middleware_refuses_is_dropped_counted_and_logged_once_a_period():
+    """
+    A real publisher whose context is shut down: rclpy refuses every sample.
+
+    (InvalidHandle, a RuntimeError as rcl's 'cannot publish data' is.) The node's
+    ArrayPublisher returns False, counts each, and logs the first (throttled); its log line
+    named the topic by asking the destroyed publisher, which raised again.
+    """
+    import numpy as np
+    import rclpy
+    from std_msgs.msg import Float64MultiArray
+
+    from kron_dynamics.nodes.messages import ArrayPublisher
+    from kron_dynamics.nodes.throttled_logger import ThrottledLogger
+    lines = []
+
+    class Recorder:
+        def warning(self, text):
+            lines.append(text)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('publish_failures', context=context)
+    publisher = node.create_publisher(Float64MultiArray, '~/torques', 10)
+    logged, silent = ArrayPublisher(publisher, ThrottledLogger(Recorder())), ArrayPublisher(
+        publisher)
+    assert logged.publish(np.ones(3)) and logged.failures == 0
+    rclpy.shutdown(context=context)
+    assert [logged.publish(np.ones(3)) for _ in range(5)] == [False] * 5
+    assert not silent.publish(np.ones((2, 2))) and (logged.failures, silent.failures) == (5, 1)
+    assert len(lines) == 1 and lines[0].startswith(
+        'could not publish on /publish_failures/torques (') and lines[0].endswith('); dropped')

@@ -69,6 +69,7 @@ class ArrayPublisher:
 
     def __init__(self, publisher, log=None):
         self.publisher = publisher
+        self.topic = publisher.topic_name   # read now: a destroyed publisher cannot say it
         self.log = log              # a ThrottledLogger: publishing failures are logged
         self.failures = 0
 
@@ -87,8 +88,7 @@ class ArrayPublisher:
         except RuntimeError as exc:     # rclpy's RCLError: "cannot publish data"
             self.failures += 1
             if self.log is not None:
-                self.log.warning(f'publish {self.publisher.topic_name}',
-                                 f'could not publish on {self.publisher.topic_name} ({exc}); '
-                                 'dropped')
+                self.log.warning(f'publish {self.topic}',
+                                 f'could not publish on {self.topic} ({exc}); dropped')
             return False
         return True
