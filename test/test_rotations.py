@@ -19,7 +19,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from kron_dynamics.model.rotations import (
-    axis_angle, matrix_to_quaternion, quaternion_to_matrix, rpy_to_matrix, skew)
+    axis_angle, elementary_rows, matrix_to_quaternion, quaternion_to_matrix, rpy_to_matrix, skew)
 
 
 @pytest.mark.parametrize('seed', range(20))
@@ -37,6 +37,15 @@ def test_axis_angle_is_scipys_rotation_vector(seed):
     angle = rng.uniform(-7, 7)
     np.testing.assert_allclose(axis_angle(axis, angle),
                                Rotation.from_rotvec(angle * axis).as_matrix(), atol=1e-14)
+
+
+@pytest.mark.parametrize('axis', 'xyz')
+def test_elementary_rows_are_scipys_rotation_about_an_axis(axis):
+    """The rows the symbolic DH model takes for Rz(theta) and Rx(alpha), and Ry."""
+    for angle in np.random.default_rng(0).uniform(-4, 4, 10):
+        np.testing.assert_allclose(
+            np.array(elementary_rows(axis, np.cos(angle), np.sin(angle)), dtype=float),
+            Rotation.from_euler(axis, angle).as_matrix(), atol=1e-15)
 
 
 def test_skew_is_the_cross_product():
@@ -60,6 +69,16 @@ def test_matrix_to_quaternion_is_scipys_quaternion(seed):
             expected = expected * np.sign(expected @ q)
         np.testing.assert_allclose(q, expected, atol=1e-12)
         np.testing.assert_allclose(Rotation.from_quat(q).as_matrix(), R, atol=1e-12)
+
+
+def test_matrix_to_quaternion_of_a_nearly_orthonormal_matrix_is_a_unit_quaternion():
+    """A rotation read from float32 data or a product of many: the quaternion is unit."""
+    rng = np.random.default_rng(7)
+    for k in range(100):
+        R = Rotation.random(random_state=k).as_matrix() + rng.uniform(-1e-6, 1e-6, (3, 3))
+        q = matrix_to_quaternion(R)
+        assert abs(np.linalg.norm(q) - 1.0) < 1e-15 and q[3] >= 0
+        np.testing.assert_allclose(quaternion_to_matrix(q), R, atol=1e-5)
 
 
 def test_quaternion_to_matrix_is_scipys_matrix():

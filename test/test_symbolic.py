@@ -492,6 +492,38 @@ def test_dh_rows_take_numpy_and_sympy_vectors_and_matrices_as_lists():
             assert_equal_matrix(model.gravity_torque(), expected.gravity_torque())
 
 
+@pytest.mark.parametrize('seed', range(3))
+def test_dh_rows_with_offsets_and_twists_match_the_numeric_dh_model(seed):
+    """
+    Random DH tables (theta and alpha offsets, prismatic rows): M, C*, G and the link poses.
+
+    Against RobotModel.from_dh, which builds a URDF from the same table (test_dh.py checks its
+    frames against products of DH matrices).
+    """
+    from test_dh import random_rows
+    rng = np.random.default_rng(seed)
+    rows = [dataclasses.replace(r, inertia=(r.inertia + r.inertia.T) / 2)
+            for r in random_rows(rng, 3)]
+    numeric = RobotModel.from_dh(rows)
+    keys = ('joint', 'type', 'a', 'alpha', 'd', 'theta', 'mass', 'com', 'inertia')
+    model = SymbolicModel.from_dh([{k: np.asarray(getattr(r, k)).tolist() if k in keys[-2:]
+                                    else getattr(r, k) for k in keys} for r in rows])
+    assert tuple(model.joint_names) == numeric.joint_names
+    f = sp.lambdify([model.q], [model.mass_matrix(), model.coriolis_star(),
+                                model.gravity_torque()]
+                    + [sp.Matrix.hstack(*model.link_pose(link)) for link in ('link2', 'link3')],
+                    'numpy')
+    # 1e-11: a number within DECIMAL_TOL (1e-12, relative) of a 10-digit decimal is made
+    # that decimal, as cos(theta) and sin(theta) of a random offset often are
+    for q in rng.uniform(-2, 2, (3, 3)):
+        M, C, G, *poses = (np.array(x, dtype=float) for x in f(q))
+        assert_close(M, numeric.mass_matrix(q), 1e-11)
+        assert_close(C, numeric.coriolis_star(q), 1e-11)
+        assert_close(G.ravel(), numeric.gravity_torque(q), 1e-11)
+        for pose, link in zip(poses, ('link2', 'link3')):
+            assert_close(pose, numeric.link_pose(q, link)[:3], 1e-11)
+
+
 def test_models_that_have_no_closed_forms_here_are_named(tmp_path):
     """Duplicate DH joints, unknown parameters, a moving base, a tree without movable joints."""
     row = dict(joint='j1', a=1, mass='m', inertia=[1, 1, 1])
