@@ -235,6 +235,14 @@ def test_inputs_are_checked_and_named():
         model.acceleration(q, np.zeros(8), np.zeros(8), 'nope')
     with pytest.raises(ValueError, match=r"frame must be one of"):
         model.jacobian(q, model.base_link, frame='body')
+    for method in ('jacobian', 'explicit', 'crba'):    # the fixed base's readable forms
+        with pytest.raises(ValueError, match=rf"^mass_matrix: method '{method}' is for a fixed "
+                                             'base; a moving base has the compiled default'):
+            model.mass_matrix(q, method=method)
+    with pytest.raises(ValueError, match=r"^coriolis_star: method 'hessian' is for a fixed "
+                                         r'base; a moving base has the default only'):
+        model.coriolis_star(q, method='hessian')
+    assert model.mass_matrix(q, method=None).shape == (8, 8)
 
 
 def test_batches_stack_rows():

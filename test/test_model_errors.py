@@ -319,6 +319,9 @@ def test_non_text_input(xml):
 def test_bad_gravity(gravity):
     with pytest.raises(ModelError, match=r'gravity must be 3 finite numbers'):
         RobotModel.from_urdf_string(BASE, gravity=gravity)
+    model = RobotModel.from_urdf_string(BASE)       # a copy with another gravity: the same
+    with pytest.raises(ModelError, match=r'^gravity must be 3 finite numbers, got '):
+        model.with_gravity(gravity)
 
 
 @pytest.mark.parametrize('joint_names, pattern', [
@@ -415,6 +418,37 @@ def test_massless_leaf_link_loads_with_warning(caplog):
         model = RobotModel.from_urdf_string(xml, source=SOURCE, armature=[0.0, 0.05])
     assert not [r.getMessage() for r in caplog.records if r.name == 'kron_dynamics']
     assert np.linalg.eigvalsh(model.mass_matrix(np.array([0.3, 0.1]))).min() > 0
+
+
+def test_a_joint_whose_only_mass_is_on_a_mimic_of_multiplier_0_is_warned_about(caplog):
+    """
+    j1 moves a massless link, and mimic m (another branch) only through its multiplier.
+
+    With multiplier 0 m stands still whatever j1 does: M[j1, j1] = 0, one warning; with 1,
+    j1 turns m's body: no warning.
+    """
+    inertia = '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/>'
+    limit = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
+
+    def branches(multiplier):
+        return (
+            '<robot name="branches"><link name="base"/><link name="a"/>'
+            f'<link name="c"><inertial><origin xyz="0.2 0 0"/><mass value="1"/>{inertia}'
+            f'</inertial></link><link name="d"><inertial><mass value="1"/>{inertia}'
+            '</inertial></link><joint name="j1" type="revolute"><parent link="base"/>'
+            f'<child link="a"/><axis xyz="0 0 1"/>{limit}</joint>'
+            '<joint name="m" type="revolute"><parent link="base"/><child link="c"/>'
+            f'<origin xyz="0.5 0 0"/><axis xyz="0 0 1"/>{limit}'
+            f'<mimic joint="j1" multiplier="{multiplier}" offset="0.3"/></joint>'
+            '<joint name="j2" type="revolute"><parent link="base"/><child link="d"/>'
+            f'<axis xyz="0 1 0"/>{limit}</joint></robot>')
+    for multiplier, expected in ((0.0, ["branches.urdf: joint 'j1' moves no mass or inertia: "
+                                        'M is singular']), (1.0, [])):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+            model = RobotModel.from_urdf_string(branches(multiplier), source='branches.urdf')
+        assert [r.getMessage() for r in caplog.records] == expected, multiplier
+        assert (model.mass_matrix([0.1, 0.2])[0, 0] > 0) == bool(multiplier)
 
 
 def test_root_link_inertia_loads_and_does_not_affect_mass_matrix():
@@ -564,3 +598,6 @@ def test_constructor_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match=r'^base_box must be a finite number >= 0 \(m\), got '
                                          r'1e\+308$'):
         floating.random_configuration(base_box=1e308)     # uniform(-box, box) would overflow
+    with pytest.raises(ValueError, match=r'^base_box must be a finite number >= 0 \(m\), got '
+                                         r'-0\.5$'):
+        floating.random_configuration(base_box=-0.5)

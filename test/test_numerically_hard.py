@@ -49,6 +49,7 @@ import pytest
 from kron_dynamics import RobotModel, SingularMassMatrixError
 from kron_dynamics.algorithms.kinematics import com_positions, forward_kinematics
 from kron_dynamics.algorithms.rnea import rnea
+from kron_dynamics.model.dh import DHRow
 
 from conftest import URDF_DIR
 from model_helpers import random_model
@@ -250,6 +251,33 @@ def test_rover_arm_tiny_inertia_warns_on_load(caplog):
     assert re.search(r"joint 'joint3' \(link 'link3'\) moves a tiny inertia: 1e-09 .*"
                      r'nearly singular \(cond\(M\) >= 1\.\d+e\+08\)', messages), messages
     assert "joint 'joint5' (link 'link5') moves a tiny inertia" in messages
+
+
+def test_more_than_five_tiny_joints_are_summed_up_and_the_five_smallest_named(caplog):
+    """
+    A heavy first body and 7 light ones about the same axis: 7 tiny articulated inertias.
+
+    One line counts them, then one per joint for the 5 smallest, smallest first.
+    """
+    rows = [DHRow('j1', mass=10.0, inertia=np.eye(3))]
+    rows += [DHRow(f'j{i}', mass=1e-12, inertia=np.eye(3) * (10 - i) * 1e-12)
+             for i in range(2, 9)]
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        RobotModel.from_dh(rows, 'light_chain')
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 6 and messages[0].startswith(
+        'DH table light_chain: 7 joints move a tiny inertia (below 1e-08 times the largest '
+        'diagonal entry of M, 1): M is nearly singular; the 5 smallest follow'), messages
+    for message, (joint, inertia) in zip(messages[1:], [(8, 2), (7, 3), (6, 4), (5, 5), (4, 6)]):
+        assert message.startswith(f"DH table light_chain: joint 'j{joint}' (link "
+                                  f"'link{joint}_base', 'link{joint}') moves a tiny inertia: "
+                                  f'{inertia}e-12 at q = 0'), message
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        RobotModel.from_dh(rows[:6], 'light_chain')     # 5 tiny: each named, no summary
+    assert [r.getMessage()[:len("DH table light_chain: joint 'j6'")]
+            for r in caplog.records] == [f"DH table light_chain: joint 'j{i}'"
+                                         for i in (6, 5, 4, 3, 2)]
 
 
 def test_rover_arm_warning_counts_the_armature(caplog):

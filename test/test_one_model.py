@@ -578,6 +578,10 @@ def test_an_operational_frame_is_usable_wherever_a_link_name_is(case):
         model.with_frame('x', 'nope')
     with pytest.raises(ModelError, match='with_frame: rpy must be 3 finite numbers'):
         model.with_frame('x', link, rpy=(0, np.nan, 0))
+    for name in ('', 5, None):
+        with pytest.raises(ModelError, match=rf'^with_frame: the name must be a non-empty '
+                                             rf'string, got {re.escape(repr(name))}$'):
+            model.with_frame(name, link)
 
 
 # ------------------------------------------------------------------ batches, every method
@@ -731,11 +735,11 @@ def test_base_pose_friction_and_full_coordinates_take_batches(kind):
             np.testing.assert_array_equal(batch[k], getattr(model, method)(X[k]))
         assert getattr(model, method)(X[:0]).shape == (0, *shape), method
     far, nan, bad = Q.copy(), Q.copy(), V.copy()
-    far[1, 3 if model.base == 'floating' else 2] += 1.0      # the base orientation, not unit
+    far[1:3, 3 if model.base == 'floating' else 2] += 1.0    # the base orientation, not unit
     nan[2, -1], bad[2, -1] = np.nan, np.inf
     for method in ('base_pose', 'full_configuration'):
         with pytest.raises(ValueError, match=r'^row 1: q: the base .* has norm .*unit vector'):
-            getattr(model, method)(far)
+            getattr(model, method)(far)     # the first of rows 1 and 2
         with pytest.raises(ValueError, match=r'^q\[2\] is not finite'):
             getattr(model, method)(nan)
     for method in ('friction_torque', 'full_velocity', 'full_acceleration'):
@@ -965,8 +969,13 @@ def test_complex_ragged_and_three_dimensional_arrays_are_refused_by_name(case, m
             call(model, q, [list(v), list(v[:-1])], a, link)
 
 
-def test_complex_arguments_beside_the_state_are_refused_by_name(case):
-    """A point, gravity, wrench, frame offset or parameter table: no silent real part either."""
+def test_arguments_beside_the_state_are_refused_by_name(case):
+    """
+    Arguments beside the state that are complex, of the wrong size or meaningless are named.
+
+    A point, gravity, wrench, frame offset, parameter table, damping or frame: no silent real
+    part either.
+    """
     kind, model, pair = case
     link = CASES[kind][2][0]
     q, v, a = state(model, 43)
@@ -990,6 +999,13 @@ def test_complex_arguments_beside_the_state_are_refused_by_name(case):
     with pytest.raises(ValueError, match=r'^dynamic parameters must be \d+ x 10 numbers .*, '
                                          r'got no array of numbers$'):
         model.with_dynamic_parameters([[1.0, 2.0], [3.0]])
+    nb = len(model.body_names)
+    with pytest.raises(ModelError, match=rf'^dynamic parameters must be {nb} x 10 numbers '
+                                         rf'\(one row per body of .*\), got \({nb - 1}, 10\)$'):
+        model.with_dynamic_parameters(model.dynamic_parameters()[1:])
+    with pytest.raises(ValueError, match=r"^acceleration: frame 'world' has no classical "
+                                         r'acceleration'):
+        model.acceleration(q, v, a, link, frame='world')
     for damping in (1 + 1j, 1e200):       # the value given (not -1); 1e200: its square is inf
         with pytest.raises(ValueError, match=r'^damping must be a finite number >= 0 \(its square '
                                              rf'finite\), got {re.escape(repr(damping))}$'):
@@ -1026,6 +1042,8 @@ def test_a_contact_batch_names_a_misshapen_tau(case, method):
             call(np.stack([q, q]), v, tau)
     with pytest.raises(ValueError, match=r'^tau has complex entries'):
         call(np.stack([q, q]), v, np.zeros((2, model.nv)) + 1e-20j)
+    with pytest.raises(ValueError, match=r'^tau has 3 rows, the other inputs 2$'):
+        call(np.stack([q, q]), v, np.zeros((3, model.nv)))
 
 
 @pytest.mark.parametrize('method', ['mass_matrix', 'inverse_dynamics', 'gravity_torque',
@@ -1086,3 +1104,38 @@ def test_locking_every_mimic_joint_away_gives_the_plain_compiled_model():
     q = model.random_configuration(1)
     full = RobotModel.from_urdf_file(path)
     close(model.mass_matrix(q), full.mass_matrix(np.append(q, 0.0))[:7, :7], 'M, fingers at 0')
+
+
+MASS_ON_THE_ROOT = """<robot name="mass_on_the_root">
+  <link name="base"><inertial><origin xyz="0.1 0.2 0.3"/><mass value="2"/>
+    <inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
+  <link name="arm"/>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="arm"/>
+    <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_a_centre_of_mass_of_massless_bodies_is_refused_and_says_what_counts_the_root():
+    """The moving bodies have no mass, the root 2 kg: include_root=True has a centre."""
+    model = RobotModel.from_urdf_string(MASS_ON_THE_ROOT)
+    hint = r' \(include_root=True adds the mass welded to the root\)$'
+    for q in (np.zeros(1), np.zeros((3, 1))):
+        for method in (model.center_of_mass, model.center_of_mass_jacobian):
+            with pytest.raises(ValueError, match='^center of mass: the bodies counted have no '
+                                                 'mass' + hint):
+                method(q)
+        com = model.center_of_mass(q, include_root=True)
+        np.testing.assert_array_equal(com, np.broadcast_to([0.1, 0.2, 0.3], com.shape))
+        assert not np.any(model.center_of_mass_jacobian(q, include_root=True))
+    massless = RobotModel.from_urdf_string(MASS_ON_THE_ROOT.replace('value="2"', 'value="0"'))
+    with pytest.raises(ValueError, match='^center of mass: the bodies counted have no mass$'):
+        massless.center_of_mass(np.zeros(1), include_root=True)
+
+
+def test_integrate_names_an_argument_it_does_not_take():
+    """integrate(q, v, dt=1.0): any other keyword is a TypeError that names it."""
+    model = RobotModel.from_urdf_string(MASS_ON_THE_ROOT)
+    with pytest.raises(TypeError, match=r"^integrate\(q, v, dt=1.0\) got unexpected "
+                                        r"argument\(s\) \['h', 'step'\]$"):
+        model.integrate(np.zeros(1), np.ones(1), step=0.1, h=0.2)
+    assert model.integrate(np.zeros(1), np.ones(1), dt=0.5).tolist() == [0.5]
