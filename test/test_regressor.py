@@ -23,6 +23,8 @@ readable regressor for the compiled one; and the rank of Pinocchio's stacked reg
 the number of base parameters.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -225,6 +227,88 @@ def test_base_parameters_give_the_same_torques_for_any_parameters(kind):
     table = bp.table().splitlines()
     assert sum(line.startswith('beta') for line in table) == bp.count
     assert set(bp.independent) | set(bp.dependent) == set(range(n_std))
+
+
+def table_combination(bp):
+    """Return (independent, K) as bp.table() writes them: one 'betaK = ...' line each."""
+    index = {name: k for k, name in enumerate(bp.names)}
+    lines = [line for line in bp.table().splitlines() if line.startswith('beta')]
+    independent, K = [], np.zeros((len(lines), len(bp.names)))
+    for k, line in enumerate(lines):
+        head, first, *terms = re.fullmatch(
+            r'(beta\d+) = (\S+)((?: [+-] (?:[0-9.e+-]+ )?\S+)*)', line).groups()[:2] + (
+            re.findall(r' ([+-]) ([0-9.e+-]+ )?(\S+)', line),)
+        assert head == f'beta{k + 1}', line
+        independent.append(index[first])
+        for sign, value, name in terms[0]:
+            K[k, index[name]] = (-1.0 if sign == '-' else 1.0) * float(value or 1.0)
+    return np.array(independent), K
+
+
+@pytest.mark.parametrize('kind', ['fixed arm', 'mimic gripper'])
+def test_the_base_parameter_table_says_what_each_base_parameter_is(kind):
+    """
+    The table read back (6 significant digits) gives to_base's values; in body order.
+
+    Its last line names the parameters without effect: their regressor columns are zero;
+    it lists no rounding noise (a coefficient below 1e-9), and a coefficient of 1 unwritten.
+    """
+    model, _ = build_case(kind)
+    bp = base_parameters(model, rng=3)
+    independent, K = table_combination(bp)
+    assert independent.tolist() == bp.independent.tolist()
+    assert np.all(np.diff(bp.independent) > 0) and np.all(np.diff(bp.dependent) > 0)
+    p = np.random.default_rng(5).normal(size=len(bp.names))
+    np.testing.assert_allclose(p[independent] + K @ p, bp.to_base(p), rtol=1e-5, atol=1e-5)
+    written = np.abs(K[K != 0])
+    assert written.min() > 1e-9 and np.any(written == 1.0)
+    assert not re.search(r' [+-] 1 ', bp.table())
+    last = bp.table().splitlines()[-1]
+    unused = [bp.names.index(name) for name in bp.unidentifiable]
+    assert last == f'no effect on the joint torques: {", ".join(bp.unidentifiable)}'
+    assert unused and not np.any(K[:, unused]) and not set(unused) & set(independent)
+    Y = np.stack([model.regressor(*random_state(model, seed)) for seed in range(5)])
+    assert np.abs(Y[..., unused]).max() < 1e-12 * np.abs(Y).max()
+    assert np.all(np.abs(Y[..., [k for k in range(len(bp.names)) if k not in unused]])
+                  .max(axis=(0, 1)) > 1e-9 * np.abs(Y).max())
+
+
+def test_base_and_standard_parameters_take_every_shape_and_name_a_wrong_one():
+    """(nb, 10), flat, and batches of either; beta of another length is named."""
+    model, _ = build_case('fixed arm')
+    bp = base_parameters(model, rng=3)
+    P = np.random.default_rng(6).normal(size=(4, len(model.body_names), 10))
+    beta = bp.to_base(P)
+    assert beta.shape == (4, bp.count)
+    for k in range(4):      # a batch's products round apart from a row's: 1e-15
+        np.testing.assert_allclose(bp.to_base(P[k]), beta[k], rtol=1e-15, atol=1e-15)
+        np.testing.assert_array_equal(bp.to_base(P[k].ravel()), bp.to_base(P[k]))
+    np.testing.assert_array_equal(bp.to_base(P.reshape(4, -1)), beta)
+    assert bp.to_standard(beta).shape == (4, len(bp.names))
+    np.testing.assert_allclose(bp.to_base(bp.to_standard(beta)), beta, rtol=1e-12)
+    with pytest.raises(ValueError, match=rf'^beta must have {bp.count} entries, got shape '
+                                         rf'\({bp.count + 1},\)$'):
+        bp.to_standard(np.zeros(bp.count + 1))
+    with pytest.raises(ValueError, match=rf'^standard parameters must be {len(bp.names)} '
+                                         r'numbers \(10 per body\), got shape \(3, 10\)$'):
+        bp.to_base(np.zeros((3, 10)))
+
+
+@pytest.mark.parametrize('kind', ['fixed arm', 'mimic gripper'])
+def test_an_armature_in_the_span_of_the_base_parameters_is_so_by_rank(kind):
+    """A joint's rotor column added to the base regressor leaves its rank (SVD) unchanged."""
+    model, _ = build_case(kind)
+    bp = base_parameters(model, rng=3)
+    states = [random_state(model, 300 + seed) for seed in range(40)]
+    W = np.concatenate([bp.base_regressor(model.regressor(*s)) for s in states])
+    W = W / np.linalg.norm(W, axis=0)
+    for j in range(model.nv):
+        column = np.concatenate([np.eye(model.nv)[:, j] * s[2][j] for s in states])
+        rank = np.linalg.matrix_rank(np.column_stack([W, column / np.linalg.norm(column)]),
+                                     tol=1e-7)
+        assert bp.armature_in_span[j] == (rank == bp.count), (j, rank)
+    # on both robots: the vertical first joint and the shoulder (as the ranks above say)
+    assert bp.armature_in_span.tolist() == [True, True] + [False] * (model.nv - 2)
 
 
 def test_base_parameters_refuse_a_moving_base():
