@@ -13,12 +13,14 @@
 # limitations under the License.
 
 """
-dynamics_node's callbacks on a real node in this process (no graph, no discovery).
+dynamics_node's callbacks on a real node in this process (no node process).
 
 The node tests (test_dynamics_node*.py) send messages through DDS to a node process and
-watch its outputs; these pin what a model swap must forget and what a parameter keeps,
-message by message: the stamps both guards accepted for the old model, the 'odometry is not
-used' line said once per model, a URDF on /robot_description while a parameter names one.
+watch its outputs; these call the callbacks with real messages, message by message, and pin
+what a model swap must forget and what a parameter keeps: the stamps both guards accepted
+for the old model, the 'odometry is not used' line said once per model, a URDF on
+/robot_description while a parameter names one; and the checks the process tests missed.
+Where an output must be seen, a subscriber node in the same context takes it.
 """
 
 import time
