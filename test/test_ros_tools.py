@@ -78,8 +78,11 @@ class Tools:
         # again for a minute. A daemon whose graph stays frozen, or that does not answer, is
         # restarted once (a Fast DDS deadlock, ros_tools_env.Workspace.stop_daemon), as a
         # user would do, and asked again for another minute.
+        # The ros2 process itself may die of a signal (`ros2 param dump`: SIGSEGV, no output,
+        # once in a loaded CI run; Fast DDS has known crashes, e.g. eProsima/Fast-DDS#1906):
+        # a crash of the tool, not an answer of the node; run again, twice at most.
         deadline = time.monotonic() + 60
-        hung, restarted = 0, False
+        hung, restarted, crashed = 0, False, 0
 
         def restart():
             nonlocal deadline, restarted
@@ -100,6 +103,11 @@ class Tools:
                 raise AssertionError(f'ros2 {" ".join(args)}: no answer in {hung} runs '
                                      f'of {timeout} s; last output:\n{e.stdout}\n{e.stderr}')
             text = done.stdout + done.stderr
+            if done.returncode < 0 and crashed < 2:
+                crashed += 1
+                print(f'ros2 {" ".join(args)}: died of signal {-done.returncode}; run again',
+                      flush=True)
+                continue
             if not (done.returncode and any(lag in text for lag in GRAPH_LAG)):
                 break
             if time.monotonic() > deadline:
