@@ -20,18 +20,14 @@ watch its outputs; these call the callbacks with real messages, message by messa
 what a model swap must forget and what a parameter keeps: the stamps both guards accepted
 for the old model, the 'odometry is not used' line said once per model, a URDF on
 /robot_description while a parameter names one; and the checks the process tests missed.
-Where an output must be seen, a subscriber node in the same context takes it.
+Where an output must be seen, a ros_harness.Probe (a subscriber node of its own) takes it.
 """
-
-import time
 
 from geometry_msgs.msg import WrenchStamped
 from kron_dynamics_interfaces.srv import GetDynamics, GetLinearization, GetMassMatrix
 from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
@@ -41,7 +37,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 from conftest import node_in_process, URDF_DIR
 from kron_dynamics import RobotModel
 from kron_dynamics.nodes.dynamics_node import DynamicsNode
-from ros_harness import odometry, stamped_state, wait_for
+from ros_harness import odometry, Probe, stamped_state, wait_for
 
 pytestmark = pytest.mark.ros
 
@@ -57,30 +53,6 @@ def dynamics_node(rclpy_context, name, *parameters):
     # takes any stamp: far longer than these tests, so that an old stamp is refused
     node._stamps.restart_s = node._odometry_stamps.restart_s = 600.0
     return node
-
-
-class Listener:
-    """A subscriber node in the same context, matched to a publisher before it is used."""
-
-    def __init__(self, context, msg_type, topic, publisher):
-        self.node = rclpy.create_node(f"listener{topic.replace('/', '_')}", context=context)
-        self.received = []
-        self.node.create_subscription(msg_type, topic, self.received.append, 1000)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        assert wait_for(lambda: publisher.get_subscription_count() > 0, 60), topic
-
-    def wait(self, count: int) -> list:
-        """Spin until ``count`` messages came (60 s at most); return them."""
-        deadline = time.monotonic() + 60.0
-        while len(self.received) < count and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.1)
-        assert len(self.received) >= count, (len(self.received), count)
-        return self.received
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
 
 
 def send_state(node, joints, stamp_ns):
@@ -182,21 +154,23 @@ def test_emptying_the_urdf_parameters_without_a_topic_urdf_keeps_the_model(rclpy
 def test_a_state_stamped_0_has_its_stamped_outputs_stamped_with_its_arrival(rclpy_context):
     """publish_stamped: the input's stamp, or the node's clock when the input has none."""
     node = dynamics_node(rclpy_context, 'stamp_zero', f'urdf_file:={RP_ARM}')
-    listener = Listener(rclpy_context, JointState, '/stamp_zero/bias_torque_stamped',
-                        node._pub_bias_stamped)
+    probe = Probe('stamp_zero_listener')
+    received = probe.collect(JointState, '/stamp_zero/bias_torque_stamped', 1000)
     try:
+        assert wait_for(lambda: node._pub_bias_stamped.get_subscription_count() > 0, 60)
         joints = list(node._active[0].joint_names)
         before = node.get_clock().now().nanoseconds
         send_state(node, joints, 0)
         after = node.get_clock().now().nanoseconds
         send_state(node, joints, before - 5_000_000_000)
-        first, second = listener.wait(2)[:2]
+        assert wait_for(lambda: len(received) >= 2, 60), len(received)
+        first, second = received[:2]
         stamp = first.header.stamp.sec * 1_000_000_000 + first.header.stamp.nanosec
         assert before <= stamp <= after and first.name == joints
         assert (second.header.stamp.sec * 1_000_000_000 + second.header.stamp.nanosec
                 == before - 5_000_000_000)
     finally:
-        listener.close()
+        probe.close()
         node.destroy_node()
 
 
@@ -204,9 +178,10 @@ def test_a_queued_trajectory_goes_out_without_the_torque_of_the_external_wrench(
         rclpy_context):
     """~/reference_trajectory's chunks, as ~/reference: tau - J^T F of the current wrench."""
     node = dynamics_node(rclpy_context, 'chunk_wrench', f'urdf_file:={RP_ARM}')
-    listener = Listener(rclpy_context, Float64MultiArray, '/chunk_wrench/feedforward_torque',
-                        node._pub_ff.publisher)
+    probe = Probe('chunk_wrench_listener')
+    received = probe.collect(Float64MultiArray, '/chunk_wrench/feedforward_torque', 1000)
     try:
+        assert wait_for(lambda: node._pub_ff.publisher.get_subscription_count() > 0, 60)
         model = RobotModel.from_urdf_file(RP_ARM)
         link = model.link_names[-1]
         wrench = WrenchStamped()
@@ -222,13 +197,14 @@ def test_a_queued_trajectory_goes_out_without_the_torque_of_the_external_wrench(
         node._on_reference_trajectory(serialize_message(trajectory))
         node._next_trajectory_chunk()          # the timer's call: the 3 points, at once
         F = np.array([3.0, 0.0, 0.0, 0.0, 0.0, -0.5])
-        for msg, (q, qd, qdd) in zip(listener.wait(3), points):
+        assert wait_for(lambda: len(received) >= 3, 60), len(received)
+        for msg, (q, qd, qdd) in zip(received, points):
             expected = (model.inverse_dynamics(q, qd, qdd)
                         - model.jacobian(q, link, None, 'local').T @ F)
             np.testing.assert_allclose(msg.data, expected, rtol=1e-12, atol=1e-12)
         assert not node._trajectories
     finally:
-        listener.close()
+        probe.close()
         node.destroy_node()
 
 

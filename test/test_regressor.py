@@ -235,12 +235,11 @@ def table_combination(bp):
     lines = [line for line in bp.table().splitlines() if line.startswith('beta')]
     independent, K = [], np.zeros((len(lines), len(bp.names)))
     for k, line in enumerate(lines):
-        head, first, *terms = re.fullmatch(
-            r'(beta\d+) = (\S+)((?: [+-] (?:[0-9.e+-]+ )?\S+)*)', line).groups()[:2] + (
-            re.findall(r' ([+-]) ([0-9.e+-]+ )?(\S+)', line),)
+        assert re.fullmatch(r'beta\d+ = \S+(?: [+-] (?:[0-9.e+-]+ )?\S+)*', line), line
+        head, first = re.match(r'(beta\d+) = (\S+)', line).groups()
         assert head == f'beta{k + 1}', line
         independent.append(index[first])
-        for sign, value, name in terms[0]:
+        for sign, value, name in re.findall(r' ([+-]) ([0-9.e+-]+ )?(\S+)', line):
             K[k, index[name]] = (-1.0 if sign == '-' else 1.0) * float(value or 1.0)
     return np.array(independent), K
 
