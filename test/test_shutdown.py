@@ -719,32 +719,56 @@ def test_a_signal_while_the_native_exit_handler_compiles_is_handled_after_it():
 
 
 SIGNAL_IN_AN_EXTENSION_IMPORT = textwrap.dedent('''
-    import importlib, os, signal, sys, time
+    import ctypes, importlib, os, signal, sys, time
     from kron_dynamics.nodes import entry
 
+    def inside():                            # a native library's callback, through ctypes
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10000):               # the handler runs here: ctypes swallows it
+            pass
+    callback = ctypes.CFUNCTYPE(None)(inside)
+
     def import_module(name):                 # an extension module that is initialising
+        if sys.argv[1] == 'in a native callback':
+            callback()                       # raised again RERAISE_S later ...
+            raise RuntimeError('half initialised')   # ... but the import fails first
         try:
             os.kill(os.getpid(), signal.SIGINT)  # the handler raises Interrupted here
             time.sleep(5)
         except BaseException as exc:
-            raise ImportError('initialization failed') from exc   # as rclpy's C library
+            if sys.argv[1] == 'broken':
+                raise ImportError('initialization failed') from exc   # as rclpy's C library
+        # a failure of its own that the interruption left behind, not chained to it
+        raise RuntimeError('half initialised')
     importlib.import_module = import_module
-    sys.exit(entry.run('dynamics_node'))
+    status = entry.run('dynamics_node')
+    os.kill(os.getpid(), signal.SIGINT)      # a second Ctrl-C, start-up already stopped
+    time.sleep(0.5)
+    print('start-up stopped; a second signal ignored', flush=True)
+    sys.exit(status)
 ''')
 
 
-def test_a_signal_while_an_extension_module_initialises_still_exits_0():
+@pytest.mark.parametrize('how', ['broken', 'failed after', 'in a native callback'])
+def test_a_signal_while_an_extension_module_initialises_still_exits_0(how):
     """
     A loaded clean-clone run saw SIGINT 0.2 s into start-up land in rclpy's C extension.
 
     Its initialisation failed with ``ImportError: initialization failed`` caused by the
     handler's Interrupted, and the process ended with that traceback and exit status 1. An
-    import broken by the interruption is the interruption: exit 0, no traceback.
+    import broken by the interruption is the interruption: exit 0, no traceback; an import
+    that fails after it with an error of its own is a stop too, said in one line, also where
+    the signal's Interrupted was swallowed by a native callback and is due to be raised again
+    (the stop cancels that). A second signal after that is ignored.
     """
-    done = subprocess.run([sys.executable, '-c', SIGNAL_IN_AN_EXTENSION_IMPORT], cwd=REPO,
-                          capture_output=True, text=True, timeout=BOUND_S)
+    done = subprocess.run([sys.executable, '-c', SIGNAL_IN_AN_EXTENSION_IMPORT, how],
+                          cwd=REPO, capture_output=True, text=True, timeout=BOUND_S)
     assert done.returncode == 0, done
     assert 'Traceback' not in done.stderr, done
+    assert 'start-up stopped; a second signal ignored' in done.stdout, done
+    said = ('dynamics_node: start-up stopped by SIGINT; the step it interrupted failed with '
+            'RuntimeError: half initialised (ignored)')
+    assert (said in done.stderr) == (how != 'broken'), done
 
 
 SIGNAL_IN_A_NATIVE_CALLBACK = textwrap.dedent('''
