@@ -329,6 +329,24 @@ def test_bad_inputs_are_named_and_non_finite_rows_reported():
         with pytest.raises(ValueError, match='^threads_per_block must be an integer from 1 to '
                                              f"1024 .*, got {threads!r}$"):
             GpuModel(model, threads)
+    for dtype in (np.int32, np.float16, np.complex128):
+        with pytest.raises(ValueError, match='^dtype must be float64 or float32, got '
+                                             f'{np.dtype(dtype)}$'):
+            GpuModel(model, dtype=dtype)
+    # 6 rows in blocks of 4: the last block part full; then unchecked calls of 2 rows and of 6
+    # (their flags, kept between calls, grow with the rows)
+    in_fours = GpuModel(model, 4)
+    np.testing.assert_allclose(in_fours.inverse_dynamics(Q, V, A).copy_to_host(),
+                               model.inverse_dynamics(Q, V, A), rtol=0, atol=1e-10)
+    for rows in (2, 6):
+        np.testing.assert_allclose(gpu.gravity_torque(Q[:rows], check=False).copy_to_host(),
+                                   model.gravity_torque(Q[:rows]), rtol=0, atol=1e-10)
+    many = np.repeat(Q, 2, axis=0)
+    many[:, 3] = np.nan
+    with pytest.raises(ValueError, match=r'^gravity_torque: rows \[0, 1, 2, 3, 4, 5, 6, 7, 8, '
+                                         r'9\] and 2 more have a non-finite input \(their '
+                                         r'results are NaN\)$'):
+        gpu.gravity_torque(many)
     bad = Q.copy()
     bad[2, 1] = np.nan
     bad[4, 0] = np.inf
@@ -848,6 +866,13 @@ def test_a_bad_out_is_named():
             continue
         with pytest.raises(ValueError, match=message):
             gpu.inverse_dynamics(dQ, dV, dA, out=out)
+    # q in the first rows of an array (C-contiguous: its interface gives no strides), out in
+    # the next ones but for one row in common
+    stacked = cuda.to_device(np.vstack([Q, Q]))
+    with pytest.raises(ValueError, match='out overlaps q in device memory'):
+        gpu.inverse_dynamics(stacked[:N], dV, dA, out=stacked[N - 1:2 * N - 1])
+    # an empty out has no element in common with anything
+    assert gpu.inverse_dynamics(dQ[:0], dV[:0], dA[:0], out=dV[:0]).shape == (0, n)
     both = cuda.device_array((N, 4))
     with pytest.raises(ValueError, match='link_poses: out must be 2 CUDA arrays'):
         gpu.link_poses(dQ, out=both)
@@ -1621,6 +1646,9 @@ def test_contact_methods_check_their_inputs_and_write_into_out():
         gpu.contact_jacobian(badq, feet)
     with pytest.raises(ValueError, match=r'tau must have shape \(N, 18\) .* or \(N, 12\)'):
         gpu.constrained_forward_dynamics(Q, V, T[:, :5], feet)
+    with pytest.raises(ValueError, match=r'tau must have shape \(N, 18\) .* or \(N, 12\) '
+                                         r'.*, got \(12,\)$'):
+        gpu.constrained_forward_dynamics(Q, V, T[0], feet)          # one row, not a batch
     with pytest.raises(ValueError, match='tau has 2 rows, q 3'):
         gpu.constrained_forward_dynamics(Q, V, T[:2], feet)
     with pytest.raises(ValueError, match='contacts must be a list'):
