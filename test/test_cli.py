@@ -279,6 +279,120 @@ def test_the_identify_demo_fits_and_judges_from_the_closed_loop_on():
         tracking_error(held, rest)
 
 
+def _errors(scale, n_states, loud_until=0):
+    """Return e (n_states, 3): per joint scale_i times 1, -0.5, -0.5, -0.5, ... (x10 before)."""
+    import numpy as np
+
+    pattern = np.array([1.0, -0.5, -0.5, -0.5])[np.arange(n_states) % 4]
+    e = np.outer(pattern, scale)
+    e[:loud_until] *= 10.0
+    return e
+
+
+def test_the_demo_table_and_plot_give_rms_max_and_max_abs_torque_in_the_joints_units(tmp_path):
+    """
+    RMS = sqrt(mean e^2) and max |e| after the first second, max |tau| of every command.
+
+    The errors alternate in sign and size (their RMS, mean |e| and mean e all differ) and are
+    ten times larger in the first second; every command is negative.
+    """
+    import numpy as np
+
+    from kron_dynamics import RobotModel
+    from kron_dynamics.demo.run import plot, report
+
+    model = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    rec = _tracked(model)
+    E = _errors([0.002, 0.01, 0.02], len(rec.states), loud_until=250)
+    rec.states = [(t, rec.references[k][1] - E[k], qd) for k, (t, _, qd) in enumerate(rec.states)]
+    rec.commands = [(t, -np.abs(tau) - 1.0) for t, tau in rec.commands]
+    stats = rec.statistics()
+    judged = E[251:]                     # states from 1.005 s: 1 s after the first command
+    assert stats['samples'] == len(judged) == 149
+    np.testing.assert_allclose(stats['rms_error'], np.sqrt(np.mean(judged ** 2, axis=0)),
+                               rtol=1e-9)
+    np.testing.assert_allclose(stats['max_error'], [0.002, 0.01, 0.02], rtol=1e-9)
+    max_tau = np.max([np.abs(tau) for _, tau in rec.commands], axis=0)
+    np.testing.assert_allclose(stats['max_torque'], max_tau, rtol=1e-12)
+    lines = report(rec, model).splitlines()
+    units = {'q1_travel': ['m', 'N'], 'q2_slew': ['rad', 'N', 'm'],
+             'q3_luff': ['rad', 'N', 'm']}
+    for i, name in enumerate(model.joint_names):
+        row = next(line for line in lines if line.startswith(name)).split()
+        unit, *torque_unit = units[name]
+        assert row == [name, model.joints[name].type, f"{stats['rms_error'][i]:.3g}", unit,
+                       f"{stats['max_error'][i]:.3g}", unit, f'{max_tau[i]:.4g}',
+                       *torque_unit], row
+    labels = plot(rec, str(tmp_path / 'p.png'), 'test')
+    rms = np.sqrt(np.mean(judged ** 2, axis=0)) * 1e3
+    assert f'tracking error, RMS after 1 s: {rms[0]:.3g} mm' in labels, labels
+    assert f'tracking error, RMS after 1 s: {rms[2]:.3g} mrad' in labels, labels
+
+
+def test_the_loop_is_closed_by_one_joints_effort_and_settles_from_the_later_of_the_two():
+    """A state with any joint's effort applied closes the loop; a command must be out too."""
+    import numpy as np
+
+    from kron_dynamics import RobotModel
+
+    rec = _tracked(RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf'))
+    rec.state_stamps = [(t, np.zeros(3)) for t, _, _ in rec.states]
+    assert rec.loop_closed() is None and rec.settle_start() == rec.commands[0][0]
+    rec.state_stamps[100] = (rec.states[100][0], np.array([0.0, -2.0, 0.0]))
+    assert rec.loop_closed() == 100 and rec.settle_start() == rec.states[100][0]
+    # the closing state heard before the first command (another topic): the command's time
+    rec.state_stamps[0] = (rec.states[0][0], np.array([0.0, 0.0, 3.0]))
+    assert rec.states[0][0] < rec.commands[0][0]
+    assert rec.loop_closed() == 0 and rec.settle_start() == rec.commands[0][0]
+
+
+def test_the_identify_demo_judges_rms_median_and_max_of_q_d_minus_q_in_the_joints_units():
+    """statistics, tracking_error and report of ``kron-dynamics demo identify``."""
+    import numpy as np
+
+    from kron_dynamics import RobotModel
+    from kron_dynamics.demo.identify import IdentifyDemo, report, statistics, tracking_error
+    from kron_dynamics.demo.run import Recording
+    from kron_dynamics.identification.excitation import FourierTrajectory
+
+    model = RobotModel.from_urdf_file(URDF_DIR / 'stacker.urdf')
+    q0 = np.array([0.5, 0.2, -0.1])
+    rest = FourierTrajectory(tuple(model.joint_names), q0, np.zeros((3, 1)), np.zeros((3, 1)),
+                             base_frequency=0.5, duration=2.0)
+
+    def resting(scale):                  # 2 s at 250 Hz from the excitation's t = 0 (10 s)
+        rec = Recording(list(model.joint_names))
+        rec.reference_stamp = 10.0
+        E = _errors(scale, 500)
+        for k in range(500):
+            rec.states.append((0.004 * k, q0 - E[k], np.zeros(3)))
+            rec.state_stamps.append((10.0 + 0.004 * k, np.ones(3)))
+        return rec, E
+
+    before, E = resting([0.002, 0.01, 0.02])
+    after, E_after = resting([0.0005, 0.0025, 0.005])
+    t, e = tracking_error(before, rest)
+    np.testing.assert_allclose(t, 0.004 * np.arange(500), atol=1e-12)
+    np.testing.assert_allclose(e, E, atol=1e-15)         # q_d - q, not q - q_d
+    stats = statistics(before, rest)
+    assert stats['samples'] == 500
+    np.testing.assert_allclose(stats['rms_error'], np.sqrt(np.mean(E ** 2, axis=0)),
+                               rtol=1e-9)
+    np.testing.assert_allclose(stats['median_error'], [0.001, 0.005, 0.01], rtol=1e-9)
+    np.testing.assert_allclose(stats['max_error'], [0.002, 0.01, 0.02], rtol=1e-9)
+    demo = IdentifyDemo(model, model, rest, before, None, after, {})
+    lines = report(demo).splitlines()
+    rms_after = np.sqrt(np.mean(E_after ** 2, axis=0))
+    for i, name in enumerate(model.joint_names):
+        unit = 'm' if i == 0 else 'rad'
+        row = next(line for line in lines if line.startswith(name)).split()
+        assert row == [name, f"{stats['rms_error'][i]:.3g}", unit, f'{rms_after[i]:.3g}', unit,
+                       f"{stats['max_error'][i]:.3g}", unit,
+                       f'{E_after[:, i].max():.3g}', unit], row
+    assert lines[-1] == ("(e = q_d - q over the 2 s excitation from the loop's closing, 500 "
+                         'and 500 joint states)')
+
+
 def test_the_demo_graph_gives_each_node_its_parameters_urdf_and_remappings(tmp_path):
     """node_parameters: '/**' then the node's own, which win; node_urdfs replace urdf_file."""
     from kron_dynamics.demo.graph import DEMO_NODES, demo_graph, Graph, node_parameters
@@ -315,6 +429,65 @@ def test_the_demo_passes_on_every_loader_warning_but_the_singular_m(tmp_path, ca
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == 1 and 'blank text before the XML declaration' in messages[0]
     assert logging.getLogger('kron_dynamics').propagate
+
+
+def test_the_demo_says_once_that_a_joint_moving_no_mass_makes_m_singular(tmp_path, caplog):
+    """The loader's 'moves no mass' line goes into the one note, as a tiny inertia does."""
+    import logging
+
+    from kron_dynamics.demo.run import load_machine
+    limit = '<limit lower="-1" upper="1" effort="1" velocity="1"/>'
+    urdf = tmp_path / 'r.urdf'
+    urdf.write_text(
+        '<robot name="r"><link name="base"/><link name="a"/><link name="b"><inertial>'
+        '<mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>'
+        '</inertial></link><joint name="j" type="revolute"><parent link="base"/>'
+        f'<child link="a"/><axis xyz="0 0 1"/>{limit}</joint><joint name="k" '
+        f'type="prismatic"><parent link="base"/><child link="b"/>{limit}</joint></robot>')
+    with caplog.at_level(logging.WARNING, logger='kron_dynamics'):
+        _, note = load_machine(urdf)
+    assert note.startswith('r: M is singular at q = 0 (joints j move no inertia'), note
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+
+
+def test_the_identify_demo_records_until_the_excitation_was_played_whole():
+    """played: a joint state stamped the excitation's duration after its t = 0."""
+    import numpy as np
+
+    from kron_dynamics.demo.identify import played
+    from kron_dynamics.demo.run import Recording
+
+    rec = Recording(['a'])
+    rec.state_stamps = [(100.0 + 0.004 * k, np.ones(1)) for k in range(1000)]   # to 103.996
+    assert not played(rec, 2.0)          # no stamped reference of a moving trajectory yet
+    rec.reference_stamp = 102.0
+    assert not played(rec, 2.0)          # 1.996 s of it
+    rec.state_stamps.append((104.0, np.ones(1)))
+    assert played(rec, 2.0) and not played(rec, 2.5)
+    assert not played(Recording(['a'], reference_stamp=1.0), 0.0)     # no state at all
+
+
+def test_the_identify_demo_fails_naming_a_node_that_exited_with_an_error(
+        tmp_path, monkeypatch):
+    """A node that ended with a status other than 0 fails the run with its log; one on is fine."""
+    import kron_dynamics.demo.identify as identify
+    from kron_dynamics.demo.run import Recording
+
+    calls = []
+
+    def run_graph(graph, duration, model, env, startup_timeout, until):
+        calls.append(duration)
+        rec = Recording(list(model.joint_names))
+        rec.exit_codes = {'plant_simulator': 0, 'reference_generator': None,
+                          'computed_torque_controller': 1}
+        rec.logs = {name: f'{name}: its output' for name in rec.exit_codes}
+        return rec
+    monkeypatch.setattr(identify, 'run_graph', run_graph)
+    with pytest.raises(RuntimeError) as raised:
+        identify.run_identify_demo(str(REPO), str(tmp_path), duration=1.0, log=lambda _: None)
+    assert str(raised.value) == ("before: nodes exited with {'computed_torque_controller': 1}:"
+                                 '\ncomputed_torque_controller: its output')
+    assert len(calls) == 1
 
 
 @pytest.mark.slow   # a child process

@@ -154,3 +154,9 @@ def test_feedforward_along_the_reference_is_inverse_dynamics(run):
     assert len(checked) > 50
     for ff in checked:
         assert np.min(np.abs(ref_array - ff).max(axis=1)) <= 1e-9 * scale
+    # the plot's torque split takes the controller's model, armature included: its
+    # feedforward is one of these too
+    _, _, split, _ = recording.torque_split()
+    assert len(split) > 500
+    for ff in split[::20]:
+        assert np.min(np.abs(ref_array - ff).max(axis=1)) <= 1e-9 * scale

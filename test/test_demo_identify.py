@@ -28,7 +28,8 @@ import pytest
 from conftest import REPO
 from kron_dynamics import RobotModel
 from kron_dynamics.demo.identify import (DAMPING, INTEGRATION_RATE, MAX_GAP, plot, report,
-                                         run_identify_demo, statistics, WRONG_FACTORS)
+                                         run_identify_demo, statistics, tracking_error,
+                                         WRONG_FACTORS)
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]
 
@@ -49,6 +50,10 @@ def test_the_fit_makes_the_tracking_error_fall(tmp_path):
     P = demo.fit.model.dynamic_parameters()
     np.testing.assert_allclose(reloaded.dynamic_parameters(), P, rtol=0,
                                atol=1e-9 * np.abs(P).max())
+    # both runs recorded the excitation whole, however late it started
+    for recording in (demo.before, demo.after):
+        t, _ = tracking_error(recording, demo.excitation)
+        assert t[-1] >= demo.excitation.duration, (t[-1], demo.excitation.duration)
     # tracking: every joint's typical error falls by more than half
     before = statistics(demo.before, demo.excitation)
     after = statistics(demo.after, demo.excitation)

@@ -89,6 +89,19 @@ def _params(path: Path, model, excitation, excitation_file, controller: dict) ->
     path.write_text(yaml.safe_dump(sections, sort_keys=False))
 
 
+def played(recording: Recording, duration: float) -> bool:
+    """
+    Return True once a joint state is stamped ``duration`` s after the excitation's t = 0.
+
+    The reference generator starts the excitation when it first hears the controller, on a
+    busy machine seconds after the recorder does: a recording of a fixed length would cut the
+    excitation short there.
+    """
+    start = recording.reference_stamp
+    return (start is not None and bool(recording.state_stamps)
+            and recording.state_stamps[-1][0] - start >= duration)
+
+
 def fit_data(recording: Recording):
     """Return (t, q, tau) of the joint states from the closed loop on (stamps, efforts)."""
     start = recording.loop_closed()
@@ -129,7 +142,8 @@ def run_identify_demo(share_dir: str, workdir: str, duration: float = 10.0, env=
         graph = Graph(MACHINE, NODES, str(params), true_urdf,
                       (('computed_torque_controller', str(controller_urdf)),))
         recording = run_graph(graph, duration + SETTLE_S + 0.5, controller_model, env,
-                              startup_timeout)
+                              startup_timeout,
+                              until=lambda recording: played(recording, excitation.duration))
         failed = {n: c for n, c in recording.exit_codes.items() if c not in (0, None)}
         if failed:
             raise RuntimeError(f'{name}: nodes exited with {failed}:\n' + '\n'.join(

@@ -289,8 +289,14 @@ def run_demo(machine: str, duration: float, share_dir: str, env=None,
 
 
 def run_graph(graph, duration: float, model: RobotModel, env=None,
-              startup_timeout: float = 180.0, min_commands: int = 0) -> Recording:
-    """Run a graph's nodes as :func:`run_demo` does; ``model`` is the controller's URDF."""
+              startup_timeout: float = 180.0, min_commands: int = 0,
+              until=None) -> Recording:
+    """
+    Run a graph's nodes as :func:`run_demo` does; ``model`` is the controller's URDF.
+
+    ``until``: a function of the recording; recording goes on past ``duration`` until it
+    returns True (for at most ``startup_timeout`` s more), as for ``min_commands``.
+    """
     if not 0.0 < float(duration) < float('inf'):
         raise ValueError(f'duration must be a finite number of seconds > 0, got {duration}')
     armature = node_parameters(graph, 'computed_torque_controller').get('armature', [0.0])
@@ -313,9 +319,10 @@ def run_graph(graph, duration: float, model: RobotModel, env=None,
             time.sleep(0.05)
         t_end = time.monotonic() + duration
         # past duration while too few commands are in, or while no state is judged yet (on a
-        # busy machine the loop can close seconds after the first command)
+        # busy machine the loop can close seconds after the first command), or until says so
         while (time.monotonic() < t_end
-               or ((len(recording.commands) < min_commands or not recording.judged())
+               or ((len(recording.commands) < min_commands or not recording.judged()
+                    or (until is not None and not until(recording)))
                    and time.monotonic() < t_end + startup_timeout)):
             if any(p.poll() is not None for p in processes.values()):
                 break
@@ -342,7 +349,7 @@ def plot(recording: Recording, path: str, title: str) -> list:
     Left: e = q_d - q in mm or mrad, with its RMS after the first second. Right: the
     command tau [N or N m], the model's feedforward tau_ff along the reference and the
     feedback tau - tau_ff: does it track, and what does the model contribute. Returns the
-    labels of the axes and the legend (what a reader of the plot sees).
+    labels of the axes, the titles (the RMS) and the legend: what a reader of the plot sees.
     """
     import matplotlib
     matplotlib.use('Agg')
@@ -379,6 +386,7 @@ def plot(recording: Recording, path: str, title: str) -> list:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     labels = [ax.get_ylabel() for ax in axes.ravel()] + [
+        ax.get_title('left') for ax in axes[:, 0]] + [
         text.get_text() for text in axes[0, 1].get_legend().get_texts()]
     plt.close(fig)
     return labels
