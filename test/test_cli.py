@@ -280,7 +280,7 @@ def test_the_identify_demo_fits_and_judges_from_the_closed_loop_on():
 
 
 def _errors(scale, n_states, loud_until=0):
-    """Return e (n_states, 3): per joint scale_i times 1, -0.5, -0.5, -0.5, ... (x10 before)."""
+    """Return e (n_states, 3): scale_i times 1, -0.5, -0.5, -0.5, ...; x10 to loud_until."""
     import numpy as np
 
     pattern = np.array([1.0, -0.5, -0.5, -0.5])[np.arange(n_states) % 4]

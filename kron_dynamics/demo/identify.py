@@ -143,7 +143,7 @@ def run_identify_demo(share_dir: str, workdir: str, duration: float = 10.0, env=
                       (('computed_torque_controller', str(controller_urdf)),))
         recording = run_graph(graph, duration + SETTLE_S + 0.5, controller_model, env,
                               startup_timeout,
-                              until=lambda recording: played(recording, excitation.duration))
+                              until=lambda rec: played(rec, excitation.duration))
         failed = {n: c for n, c in recording.exit_codes.items() if c not in (0, None)}
         if failed:
             raise RuntimeError(f'{name}: nodes exited with {failed}:\n' + '\n'.join(
